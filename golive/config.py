@@ -1,0 +1,275 @@
+"""Profiles and inventories: YAML in, validated models out, every error one line with file:line."""
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from golive.schema import Inventory, Profile
+
+PROFILES_DIR = Path(__file__).parent / "profiles"
+
+
+class ConfigError(Exception):
+    """A bad profile or inventory; str() is the one line the operator sees."""
+
+
+def shipped_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+
+
+# --- YAML with positions ---------------------------------------------------------------------------------------------
+
+Path_ = tuple[Any, ...]
+
+
+@dataclass
+class Located:
+    """YAML data plus where each key/item came from: {(key, 0, key): (file, line)}."""
+
+    data: Any
+    where: dict[Path_, tuple[str, int]] = field(default_factory=dict)
+
+
+def load_yaml(path: Path) -> Located:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}{line}: YAML syntax error: {exc.problem or exc.context}") from None
+    if node is None:
+        raise ConfigError(f"{path}: file is empty")
+    located = Located(data=None)
+    located.data = _construct(node, (), str(path), located.where)
+    return located
+
+
+def _construct(node: yaml.Node, at: Path_, file: str, where: dict) -> Any:
+    where[at] = (file, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in out:
+                raise ConfigError(f"{file}:{key_node.start_mark.line + 1}: duplicate key '{key}'")
+            out[key] = _construct(value_node, at + (key,), file, where)
+            where[at + (key,)] = (file, key_node.start_mark.line + 1)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_construct(item, at + (i,), file, where) for i, item in enumerate(node.value)]
+    return yaml.SafeLoader(" ").construct_object(node, deep=True)
+
+
+# --- validation ----------------------------------------------------------------------------------------------------
+
+
+def validate(model: type[BaseModel], located: Located, what: str, fallback_file: str) -> BaseModel:
+    if not isinstance(located.data, dict):
+        raise ConfigError(f"{fallback_file}:1: a {what} must be a mapping of keys to values")
+    try:
+        return model.model_validate(located.data)
+    except ValidationError as exc:
+        raise ConfigError(_one_line(model, exc.errors()[0], located, fallback_file)) from None
+
+
+def _one_line(model: type[BaseModel], error: dict, located: Located, fallback_file: str) -> str:
+    loc = tuple(part for part in error["loc"] if not _is_union_tag(part))
+    file, line = _nearest(located.where, loc, fallback_file)
+    dotted = ".".join(str(p) for p in loc) or "(top level)"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        valid = _fields_at(model, loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else f"; valid keys: {', '.join(valid)}"
+        return f"{file}:{line}: unknown key '{dotted}'{hint}"
+    if kind == "missing":
+        return f"{file}:{line}: missing required key '{dotted}'"
+    got = error.get("input")
+    shown = f" (got {got!r})" if not isinstance(got, (dict, list)) else ""
+    return f"{file}:{line}: '{dotted}': {_expected(error)}{shown}"
+
+
+def _is_union_tag(part: Any) -> bool:
+    # pydantic inserts the union member's type name into loc ("int", "function-after[...]")
+    return isinstance(part, str) and ("[" in part or part in {"int", "float", "str", "bool", "list", "dict"})
+
+
+def _expected(error: dict) -> str:
+    kind, msg = error["type"], error["msg"]
+    names = {"int_type": "integer", "int_parsing": "integer", "float_type": "number", "float_parsing": "number",
+             "bool_type": "true or false", "bool_parsing": "true or false", "string_type": "text",
+             "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping"}
+    if kind in names:
+        return f"expected {names[kind]}"
+    return msg[0].lower() + msg[1:]
+
+
+def _nearest(where: dict, loc: Path_, fallback_file: str) -> tuple[str, int]:
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in where:
+            return where[loc[:cut]]
+    return fallback_file, 1
+
+
+def _fields_at(model: type[BaseModel], loc: Path_) -> list[str]:
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = current.model_fields.get(part)
+        if info is None:
+            return []
+        current = _model_in(info.annotation)
+        if current is None:
+            return []
+    return list(current.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found:
+            return found
+    return None
+
+
+# --- profiles ------------------------------------------------------------------------------------------------------
+
+
+def _merge(base: Located, over: Located) -> Located:
+    """Site values override the base; mappings merge key by key, everything else replaces."""
+
+    def merge(a: Any, b: Any, at: Path_) -> Any:
+        if isinstance(a, dict) and isinstance(b, dict):
+            out = dict(a)
+            for key, value in b.items():
+                out[key] = merge(a[key], value, at + (key,)) if key in a else value
+            return out
+        for path in [p for p in where if p[: len(at)] == at and len(p) > len(at)]:
+            del where[path]
+        return b
+
+    where = dict(base.where)
+    data = merge(base.data, over.data, ())
+    where.update(over.where)
+    return Located(data, where)
+
+
+def resolve_profile_ref(ref: str, relative_to: Path | None = None) -> Path:
+    """A shipped profile name, or a path (relative to the file that names it)."""
+    if ref.endswith((".yaml", ".yml")) or "/" in ref:
+        path = Path(ref)
+        if relative_to is not None and not path.is_absolute():
+            path = relative_to.parent / path
+        return path
+    shipped = PROFILES_DIR / f"{ref}.yaml"
+    if not shipped.exists():
+        close = difflib.get_close_matches(ref, shipped_profiles(), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else f"; shipped profiles: {', '.join(shipped_profiles())}"
+        raise ConfigError(f"unknown profile '{ref}'{hint}")
+    return shipped
+
+
+def _load_profile_chain(path: Path, seen: tuple[Path, ...] = ()) -> tuple[Located, list[Path]]:
+    path = path.resolve()
+    if path in seen:
+        raise ConfigError(f"{path}: 'extends' loops back to itself")
+    located = load_yaml(path)
+    if not isinstance(located.data, dict):
+        raise ConfigError(f"{path}:1: a profile must be a mapping of keys to values")
+    parent_ref = located.data.pop("extends", None)
+    if parent_ref is None:
+        return located, [path]
+    if not isinstance(parent_ref, str):
+        file, line = located.where[("extends",)]
+        raise ConfigError(f"{file}:{line}: 'extends' must name a shipped profile or a profile file")
+    try:
+        parent_path = resolve_profile_ref(parent_ref, path)
+    except ConfigError as exc:
+        file, line = located.where[("extends",)]
+        raise ConfigError(f"{file}:{line}: {exc}") from None
+    parent, chain = _load_profile_chain(parent_path, seen + (path,))
+    return _merge(parent, located), chain + [path]
+
+
+@dataclass
+class LoadedProfile:
+    profile: Profile
+    files: list[Path]
+    sha256: str
+    raw: dict
+
+
+def load_profile(ref: str | Path, relative_to: Path | None = None) -> LoadedProfile:
+    path = ref if isinstance(ref, Path) else resolve_profile_ref(ref, relative_to)
+    located, chain = _load_profile_chain(path)
+    profile = validate(Profile, located, "profile", str(path))
+    digest = hashlib.sha256(yaml.safe_dump(located.data, sort_keys=True).encode()).hexdigest()
+    return LoadedProfile(profile=profile, files=chain, sha256=digest, raw=located.data)
+
+
+# --- inventories ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedInventory:
+    inventory: Inventory
+    path: Path
+    profile: LoadedProfile
+    station_profiles: dict[str, LoadedProfile] = field(default_factory=dict)
+
+    def profile_of(self, station) -> LoadedProfile:
+        return self.station_profiles.get(station.name, self.profile)
+
+    def host_spec(self, station) -> str | None:
+        """testinfra host spec; chroot:// paths are relative to the inventory file."""
+        spec = station.host
+        if spec and spec.startswith("chroot://"):
+            tree = Path(spec[len("chroot://"):])
+            if not tree.is_absolute():
+                tree = (self.path.parent / tree).resolve()
+            return f"chroot://{tree}"
+        return spec
+
+
+def _profile_at(ref: str, inventory: Path, located: Located, at: Path_) -> LoadedProfile:
+    try:
+        return load_profile(ref, relative_to=inventory)
+    except ConfigError as exc:
+        if str(exc).startswith("unknown profile"):
+            file, line = located.where.get(at, (str(inventory), 1))
+            raise ConfigError(f"{file}:{line}: {exc}") from None
+        raise
+
+
+def load_inventory(path: Path, profile_override: str | None = None) -> LoadedInventory:
+    path = Path(path)
+    located = load_yaml(path)
+    inventory = validate(Inventory, located, "inventory", str(path))
+    if profile_override:
+        profile = load_profile(profile_override)
+    else:
+        profile = _profile_at(inventory.profile, path, located, ("profile",))
+    names = [s.name for s in inventory.stations]
+    station_profiles = {}
+    for i, station in enumerate(inventory.stations):
+        if names.index(station.name) != i:
+            file, line = located.where[("stations", i)]
+            raise ConfigError(f"{file}:{line}: station name '{station.name}' is used twice")
+        if station.profile and not profile_override:
+            station_profiles[station.name] = _profile_at(station.profile, path, located, ("stations", i, "profile"))
+    return LoadedInventory(inventory=inventory, path=path.resolve(), profile=profile, station_profiles=station_profiles)

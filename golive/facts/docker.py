@@ -1,0 +1,144 @@
+"""Docker: the `docker run` line of a unit, `docker inspect` of a container and of an image."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from golive.facts import FactError
+
+# `docker run` options that take no value (docker run --help); every other option takes one.
+_RUN_FLAGS = {
+    "-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--init", "--privileged", "--read-only",
+    "-P", "--publish-all", "--no-healthcheck", "--oom-kill-disable", "--disable-content-trust", "-q", "--quiet",
+    "--sig-proxy", "--use-api-socket",
+}
+_SHORT_FLAG_LETTERS = set("dit")  # combinable: -it, -dit
+
+
+@dataclass
+class ImageRef:
+    repository: str
+    tag: str | None
+    digest: str | None
+
+    @classmethod
+    def parse(cls, ref: str) -> "ImageRef":
+        name, _, digest = ref.partition("@")
+        tag = None
+        last = name.rsplit("/", 1)[-1]
+        if ":" in last:
+            name, tag = name.rsplit(":", 1)
+        return cls(repository=name, tag=tag, digest=digest or None)
+
+    def __str__(self) -> str:
+        return self.repository + (f":{self.tag}" if self.tag else "") + (f"@{self.digest}" if self.digest else "")
+
+
+@dataclass
+class DockerRun:
+    options: list[tuple[str, str | None]]
+    image: ImageRef
+    args: list[str] = field(default_factory=list)
+
+    def values(self, *names: str) -> list[str | None]:
+        return [value for name, value in self.options if name in names]
+
+
+def is_docker_run(argv: list[str] | tuple[str, ...]) -> bool:
+    if not argv or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nerdctl"):
+        return False
+    rest = list(argv[1:])
+    return rest[:1] == ["run"] or rest[:2] == ["container", "run"]
+
+
+def parse_run(argv: list[str] | tuple[str, ...]) -> DockerRun:
+    """Split `docker run [OPTIONS] IMAGE [ARGS…]` into options, image and the container's arguments."""
+    if not is_docker_run(argv):
+        raise FactError(f"not a docker run command: {' '.join(argv)[:120]}")
+    rest = list(argv[1:])
+    rest = rest[1:] if rest[0] == "run" else rest[2:]
+    options: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        if token == "--":
+            i += 1
+            break
+        if not token.startswith("-"):
+            break
+        if "=" in token and token.startswith("--"):
+            name, value = token.split("=", 1)
+            options.append((name, value))
+        elif token in _RUN_FLAGS:
+            options.append((token, None))
+        elif re.fullmatch(r"-[a-zA-Z]{2,}", token) and set(token[1:]) <= _SHORT_FLAG_LETTERS:
+            options.extend((f"-{letter}", None) for letter in token[1:])
+        else:
+            if i + 1 >= len(rest):
+                raise FactError(f"docker run option {token} has no value")
+            options.append((token, rest[i + 1]))
+            i += 1
+        i += 1
+    if i >= len(rest):
+        raise FactError("docker run line names no image")
+    return DockerRun(options=options, image=ImageRef.parse(rest[i]), args=rest[i + 1:])
+
+
+@dataclass
+class ContainerFacts:
+    id: str
+    name: str
+    image_id: str
+    config_image: str
+    args: list[str]
+    restart_policy: str
+    cpuset_mems: str
+    running: bool
+    status: str
+    pid: int
+
+
+def _inspect_objects(text: str, what: str) -> list[dict]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FactError(f"`docker {what} inspect` did not print JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+        raise FactError(f"`docker {what} inspect` printed no object")
+    return data
+
+
+def parse_container_inspect(text: str) -> ContainerFacts:
+    obj = _inspect_objects(text, "container")[0]
+    config, state, host = obj.get("Config") or {}, obj.get("State") or {}, obj.get("HostConfig") or {}
+    return ContainerFacts(
+        id=obj.get("Id", ""),
+        name=obj.get("Name", "").lstrip("/"),
+        image_id=obj.get("Image", ""),
+        config_image=config.get("Image", ""),
+        # Args = what followed the image (Path is the entrypoint); Config.Cmd is the same for `docker run IMAGE ARGS`
+        args=list(obj.get("Args") or config.get("Cmd") or []),
+        restart_policy=(host.get("RestartPolicy") or {}).get("Name") or "no",
+        cpuset_mems=host.get("CpusetMems") or "",
+        running=bool(state.get("Running")),
+        status=state.get("Status", ""),
+        pid=int(state.get("Pid") or 0),
+    )
+
+
+@dataclass
+class ImageFacts:
+    id: str
+    repo_digests: list[str]
+    repo_tags: list[str]
+    architecture: str
+
+    def digests(self) -> set[str]:
+        return {ImageRef.parse(d).digest for d in self.repo_digests if "@" in d}
+
+
+def parse_image_inspect(text: str) -> ImageFacts:
+    obj = _inspect_objects(text, "image")[0]
+    return ImageFacts(id=obj.get("Id", ""), repo_digests=list(obj.get("RepoDigests") or []),
+                      repo_tags=list(obj.get("RepoTags") or []), architecture=obj.get("Architecture", ""))

@@ -1,0 +1,263 @@
+"""The pytest plugin: options, markers, fixtures (inventory, profile, station, host, facts), result capture."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from golive import config as golive_config
+import httpx
+
+from golive.endpoint import EndpointClient
+from golive.facts import FactError
+from golive.report import results as results_mod
+from golive.station import StationFacts, connect
+
+LAYERS = {
+    "host": "host checks: NUMA page cache, prestart, systemd unit, docker flags, image, served flags, checkpoint, GPU",
+    "cluster": "cluster checks: rails, MTU, RDMA, NCCL, station parity",
+    "endpoint": "endpoint checks through the OpenAI API",
+}
+INVENTORY = pytest.StashKey[golive_config.LoadedInventory | None]()
+RECORDER = pytest.StashKey[results_mod.Recorder]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("golive", "go-live acceptance")
+    group.addoption("--golive-inventory", metavar="PATH", help="inventory YAML: stations and their profile")
+    group.addoption("--golive-profile", metavar="NAME|PATH", help="use this profile instead of the inventory's")
+    group.addoption("--golive-json", metavar="PATH", help="write results.json (the stable, versioned results) here")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in LAYERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    config.addinivalue_line("markers", "slow: long-running golive self-tests (still run in CI)")
+    inventory_path = config.getoption("golive_inventory")
+    loaded = None
+    if inventory_path:
+        try:
+            loaded = golive_config.load_inventory(Path(inventory_path), config.getoption("golive_profile"))
+        except golive_config.ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config.stash[INVENTORY] = loaded
+    config.stash[RECORDER] = results_mod.Recorder(loaded)
+    config.pluginmanager.register(_Recording(config), "golive-recording")
+
+
+def _layer(item_or_metafunc) -> str | None:
+    marks = {m.name for m in item_or_metafunc.iter_markers()} if hasattr(item_or_metafunc, "iter_markers") else set()
+    return next((name for name in LAYERS if name in marks), None)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each check runs once per station that the check's layer can reach."""
+    if "station" not in metafunc.fixturenames:
+        return
+    loaded = metafunc.config.stash[INVENTORY]
+    marks = {m.name for m in metafunc.definition.iter_markers()}
+    layer = next((name for name in LAYERS if name in marks), None)
+    if loaded is None:
+        metafunc.parametrize("station", [pytest.param(None, id="no-inventory", marks=pytest.mark.skip(
+            reason="no inventory: pass --golive-inventory PATH (or use `golive run`)"))])
+        return
+    stations = loaded.inventory.stations
+    if layer == "host":
+        stations = [s for s in stations if s.host]
+    elif layer == "endpoint":
+        stations = [s for s in stations if s.endpoint]
+    if not stations:
+        metafunc.parametrize("station", [pytest.param(None, id="no-station", marks=pytest.mark.skip(
+            reason=f"no station in the inventory gives what the {layer} layer needs "
+                   f"({'a host spec' if layer == 'host' else 'an endpoint URL'})"))])
+        return
+    metafunc.parametrize("station", stations, ids=[s.name for s in stations], scope="session")
+
+
+@pytest.fixture(scope="session")
+def golive_inventory(request) -> golive_config.LoadedInventory:
+    loaded = request.config.stash[INVENTORY]
+    if loaded is None:
+        pytest.skip("no inventory: pass --golive-inventory PATH (or use `golive run`)")
+    return loaded
+
+
+@pytest.fixture(scope="session")
+def profile(station, golive_inventory):
+    """The station's profile: its own where the inventory gives one, else the inventory's."""
+    return golive_inventory.profile_of(station).profile
+
+
+_HOSTS: dict[str, object] = {}
+_FACTS: dict[str, StationFacts] = {}
+
+
+@pytest.fixture(scope="session")
+def station_host(station, golive_inventory):
+    """The station's testinfra host (any testinfra spec: local, ssh://, docker://, ansible://, chroot://).
+
+    Not named `host`: testinfra's own plugin owns that name and parametrizes it over --hosts.
+    """
+    spec = golive_inventory.host_spec(station)
+    if not spec:
+        pytest.skip(f"station {station.name} has no host spec")
+    if spec not in _HOSTS:
+        _HOSTS[spec] = connect(spec)
+    return _HOSTS[spec]
+
+
+@pytest.fixture(scope="session")
+def facts(station, station_host, profile) -> StationFacts:
+    if station.name not in _FACTS:
+        _FACTS[station.name] = StationFacts(station_host, station, profile)
+    return _FACTS[station.name]
+
+
+_CLIENTS: dict[str, EndpointClient] = {}
+
+
+@pytest.fixture(scope="session")
+def endpoint_client(station, profile) -> EndpointClient:
+    """The station's endpoint as configured, before anyone checked that it lets us in (the auth check uses this)."""
+    if not station.endpoint:
+        pytest.skip(f"station {station.name} has no endpoint URL")
+    if station.name not in _CLIENTS:
+        key = os.environ.get(station.api_key_env) if station.api_key_env else None
+        _CLIENTS[station.name] = EndpointClient(station.endpoint, key, timeout=profile.endpoint.request_timeout_s)
+    return _CLIENTS[station.name]
+
+
+@pytest.fixture(scope="session")
+def endpoint_reachable(endpoint_client, station) -> EndpointClient:
+    """The endpoint, once it answers and accepts our credentials. Otherwise dependent checks skip and the liveness
+    or auth check carries the one failure, with its reason."""
+    try:
+        response = endpoint_client.get("/v1/models")
+    except httpx.HTTPError as exc:
+        pytest.skip(f"endpoint {station.endpoint} unreachable ({type(exc).__name__}): see the /health check")
+    if response.status_code == 401:
+        pytest.skip("the endpoint refused golive's credentials (HTTP 401): see the auth check")
+    return endpoint_client
+
+
+@pytest.fixture(scope="session")
+def endpoint(endpoint_reachable, profile) -> EndpointClient:
+    """The endpoint, once it serves the profile's model name (else: see the served-name check)."""
+    ids = [m.get("id") for m in endpoint_reachable.models()]
+    if profile.vllm.served_model_name not in ids:
+        pytest.skip(f"the endpoint does not serve `{profile.vllm.served_model_name}` (it serves {ids}): see the "
+                    f"served-name check")
+    return endpoint_reachable
+
+
+@pytest.fixture
+def record_metric(request):
+    """Record a measured value for results.json and the report: record_metric(name, value, unit, floor=…)."""
+
+    def record(name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None):
+        passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
+        request.node.user_properties.append(("golive_metric", {"name": name, "value": value, "unit": unit,
+                                                               "floor": floor, "ceiling": ceiling, "passed": passed}))
+        return passed
+
+    return record
+
+
+@pytest.fixture
+def record_finding(request):
+    """A passed check that the operator must still read (e.g. an endpoint open to anyone)."""
+    return lambda text: request.node.user_properties.append(("golive_finding", text))
+
+
+def _secrets(config: pytest.Config) -> list[str]:
+    loaded = config.stash[INVENTORY]
+    if loaded is None:
+        return []
+    names = {s.api_key_env for s in loaded.inventory.stations if s.api_key_env}
+    return [os.environ[n] for n in names if os.environ.get(n)]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        station = getattr(item, "callspec", None) and item.callspec.params.get("station")
+        doc = (getattr(item.function, "__doc__", None) or "").strip().splitlines()
+        item.user_properties.extend([
+            ("golive_layer", _layer(item) or ""),
+            ("golive_station", getattr(station, "name", "") or ""),
+            ("golive_rule", doc[0] if doc else item.name),
+        ])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    _redact(report, _secrets(item.config))
+    if call.excinfo is not None and call.excinfo.errisinstance(FactError):
+        # a station that cannot tell us a fact is a finding, not a golive crash: no traceback
+        report.longrepr = (f"Found: could not read the facts this check needs: {call.excinfo.value}\n"
+                           f"Do: make the command or file available on the station (read-only access is enough), "
+                           f"then re-run")
+        report.outcome = "failed"
+    return report
+
+
+def _redact(report: pytest.TestReport, secrets: list[str]) -> None:
+    """Keys never reach a report, a log or JUnit: scrub the failure text and every captured section."""
+    if not secrets:
+        return
+    def scrub(text: str) -> str:
+        for secret in secrets:
+            text = text.replace(secret, "[REDACTED]")
+        return text
+    if report.longrepr is not None and any(secret in str(report.longrepr) for secret in secrets):
+        report.longrepr = scrub(str(report.longrepr))
+    report.sections = [(title, scrub(body)) for title, body in report.sections]
+
+
+class _Recording:
+    """Feeds every report to the session's recorder; on the xdist controller too, where reports arrive."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.config.stash[RECORDER].add(report)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        path = self.config.getoption("golive_json")
+        if path and not hasattr(self.config, "workerinput"):
+            self.config.stash[RECORDER].write(Path(path), interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    recorder = config.stash[RECORDER]
+    if config.stash[INVENTORY] is not None and recorder.checks:
+        terminalreporter.section("golive verdict")
+        for line in recorder.summary_lines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED):
+            terminalreporter.write_line(line)
+
+
+def pytest_html_report_title(report) -> None:
+    report.title = "golive go-live report"
+
+
+def pytest_html_results_summary(prefix, summary, postfix, session) -> None:
+    from golive.report.html import summary_html
+
+    recorder = session.config.stash[RECORDER]
+    prefix.extend(summary_html(recorder, interrupted=session.shouldstop is not False and bool(session.shouldstop)))
+
+
+def pytest_html_results_table_header(cells) -> None:
+    cells.insert(1, "<th>Station</th>")
+    cells.insert(2, "<th>Rule</th>")
+
+
+def pytest_html_results_table_row(report, cells) -> None:
+    props = dict(report.user_properties)
+    from html import escape
+
+    cells.insert(1, f"<td>{escape(props.get('golive_station', ''))}</td>")
+    cells.insert(2, f"<td>{escape(props.get('golive_rule', ''))}</td>")
+

@@ -1,0 +1,13 @@
+"""The reference station: real vLLM on CPU serving a tiny GLM-dialect model whose answers an oracle scripts."""
+from golive.reference.launcher import (
+    VARIANTS,
+    ReferenceStation,
+    ReferenceStationError,
+    Variant,
+    down,
+    up,
+)
+from golive.reference.model import SERVED_NAME, build_model_dir
+
+__all__ = ["VARIANTS", "ReferenceStation", "ReferenceStationError", "Variant", "build_model_dir", "down", "up",
+           "SERVED_NAME"]

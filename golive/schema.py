@@ -1,0 +1,121 @@
+"""The profile (a recipe as data) and the inventory (a site's stations). Unknown keys are errors."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Digest = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+
+
+class Service(Strict):
+    """systemd owns the container: restart policy, prestart, start cap [000]."""
+
+    unit: str
+    prestart: str
+    container: str
+    restart: str = "on-failure"
+    restart_sec_s: float = 60
+    start_limit_burst: int = 3
+    start_limit_interval_s: float = 3600
+    log_dir: str | None = None
+
+
+class Image(Strict):
+    repository: str
+    digest: str | None = Digest
+    architecture: str | None = None
+    note: str | None = None
+
+
+class Numa(Strict):
+    """The GB300 page-cache trap [000]: file pages on the HBM node break the next start."""
+
+    hbm_file_pages_ceiling_mib: float = 512
+    dram_node: int = 0
+
+
+class Vllm(Strict):
+    """Served flags as the recipe launches them; None = not pinned by the recipe."""
+
+    served_model_name: str
+    port: int
+    host: str | None = None
+    tensor_parallel_size: int = 1
+    max_model_len: int
+    max_num_seqs: int | None = None
+    gpu_memory_utilization: float | None = None
+    enable_chunked_prefill: bool | None = None
+    enable_prefix_caching: bool | None = None
+    enable_auto_tool_choice: bool | None = None
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
+    kv_cache_dtype: str | None = None
+    speculative_num_tokens: int | None = None
+
+
+class Checkpoint(Strict):
+    repository: str
+    path: str | None = None
+    revision: str | None = None
+    shard_count: int | None = None
+    architecture: str | None = None
+    quant_algo: str | None = None
+    kv_cache_quant_algo: str | None = None
+    size_gb: float
+    disk_need_gb: float
+
+
+class Gpu(Strict):
+    name_contains: str
+    per_station: int = 1
+    idle_hbm_used_ceiling_mib: float = 2048
+
+
+class Endpoint(Strict):
+    """What the served API must do; floors are the recipe's measured values or a site's."""
+
+    tool_battery_floor: float = 1.0
+    reasoning_effort_levels: list[str] = Field(default_factory=list)
+    kv_cache_tokens_floor: int | None = None
+    needle_fraction_of_context: float = 0.9
+    request_timeout_s: float = 120
+
+
+class Security(Strict):
+    require_auth: bool = False
+
+
+class Profile(Strict):
+    name: str
+    description: str
+    sources: list[str] = Field(default_factory=list)
+    service: Service | None = None
+    image: Image
+    numa: Numa | None = None
+    vllm: Vllm
+    checkpoint: Checkpoint
+    gpu: Gpu
+    endpoint: Endpoint = Endpoint()
+    security: Security = Security()
+
+
+class Station(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    role: Literal["a", "b"] = "a"
+    host: str | None = None
+    endpoint: str | None = None
+    api_key_env: str | None = None
+    phase: Literal["serving", "pre-start"] = "serving"
+    profile: str | None = None  # this station's own profile, where it differs from the inventory's
+
+
+class Inventory(Strict):
+    profile: str
+    stations: list[Station] = Field(min_length=1)
+    output: str | None = None

@@ -1,0 +1,234 @@
+"""The facts of one station, gathered read-only through its testinfra host and cached for the session."""
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from functools import cached_property
+
+from golive.facts import FactError, docker, gpu, shell, systemd
+from golive.schema import Profile, Station
+
+UNIT_DIRS = ("/etc/systemd/system", "/usr/local/lib/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
+QUERY_GPU = ["index", "name", "pci.bus_id", "memory.used", "memory.total"]
+QUERY_APPS = ["pid", "process_name", "gpu_bus_id", "used_gpu_memory"]
+
+
+@dataclass
+class HbmNode:
+    node: int
+    how: str  # how it was found, for the report: "numa_status of 0009:01:00.0", …
+
+
+@dataclass
+class Shard:
+    name: str
+    size: int
+
+
+class StationFacts:
+    """Lazily gathered, cached facts; every method reads, none writes."""
+
+    def __init__(self, host, station: Station, profile: Profile):
+        self.host, self.station, self.profile = host, station, profile
+
+    # --- plumbing ------------------------------------------------------------------------------------------------------
+
+    def run(self, command: str, *args: str, ok_rcs: tuple[int, ...] = (0,)) -> str:
+        line = command % tuple(shlex.quote(a) for a in args) if args else command
+        result = self.host.run(line)
+        if result.rc not in ok_rcs:
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            raise FactError(f"`{line}` failed on {self.station.name} (exit {result.rc}): {detail[-1] if detail else ''}")
+        return result.stdout
+
+    def read(self, path: str) -> str | None:
+        f = self.host.file(path)
+        return f.content_string if f.exists and f.is_file else None
+
+    def exists(self, command: str) -> bool:
+        return self.host.exists(command)
+
+    # --- systemd -------------------------------------------------------------------------------------------------------
+
+    @cached_property
+    def systemd_running(self) -> bool:
+        # sd_booted(3): systemd is PID 1 exactly when this directory exists
+        return self.host.file("/run/systemd/system").is_directory and self.exists("systemctl")
+
+    @cached_property
+    def unit_path(self) -> str | None:
+        unit = self.profile.service.unit
+        for folder in UNIT_DIRS:
+            path = f"{folder}/{unit}"
+            if self.host.file(path).exists:
+                return path
+        return None
+
+    @cached_property
+    def unit(self) -> systemd.UnitFacts:
+        unit = self.profile.service.unit
+        if self.systemd_running:
+            return systemd.unit_from_show(systemd.parse_show(self.run("systemctl show %s", unit)))
+        if self.unit_path is None:
+            raise FactError(f"unit {unit} not found in {', '.join(UNIT_DIRS)}")
+        sections = systemd.parse_unit_file(self.read(self.unit_path) or "")
+        wants = self.run("ls -1 /etc/systemd/system/*.wants/ 2>/dev/null", ok_rcs=(0, 1, 2))
+        enabled = unit in wants.split()
+        container = self.container
+        active = "active" if container and container.running else "inactive"
+        return systemd.unit_from_file(sections, enabled=enabled, active=active)
+
+    @cached_property
+    def docker_run(self) -> docker.DockerRun | None:
+        """The `docker run` that the unit's ExecStart performs (directly or through `sh -c`)."""
+        for command in self.unit.exec_start:
+            for candidate in shell.commands_of(command.argv, origin="ExecStart"):
+                if docker.is_docker_run(candidate.argv):
+                    return docker.parse_run(candidate.argv)
+        return None
+
+    # --- prestart ------------------------------------------------------------------------------------------------------
+
+    @cached_property
+    def prestart_text(self) -> str | None:
+        return self.read(self.profile.service.prestart)
+
+    @cached_property
+    def prestart(self) -> shell.Script:
+        if self.prestart_text is None:
+            raise FactError(f"prestart script {self.profile.service.prestart} does not exist")
+        return shell.parse_script(self.prestart_text, origin=self.profile.service.prestart)
+
+    def start_sequence(self) -> list[shell.ShellCommand]:
+        """What one start attempt runs, in order: the prestart's commands, ExecStart, ExecStartPost."""
+        sequence = list(self.prestart.commands)
+        for label, commands in (("ExecStart", self.unit.exec_start), ("ExecStartPost", self.unit.exec_start_post)):
+            for command in commands:
+                sequence.extend(shell.commands_of(command.argv, origin=f"{label} of {self.profile.service.unit}"))
+        return sequence
+
+    # --- docker --------------------------------------------------------------------------------------------------------
+
+    @cached_property
+    def container_name(self) -> str:
+        if self.profile.service:
+            return self.profile.service.container
+        return "vllm"
+
+    @cached_property
+    def container(self) -> docker.ContainerFacts | None:
+        result = self.host.run("docker inspect %s", self.container_name)
+        if result.rc != 0:
+            if "No such" in result.stderr or "no such" in result.stderr:
+                return None
+            raise FactError(f"`docker inspect {self.container_name}` failed (exit {result.rc}): {result.stderr.strip()}")
+        return docker.parse_container_inspect(result.stdout)
+
+    def image(self, image_id: str) -> docker.ImageFacts:
+        return docker.parse_image_inspect(self.run("docker image inspect %s", image_id))
+
+    # --- GPUs and NUMA -------------------------------------------------------------------------------------------------
+
+    @cached_property
+    def gpus(self) -> list[dict[str, str]]:
+        fields = ",".join(QUERY_GPU)
+        text = self.run(f"nvidia-smi --query-gpu={fields} --format=csv,noheader,nounits")
+        return gpu.parse_query_csv(text, QUERY_GPU)
+
+    @cached_property
+    def smi_q(self) -> list[gpu.SmiGpu]:
+        return gpu.parse_smi_q(self.run("nvidia-smi -q"))
+
+    @cached_property
+    def compute_apps(self) -> list[dict[str, str]]:
+        fields = ",".join(QUERY_APPS)
+        text = self.run(f"nvidia-smi --query-compute-apps={fields} --format=csv,noheader,nounits")
+        return gpu.parse_query_csv(text, QUERY_APPS)
+
+    def serving_gpus(self) -> list[dict[str, str]]:
+        want = self.profile.gpu.name_contains.lower()
+        return [g for g in self.gpus if want in g["name"].lower()]
+
+    @cached_property
+    def nodes(self) -> dict[int, dict]:
+        """NUMA nodes: {n: {"cpus": set, "meminfo": {...}}}."""
+        online = gpu.parse_cpulist(self.read("/sys/devices/system/node/online") or "")
+        nodes = {}
+        for n in sorted(online):
+            base = f"/sys/devices/system/node/node{n}"
+            meminfo = self.read(f"{base}/meminfo")
+            nodes[n] = {
+                "cpus": gpu.parse_cpulist(self.read(f"{base}/cpulist") or ""),
+                "meminfo": gpu.parse_node_meminfo(meminfo) if meminfo else {},
+            }
+        return nodes
+
+    @cached_property
+    def hbm_nodes(self) -> list[HbmNode]:
+        """The GPU memory's NUMA nodes, from the driver first; [] on a machine without coherent GPU memory."""
+        found = []
+        listing = self.run("ls -1 /proc/driver/nvidia/gpus 2>/dev/null", ok_rcs=(0, 1, 2))
+        for bdf in listing.split():
+            status = self.read(f"/proc/driver/nvidia/gpus/{bdf}/numa_status")
+            node = gpu.parse_numa_status(status) if status else None
+            if node is not None:
+                found.append(HbmNode(node, f"driver numa_status of {bdf}"))
+        if found:
+            return found
+        memory_only = [n for n, info in self.nodes.items() if not info["cpus"] and info["meminfo"].get("MemTotal", 0) > 0]
+        if not memory_only or not self.exists("nvidia-smi"):
+            return []
+        ats = [g.bus_id for g in self.smi_q if (g.addressing_mode or "").upper() == "ATS"]
+        how = f"memory-only node, GPU {ats[0]} in ATS addressing mode" if ats else "memory-only node beside an NVIDIA GPU"
+        return [HbmNode(n, how) for n in memory_only]
+
+    def pid_container(self, pid: str) -> str | None:
+        text = self.read(f"/proc/{pid}/cgroup")
+        return gpu.container_id_in_cgroup(gpu.parse_cgroup(text)) if text else None
+
+    # --- checkpoint ----------------------------------------------------------------------------------------------------
+
+    @cached_property
+    def checkpoint_dir(self) -> str:
+        path = self.profile.checkpoint.path
+        if not path:
+            raise FactError("the profile gives no checkpoint.path: set where this station keeps the checkpoint")
+        return path
+
+    @cached_property
+    def shards(self) -> list[Shard]:
+        text = self.run("find %s -maxdepth 1 -name '*.safetensors' -exec stat -c '%%n|%%s' {} +", self.checkpoint_dir,
+                        ok_rcs=(0, 1))
+        shards = []
+        for line in text.splitlines():
+            name, _, size = line.rpartition("|")
+            if name:
+                shards.append(Shard(name.rsplit("/", 1)[-1], int(size)))
+        return sorted(shards, key=lambda s: s.name)
+
+    def checkpoint_json(self, name: str) -> dict | None:
+        text = self.read(f"{self.checkpoint_dir}/{name}")
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FactError(f"{self.checkpoint_dir}/{name} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+
+    def free_bytes(self, path: str) -> int:
+        """Free space on the filesystem holding `path` (POSIX `df -P -k`)."""
+        lines = self.run("df -P -k %s", path).strip().splitlines()
+        fields = lines[-1].split()
+        if len(lines) < 2 or len(fields) < 6 or not fields[3].isdigit():
+            raise FactError(f"`df -P -k {path}` printed an unexpected line: {lines[-1] if lines else ''!r}")
+        return int(fields[3]) * 1024
+
+
+def connect(spec: str):
+    """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend)."""
+    import testinfra
+
+    if spec.startswith("chroot://"):
+        return testinfra.get_host(spec[len("chroot://"):], connection="chroot")
+    return testinfra.get_host(spec)

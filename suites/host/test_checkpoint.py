@@ -1,0 +1,79 @@
+"""The checkpoint on disk: every shard, the right config, room to keep it [000][002]."""
+import re
+
+import pytest
+
+from golive.verdict import require
+
+pytestmark = pytest.mark.host
+
+
+def _expected_shards(facts, profile) -> tuple[list[str], str]:
+    count = profile.checkpoint.shard_count
+    if count:
+        return [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)], f"the profile ({count} shards)"
+    index = facts.checkpoint_json("model.safetensors.index.json")
+    require(index is not None and isinstance(index.get("weight_map"), dict),
+            found=f"{facts.checkpoint_dir}/model.safetensors.index.json is missing or has no weight_map",
+            recipe="the checkpoint's index names every shard; the profile pins no shard count",
+            fix="re-download the checkpoint (under `numactl --membind=0`) or set checkpoint.shard_count in the profile")
+    return sorted(set(index["weight_map"].values())), "model.safetensors.index.json"
+
+
+def test_checkpoint_shards_complete(facts, profile):
+    """Every shard is present and non-empty (e.g. exactly model-00001-of-00050 .. model-00050-of-00050) [002]."""
+    expected, source = _expected_shards(facts, profile)
+    present = {s.name: s.size for s in facts.shards}
+    missing = [name for name in expected if name not in present]
+    empty = [name for name in expected if present.get(name) == 0]
+    extra = [name for name in present if name not in expected and re.match(r"model-\d+-of-\d+", name)]
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} missing ({', '.join(missing[:5])}{' …' if len(missing) > 5 else ''})")
+    if empty:
+        problems.append(f"{len(empty)} empty ({', '.join(empty[:5])})")
+    if extra:
+        problems.append(f"{len(extra)} not in {source} ({', '.join(extra[:5])})")
+    require(not problems,
+            found=f"{facts.checkpoint_dir}: {len(present)} shards on disk, {len(expected)} expected by {source}: "
+                  + "; ".join(problems),
+            recipe="the layout check passes (every shard named by the checkpoint, none extra) before launch: a bad "
+                   "shard on one rank looks like an NCCL timeout or a CUDA error [002]",
+            fix=f"re-download the missing shards into {facts.checkpoint_dir} (`numactl --membind=0 huggingface-cli "
+                f"download {profile.checkpoint.repository}`), then compare file lists across stations")
+
+
+def test_checkpoint_config_matches_profile(facts, profile):
+    """config.json parses with the expected architecture and quantization fields [002][000]."""
+    config = facts.checkpoint_json("config.json")
+    require(config is not None,
+            found=f"{facts.checkpoint_dir}/config.json does not exist",
+            recipe="config.json parses with the expected architecture and quantization fields [002]",
+            fix=f"re-download {profile.checkpoint.repository}")
+    quant = config.get("quantization_config") or {}
+    hf_quant = facts.checkpoint_json("hf_quant_config.json") or {}
+    quant_algo = quant.get("quant_algo") or (hf_quant.get("quantization") or {}).get("quant_algo")
+    kv_algo = quant.get("kv_cache_quant_algo") or (hf_quant.get("quantization") or {}).get("kv_cache_quant_algo")
+    c = profile.checkpoint
+    checks = [("architectures", c.architecture, (config.get("architectures") or [None])[0]),
+              ("quant_algo", c.quant_algo, quant_algo),
+              ("kv_cache_quant_algo", c.kv_cache_quant_algo, kv_algo)]
+    wrong = [f"{name} {got!r}, expected {want!r}" for name, want, got in checks if want is not None and got != want]
+    require(not wrong,
+            found=f"{facts.checkpoint_dir}/config.json: " + "; ".join(wrong),
+            recipe=f"{c.repository}: " + ", ".join(f"{n} {w}" for n, w, _ in checks if w) + " [000][002]",
+            fix=f"this is not the recipe's checkpoint: download {c.repository}"
+                + (f" at revision {c.revision}" if c.revision else "") + " and point the unit at it")
+
+
+def test_checkpoint_disk_space(facts, profile):
+    """The checkpoint fits: bytes already on disk plus free space cover the recipe's need [002][000]."""
+    have = sum(s.size for s in facts.shards)
+    free = facts.free_bytes(facts.checkpoint_dir)
+    need = profile.checkpoint.disk_need_gb * 1e9
+    require(have + free >= need,
+            found=f"{facts.checkpoint_dir}: {have / 1e9:.0f} GB of shards + {free / 1e9:.0f} GB free "
+                  f"= {(have + free) / 1e9:.0f} GB",
+            recipe=f"at least {profile.checkpoint.disk_need_gb:g} GB for the checkpoint alone [002]",
+            fix="free space on that filesystem or move the checkpoint to a larger disk (copy under "
+                "`numactl --membind=0`, then drop caches)")

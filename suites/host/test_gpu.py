@@ -1,0 +1,57 @@
+"""The GPU: present, used by the serving container only, idle before a start [000][002]."""
+import pytest
+
+from golive.facts.gpu import mib, normalize_bus_id
+from golive.verdict import not_applicable, require
+
+pytestmark = pytest.mark.host
+
+
+def test_serving_gpu_present(facts, profile):
+    """The station shows its serving GPU(s) (the GB300, not the display GPU) [000][002]."""
+    serving = facts.serving_gpus()
+    seen = [f"{g['name']} ({g['pci.bus_id']})" for g in facts.gpus]
+    require(len(serving) >= profile.gpu.per_station,
+            found=f"nvidia-smi lists {', '.join(seen) or 'no GPU'}",
+            recipe=f"{profile.gpu.per_station} × {profile.gpu.name_contains} per station [000][002]",
+            fix="check `nvidia-smi -q` and `dmesg | grep -i nvrm`; reseat/reboot or reinstall the driver until the "
+                f"{profile.gpu.name_contains} is listed")
+
+
+def test_gpu_compute_processes_belong_to_serving_container(facts, profile, station):
+    """Compute processes on the serving GPU belong to the serving container only; a stray process is a finding [000]."""
+    serving = {normalize_bus_id(g["pci.bus_id"]) for g in facts.serving_gpus()}
+    if not serving:
+        not_applicable(f"no {profile.gpu.name_contains} visible (see the GPU presence check)")
+    container = facts.container
+    ours = container.id if container is not None and container.running and station.phase == "serving" else None
+    stray = []
+    for app in facts.compute_apps:
+        if normalize_bus_id(app["gpu_bus_id"]) not in serving:
+            continue
+        owner = facts.pid_container(app["pid"])
+        if ours is None or owner != ours:
+            stray.append(f"pid {app['pid']} {app['process_name']} ({app['used_gpu_memory']} MiB, "
+                         f"{'container ' + owner[:12] if owner else 'not in a container'})")
+    require(not stray,
+            found=f"{len(stray)} compute process(es) on the {profile.gpu.name_contains} outside the serving container: "
+                  + "; ".join(stray),
+            recipe="the GPU belongs to the serving container; anything else steals HBM vLLM sized its KV cache for "
+                   "[000]",
+            fix="identify each pid (`ps -o pid,user,cmd -p PID`), stop it, and keep ad-hoc work off the serving GPU")
+
+
+def test_idle_hbm_below_ceiling_before_start(facts, profile, station):
+    """Before a start (service stopped), HBM in use is below the idle ceiling, so vLLM can claim its share [000]."""
+    if station.phase != "pre-start":
+        not_applicable("serving phase: HBM is meant to be in use (this check runs with phase: pre-start)")
+    ceiling = profile.gpu.idle_hbm_used_ceiling_mib
+    busy = [(g, mib(g["memory.used"])) for g in facts.serving_gpus()]
+    busy = [(g, used) for g, used in busy if used is not None and used > ceiling]
+    require(not busy,
+            found="; ".join(f"{g['name']} {g['pci.bus_id']} has {used / 1024:.1f} GiB in use with the service stopped"
+                            for g, used in busy),
+            recipe=f"HBM in use below {ceiling:g} MiB before a start; vLLM claims "
+                   f"{profile.vllm.gpu_memory_utilization or 0.9:g} of it [000]",
+            fix="find the holder (`nvidia-smi --query-compute-apps=pid,used_gpu_memory --format=csv`, `fuser -v "
+                "/dev/nvidia*`), stop it, then start the service")

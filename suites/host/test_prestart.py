@@ -1,0 +1,67 @@
+"""The prestart script: what systemd runs before every start attempt [000]."""
+import pytest
+
+from golive.verdict import not_applicable, require
+
+pytestmark = pytest.mark.host
+
+
+@pytest.fixture
+def service(profile):
+    if profile.service is None:
+        not_applicable("the profile declares no systemd unit (service: null)")
+    return profile.service
+
+
+def test_prestart_is_what_the_unit_runs_before_start(facts, service):
+    """The unit's ExecStartPre runs the recipe's prestart script, which exists [000]."""
+    require(facts.prestart_text is not None,
+            found=f"{service.prestart} does not exist",
+            recipe="a prestart script installed to /usr/local/sbin runs before every start [000]",
+            fix=f"install the prestart script as {service.prestart} (mode 0755)")
+    pre = [" ".join(c.argv) for c in facts.unit.exec_start_pre]
+    runs_it = any(service.prestart in c.argv for c in facts.unit.exec_start_pre)
+    require(runs_it,
+            found=f"{service.unit} ExecStartPre runs {pre or 'nothing'} ({facts.unit.source})",
+            recipe=f"ExecStartPre={service.prestart}, so the page cache is cleared on EVERY start, "
+                   f"restarts included [000]",
+            fix=f"add `ExecStartPre={service.prestart}` to [Service] of {service.unit}, then `systemctl daemon-reload`")
+
+
+def test_prestart_syncs_then_drops_page_cache(facts, service):
+    """Before every start: `sync`, then drop the page cache (echo 1 or stronger), before the container starts [000]."""
+    sequence = facts.start_sequence()
+    drops = [i for i, c in enumerate(sequence) if c.drops_page_cache()]
+    starts = [i for i, c in enumerate(sequence) if (c.docker_verb() or ("",))[0] in ("run", "start")]
+    recipe = "the prestart runs `sync; echo 1 > /proc/sys/vm/drop_caches` before the container starts [000]"
+    fix = f"put `sync` then `echo 1 > /proc/sys/vm/drop_caches` in {service.prestart}, before anything starts vLLM"
+    require(bool(drops),
+            found=f"nothing in {service.prestart} or the unit drops the page cache",
+            recipe=recipe, fix=fix)
+    first_drop = drops[0]
+    require(not starts or first_drop < starts[0],
+            found=f"the page cache is dropped at {sequence[first_drop].where()} AFTER the container starts at "
+                  f"{sequence[starts[0]].where()}: vLLM has already allocated its KV cache against a full page cache",
+            recipe=recipe, fix=fix)
+    synced = any(c.is_sync() for c in sequence[:first_drop])
+    require(synced,
+            found=f"{sequence[first_drop].where()} drops the page cache without a `sync` before it: dirty pages stay "
+                  f"cached",
+            recipe=recipe, fix=f"add `sync` before the drop_caches line in {service.prestart}")
+
+
+def test_prestart_saves_logs_before_removing_container(facts, service):
+    """The prestart saves the previous container's logs BEFORE `docker rm` erases them [000]."""
+    commands = facts.prestart.commands
+    container = service.container
+    removes = [i for i, c in enumerate(commands) if container in c.docker_targets("rm")]
+    saves = [i for i, c in enumerate(commands) if container in c.docker_targets("logs")]
+    if not removes:
+        not_applicable(f"{service.prestart} never removes {container}; nothing to lose")
+    require(bool(saves) and saves[0] < removes[0],
+            found=(f"{service.prestart}:{commands[removes[0]].line} runs `{commands[removes[0]].text()}` "
+                   + (f"before saving logs (first `docker logs` at line {commands[saves[0]].line})" if saves
+                      else "and never saves the container's logs")),
+            recipe="save the previous container's logs before `docker rm`: the crash evidence goes with it [000]",
+            fix=f"in {service.prestart}, run `docker logs {container} > <log dir>/<timestamp>.log 2>&1` "
+                f"before `docker rm {container}`")

@@ -1,0 +1,57 @@
+"""The systemd unit owns the container: restart policy, start cap, enabled [000]."""
+import pytest
+
+from golive.verdict import not_applicable, require
+
+pytestmark = pytest.mark.host
+
+
+@pytest.fixture
+def service(profile):
+    if profile.service is None:
+        not_applicable("the profile declares no systemd unit (service: null)")
+    return profile.service
+
+
+def test_unit_restarts_on_failure_60s_apart(facts, service):
+    """Restart=on-failure, RestartSec=60 s: systemd restarts a crashed service, a minute apart [000]."""
+    unit = facts.unit
+    require(unit.restart == service.restart and unit.restart_sec_s == service.restart_sec_s,
+            found=f"Restart={unit.restart}, RestartSec={unit.restart_sec_s:g} s ({unit.source} of {service.unit})",
+            recipe=f"Restart={service.restart}, RestartSec={service.restart_sec_s:g}s [000]",
+            fix=f"set `Restart={service.restart}` and `RestartSec={service.restart_sec_s:g}` in [Service] of "
+                f"{service.unit}, then `systemctl daemon-reload`")
+
+
+def test_unit_caps_starts_at_3_per_hour(facts, service):
+    """At most 3 starts per hour (StartLimitBurst=3, StartLimitIntervalSec=1h), then the unit stays down [000]."""
+    unit = facts.unit
+    require(unit.start_limit_burst == service.start_limit_burst
+            and unit.start_limit_interval_s == service.start_limit_interval_s,
+            found=f"StartLimitBurst={unit.start_limit_burst} within StartLimitIntervalSec="
+                  f"{unit.start_limit_interval_s:g} s ({unit.source})",
+            recipe=f"at most {service.start_limit_burst} starts per {service.start_limit_interval_s:g} s; a crash "
+                   f"loop must stop, not bury the first failure's logs [000]",
+            fix=f"set `StartLimitBurst={service.start_limit_burst}` and "
+                f"`StartLimitIntervalSec={service.start_limit_interval_s:g}` in [Unit] of {service.unit}; "
+                f"recover a capped unit with `systemctl reset-failed {service.unit}`")
+
+
+def test_unit_is_enabled_and_active(facts, service, station):
+    """The unit is enabled (starts at boot) and, while serving, active [000]."""
+    unit = facts.unit
+    require(unit.enabled == "enabled",
+            found=f"{service.unit} is {unit.enabled} ({unit.source})",
+            recipe="`systemctl enable --now` the unit: it must come back after a reboot [000]",
+            fix=f"systemctl enable {service.unit}")
+    if station.phase == "serving":
+        require(unit.active == "active",
+                found=f"{service.unit} is {unit.active}",
+                recipe="the serving station's unit is active [000]",
+                fix=f"check `journalctl -u {service.unit}`; if it hit the start cap: `systemctl reset-failed "
+                    f"{service.unit}` then `systemctl start {service.unit}`")
+    else:
+        require(unit.active != "failed",
+                found=f"{service.unit} is failed (pre-start phase)",
+                recipe="before go-live the unit is stopped cleanly, not failed [000]",
+                fix=f"read `journalctl -u {service.unit}`, fix the cause, then `systemctl reset-failed {service.unit}`")

@@ -1,0 +1,117 @@
+"""The endpoint layer end to end against the real vLLM reference station (CPU), healthy and broken.
+
+Each broken station is real misconfiguration (flags, name, key) or an oracle fault; `golive run -m endpoint` must fail
+exactly the checks that station breaks, with an operator message, and nothing else.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from golive.reference.launcher import ReferenceStation
+
+REPO = Path(__file__).resolve().parents[2]
+PORT = int(os.environ.get("GOLIVE_TEST_PORT", "8779"))
+KEY_ENV = "GOLIVE_TEST_REFERENCE_KEY"
+
+# variant -> (checks expected to fail, a fragment each failure message must contain)
+BROKEN = {
+    "no-tool-parser": ({"test_smoke_get_weather_returns_structured_tool_call"},
+                       "requires --enable-auto-tool-choice and --tool-call-parser"),
+    "no-reasoning-parser": ({"test_reasoning_arrives_separately_from_content"}, "--reasoning-parser glm45"),
+    "wrong-served-name": ({"test_models_lists_served_name"}, "/v1/models lists ['glm-5.3']"),
+    "max-model-len-differs": ({"test_models_max_model_len_matches_profile"}, "max_model_len 16384"),
+    "no-prefix-caching": ({"test_prefix_caching_on_and_effective"}, "earned 0 cached tokens"),
+    "api-key-required": ({"test_auth_matches_profile"}, "the inventory gives golive none"),
+    "fault-malformed-args": ({"test_smoke_get_weather_returns_structured_tool_call",
+                              "test_tool_call_battery_meets_floor"}, "argument"),
+    "fault-think-leak": ({"test_reasoning_arrives_separately_from_content"}, "<think> and </think> leaked into content"),
+    "fault-wrong-tool": ({"test_smoke_get_weather_returns_structured_tool_call",
+                          "test_tool_call_battery_meets_floor"}, "get_weather"),
+    "fault-needle-miss": ({"test_needle_retrieved_near_full_context"}, "instead of"),
+}
+
+
+@pytest.fixture(scope="module", params=["healthy", *BROKEN])
+def station(request, tmp_path_factory):
+    log = tmp_path_factory.mktemp("logs") / f"{request.param}.log"
+    with ReferenceStation(port=PORT, variant=request.param, log_path=log) as running:
+        yield running
+
+
+def golive_endpoint(station, out: Path, *args: str, with_key: bool = False, profile: str = "reference-cpu",
+                    extra_env: dict | None = None):
+    inventory = out / "inventory.yaml"
+    key_line = f", api_key_env: {KEY_ENV}" if with_key else ""
+    inventory.write_text(f"profile: {profile}\nstations:\n"
+                         f"  - {{name: reference, endpoint: '{station.base_url}'{key_line}}}\n")
+    env = {**os.environ, **(extra_env or {})}
+    if with_key:
+        env[KEY_ENV] = station.api_key or "not-needed"
+    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out),
+                             "-m", "endpoint", "-q", "-p", "no:randomly", *args],
+                            capture_output=True, text=True, cwd=REPO, timeout=900, env=env)
+    results = json.loads((out / "results.json").read_text())
+    by_check: dict[str, list[dict]] = {}
+    for check in results["checks"]:
+        by_check.setdefault(check["nodeid"].split("::")[-1].split("[")[0], []).append(check)
+    return result, results, by_check
+
+
+def failed(by_check) -> set[str]:
+    return {name for name, checks in by_check.items() if any(c["outcome"] in ("failed", "error") for c in checks)}
+
+
+def test_station_fails_exactly_its_checks(station, tmp_path):
+    result, results, by_check = golive_endpoint(station, tmp_path)
+    output = result.stdout + result.stderr
+    if station.variant == "healthy":
+        assert result.returncode == 0 and not failed(by_check), output
+        assert results["verdict"] == "pass"
+        skipped = {n for n, cs in by_check.items() if all(c["outcome"] == "skipped" for c in cs)}
+        assert not skipped, output
+        [auth] = by_check["test_auth_matches_profile"]
+        assert auth["message"].startswith("OPEN ENDPOINT:")  # passed, and the report says so
+        assert "OPEN ENDPOINT" in (tmp_path / "go-live.html").read_text()
+        return
+    expected, fragment = BROKEN[station.variant]
+    assert failed(by_check) == expected, output
+    assert result.returncode == 1 and results["verdict"] == "fail"
+    messages = [c["message"] for name in expected for c in by_check[name] if c["outcome"] == "failed"]
+    for message in messages:
+        assert message.startswith("Found: ") and "\nRecipe: " in message and "\nDo: " in message, message
+    assert any(fragment in m for m in messages), messages
+
+
+def test_keys_never_reach_a_report(station, tmp_path):
+    """With the key configured the keyed station passes, and the key appears in no report, log or JUnit file."""
+    if station.variant != "api-key-required":
+        pytest.skip("only the keyed station has a key")
+    result, results, by_check = golive_endpoint(station, tmp_path, "-k", "auth or models or canary", with_key=True)
+    assert result.returncode == 0 and not failed(by_check), result.stdout + result.stderr
+    for path in tmp_path.iterdir():
+        assert station.api_key not in path.read_text(), path
+    assert station.api_key not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("site,selection,fragment", [
+    ("security:\n  require_auth: true\n", "auth", "answers without any key"),
+    ("vllm:\n  max_model_len: 16384\n", "over_long", "tokens got 200"),
+    ("vllm:\n  max_model_len: 16384\n", "max_tokens_over", "max_tokens=16385 got 200"),
+    ("endpoint:\n  reasoning_effort_levels: [low, ultra]\n", "effort", "ultra: HTTP 400"),
+    ("endpoint:\n  kv_cache_tokens_floor: 1000000000\n", "kv_cache", "KV cache ≥ 1,000,000,000 tokens"),
+    ("endpoint:\n  tool_battery_floor: 1.01\n", "battery", "cases pass (100%)"),
+], ids=["auth-required-but-open", "prompt-limit-not-enforced", "max-tokens-limit-not-enforced", "unknown-effort-level", "kv-below-floor", "battery-floor"])
+def test_profile_demands_more_than_the_station_gives(station, tmp_path, site, selection, fragment):
+    """The healthy station against a stricter site profile: the one check that compares fails, with its reason."""
+    if station.variant != "healthy":
+        pytest.skip("runs against the healthy station")
+    profile = tmp_path / "site.yaml"
+    profile.write_text(f"extends: reference-cpu\n{site}")
+    result, results, by_check = golive_endpoint(station, tmp_path, "-k", selection, profile=str(profile))
+    assert len(failed(by_check)) == 1, result.stdout + result.stderr
+    [message] = [c["message"] for cs in by_check.values() for c in cs if c["outcome"] == "failed"]
+    assert fragment in message, message

@@ -1,0 +1,60 @@
+"""The operator's commands: bad input gives one line and a usage exit code, never a traceback."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def golive(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "golive.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("content,expected", [
+    ("profile: glm-5.3-flash-gb300\nstations:\n  - name: a\n    hots: x\n",
+     ":4: unknown key 'stations.0.hots'; did you mean 'host'?"),
+    ("profile: glm-5.3-flash-gb300\nstations: {a: 1\n", "YAML syntax error"),
+    ("profile: glm-5.3-flash-gb300\nstations: 3\n", ":2: 'stations': expected a list"),
+])
+def test_run_bad_inventory_is_one_line(tmp_path, content, expected):
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(content)
+    result = golive("run", str(inventory))
+    assert result.returncode == 4
+    assert result.stderr.count("\n") == 1 and expected in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "reports").exists()
+
+
+def test_run_missing_inventory(tmp_path):
+    result = golive("run", str(tmp_path / "absent.yaml"))
+    assert result.returncode == 4 and result.stderr == f"golive: {tmp_path / 'absent.yaml'}: file not found\n"
+
+
+def test_plain_pytest_bad_inventory_is_usage_error(tmp_path):
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("profile: glm-5.3-flash-gb300\nstations:\n  - name: a\n    phase: live\n")
+    result = subprocess.run([sys.executable, "-m", "pytest", str(REPO / "suites"), f"--golive-inventory={inventory}",
+                             "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 4 and "Traceback" not in result.stderr + result.stdout
+    assert f"{inventory}:4: 'stations.0.phase'" in result.stderr
+
+
+def test_profile_show_resolves_extends():
+    result = golive("profile", "show", "fixtures/profiles/gb300-site.yaml")
+    assert result.returncode == 0, result.stderr
+    assert "max_model_len: 1048576" in result.stdout
+    assert "digest: sha256:adfb5fb0570860760c6334c818692ad883c9c3dd8d916b7f1f424d50567c2f09" in result.stdout
+    assert "glm-5.3-flash-gb300.yaml <- " in result.stdout
+
+
+def test_profile_show_unknown_name():
+    result = golive("profile", "show", "glm-5.3")
+    assert result.returncode == 4 and result.stderr.startswith("golive: unknown profile 'glm-5.3'")
+
+
+def test_profile_list_names_the_shipped_recipes():
+    names = golive("profile", "list").stdout.split()
+    assert {"glm-5.3-2x-station-tp2", "glm-5.3-flash-gb300"} <= set(names)

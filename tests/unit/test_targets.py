@@ -1,0 +1,417 @@
+"""golive.targets: station trees built from fixtures/stations, and reached the way the host checks reach them."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from golive import targets
+from golive.targets import TargetsError, build_station_trees, load_variants
+
+SRC = targets.DEFAULT_SRC
+REPO = targets.REPO
+HEALTHY = "gb300-healthy"
+PIN = "sha256:adfb5fb0570860760c6334c818692ad883c9c3dd8d916b7f1f424d50567c2f09"
+REC = "opt/golive-recorded"
+UNIT = "etc/systemd/system/glm53-flash.service"
+WANTS = "etc/systemd/system/multi-user.target.wants/glm53-flash.service"
+MODEL = "srv/models/GLM-5.3-Flash-NVFP4"
+HEALTHY_VARIANTS = {"stopped", "no-systemd"}
+
+needs_busybox = pytest.mark.skipif(not targets.BUSYBOX.is_file(), reason="apt-get install busybox-static")
+needs_chroot = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("chroot") is None, reason="entering a station tree with chroot needs root"
+)
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory) -> dict[str, Path]:
+    if not targets.BUSYBOX.is_file():
+        pytest.skip("apt-get install busybox-static")
+    return build_station_trees(SRC, tmp_path_factory.mktemp("built"))
+
+
+def host(tree: Path):
+    testinfra = pytest.importorskip("testinfra")
+    return testinfra.get_host(str(tree), connection="chroot")
+
+
+# --- reading the trees' files (no chroot needed) ----------------------------------------------------------------------
+
+
+def unit_directives(text: str) -> dict[str, list[str]]:
+    """Directive -> values, with `\\` continuations joined the way systemd joins them (one space)."""
+    joined = re.sub(r"\s*\\\n\s*", " ", text)
+    out: dict[str, list[str]] = {}
+    for line in joined.splitlines():
+        if "=" in line and not line.lstrip().startswith(("#", ";", "[")):
+            key, value = line.split("=", 1)
+            out.setdefault(key.strip(), []).append(value.strip())
+    return out
+
+
+def show_props(tree: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in (tree / REC / "systemctl-show-glm53-flash.txt").read_text().splitlines())
+
+
+def argv_of(exec_prop: str) -> str:
+    return re.search(r"argv\[\]=(.*?) ; ", exec_prop).group(1)
+
+
+def container(tree: Path) -> dict:
+    return json.loads((tree / REC / "docker-inspect-glm53-flash.json").read_text())[0]
+
+
+def manifest(tree: Path) -> dict[str, int]:
+    lines = (tree / MODEL / "shards.manifest").read_text().splitlines()
+    return {name: int(size) for name, size in (l.split() for l in lines if l.strip() and not l.startswith("#"))}
+
+
+def smi_fb_used(tree: Path) -> dict[str, int]:
+    """{bus id: FB used MiB} from the nvidia-smi -q recording."""
+    used, bus, section = {}, None, None
+    for line in (tree / REC / "nvidia-smi-q.txt").read_text().splitlines():
+        if line.startswith("GPU "):
+            bus = line[4:]
+        elif line.startswith("    ") and not line.startswith("     "):
+            section = line.split(":")[0].strip()
+        elif section == "FB Memory Usage" and line.split(":")[0].strip() == "Used":
+            used[bus] = int(line.split(":")[1].split()[0])
+    return used
+
+
+def node_meminfo(tree: Path, node: int) -> dict[str, int]:
+    text = (tree / f"sys/devices/system/node/node{node}/meminfo").read_text()
+    return {line.split()[2].rstrip(":"): int(line.split()[3]) for line in text.splitlines()}
+
+
+# --- variants and their inventories -----------------------------------------------------------------------------------
+
+
+def test_every_variant_breaks_one_rule_or_none():
+    variants = load_variants(SRC)
+    assert len(variants) >= 21
+    assert HEALTHY_VARIANTS <= {v.name for v in variants if v.breaks is None}
+    for v in variants:
+        assert v.phase in ("serving", "pre-start")
+        assert v.why and len(v.why) < 300, v.name
+        assert v.breaks is None or re.fullmatch(r"test_[a-z0-9_]+", v.breaks), v.name
+
+
+def test_every_tree_has_an_inventory_with_its_phase():
+    phases = {HEALTHY: "serving"} | {v.name: v.phase for v in load_variants(SRC)}
+    inventories = REPO / "fixtures" / "inventories"
+    assert set(phases) <= {p.stem for p in inventories.glob("*.yaml")}
+    for name, phase in phases.items():
+        inv = yaml.safe_load((inventories / f"{name}.yaml").read_text())
+        (station,) = inv["stations"]
+        assert station["host"] == f"chroot://../stations/.built/{name}"
+        assert station["phase"] == phase
+        assert (inventories / station["host"].removeprefix("chroot://")).parent.resolve() == SRC / ".built"
+
+
+def test_readme_lists_every_variant():
+    readme = (SRC / "README.md").read_text()
+    for v in load_variants(SRC):
+        assert f"| `{v.name}` | {v.phase} |" in readme
+        if v.breaks:
+            assert f"`{v.breaks}`" in readme
+
+
+def test_overlays_hold_only_files_that_differ_from_their_base():
+    variants = {v.name: v for v in load_variants(SRC)}
+    for v in variants.values():
+        vdir = SRC / "variants" / v.name
+        for f in vdir.rglob("*"):
+            if f.is_file() and f.name != "variant.yaml":
+                rel = f.relative_to(vdir)
+                base, name = None, v.base
+                while base is None:  # the nearest layer of the base chain that has this file
+                    layer = SRC / name if name not in variants else SRC / "variants" / name
+                    if (layer / rel).exists() or name not in variants:
+                        base = layer / rel
+                    else:
+                        name = variants[name].base
+                assert not base.exists() or base.read_bytes() != f.read_bytes(), f"{v.name}: {rel} is unchanged"
+
+
+# --- the materialiser ------------------------------------------------------------------------------------------------
+
+
+@needs_busybox
+def test_builds_every_tree_with_busybox(trees):
+    assert set(trees) == set(targets.base_trees(SRC)) | {v.name for v in load_variants(SRC)}
+    for tree in trees.values():
+        assert os.access(tree / "bin/busybox", os.X_OK)
+        assert os.readlink(tree / "bin/sh") == "busybox"
+        assert stat.S_ISCHR((tree / "dev/null").stat().st_mode) or os.geteuid() != 0
+        assert not (tree / "variant.yaml").exists()
+
+
+@needs_busybox
+def test_shards_are_sparse_files_of_the_manifest_sizes(trees):
+    tree = trees[HEALTHY]
+    sizes = manifest(tree)
+    assert len(sizes) == 40
+    assert sum(sizes.values()) == pytest.approx(191e9, rel=0.01)
+    on_disk = 0
+    for name, size in sizes.items():
+        st = (tree / MODEL / name).stat()
+        assert st.st_size == size
+        on_disk += st.st_blocks * 512
+    assert on_disk < 1024 * 1024  # 191 GB of shards, (almost) no blocks
+    index = json.loads((tree / MODEL / "model.safetensors.index.json").read_text())
+    assert set(index["weight_map"].values()) == set(sizes)
+
+
+@needs_busybox
+def test_overlay_replaces_files_of_the_base(trees):
+    assert "Restart=on-failure" in (trees[HEALTHY] / UNIT).read_text()
+    assert unit_directives((trees["restart-always"] / UNIT).read_text())["Restart"] == ["always"]
+    prestart = "usr/local/sbin/glm53-flash-prestart.sh"
+    drop = "echo 1 > /proc/sys/vm/drop_caches"
+    assert drop in (trees[HEALTHY] / prestart).read_text()
+    assert drop not in (trees["prestart-no-drop-caches"] / prestart).read_text()
+    assert (trees["prestart-no-drop-caches"] / prestart).stat().st_mode & 0o777 == 0o755
+
+
+@needs_busybox
+def test_deletions_remove_paths_of_the_base(trees):
+    assert os.readlink(trees[HEALTHY] / WANTS) == "../glm53-flash.service"
+    assert not (trees["unit-disabled"] / WANTS).is_symlink()
+    assert (trees["unit-disabled"] / UNIT).is_file()
+    assert not (trees["no-systemd"] / "run/systemd/system").exists()
+    assert not (trees["no-systemd"] / "usr/bin/systemctl").exists()
+    assert not (trees["gpu-missing"] / "proc/driver/nvidia/gpus/0009:01:00.0").exists()
+
+
+@needs_busybox
+def test_chained_base_carries_the_parent_variant(trees):
+    busy = trees["stopped-hbm-busy"]
+    assert not (busy / "proc/41873").exists()  # from stopped
+    assert show_props(busy)["ActiveState"] == "inactive"  # from stopped
+    assert smi_fb_used(busy)["00000009:01:00.0"] == 184320  # its own
+
+
+@needs_busybox
+def test_missing_shard_is_not_created(trees):
+    tree = trees["shard-missing"]
+    assert len(manifest(tree)) == 39
+    assert not (tree / MODEL / "model-00017-of-00040.safetensors").exists()
+    index = json.loads((tree / MODEL / "model.safetensors.index.json").read_text())
+    assert "model-00017-of-00040.safetensors" in index["weight_map"].values()
+
+
+def _copy_sources(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    shutil.copytree(SRC, src, symlinks=True, ignore=shutil.ignore_patterns(".built"))
+    return src
+
+
+def _hash_files(built: dict[str, Path]) -> dict[str, tuple[int, int]]:
+    return {n: ((p / targets.HASH_FILE).stat().st_ino, (p / targets.HASH_FILE).stat().st_mtime_ns)
+            for n, p in built.items()}
+
+
+@needs_busybox
+def test_rebuild_only_what_changed(tmp_path):
+    src, dest = _copy_sources(tmp_path), tmp_path / "built"
+    first = _hash_files(build_station_trees(src, dest))
+    assert _hash_files(build_station_trees(src, dest)) == first  # nothing changed: nothing rebuilt
+
+    (src / "variants/stopped/variant.yaml").write_text(
+        (src / "variants/stopped/variant.yaml").read_text().replace("Healthy and stopped", "Stopped"))
+    after = _hash_files(build_station_trees(src, dest))
+    changed = {n for n in first if after[n] != first[n]}
+    based_on_stopped = {v.name for v in load_variants(src) if v.base == "stopped"}
+    assert changed == {"stopped"} | based_on_stopped
+
+    shutil.rmtree(src / "variants/restart-always")
+    assert "restart-always" not in build_station_trees(src, dest)
+    assert not (dest / "restart-always").exists()
+
+
+@needs_busybox
+def test_editing_the_base_rebuilds_the_variants_that_inherit_the_file(tmp_path):
+    src, dest = _copy_sources(tmp_path), tmp_path / "built"
+    build_station_trees(src, dest)
+    (src / HEALTHY / UNIT).write_text((src / HEALTHY / UNIT).read_text().replace("RestartSec=60", "RestartSec=5"))
+    built = build_station_trees(src, dest)
+    assert "RestartSec=5" in (built[HEALTHY] / UNIT).read_text()
+    assert "RestartSec=5" in (built["stopped-hbm-busy"] / UNIT).read_text()  # healthy -> stopped -> stopped-hbm-busy
+    assert "RestartSec=60" in (built["restart-always"] / UNIT).read_text()  # brings its own unit file
+
+
+def test_missing_busybox_says_how_to_install_it(tmp_path):
+    with pytest.raises(TargetsError, match=r"^busybox-static is not installed: apt-get install busybox-static$"):
+        build_station_trees(SRC, tmp_path, busybox=tmp_path / "no-busybox")
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "error"),
+    [
+        ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\ncolour: red\n", "unknown key"),
+        ("base: gb300-healthy\nphase: running\nbreaks: null\nwhy: x\n", "phase must be one of"),
+        ("base: nowhere\nphase: serving\nbreaks: null\nwhy: x\n", "base 'nowhere'"),
+        ("base: gb300-healthy\nphase: serving\nbreaks: restart\nwhy: x\n", "'breaks' must be a test name"),
+        ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\ndelete: [../etc]\n", "without '..'"),
+        ("base: bad\nphase: serving\nbreaks: null\nwhy: x\n", "cycle"),
+    ],
+)
+def test_bad_variant_is_refused_with_its_file(tmp_path, yaml_text, error):
+    (tmp_path / HEALTHY).mkdir()
+    (tmp_path / "variants/bad").mkdir(parents=True)
+    (tmp_path / "variants/bad/variant.yaml").write_text(yaml_text)
+    with pytest.raises(TargetsError, match=error):
+        load_variants(tmp_path)
+
+
+@needs_busybox
+def test_deleting_a_path_the_base_lacks_is_refused(tmp_path):
+    (tmp_path / HEALTHY / "etc").mkdir(parents=True)
+    (tmp_path / "variants/typo").mkdir(parents=True)
+    (tmp_path / "variants/typo/variant.yaml").write_text(
+        "base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\ndelete: [etc/sytemd]\n")
+    with pytest.raises(TargetsError, match="etc/sytemd is not in its base"):
+        build_station_trees(tmp_path, tmp_path / "built")
+
+
+# --- the recordings agree with the trees' files ------------------------------------------------------------------------
+
+
+@needs_busybox
+def test_stubs_parse_under_busybox_sh():
+    for stub in ("systemctl", "docker", "nvidia-smi"):
+        subprocess.run([str(targets.BUSYBOX), "sh", "-n", str(SRC / HEALTHY / "usr/bin" / stub)], check=True)
+
+
+@needs_busybox
+def test_systemctl_recordings_match_the_unit_files(trees):
+    for name, tree in trees.items():
+        if not (tree / REC / "systemctl-show-glm53-flash.txt").exists():
+            continue
+        unit, show = unit_directives((tree / UNIT).read_text()), show_props(tree)
+        assert argv_of(show["ExecStart"]) == unit["ExecStart"][0], name
+        assert ("ExecStartPre" in show) == ("ExecStartPre" in unit), name
+        assert ("ExecStartPost" in show) == ("ExecStartPost" in unit), name
+        assert show["Restart"] == unit["Restart"][0], name
+        assert show["StartLimitBurst"] == unit["StartLimitBurst"][0], name
+        assert (show["UnitFileState"] == "enabled") == (tree / WANTS).is_symlink(), name
+
+
+@needs_busybox
+def test_docker_recordings_match_the_unit_files(trees):
+    for name, tree in trees.items():
+        argv = unit_directives((tree / UNIT).read_text())["ExecStart"][0].split()
+        c = container(tree)
+        image_at = argv.index(c["Config"]["Image"]) if name != "container-stale-image" else argv.index(
+            "vllm/vllm-openai@" + PIN)
+        assert c["Config"]["Cmd"] == argv[image_at + 1:], name
+        assert c["Args"] == ["serve"] + c["Config"]["Cmd"], name
+        assert (c["HostConfig"]["RestartPolicy"]["Name"] != "no") == any(a.startswith("--restart") for a in argv)
+        assert (c["HostConfig"]["CpusetMems"] != "") == ("--cpuset-mems" in argv), name
+        images = [json.loads(f.read_text())[0] for f in (tree / REC).glob("docker-image-inspect*.json")]
+        (image,) = [i for i in images if i["Id"] == c["Image"]]
+        ref = c["Config"]["Image"]
+        assert ref in image["RepoDigests"] + image["RepoTags"], name
+
+
+@needs_busybox
+def test_gpu_recordings_agree_with_proc_and_sys(trees):
+    for name, tree in trees.items():
+        used = smi_fb_used(tree)
+        rows = [l.split(", ") for l in (tree / REC / "nvidia-smi-query-gpu.csv").read_text().splitlines()]
+        assert {r[2]: int(r[3]) for r in rows} == used, name
+        apps = [l.split(", ") for l in (tree / REC / "nvidia-smi-query-compute-apps.csv").read_text().splitlines()]
+        for pid, _, bus, mib in apps:
+            assert (tree / "proc" / pid / "cgroup").is_file(), name
+            assert int(mib) <= used[bus], name
+        has_memory = (tree / "sys/devices/system/node/has_memory").read_text().strip()
+        numa = tree / "proc/driver/nvidia/gpus/0009:01:00.0/numa_status"
+        if "00000009:01:00.0" in used:
+            assert numa.read_text().startswith("Node:      1\nStatus:    online\n"), name
+            assert has_memory == "0-1", name
+            hbm = node_meminfo(tree, 1)
+            expected = used["00000009:01:00.0"] * 1024 + hbm["FilePages"] + hbm["Slab"]
+            assert hbm["MemUsed"] == expected and hbm["MemUsed"] + hbm["MemFree"] == hbm["MemTotal"], name
+        else:
+            assert not numa.exists() and has_memory == "0" and node_meminfo(tree, 1)["MemTotal"] == 0, name
+    assert (trees[HEALTHY] / "proc/41873/cgroup").read_text() == (
+        f"0::/system.slice/docker-{container(trees[HEALTHY])['Id']}.scope\n")
+
+
+# --- through testinfra's chroot backend, as the host checks run ------------------------------------------------------
+
+
+@needs_busybox
+@needs_chroot
+def test_testinfra_reads_a_serving_tree(trees):
+    h = host(trees[HEALTHY])
+    out = h.run("systemctl show glm53-flash.service")
+    assert out.rc == 0
+    props = dict(line.split("=", 1) for line in out.stdout.splitlines())
+    assert props["ActiveState"] == "active" and PIN in props["ExecStart"]
+    assert h.check_output("systemctl show glm53-flash -p StartLimitBurst,Restart --value").split() == [
+        "on-failure", "3"]
+    svc = h.service("glm53-flash")
+    assert svc.is_running and svc.is_enabled and svc.systemd_properties["RestartUSec"] == "1min"
+
+    prestart = h.file("/usr/local/sbin/glm53-flash-prestart.sh")
+    assert prestart.is_file and prestart.mode == 0o755 and "echo 1 > /proc/sys/vm/drop_caches" in prestart.content_string
+    assert h.file("/etc/systemd/system/multi-user.target.wants/glm53-flash.service").linked_to == "/" + UNIT
+    shard = h.file(f"/{MODEL}/model-00001-of-00040.safetensors")
+    assert shard.size == manifest(trees[HEALTHY])["model-00001-of-00040.safetensors"]
+    assert h.file("/sys/devices/system/node/node1/cpulist").content_string == "\n"
+
+    c = json.loads(h.check_output("docker inspect glm53-flash"))[0]
+    assert c["State"]["Pid"] == 41873 and c["HostConfig"]["RestartPolicy"]["Name"] == "no"
+    image = json.loads(h.check_output("docker image inspect %s", c["Image"]))[0]
+    assert image["RepoDigests"] == ["vllm/vllm-openai@" + PIN] and image["Architecture"] == "arm64"
+    gpus = h.check_output("nvidia-smi --query-gpu=index,name,pci.bus_id,memory.used,memory.total "
+                          "--format=csv,noheader,nounits")
+    assert gpus.splitlines()[0] == "0, NVIDIA GB300, 00000009:01:00.0, 241602, 256951"
+    apps = h.check_output("nvidia-smi --query-compute-apps=pid,process_name,gpu_bus_id,used_gpu_memory "
+                          "--format=csv,noheader,nounits")
+    assert apps == "41873, /usr/bin/python3, 00000009:01:00.0, 241088"
+    assert "Addressing Mode                                    : ATS" in h.check_output("nvidia-smi -q")
+
+
+@needs_busybox
+@needs_chroot
+def test_stubs_refuse_what_was_not_recorded(trees):
+    h = host(trees[HEALTHY])
+    for cmd in ("nvidia-smi -L", "docker ps", "systemctl restart glm53-flash", "systemctl show sshd.service",
+                "docker inspect --format '{{.State.Pid}}' glm53-flash", "docker image inspect sha256:0000"):
+        out = h.run(cmd)
+        assert out.rc == 127 and out.stderr.startswith("stub: not recorded: "), cmd
+    h.run("echo discarded > /dev/null")
+    assert stat.S_ISCHR((trees[HEALTHY] / "dev/null").lstat().st_mode)
+
+
+@needs_busybox
+@needs_chroot
+def test_testinfra_sees_stopped_disabled_and_systemd_less_trees(trees):
+    stopped = host(trees["stopped"])
+    assert stopped.run("systemctl is-active glm53-flash.service").rc == 3
+    assert not stopped.service("glm53-flash").is_running and stopped.service("glm53-flash").is_enabled
+    assert stopped.check_output("nvidia-smi --query-compute-apps=pid,process_name,gpu_bus_id,used_gpu_memory "
+                                "--format=csv,noheader,nounits") == ""
+    disabled = host(trees["unit-disabled"])
+    out = disabled.run("systemctl is-enabled glm53-flash")
+    assert (out.rc, out.stdout) == (1, "disabled\n")
+    assert not disabled.service("glm53-flash").is_enabled
+    bare = host(trees["no-systemd"])
+    assert not bare.exists("systemctl") and not bare.file("/run/systemd/system").exists
+    assert bare.file("/" + WANTS).is_symlink
+    stale = host(trees["container-stale-image"])
+    c = json.loads(stale.check_output("docker inspect glm53-flash"))[0]
+    image = json.loads(stale.check_output("docker image inspect %s", c["Image"]))[0]
+    assert image["RepoDigests"] == [
+        "vllm/vllm-openai@sha256:6fd5bb80ea3bc534e29daf8353968b760e8a33d972e061b31a2bfaa05bc3851e"]
