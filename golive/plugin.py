@@ -4,11 +4,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 from golive import config as golive_config
-import httpx
-
 from golive.endpoint import EndpointClient
 from golive.facts import FactError
 from golive.report import results as results_mod
@@ -102,6 +101,9 @@ def station_host(station, golive_inventory):
     spec = golive_inventory.host_spec(station)
     if not spec:
         pytest.skip(f"station {station.name} has no host spec")
+    if spec.startswith("chroot://") and not Path(spec[len("chroot://"):]).is_dir():
+        pytest.fail(f"station {station.name}: tree {spec[len('chroot://'):]} does not exist (for the bundled trees: "
+                    f"python -c 'import golive.targets as t; t.build_station_trees()')", pytrace=False)
     if spec not in _HOSTS:
         _HOSTS[spec] = connect(spec)
     return _HOSTS[spec]

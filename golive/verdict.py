@@ -9,7 +9,3 @@ def require(ok: bool, *, found: str, recipe: str, fix: str) -> None:
     if not ok:
         pytest.fail(f"Found: {found}\nRecipe: {recipe}\nDo: {fix}", pytrace=False)
 
-
-def not_applicable(reason: str) -> None:
-    pytest.skip(reason)
-

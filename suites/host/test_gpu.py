@@ -2,7 +2,7 @@
 import pytest
 
 from golive.facts.gpu import mib, normalize_bus_id
-from golive.verdict import not_applicable, require
+from golive.verdict import require
 
 pytestmark = pytest.mark.host
 
@@ -22,7 +22,7 @@ def test_gpu_compute_processes_belong_to_serving_container(facts, profile, stati
     """Compute processes on the serving GPU belong to the serving container only; a stray process is a finding [000]."""
     serving = {normalize_bus_id(g["pci.bus_id"]) for g in facts.serving_gpus()}
     if not serving:
-        not_applicable(f"no {profile.gpu.name_contains} visible (see the GPU presence check)")
+        pytest.skip(f"no {profile.gpu.name_contains} visible (see the GPU presence check)")
     container = facts.container
     ours = container.id if container is not None and container.running and station.phase == "serving" else None
     stray = []
@@ -44,7 +44,7 @@ def test_gpu_compute_processes_belong_to_serving_container(facts, profile, stati
 def test_idle_hbm_below_ceiling_before_start(facts, profile, station):
     """Before a start (service stopped), HBM in use is below the idle ceiling, so vLLM can claim its share [000]."""
     if station.phase != "pre-start":
-        not_applicable("serving phase: HBM is meant to be in use (this check runs with phase: pre-start)")
+        pytest.skip("serving phase: HBM is meant to be in use (this check runs with phase: pre-start)")
     ceiling = profile.gpu.idle_hbm_used_ceiling_mib
     busy = [(g, mib(g["memory.used"])) for g in facts.serving_gpus()]
     busy = [(g, used) for g, used in busy if used is not None and used > ceiling]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import socket
-from pathlib import Path
 
 import httpx
 import pytest

@@ -4,8 +4,16 @@ from pathlib import Path
 import pytest
 
 from golive.facts import FactError
-from golive.facts.gpu import (container_id_in_cgroup, normalize_bus_id, parse_cgroup, parse_cpulist,
-                              parse_node_meminfo, parse_numa_status, parse_query_csv, parse_smi_q)
+from golive.facts.gpu import (
+    container_id_in_cgroup,
+    normalize_bus_id,
+    parse_cgroup,
+    parse_cpulist,
+    parse_node_meminfo,
+    parse_numa_status,
+    parse_query_csv,
+    parse_smi_q,
+)
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures/recorded/h200-device"
 

@@ -2,8 +2,15 @@
 import pytest
 
 from golive.facts import FactError
-from golive.facts.systemd import (parse_show, parse_show_exec, parse_timespan, parse_unit_exec, parse_unit_file,
-                                  unit_from_file, unit_from_show)
+from golive.facts.systemd import (
+    parse_show,
+    parse_show_exec,
+    parse_timespan,
+    parse_unit_exec,
+    parse_unit_file,
+    unit_from_file,
+    unit_from_show,
+)
 
 # `systemctl show` of a unit with two ExecStartPre lines (systemd 255 format: Exec* and Exec*Ex twins).
 SHOW = """\
