@@ -70,8 +70,8 @@ def healthy_flags(port: int) -> dict[str, str | None]:
         "--enable-auto-tool-choice": None, "--tool-call-parser": "glm47", "--reasoning-parser": "glm45",
         "--load-format": "dummy", "--dtype": "bfloat16",
         "--logits-processors": "golive.reference.oracle:GlmOracle",
-        # CPU start-up: no torch.compile warm-up, and the worker inside the engine process (CPU vLLM spawns, so every
-        # extra process re-imports vLLM, ~15 s each on 2 cores).
+        # CPU start-up: no torch.compile warm-up, and the worker inside the engine-core process (CPU vLLM spawns, so
+        # each extra process re-imports vLLM: ~15 s on 2 cores). `uni` needs VLLM_ENABLE_V1_MULTIPROCESSING=0 on CPU.
         "--enforce-eager": None, "--distributed-executor-backend": "uni",
         "--host": HOST, "--port": str(port),
     }
@@ -128,6 +128,7 @@ class ReferenceStation:
         env = {k: v for k, v in os.environ.items() if k not in ("VLLM_API_KEY", "GOLIVE_ORACLE_FAULT")}
         env |= {
             "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; ~500k tokens for this model, plenty
+            "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # keeps `uni`; the API server still runs the engine core apart
             "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
         }
         env |= self.spec.env | self.extra_env

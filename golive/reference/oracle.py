@@ -32,6 +32,16 @@ _RESPONSE = re.compile(r"\n<tool_response>\n(.*?)\n</tool_response>", re.S)
 
 
 @dataclass
+class _Script:
+    """One request's forced tokens; `output_ids` is vLLM's live list of what was generated so far."""
+
+    ids: list[int]
+    output_ids: list[int]
+    params: Any
+    skipped: int = 0  # scripted tokens the grammar refused
+
+
+@dataclass
 class Reply:
     """What the oracle will say; calls are (name, arguments) pairs."""
 
@@ -157,8 +167,7 @@ class GlmOracle(LogitsProcessor):
         self.decide = decide
         self.tok = Tokenizer.from_file(str(Path(vllm_config.model_config.tokenizer) / "tokenizer.json"))
         self.eos = self.tok.token_to_id(EOS)
-        # batch index -> (forced ids, live output ids, sampling params)
-        self.plans: dict[int, tuple[list[int], list[int], Any]] = {}
+        self.scripts: dict[int, _Script] = {}  # by batch index
         log.info("GlmOracle ready (fault=%s)", self.fault)
 
     def is_argmax_invariant(self) -> bool:
@@ -168,30 +177,37 @@ class GlmOracle(LogitsProcessor):
         if not batch_update:
             return
         for index in batch_update.removed:
-            self.plans.pop(index, None)
+            self.scripts.pop(index, None)
         for index, params, prompt_ids, output_ids in batch_update.added:
             if prompt_ids is None:  # prompt embeddings: nothing to read, let the model speak
-                self.plans.pop(index, None)
+                self.scripts.pop(index, None)
             else:
-                self.plans[index] = (self.plan(prompt_ids), output_ids, params)
+                self.scripts[index] = _Script(self.plan(prompt_ids), output_ids, params)
         for a, b, direction in batch_update.moved:
-            plan_a, plan_b = self.plans.pop(a, None), self.plans.pop(b, None)
-            if plan_a is not None:
-                self.plans[b] = plan_a
-            if plan_b is not None and direction == MoveDirectionality.SWAP:
-                self.plans[a] = plan_b
+            script_a, script_b = self.scripts.pop(a, None), self.scripts.pop(b, None)
+            if script_a is not None:
+                self.scripts[b] = script_a
+            if script_b is not None and direction == MoveDirectionality.SWAP:
+                self.scripts[a] = script_b
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        for index, (plan, output_ids, params) in self.plans.items():
-            n = len(output_ids)
-            if n < len(plan):
-                token = plan[n]
-            elif params.ignore_eos or n < (params.min_tokens or 0):
-                continue  # benchmark-style requests: past the script, the random model fills the length
+        for index, script in self.scripts.items():
+            row = logits[index]
+            # The structured-output grammar has already masked `row` (-inf). Like a real sampler, the oracle yields:
+            # a scripted token the grammar forbids is skipped (e.g. </think> when no reasoning parser opens the
+            # grammar's thinking phase), instead of leaving nothing to sample and a failed request.
+            while (pos := len(script.output_ids) + script.skipped) < len(script.ids) and \
+                    row[script.ids[pos]] == float("-inf"):
+                script.skipped += 1
+            n = len(script.output_ids)
+            if pos < len(script.ids):
+                token = script.ids[pos]
+            elif script.params.ignore_eos or n < (script.params.min_tokens or 0) or row[self.eos] == float("-inf"):
+                continue  # past the script, benchmark-style requests (and the grammar) let the model fill the length
             else:
                 token = self.eos
-            logits[index].fill_(float("-inf"))
-            logits[index, token] = 0.0
+            row.fill_(float("-inf"))
+            row[token] = 0.0
         return logits
 
     # --- answer -> token ids ---

@@ -1,0 +1,87 @@
+"""The go-live report as an operator sees it (headless Chromium), and reports that survive an interrupted run."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium_dom(html: Path, tmp_path: Path) -> str:
+    """The DOM after pytest-html's scripts ran, as headless Chromium renders it."""
+    result = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                             "--disable-sync", f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=3000",
+                             "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
+    from golive.targets import build_station_trees
+
+    build_station_trees()
+    subprocess.run([sys.executable, "-m", "golive.cli", "run", str(REPO / "fixtures/inventories/hbm-filepages-high.yaml"),
+                    "-o", str(tmp_path), "-m", "host", "-q"], capture_output=True, cwd=REPO, timeout=300)
+    dom = chromium_dom(tmp_path / "go-live.html", tmp_path)
+    assert 'id="golive-verdict"' in dom and "GO-LIVE: FAIL" in dom
+    assert "Fix before go-live (1)" in dom and "holds 150.0 GiB of page cache" in dom
+    assert "numactl --membind=0" in dom
+    # pytest-html builds the results table with JavaScript: rows exist only if the page really rendered
+    assert dom.count('<tbody class="results-table-row failed"') == 1
+    assert dom.count('<tbody class="results-table-row passed"') + dom.count('<tbody class="results-table-row skipped"') == 17
+    junit = (tmp_path / "junit.xml").read_text()
+    assert 'failures="1"' in junit and "holds 150.0 GiB of page cache" in junit
+
+
+def _silent_server() -> tuple[socket.socket, int, list]:
+    """A loopback server that accepts and never answers: a hung station."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held = []
+
+    def accept():
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server, server.getsockname()[1], held
+
+
+def test_interrupted_run_still_writes_every_report(tmp_path):
+    server, port, held = _silent_server()
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(f"profile: reference-cpu\nstations:\n  - {{name: hung, endpoint: 'http://127.0.0.1:{port}/v1'}}\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "endpoint"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not held and time.monotonic() < deadline:  # until a check is waiting on the hung station
+            time.sleep(0.2)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        server.close()
+    assert proc.returncode == 2, output
+    results = json.loads((out / "results.json").read_text())
+    assert results["verdict"] == "incomplete" and results["provenance"]["interrupted"] is True
+    assert "GO-LIVE: INCOMPLETE" in (out / "go-live.html").read_text()
+    assert (out / "junit.xml").exists()
