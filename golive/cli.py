@@ -32,7 +32,7 @@ def run_suites(inventory: Path, out: Path, pytest_args: list[str]) -> int:
         return _fail(f"the checklist folder {SUITES} is missing: run golive from its source checkout")
     out.mkdir(parents=True, exist_ok=True)
     args = [str(SUITES), f"--golive-inventory={inventory}", *report_args(out), "-p", "no:cacheprovider",
-            f"--rootdir={REPO}", *pytest_args]
+            "-c", str(Path(__file__).with_name("suites.ini")), f"--rootdir={REPO}", *pytest_args]
     code = int(pytest.main(args))
     for name in ("go-live.html", "results.json", "junit.xml"):
         if (out / name).exists():
@@ -83,7 +83,7 @@ def cmd_reference(ns: argparse.Namespace, extra: list[str]) -> int:
     try:
         if ns.action == "up":
             station = launcher.up(state, variant=ns.variant, port=ns.port)
-            print(f"golive: reference station '{ns.variant}' serving at {station}")
+            print(f"golive: reference station '{ns.variant}' serving at {station['base_url']}")
         else:
             launcher.down(state)
             print("golive: reference station stopped")

@@ -41,8 +41,28 @@ def pytest_configure(config: pytest.Config) -> None:
         except golive_config.ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
     config.stash[INVENTORY] = loaded
+    if loaded is not None:
+        _describe_run(config, loaded)
     config.stash[RECORDER] = results_mod.Recorder(loaded)
     config.pluginmanager.register(_Recording(config), "golive-recording")
+
+
+def _describe_run(config: pytest.Config, loaded: golive_config.LoadedInventory) -> None:
+    """What was checked against what, in the report's Environment table (pytest-metadata)."""
+    try:
+        from pytest_metadata.plugin import metadata_key
+    except ImportError:
+        return
+    from golive import __version__
+
+    meta = config.stash.get(metadata_key, None)
+    if meta is None:
+        return
+    meta["golive"] = __version__
+    meta["Inventory"] = str(loaded.path)
+    profiles = {p.sha256: p for p in [loaded.profile, *loaded.station_profiles.values()]}
+    meta["Profiles"] = ", ".join(f"{p.profile.name} (sha256:{p.sha256[:12]})" for p in profiles.values())
+    meta["Stations"] = ", ".join(f"{s.name} [{s.phase}]" for s in loaded.inventory.stations)
 
 
 def _layer(item_or_metafunc) -> str | None:
@@ -57,6 +77,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     loaded = metafunc.config.stash[INVENTORY]
     marks = {m.name for m in metafunc.definition.iter_markers()}
     layer = next((name for name in LAYERS if name in marks), None)
+    if layer is None:
+        return  # only checks of a layer run per station; other tests keep their own `station`
     if loaded is None:
         metafunc.parametrize("station", [pytest.param(None, id="no-inventory", marks=pytest.mark.skip(
             reason="no inventory: pass --golive-inventory PATH (or use `golive run`)"))])
@@ -114,6 +136,14 @@ def facts(station, station_host, profile) -> StationFacts:
     if station.name not in _FACTS:
         _FACTS[station.name] = StationFacts(station_host, station, profile)
     return _FACTS[station.name]
+
+
+@pytest.fixture(scope="session")
+def service(profile):
+    """The profile's systemd service; checks of a unit skip where the recipe has none (a launch script)."""
+    if profile.service is None:
+        pytest.skip("the profile declares no systemd unit (service: null)")
+    return profile.service
 
 
 _CLIENTS: dict[str, EndpointClient] = {}

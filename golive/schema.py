@@ -85,6 +85,7 @@ class Endpoint(Strict):
     kv_cache_tokens_floor: int | None = None
     needle_fraction_of_context: float = 0.9
     request_timeout_s: float = 120
+    max_concurrency: int = Field(default=4, ge=1)  # golive never has more requests in flight than this
 
 
 class Security(Strict):

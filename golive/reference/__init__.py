@@ -9,5 +9,5 @@ from golive.reference.launcher import (
 )
 from golive.reference.model import SERVED_NAME, build_model_dir
 
-__all__ = ["VARIANTS", "ReferenceStation", "ReferenceStationError", "Variant", "build_model_dir", "down", "up",
-           "SERVED_NAME"]
+__all__ = ["SERVED_NAME", "VARIANTS", "ReferenceStation", "ReferenceStationError", "Variant", "build_model_dir", "down",
+           "up"]

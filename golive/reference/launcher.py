@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Self
 
 import httpx
 
@@ -41,10 +43,10 @@ def _fault(name: str) -> Variant:
 
 VARIANTS: dict[str, Variant] = {
     "healthy": Variant("the recipe's flags, scaled to a CPU"),
-    "no-tool-parser": Variant("tool calls arrive as text", drop=("--enable-auto-tool-choice", "--tool-call-parser")),
+    "no-tool-parser": Variant("requests with tools get HTTP 400", drop=("--enable-auto-tool-choice", "--tool-call-parser")),
     "no-reasoning-parser": Variant("reasoning arrives in content", drop=("--reasoning-parser",)),
     "wrong-served-name": Variant("served under another name", add={"--served-model-name": "glm-5.3"}),
-    "max-model-len-differs": Variant("context window half the profile's", add={"--max-model-len": "16384"}),
+    "max-model-len-differs": Variant("context window half the profile's", add={"--max-model-len": "8192"}),
     "no-prefix-caching": Variant("prefix caching off", drop=("--enable-prefix-caching",),
                                  add={"--no-enable-prefix-caching": None}),
     "api-key-required": Variant("/v1 needs a bearer key", api_key=API_KEY),
@@ -65,7 +67,7 @@ def default_model_dir() -> Path:
 
 def healthy_flags(port: int) -> dict[str, str | None]:
     return {
-        "--served-model-name": SERVED_NAME, "--max-model-len": "32768", "--max-num-seqs": "16",
+        "--served-model-name": SERVED_NAME, "--max-model-len": "16384", "--max-num-seqs": "16",
         "--enable-chunked-prefill": None, "--enable-prefix-caching": None,
         "--enable-auto-tool-choice": None, "--tool-call-parser": "glm47", "--reasoning-parser": "glm45",
         "--load-format": "dummy", "--dtype": "bfloat16",
@@ -75,6 +77,9 @@ def healthy_flags(port: int) -> dict[str, str | None]:
         "--enforce-eager": None, "--distributed-executor-backend": "uni",
         "--host": HOST, "--port": str(port),
     }
+
+
+_EXCEPTION = re.compile(r"(^|\] )[\w.]*(Error|Exception): ")
 
 
 def _port_busy(port: int) -> bool:
@@ -176,7 +181,8 @@ class ReferenceStation:
             try:
                 if httpx.get(f"http://{HOST}:{self.port}/health", timeout=2).status_code == 200:
                     self.startup_s = elapsed
-                    print(f"[golive reference] {self.variant} up on :{self.port} after {elapsed:.0f} s", file=sys.stderr)
+                    print(f"[golive reference] {self.variant} up on :{self.port} after {elapsed:.0f} s",
+                          file=sys.stderr)
                     return
             except httpx.HTTPError:
                 pass
@@ -190,13 +196,20 @@ class ReferenceStation:
 
     def _error(self, what: str) -> ReferenceStationError:
         tail = _tail(self.log_path)
+        try:  # the root cause is often far above the tail (vLLM prints the engine's traceback, then its own)
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            text = ""
+        causes = list(dict.fromkeys(line.strip() for line in text.splitlines() if _EXCEPTION.search(line)))[:3]
+        seen = "".join(f"  {c}\n" for c in causes)
         hint = ""
         present = [p for p in CUDA_ONLY_PACKAGES if find_spec(p) is not None]
-        if present or any(p in tail for p in CUDA_ONLY_PACKAGES):
+        if present or any(p in text for p in CUDA_ONLY_PACKAGES):
             hint = (f"\nHint: {', '.join(present) or 'torchvision/torchaudio/torchcodec'} are CUDA builds that break "
                     f"next to the CPU torch: pip uninstall -y {' '.join(CUDA_ONLY_PACKAGES)}")
         return ReferenceStationError(f"reference station ({self.variant}, port {self.port}): {what}.\n"
-                                     f"log {self.log_path}, last lines:\n{tail}{hint}")
+                                     + (f"exceptions in the log:\n{seen}" if seen else "")
+                                     + f"log {self.log_path}, last lines:\n{tail}{hint}")
 
     def stop(self, timeout: float = 20) -> None:
         """SIGTERM the process group, SIGKILL after `timeout`; safe to call twice."""
@@ -205,7 +218,7 @@ class ReferenceStation:
         _stop_group(self.proc.pid, timeout, self.proc)
         self.proc = None
 
-    def __enter__(self) -> ReferenceStation:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:

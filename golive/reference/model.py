@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 # GLM's tags. Role/framing tokens are special (hidden when decoding with skip_special_tokens); the reasoning and
@@ -18,14 +19,19 @@ VOCAB_TARGET = 4096
 # treat reasoning as always on). Effort defaults to max, as in the GLM-5.3 deployment. Tools render in the system turn.
 CHAT_TEMPLATE = r"""
 {%- macro text(c) -%}
-{%- if c is string -%}{{ c }}{%- elif c -%}{%- for p in c -%}{%- if p.type == 'text' -%}{{ p.text }}{%- endif -%}{%- endfor -%}{%- endif -%}
+{%- if c is string -%}{{ c }}
+{%- elif c -%}{%- for p in c -%}{%- if p.type == 'text' -%}{{ p.text }}{%- endif -%}{%- endfor -%}
+{%- endif -%}
 {%- endmacro -%}
-{%- if reasoning_effort is defined and reasoning_effort -%}{%- set effort = reasoning_effort -%}{%- else -%}{%- set effort = 'max' -%}{%- endif -%}
+{%- if reasoning_effort is defined and reasoning_effort -%}{%- set effort = reasoning_effort -%}
+{%- else -%}{%- set effort = 'max' -%}{%- endif -%}
 {{- '[gMASK]<sop><|system|>\nReasoning Effort: ' + effort -}}
 {%- if tools -%}
-{{- '\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n' -}}
+{{- '\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' -}}
+{{- 'You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n' -}}
 {%- for tool in tools -%}{{- tool | tojson(ensure_ascii=False) + '\n' -}}{%- endfor -%}
-{{- '</tools>\n\nFor each function call, output the function name and arguments within the following XML format:\n<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}</arg_value>...</tool_call>' -}}
+{{- '</tools>\n\nFor each function call, output the function name and arguments within the following XML format:\n' -}}
+{{- '<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}</arg_value>...</tool_call>' -}}
 {%- endif -%}
 {%- for m in messages -%}
 {%- if m.role == 'system' -%}
@@ -39,7 +45,8 @@ CHAT_TEMPLATE = r"""
 {{- '<tool_call>' + f.name -}}
 {%- if f.arguments is mapping -%}
 {%- for k, v in f.arguments.items() -%}
-{{- '<arg_key>' + k + '</arg_key><arg_value>' + (v if v is string else v | tojson(ensure_ascii=False)) + '</arg_value>' -}}
+{{- '<arg_key>' + k + '</arg_key><arg_value>' -}}
+{{- (v if v is string else v | tojson(ensure_ascii=False)) + '</arg_value>' -}}
 {%- endfor -%}
 {%- elif f.arguments -%}{{- f.arguments -}}{%- endif -%}
 {{- '</tool_call>' -}}
@@ -54,7 +61,7 @@ CHAT_TEMPLATE = r"""
 
 # Training text for the BPE merges: fixed here so every build yields the same bytes. Its only job is to make common
 # English, JSON and tool-call text compact; byte fallback still encodes anything.
-_WORDS = """
+_WORD_TEXT = """
 the of and to in is was that for it with as on be at by this had not are but from or have an they which one you were
 her all she there would their we him been has when who will more no if out so said what up its about into than them
 can only other new some could time these two may then do first any my now such like our over man me even most made
@@ -70,12 +77,12 @@ summary total sum add subtract multiply divide plus minus times equals calculate
 user assistant system observation response message content model server station health check test ok error
 Paris London Tokyo Berlin Beijing Madrid Rome New York San Francisco Sydney January February March April May June
 July August September October November December Monday Tuesday Wednesday Thursday Friday Saturday Sunday
-""".split()
+"""
 
 _SAMPLES = [
-    '{"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city", '
-    '"parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", '
-    '"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}',
+    ('{"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city", '
+     '"parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", '
+     '"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}'),
     "The answer is 42. The total is 1,234.56 and the increase is 50%. 0123456789 10 100 1000 2024 2025 2026",
     "Reasoning Effort: max\n\n# Tools\n\nYou may call one or more functions to assist with the user query.",
     "def main():\n    return {'key': [1, 2, 3], \"value\": None}\n",
@@ -83,7 +90,8 @@ _SAMPLES = [
 
 
 def _corpus() -> list[str]:
-    lines = [" ".join(_WORDS), " ".join(w.capitalize() for w in _WORDS), ". ".join(_WORDS), *_SAMPLES]
+    words = _WORD_TEXT.split()
+    lines = [" ".join(words), " ".join(w.capitalize() for w in words), ". ".join(words), *_SAMPLES]
     return lines * 3  # repetition lets merges clear min_frequency
 
 
@@ -124,7 +132,9 @@ def _files() -> dict[str, str]:
                                  for t, i in sorted(ids.items(), key=lambda kv: kv[1])},
         "chat_template": CHAT_TEMPLATE,
     }
-    dump = lambda d: json.dumps(d, indent=2, ensure_ascii=False) + "\n"  # noqa: E731
+    def dump(data: dict) -> str:
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
     return {"config.json": dump(config), "generation_config.json": dump(generation),
             "tokenizer.json": tok.to_str(pretty=True) + "\n", "tokenizer_config.json": dump(tok_config)}
 
@@ -137,7 +147,7 @@ def build_model_dir(dest: Path) -> Path:
         path = dest / name
         if path.exists() and path.read_text(encoding="utf-8") == text:
             continue
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)  # atomic: a concurrently starting server never reads half a file
+        tmp.replace(path)  # atomic: a server starting meanwhile, or a concurrent build, never sees half a file
     return dest

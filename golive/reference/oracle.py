@@ -23,12 +23,13 @@ log = logging.getLogger(__name__)
 
 FAULTS = ("none", "malformed_tool_args", "think_leak", "wrong_tool", "needle_miss")
 FAULT_ENV = "GOLIVE_ORACLE_FAULT"
+NEG_INF = float("-inf")
 NEEDLE_MIN_CHARS = 400  # an answer copied out of a user turn this long is a retrieval (needle_miss applies)
 
 _TURN = re.compile(r"(<\|system\|>|<\|user\|>|<\|assistant\|>|<\|observation\|>)")
-_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
-_ARG = re.compile(r"<arg_key>(.*?)</arg_key><arg_value>(.*?)</arg_value>", re.S)
-_RESPONSE = re.compile(r"\n<tool_response>\n(.*?)\n</tool_response>", re.S)
+_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+_ARG = re.compile(r"<arg_key>(.*?)</arg_key><arg_value>(.*?)</arg_value>", re.DOTALL)
+_RESPONSE = re.compile(r"\n<tool_response>\n(.*?)\n</tool_response>", re.DOTALL)
 
 
 @dataclass
@@ -90,7 +91,7 @@ def parse_prompt(text: str) -> tuple[list[dict], list[dict] | None, str | None]:
         elif tag == "<|assistant|>":
             if i == len(turns) - 1 and body == "<think>":
                 continue  # the generation prompt
-            body = re.sub(r"^<think>.*?</think>", "", body, count=1, flags=re.S)
+            body = re.sub(r"^<think>.*?</think>", "", body, count=1, flags=re.DOTALL)
             msg: dict = {"role": "assistant", "content": body.split("<tool_call>", 1)[0]}
             if calls := _calls(body):
                 msg["tool_calls"] = calls
@@ -192,21 +193,20 @@ class GlmOracle(LogitsProcessor):
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         for index, script in self.scripts.items():
-            row = logits[index]
-            # The structured-output grammar has already masked `row` (-inf). Like a real sampler, the oracle yields:
-            # a scripted token the grammar forbids is skipped (e.g. </think> when no reasoning parser opens the
-            # grammar's thinking phase), instead of leaving nothing to sample and a failed request.
-            while (pos := len(script.output_ids) + script.skipped) < len(script.ids) and \
-                    row[script.ids[pos]] == float("-inf"):
-                script.skipped += 1
-            n = len(script.output_ids)
-            if pos < len(script.ids):
-                token = script.ids[pos]
-            elif script.params.ignore_eos or n < (script.params.min_tokens or 0) or row[self.eos] == float("-inf"):
-                continue  # past the script, benchmark-style requests (and the grammar) let the model fill the length
+            row, ids, done = logits[index], script.ids, len(script.output_ids)
+            # The structured-output grammar has already masked `row` with -inf. Like a real sampler, the oracle
+            # yields: a scripted token the grammar forbids is skipped (e.g. </think> when no reasoning parser gives
+            # the grammar a thinking phase) rather than leaving nothing to sample, which fails the request.
+            pos = done + script.skipped
+            while pos < len(ids) and row[ids[pos]] == NEG_INF:
+                script.skipped, pos = script.skipped + 1, pos + 1
+            if pos < len(ids):
+                token = ids[pos]
+            elif script.params.ignore_eos or done < (script.params.min_tokens or 0) or row[self.eos] == NEG_INF:
+                continue  # past the script: benchmark-style requests (or the grammar) let the model fill the length
             else:
                 token = self.eos
-            row.fill_(float("-inf"))
+            row.fill_(NEG_INF)
             row[token] = 0.0
         return logits
 

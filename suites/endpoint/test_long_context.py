@@ -20,7 +20,7 @@ def test_needle_retrieved_near_full_context(endpoint, profile, depth, record_met
                        f"max_model_len check")
     haystack = longctx.build(lambda text: endpoint.tokenize(name, text), target, depth, seed=int(depth * 100))
     started = time.perf_counter()
-    result = endpoint.chat(name, [{"role": "user", "content": haystack.prompt}], max_tokens=256, temperature=0)
+    result = endpoint.chat(name, [{"role": "user", "content": haystack.prompt}], max_tokens=1024, temperature=0)
     elapsed = time.perf_counter() - started
     record_metric(f"needle_{int(depth * 100)}_latency_s", round(elapsed, 2), "s")
     require(haystack.answer in result.content,

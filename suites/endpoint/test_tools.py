@@ -1,5 +1,6 @@
 """Tool calling is a launch blocker: calls come back structured, right, and the same streamed or not [000]."""
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pytest
@@ -72,12 +73,15 @@ def _smoke_case():
 @pytest.fixture(scope="session")
 def battery_runs(tools_work, endpoint, profile):
     """Every battery case, non-streamed and streamed: [(case, plain result, streamed result)]."""
-    runs = []
-    for case in load_battery():
-        plain, streamed = (endpoint.chat(profile.vllm.served_model_name, case.messages, tools=case.tools,
-                                         temperature=0, max_tokens=1024, stream=stream) for stream in (False, True))
-        runs.append((case, plain, streamed))
-    return runs
+    def run(case, stream):
+        return endpoint.chat(profile.vllm.served_model_name, case.messages, tools=case.tools, temperature=0,
+                             max_tokens=1024, stream=stream)
+
+    cases = load_battery()
+    with ThreadPoolExecutor(max_workers=profile.endpoint.max_concurrency) as pool:  # load bounded by the profile
+        plain = list(pool.map(run, cases, [False] * len(cases)))
+        streamed = list(pool.map(run, cases, [True] * len(cases)))
+    return list(zip(cases, plain, streamed))
 
 
 def test_tool_call_battery_meets_floor(battery_runs, profile, record_metric):

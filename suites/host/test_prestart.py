@@ -6,13 +6,6 @@ from golive.verdict import require
 pytestmark = pytest.mark.host
 
 
-@pytest.fixture
-def service(profile):
-    if profile.service is None:
-        pytest.skip("the profile declares no systemd unit (service: null)")
-    return profile.service
-
-
 def test_prestart_is_what_the_unit_runs_before_start(facts, service):
     """The unit's ExecStartPre runs the recipe's prestart script, which exists [000]."""
     require(facts.prestart_text is not None,

@@ -6,13 +6,6 @@ from golive.verdict import require
 pytestmark = pytest.mark.host
 
 
-@pytest.fixture
-def service(profile):
-    if profile.service is None:
-        pytest.skip("the profile declares no systemd unit (service: null)")
-    return profile.service
-
-
 def test_unit_restarts_on_failure_60s_apart(facts, service):
     """Restart=on-failure, RestartSec=60 s: systemd restarts a crashed service, a minute apart [000]."""
     unit = facts.unit
