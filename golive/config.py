@@ -211,7 +211,6 @@ class LoadedProfile:
     profile: Profile
     files: list[Path]
     sha256: str
-    raw: dict
 
 
 def load_profile(ref: str | Path, relative_to: Path | None = None) -> LoadedProfile:
@@ -219,7 +218,7 @@ def load_profile(ref: str | Path, relative_to: Path | None = None) -> LoadedProf
     located, chain = _load_profile_chain(path)
     profile = validate(Profile, located, "profile", str(path))
     digest = hashlib.sha256(yaml.safe_dump(located.data, sort_keys=True).encode()).hexdigest()
-    return LoadedProfile(profile=profile, files=chain, sha256=digest, raw=located.data)
+    return LoadedProfile(profile=profile, files=chain, sha256=digest)
 
 
 # --- inventories ---------------------------------------------------------------------------------------------------

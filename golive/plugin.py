@@ -20,6 +20,8 @@ LAYERS = {
 }
 INVENTORY = pytest.StashKey[golive_config.LoadedInventory | None]()
 RECORDER = pytest.StashKey[results_mod.Recorder]()
+CONNECTIONS = pytest.StashKey[dict]()  # per run: testinfra hosts, station facts, endpoint clients
+NO_INVENTORY = "no inventory: pass --golive-inventory PATH (or use `golive run`)"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,6 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if loaded is not None:
         _describe_run(config, loaded)
     config.stash[RECORDER] = results_mod.Recorder(loaded)
+    config.stash[CONNECTIONS] = {}
     config.pluginmanager.register(_Recording(config), "golive-recording")
 
 
@@ -65,8 +68,8 @@ def _describe_run(config: pytest.Config, loaded: golive_config.LoadedInventory) 
     meta["Stations"] = ", ".join(f"{s.name} [{s.phase}]" for s in loaded.inventory.stations)
 
 
-def _layer(item_or_metafunc) -> str | None:
-    marks = {m.name for m in item_or_metafunc.iter_markers()} if hasattr(item_or_metafunc, "iter_markers") else set()
+def _layer(node) -> str | None:
+    marks = {m.name for m in node.iter_markers()}
     return next((name for name in LAYERS if name in marks), None)
 
 
@@ -75,13 +78,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "station" not in metafunc.fixturenames:
         return
     loaded = metafunc.config.stash[INVENTORY]
-    marks = {m.name for m in metafunc.definition.iter_markers()}
-    layer = next((name for name in LAYERS if name in marks), None)
+    layer = _layer(metafunc.definition)
     if layer is None:
         return  # only checks of a layer run per station; other tests keep their own `station`
     if loaded is None:
         metafunc.parametrize("station", [pytest.param(None, id="no-inventory", marks=pytest.mark.skip(
-            reason="no inventory: pass --golive-inventory PATH (or use `golive run`)"))])
+            reason=NO_INVENTORY))])
         return
     stations = loaded.inventory.stations
     if layer == "host":
@@ -100,7 +102,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def golive_inventory(request) -> golive_config.LoadedInventory:
     loaded = request.config.stash[INVENTORY]
     if loaded is None:
-        pytest.skip("no inventory: pass --golive-inventory PATH (or use `golive run`)")
+        pytest.skip(NO_INVENTORY)
     return loaded
 
 
@@ -110,12 +112,16 @@ def profile(station, golive_inventory):
     return golive_inventory.profile_of(station).profile
 
 
-_HOSTS: dict[str, object] = {}
-_FACTS: dict[str, StationFacts] = {}
+def _cached(request, key: tuple, make):
+    """Session fixtures re-run when pytest switches between stations; connections and gathered facts must not."""
+    cache = request.config.stash[CONNECTIONS]
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
 
 
 @pytest.fixture(scope="session")
-def station_host(station, golive_inventory):
+def station_host(request, station, golive_inventory):
     """The station's testinfra host (any testinfra spec: local, ssh://, docker://, ansible://, chroot://).
 
     Not named `host`: testinfra's own plugin owns that name and parametrizes it over --hosts.
@@ -126,16 +132,12 @@ def station_host(station, golive_inventory):
     if spec.startswith("chroot://") and not Path(spec[len("chroot://"):]).is_dir():
         pytest.fail(f"station {station.name}: tree {spec[len('chroot://'):]} does not exist (for the bundled trees: "
                     f"python -c 'import golive.targets as t; t.build_station_trees()')", pytrace=False)
-    if spec not in _HOSTS:
-        _HOSTS[spec] = connect(spec)
-    return _HOSTS[spec]
+    return _cached(request, ("host", spec), lambda: connect(spec))
 
 
 @pytest.fixture(scope="session")
-def facts(station, station_host, profile) -> StationFacts:
-    if station.name not in _FACTS:
-        _FACTS[station.name] = StationFacts(station_host, station, profile)
-    return _FACTS[station.name]
+def facts(request, station, station_host, profile) -> StationFacts:
+    return _cached(request, ("facts", station.name), lambda: StationFacts(station_host, station, profile))
 
 
 @pytest.fixture(scope="session")
@@ -146,18 +148,14 @@ def service(profile):
     return profile.service
 
 
-_CLIENTS: dict[str, EndpointClient] = {}
-
-
 @pytest.fixture(scope="session")
-def endpoint_client(station, profile) -> EndpointClient:
+def endpoint_client(request, station, profile) -> EndpointClient:
     """The station's endpoint as configured, before anyone checked that it lets us in (the auth check uses this)."""
     if not station.endpoint:
         pytest.skip(f"station {station.name} has no endpoint URL")
-    if station.name not in _CLIENTS:
-        key = os.environ.get(station.api_key_env) if station.api_key_env else None
-        _CLIENTS[station.name] = EndpointClient(station.endpoint, key, timeout=profile.endpoint.request_timeout_s)
-    return _CLIENTS[station.name]
+    key = os.environ.get(station.api_key_env) if station.api_key_env else None
+    return _cached(request, ("endpoint", station.name),
+                   lambda: EndpointClient(station.endpoint, key, timeout=profile.endpoint.request_timeout_s))
 
 
 @pytest.fixture(scope="session")

@@ -46,15 +46,12 @@ class StationFacts:
         f = self.host.file(path)
         return f.content_string if f.exists and f.is_file else None
 
-    def exists(self, command: str) -> bool:
-        return self.host.exists(command)
-
     # --- systemd -------------------------------------------------------------------------------------------------------
 
     @cached_property
     def systemd_running(self) -> bool:
         # sd_booted(3): systemd is PID 1 exactly when this directory exists
-        return self.host.file("/run/systemd/system").is_directory and self.exists("systemctl")
+        return self.host.file("/run/systemd/system").is_directory and self.host.exists("systemctl")
 
     @cached_property
     def unit_path(self) -> str | None:
@@ -177,7 +174,7 @@ class StationFacts:
         if found:
             return found
         memory_only = [n for n, info in self.nodes.items() if not info["cpus"] and info["meminfo"].get("MemTotal", 0) > 0]
-        if not memory_only or not self.exists("nvidia-smi"):
+        if not memory_only or not self.host.exists("nvidia-smi"):
             return []
         ats = [g.bus_id for g in self.smi_q if (g.addressing_mode or "").upper() == "ATS"]
         how = f"memory-only node, GPU {ats[0]} in ATS addressing mode" if ats else "memory-only node beside an NVIDIA GPU"
