@@ -54,7 +54,11 @@ def build(tokenize, target_tokens: int, depth: float, seed: int = 0) -> Haystack
 
 
 def repeat_to(tokenize, min_tokens: int) -> str:
-    """Text of at least min_tokens by the server's count (for over-limit probes)."""
-    chunk = " ".join(filler(200, 7))
-    per_chunk = tokenize(chunk)
-    return " ".join([chunk] * (min_tokens // per_chunk + 2))
+    """Text just over min_tokens by the server's count (for over-limit probes: far over would test another limit)."""
+    chunk = " ".join(filler(20, 7))  # ~1 % of a 64k limit: lands just over it
+    count = -(-min_tokens // tokenize(chunk))  # ceil
+    text = " ".join([chunk] * count)
+    while tokenize(text) < min_tokens:
+        count += 1
+        text = " ".join([chunk] * count)
+    return text
