@@ -236,13 +236,12 @@ class LoadedInventory:
 
     def host_spec(self, station) -> str | None:
         """testinfra host spec; chroot:// paths are relative to the inventory file."""
-        spec = station.host
-        if spec and spec.startswith("chroot://"):
-            tree = Path(spec[len("chroot://"):])
-            if not tree.is_absolute():
-                tree = (self.path.parent / tree).resolve()
-            return f"chroot://{tree}"
-        return spec
+        from golive.station import CHROOT, chroot_tree
+
+        tree = chroot_tree(station.host)
+        if tree is None:
+            return station.host
+        return f"{CHROOT}{(self.path.parent / tree).resolve()}"  # an absolute tree stays as it is
 
 
 def _profile_at(ref: str, inventory: Path, located: Located, at: Path_) -> LoadedProfile:

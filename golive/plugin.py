@@ -11,7 +11,7 @@ from golive import config as golive_config
 from golive.endpoint import EndpointClient
 from golive.facts import FactError
 from golive.report import results as results_mod
-from golive.station import StationFacts, connect
+from golive.station import StationFacts, chroot_tree, connect
 
 LAYERS = {
     "host": "host checks: NUMA page cache, prestart, systemd unit, docker flags, image, served flags, checkpoint, GPU",
@@ -129,8 +129,9 @@ def station_host(request, station, golive_inventory):
     spec = golive_inventory.host_spec(station)
     if not spec:
         pytest.skip(f"station {station.name} has no host spec")
-    if spec.startswith("chroot://") and not Path(spec[len("chroot://"):]).is_dir():
-        pytest.fail(f"station {station.name}: tree {spec[len('chroot://'):]} does not exist (for the bundled trees: "
+    tree = chroot_tree(spec)
+    if tree and not Path(tree).is_dir():
+        pytest.fail(f"station {station.name}: tree {tree} does not exist (for the bundled trees: "
                     f"python -c 'import golive.targets as t; t.build_station_trees()')", pytrace=False)
     return _cached(request, ("host", spec), lambda: connect(spec))
 

@@ -222,10 +222,17 @@ class StationFacts:
         return int(fields[3]) * 1024
 
 
+CHROOT = "chroot://"
+
+
+def chroot_tree(spec: str | None) -> str | None:
+    """The tree of a `chroot:///tree` spec, else None."""
+    return spec[len(CHROOT):] if spec and spec.startswith(CHROOT) else None
+
+
 def connect(spec: str):
     """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend)."""
     import testinfra
 
-    if spec.startswith("chroot://"):
-        return testinfra.get_host(spec[len("chroot://"):], connection="chroot")
-    return testinfra.get_host(spec)
+    tree = chroot_tree(spec)
+    return testinfra.get_host(tree, connection="chroot") if tree else testinfra.get_host(spec)

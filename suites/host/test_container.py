@@ -8,15 +8,13 @@ pytestmark = pytest.mark.host
 
 
 @pytest.fixture
-def docker_run(facts, profile):
-    if profile.service is None:
-        pytest.skip("the profile declares no systemd unit (service: null): the launch line is not in a unit")
+def docker_run(facts, service):
     run = facts.docker_run
     require(run is not None,
-            found=f"ExecStart of {profile.service.unit} does not run `docker run`: "
+            found=f"ExecStart of {service.unit} does not run `docker run`: "
                   f"{[' '.join(c.argv) for c in facts.unit.exec_start]}",
             recipe="systemd starts the vLLM container with `docker run` in ExecStart [000]",
-            fix=f"make ExecStart of {profile.service.unit} the recipe's `docker run … IMAGE@sha256:… --model …` line")
+            fix=f"make ExecStart of {service.unit} the recipe's `docker run … IMAGE@sha256:… --model …` line")
     return run
 
 
