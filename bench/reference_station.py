@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from golive.reference.launcher import ReferenceStation  # noqa: E402
+from golive_testbed.reference.launcher import ReferenceStation  # noqa: E402
 
 
 def timed_run(inventory: Path, out: Path, *args: str) -> tuple[float, dict]:

@@ -1,18 +1,27 @@
-"""`golive run | demo | profile | reference`: the operator's entry points."""
+"""`golive run | profile` (and the testbed's `demo | reference` where it is installed): the operator's entry points."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+import time
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import yaml
 
 from golive import config as golive_config
+from golive.verdict import EXIT_CODES, EXIT_USAGE
 
-REPO = Path(__file__).resolve().parents[1]
-SUITES = REPO / "suites"
-EXIT_USAGE = 4  # pytest's code for usage errors; config errors are usage errors
+COMMANDS_GROUP = "golive.commands"  # other distributions (golive's testbed) add subcommands here
+TESTBED_COMMANDS = ("demo", "reference")
+REPORT_FILES = ("go-live.html", "results.json", "junit.xml")
+
+
+def suites_dir() -> Path:
+    """The checklist, shipped inside the package (the repo's top-level suites/ is installed as golive.suites)."""
+    import golive.suites
+
+    return Path(golive.suites.__file__).parent
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -26,17 +35,19 @@ def report_args(out: Path) -> list[str]:
 
 
 def run_suites(inventory: Path, out: Path, pytest_args: list[str]) -> int:
+    """Run the checklist against the inventory; the exit code is the verdict's (README: exit codes)."""
     import pytest
 
-    if not SUITES.is_dir():
-        return _fail(f"the checklist folder {SUITES} is missing: run golive from its source checkout")
+    suites = suites_dir()
     out.mkdir(parents=True, exist_ok=True)
-    args = [str(SUITES), f"--golive-inventory={inventory}", *report_args(out), "-p", "no:cacheprovider",
-            "-c", str(Path(__file__).with_name("suites.ini")), f"--rootdir={REPO}", *pytest_args]
+    started = time.time()
+    args = [str(suites), f"--golive-inventory={inventory}", *report_args(out), "-p", "no:cacheprovider",
+            "-c", str(Path(__file__).with_name("suites.ini")), f"--rootdir={suites.parent}", *pytest_args]
     code = int(pytest.main(args))
-    for name in ("go-live.html", "results.json", "junit.xml"):
-        if (out / name).exists():
-            print(f"golive: wrote {out / name}")
+    for name in REPORT_FILES:
+        path = out / name
+        if path.exists() and path.stat().st_mtime >= started - 1:  # never claim a file an earlier run left
+            print(f"golive: wrote {path}")
     return code
 
 
@@ -70,31 +81,11 @@ def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
-def cmd_demo(ns: argparse.Namespace, extra: list[str]) -> int:
-    from golive.demo import run_demo
-
-    return run_demo(Path(ns.output), extra, keep=ns.keep)
-
-
-def cmd_reference(ns: argparse.Namespace, extra: list[str]) -> int:
-    from golive.reference import launcher
-
-    state = Path(ns.state_dir)
-    try:
-        if ns.action == "up":
-            station = launcher.up(state, variant=ns.variant, port=ns.port)
-            print(f"golive: reference station '{ns.variant}' serving at {station['base_url']}")
-        else:
-            launcher.down(state)
-            print("golive: reference station stopped")
-    except launcher.ReferenceStationError as exc:
-        return _fail(str(exc), code=1)
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
+    codes = "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
     parser = argparse.ArgumentParser(prog="golive", description="Go-live acceptance for self-hosted LLM serving "
-                                     "stations: host, cluster and endpoint checks against a recipe profile.")
+                                     "stations: host, cluster and endpoint checks against a recipe profile.",
+                                     epilog=f"exit codes: {codes}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the checklist against an inventory's stations (extra args go to pytest)")
@@ -103,28 +94,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", help="use this profile instead of the inventory's")
     run.set_defaults(func=cmd_run)
 
-    demo = sub.add_parser("demo", help="bring up the bundled reference station and station trees, run, report")
-    demo.add_argument("--output", "-o", default="reports")
-    demo.add_argument("--keep", action="store_true", help="leave the reference station running afterwards")
-    demo.set_defaults(func=cmd_demo)
-
     prof = sub.add_parser("profile", help="list shipped profiles or show one resolved (extends applied)")
     prof.add_argument("action", choices=["show", "list"])
     prof.add_argument("name", nargs="?")
     prof.set_defaults(func=cmd_profile)
 
-    ref = sub.add_parser("reference", help="start or stop the reference station (real vLLM on CPU)")
-    ref.add_argument("action", choices=["up", "down"])
-    ref.add_argument("--variant", default="healthy")
-    ref.add_argument("--port", type=int, default=8765)
-    ref.add_argument("--state-dir", default=os.environ.get("GOLIVE_STATE_DIR", str(Path.home() / ".cache/golive")))
-    ref.set_defaults(func=cmd_reference)
+    for ep in entry_points(group=COMMANDS_GROUP):
+        ep.load()(sub)  # each adds its subparser and sets func
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ns, extra = build_parser().parse_known_args(argv)
+    parser = build_parser()
+    if argv and argv[0] in TESTBED_COMMANDS and argv[0] not in parser._subparsers._group_actions[0].choices:
+        return _fail(f"`golive {argv[0]}` belongs to golive's testbed, which runs from golive's source checkout: "
+                     f"run `bash scripts/setup.sh` there, then `.venv/bin/golive {argv[0]}`")
+    ns, extra = parser.parse_known_args(argv)
     if extra and ns.command not in ("run", "demo"):
         return _fail(f"unexpected arguments: {' '.join(extra)}")
     return ns.func(ns, extra)

@@ -8,10 +8,14 @@ import httpx
 import pytest
 
 from golive import config as golive_config
+from golive import verdict as rules
 from golive.endpoint import EndpointClient
 from golive.facts import FactError
+from golive.report import keys
 from golive.report import results as results_mod
+from golive.scope import layer_scope
 from golive.station import StationFacts, chroot_tree, connect
+from golive.verdict import NOT_APPLICABLE, Finding, NotApplicable, cite, not_applicable
 
 LAYERS = {
     "host": "host checks: NUMA page cache, prestart, systemd unit, docker flags, image, served flags, checkpoint, GPU",
@@ -74,28 +78,33 @@ def _layer(node) -> str | None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Each check runs once per station that the check's layer can reach."""
-    if "station" not in metafunc.fixturenames:
-        return
-    loaded = metafunc.config.stash[INVENTORY]
-    layer = _layer(metafunc.definition)
-    if layer is None:
+    """Each check of a layer runs once per station of the inventory; the scope fixture decides whether it applies."""
+    if "station" not in metafunc.fixturenames or _layer(metafunc.definition) is None:
         return  # only checks of a layer run per station; other tests keep their own `station`
+    loaded = metafunc.config.stash[INVENTORY]
     if loaded is None:
         metafunc.parametrize("station", [pytest.param(None, id="no-inventory", marks=pytest.mark.skip(
             reason=NO_INVENTORY))])
         return
     stations = loaded.inventory.stations
-    if layer == "host":
-        stations = [s for s in stations if s.host]
-    elif layer == "endpoint":
-        stations = [s for s in stations if s.endpoint]
-    if not stations:
-        metafunc.parametrize("station", [pytest.param(None, id="no-station", marks=pytest.mark.skip(
-            reason=f"no station in the inventory gives what the {layer} layer needs "
-                   f"({'a host spec' if layer == 'host' else 'an endpoint URL'})"))])
-        return
     metafunc.parametrize("station", stations, ids=[s.name for s in stations], scope="session")
+
+
+@pytest.fixture(autouse=True)
+def _golive_scope(request):
+    """Before anything connects: does this check's layer apply to this station (profile + inventory decide)?"""
+    layer = _layer(request.node)
+    station = getattr(request.node, "callspec", None) and request.node.callspec.params.get("station")
+    loaded = request.config.stash[INVENTORY]
+    if layer is None or station is None or loaded is None:
+        return
+    decided = layer_scope(layer, station, loaded.profile_of(station).profile, loaded.profile_of(station).profile.name)
+    if decided is None:
+        return
+    outcome, reason = decided
+    if outcome == NOT_APPLICABLE:
+        not_applicable(reason)
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -131,8 +140,7 @@ def station_host(request, station, golive_inventory):
         pytest.skip(f"station {station.name} has no host spec")
     tree = chroot_tree(spec)
     if tree and not Path(tree).is_dir():
-        pytest.fail(f"station {station.name}: tree {tree} does not exist (for the bundled trees: "
-                    f"python -c 'import golive.targets as t; t.build_station_trees()')", pytrace=False)
+        pytest.skip(f"station {station.name}: station tree {tree} does not exist")
     return _cached(request, ("host", spec), lambda: connect(spec))
 
 
@@ -145,7 +153,7 @@ def facts(request, station, station_host, profile) -> StationFacts:
 def service(profile):
     """The profile's systemd service; checks of a unit skip where the recipe has none (a launch script)."""
     if profile.service is None:
-        pytest.skip("the profile declares no systemd unit (service: null)")
+        not_applicable("the profile declares no systemd unit (service: null): the recipe launches vLLM by script")
     return profile.service
 
 
@@ -188,8 +196,8 @@ def record_metric(request):
 
     def record(name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None):
         passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
-        request.node.user_properties.append(("golive_metric", {"name": name, "value": value, "unit": unit,
-                                                               "floor": floor, "ceiling": ceiling, "passed": passed}))
+        request.node.user_properties.append((keys.METRIC, {"name": name, "value": value, "unit": unit,
+                                                           "floor": floor, "ceiling": ceiling, "passed": passed}))
         return passed
 
     return record
@@ -198,7 +206,7 @@ def record_metric(request):
 @pytest.fixture
 def record_finding(request):
     """A passed check that the operator must still read (e.g. an endpoint open to anyone)."""
-    return lambda text: request.node.user_properties.append(("golive_finding", text))
+    return lambda text: request.node.user_properties.append((keys.NOTE, cite(text)))
 
 
 def _secrets(config: pytest.Config) -> list[str]:
@@ -214,9 +222,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         station = getattr(item, "callspec", None) and item.callspec.params.get("station")
         doc = (getattr(item.function, "__doc__", None) or "").strip().splitlines()
         item.user_properties.extend([
-            ("golive_layer", _layer(item) or ""),
-            ("golive_station", getattr(station, "name", "") or ""),
-            ("golive_rule", doc[0] if doc else item.name),
+            (keys.LAYER, _layer(item) or ""),
+            (keys.STATION, getattr(station, "name", "") or ""),
+            (keys.RULE, cite(doc[0]) if doc else item.name),
         ])
 
 
@@ -224,13 +232,48 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_runtest_makereport(item, call):
     report = yield
     _redact(report, _secrets(item.config))
-    if call.excinfo is not None and call.excinfo.errisinstance(FactError):
-        # a station that cannot tell us a fact is a finding, not a golive crash: no traceback
-        report.longrepr = (f"Found: could not read the facts this check needs: {call.excinfo.value}\n"
-                           f"Do: make the command or file available on the station (read-only access is enough), "
-                           f"then re-run")
-        report.outcome = "failed"
+    classified = _classify(report, call)
+    if classified is not None:
+        report.user_properties.append((keys.OUTCOME, classified))
     return report
+
+
+def _classify(report: pytest.TestReport, call) -> tuple[str, str] | None:
+    """The golive outcome of one phase (verdict rules in golive.verdict); None for a setup/teardown that passed."""
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if report.passed:
+        return (rules.PASSED, "") if report.when == "call" else None
+    if report.skipped:
+        if isinstance(exc, pytest.skip.Exception):
+            reason = str(exc.msg)
+            if isinstance(exc, NotApplicable) and isinstance(report.longrepr, tuple):
+                report.longrepr = (*report.longrepr[:2], f"Not applicable: {reason}")
+        else:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            reason = reason.removeprefix("Skipped: ")
+        return (rules.NOT_APPLICABLE if isinstance(exc, NotApplicable) else rules.NOT_CHECKED), reason
+    if isinstance(exc, Finding):
+        report.user_properties.append((keys.FINDING, exc.as_dict()))
+        return rules.FAILED, str(exc.msg)
+    if isinstance(exc, FactError):
+        # a station that cannot give a fact the recipe needs is a finding about the station, not a golive crash
+        finding = Finding(found=f"could not read what this check needs: {exc}", recipe=report_rule(report),
+                          fix=exc.fix or "make that command or file work on the station (golive only reads), "
+                                         "then re-run")
+        report.longrepr = str(finding.msg)
+        report.user_properties.append((keys.FINDING, finding.as_dict()))
+        report.outcome = "failed"
+        return rules.FAILED, str(finding.msg)
+    if report.when == "call" and isinstance(exc, (AssertionError, pytest.fail.Exception)):
+        return rules.FAILED, report.longreprtext.strip()
+    # anything else did not decide the check: setup errors, crashes inside a check, unreachable targets
+    what = "could not be set up" if report.when == "setup" else "did not finish"
+    detail = f"{type(exc).__name__}: {exc}" if exc is not None else report.longreprtext.strip().splitlines()[-1:]
+    return rules.NOT_CHECKED, f"the check {what}: {str(detail)[:500]}"
+
+
+def report_rule(report: pytest.TestReport) -> str:
+    return dict(report.user_properties).get(keys.RULE, report.nodeid)
 
 
 def _redact(report: pytest.TestReport, secrets: list[str]) -> None:
@@ -255,18 +298,34 @@ class _Recording:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.config.stash[RECORDER].add(report)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if hasattr(self.config, "workerinput") or self.config.stash[INVENTORY] is None:
+            return
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        recorder = self.config.stash[RECORDER]
         path = self.config.getoption("golive_json")
-        if path and not hasattr(self.config, "workerinput"):
-            self.config.stash[RECORDER].write(Path(path), interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED or (not recorder.checks and not interrupted):
+            session.exitstatus = rules.EXIT_NOTHING_SELECTED
+            return
+        if exitstatus in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
+            return
+        if path:
+            recorder.write(Path(path), interrupted=interrupted)
+        session.exitstatus = rules.exit_code(recorder.verdict(interrupted))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     recorder = config.stash[RECORDER]
-    if config.stash[INVENTORY] is not None and recorder.checks:
-        terminalreporter.section("golive verdict")
-        for line in recorder.summary_lines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED):
-            terminalreporter.write_line(line)
+    if config.stash[INVENTORY] is None:
+        return
+    if not recorder.checks:
+        terminalreporter.write_line(f"golive: no check selected (exit {rules.EXIT_NOTHING_SELECTED}): the -m/-k "
+                                    f"selection or the inventory left nothing to run")
+        return
+    terminalreporter.section("golive verdict")
+    for line in recorder.summary_lines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED):
+        terminalreporter.write_line(line)
 
 
 def pytest_html_report_title(report) -> None:

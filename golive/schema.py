@@ -92,10 +92,14 @@ class Security(Strict):
     require_auth: bool = False
 
 
+Layer = Literal["host", "cluster", "endpoint"]
+
+
 class Profile(Strict):
     name: str
     description: str
     sources: list[str] = Field(default_factory=list)
+    layers: list[Layer] = Field(default_factory=lambda: ["host", "endpoint"])  # what a go-live of this recipe checks
     service: Service | None = None
     image: Image
     numa: Numa | None = None
@@ -113,6 +117,7 @@ class Station(Strict):
     endpoint: str | None = None
     api_key_env: str | None = None
     phase: Literal["serving", "pre-start"] = "serving"
+    layers: list[Layer] | None = None  # checked here; default: every layer of the profile (others: not applicable)
     profile: str | None = None  # this station's own profile, where it differs from the inventory's
 
 

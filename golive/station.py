@@ -68,7 +68,9 @@ class StationFacts:
         if self.systemd_running:
             return systemd.unit_from_show(systemd.parse_show(self.run("systemctl show %s", unit)))
         if self.unit_path is None:
-            raise FactError(f"unit {unit} not found in {', '.join(UNIT_DIRS)}")
+            raise FactError(f"unit {unit} not found in {', '.join(UNIT_DIRS)}",
+                            fix=f"install the recipe's unit as /etc/systemd/system/{unit}, then `systemctl daemon-reload`"
+                                f" and `systemctl enable {unit}`")
         sections = systemd.parse_unit_file(self.read(self.unit_path) or "")
         wants = self.run("ls -1 /etc/systemd/system/*.wants/ 2>/dev/null", ok_rcs=(0, 1, 2))
         enabled = unit in wants.split()
@@ -94,7 +96,8 @@ class StationFacts:
     @cached_property
     def prestart(self) -> shell.Script:
         if self.prestart_text is None:
-            raise FactError(f"prestart script {self.profile.service.prestart} does not exist")
+            raise FactError(f"prestart script {self.profile.service.prestart} does not exist",
+                            fix=f"install the recipe's prestart script as {self.profile.service.prestart} (mode 0755)")
         return shell.parse_script(self.prestart_text, origin=self.profile.service.prestart)
 
     def start_sequence(self) -> list[shell.ShellCommand]:
@@ -190,7 +193,8 @@ class StationFacts:
     def checkpoint_dir(self) -> str:
         path = self.profile.checkpoint.path
         if not path:
-            raise FactError("the profile gives no checkpoint.path: set where this station keeps the checkpoint")
+            raise FactError("the profile gives no checkpoint.path",
+                            fix="set `checkpoint.path` (where this station keeps the checkpoint) in your site profile")
         return path
 
     @cached_property

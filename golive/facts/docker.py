@@ -23,7 +23,7 @@ class ImageRef:
     digest: str | None
 
     @classmethod
-    def parse(cls, ref: str) -> "ImageRef":
+    def parse(cls, ref: str) -> ImageRef:
         name, _, digest = ref.partition("@")
         tag = None
         last = name.rsplit("/", 1)[-1]

@@ -49,10 +49,10 @@ class SmiGpu:
 def parse_smi_q(text: str) -> list[SmiGpu]:
     """`nvidia-smi -q`: one block per `GPU 00000009:01:00.0` header."""
     gpus: list[SmiGpu] = []
-    blocks = re.split(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.\d)\s*$", text, flags=re.M)
+    blocks = re.split(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.\d)\s*$", text, flags=re.MULTILINE)
     for bus_id, body in zip(blocks[1::2], blocks[2::2]):
         def field(name: str, within: str = body) -> str | None:
-            match = re.search(rf"^\s*{re.escape(name)}\s*:\s*(.*?)\s*$", within, flags=re.M)
+            match = re.search(rf"^\s*{re.escape(name)}\s*:\s*(.*?)\s*$", within, flags=re.MULTILINE)
             return match.group(1) if match else None
 
         fb = re.search(r"FB Memory Usage\s*\n((?:\s{8,}.*\n?)+)", body)
@@ -95,7 +95,7 @@ def parse_cpulist(text: str) -> set[int]:
 
 def parse_numa_status(text: str) -> int | None:
     """/proc/driver/nvidia/gpus/<bdf>/numa_status: the `Node:` line names the GPU memory's NUMA node (-1: none)."""
-    match = re.search(r"^\s*Node:\s*(-?\d+)", text, flags=re.M)
+    match = re.search(r"^\s*Node:\s*(-?\d+)", text, flags=re.MULTILINE)
     if not match:
         return None
     node = int(match.group(1))

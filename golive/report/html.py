@@ -3,16 +3,19 @@ from __future__ import annotations
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from golive.report.results import OUTCOMES, Recorder
+from golive import verdict as rules
+from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
 
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=select_autoescape(["html"]))
 
 
 def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
     verdict = recorder.verdict(interrupted)
-    failures = [r for r in recorder.checks.values() if r.outcome in ("failed", "error")]
-    findings = [r for r in recorder.checks.values() if r.outcome == "passed" and r.message]
     data = recorder.as_dict(interrupted)
     return [_ENV.get_template("summary.html.j2").render(
-        verdict=verdict, table=recorder.by_layer_station(), outcomes=OUTCOMES, failures=failures, findings=findings,
-        profile=data["profile"], stations=data["stations"], metrics=recorder.metrics, interrupted=interrupted)]
+        verdict=verdict, verdict_word=verdict_word(verdict), table=recorder.by_layer_station(), outcomes=OUTCOMES,
+        failures=recorder.of(rules.FAILED), notes=[r for r in recorder.of(rules.PASSED) if r.note],
+        not_checked=grouped_by_reason(recorder.of(rules.NOT_CHECKED)),
+        not_applicable=grouped_by_reason(recorder.of(rules.NOT_APPLICABLE)),
+        profile=data["profile"], stations=data["stations"], metrics=recorder.metrics, interrupted=interrupted,
+        recipes=rules.RECIPES, rules_text=data["verdict_rules"])]

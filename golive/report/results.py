@@ -1,4 +1,10 @@
-"""One record per check, the verdict, and results.json (schema 1, the contract other tools read)."""
+"""One record per check, the verdict, and results.json (the contract other tools read).
+
+schema 2 (golive 0.2): outcomes are passed | failed | waived | not_applicable | not_checked (schema 1 had error and
+skipped, which hid "not applicable" and "did not run" in one word); a failed check carries `finding`
+{found, recipe, fix, sources}; `metrics` is a list, each metric with its station, check and bound (schema 1 keyed
+them by name alone, so two stations overwrote each other); `verdict_rules` states the rules the verdict followed.
+"""
 from __future__ import annotations
 
 import datetime as dt
@@ -9,8 +15,11 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-SCHEMA = 1
-OUTCOMES = ("passed", "failed", "error", "skipped", "waived")
+from golive import verdict as rules
+from golive.report import keys
+
+SCHEMA = 2
+OUTCOMES = rules.OUTCOMES
 
 
 @dataclass
@@ -19,44 +28,47 @@ class CheckRecord:
     layer: str
     rule: str
     station: str
-    outcome: str = "passed"
+    outcome: str = rules.PASSED
     message: str = ""
     duration_s: float = 0.0
+    finding: dict | None = None
+    note: str = ""
 
 
 @dataclass
 class Recorder:
     inventory: object | None = None  # LoadedInventory
     checks: dict[str, CheckRecord] = field(default_factory=dict)
-    metrics: dict[str, dict] = field(default_factory=dict)
+    metrics: list[dict] = field(default_factory=list)
     started: str = field(default_factory=lambda: _now())
 
     def add(self, report) -> None:
-        props = dict(report.user_properties)
+        props = report.user_properties
+        first = dict(props)
         record = self.checks.get(report.nodeid)
         if record is None:
             record = self.checks[report.nodeid] = CheckRecord(
-                nodeid=report.nodeid, layer=props.get("golive_layer", ""), rule=props.get("golive_rule", ""),
-                station=props.get("golive_station", ""))
+                nodeid=report.nodeid, layer=first.get(keys.LAYER, ""), rule=first.get(keys.RULE, ""),
+                station=first.get(keys.STATION, ""))
         record.duration_s = round(record.duration_s + report.duration, 3)
-        if (report.when == "call" or report.outcome != "passed") and not (
-                report.when == "teardown" and record.outcome != "passed"):  # a teardown hiccup keeps the outcome
-            record.outcome, record.message = _outcome(report)
-        for name, value in report.user_properties:
-            if name == "golive_metric":
-                self.metrics[value["name"]] = {k: v for k, v in value.items() if k != "name"}
-            elif name == "golive_finding" and record.outcome == "passed":
-                record.message = value  # passed, but the operator must read this (e.g. an open endpoint)
+        classified = first.get(keys.OUTCOME)
+        if classified is not None and not (report.when == "teardown" and record.outcome != rules.PASSED):
+            record.outcome, record.message = classified  # a teardown hiccup keeps the check's own outcome
+        for name, value in props:
+            if name == keys.FINDING:
+                record.finding = value
+            elif name == keys.NOTE:
+                record.note = value
+            elif name == keys.METRIC and report.when == "call":
+                self.metrics.append({"station": record.station, "check": record.nodeid, **value})
 
     # --- reading the results -------------------------------------------------------------------------------------------
 
     def verdict(self, interrupted: bool = False) -> str:
-        outcomes = Counter(r.outcome for r in self.checks.values())
-        if outcomes["failed"] or outcomes["error"]:
-            return "fail"
-        if interrupted or not (outcomes["passed"] + outcomes["waived"]):
-            return "incomplete"
-        return "pass"
+        return rules.verdict((r.outcome for r in self.checks.values()), interrupted)
+
+    def of(self, *outcomes: str) -> list[CheckRecord]:
+        return [r for r in self.checks.values() if r.outcome in outcomes]
 
     def by_layer_station(self) -> dict[tuple[str, str], Counter]:
         table: dict[tuple[str, str], Counter] = defaultdict(Counter)
@@ -65,10 +77,14 @@ class Recorder:
         return dict(sorted(table.items()))
 
     def summary_lines(self, interrupted: bool = False) -> list[str]:
-        lines = [f"verdict: {self.verdict(interrupted).upper()}"]
+        verdict = self.verdict(interrupted)
+        lines = [f"verdict: {_VERDICT_WORDS[verdict]}" + (" (run interrupted)" if interrupted else "")]
         for (layer, station), counts in self.by_layer_station().items():
-            shown = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+            shown = ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in OUTCOMES if counts[o])
             lines.append(f"  {layer:<9} {station:<20} {shown}")
+        if verdict == rules.INCOMPLETE:
+            for reason, records in grouped_by_reason(self.of(rules.NOT_CHECKED)).items():
+                lines.append(f"  not checked ({len(records)}): {reason}")
         return lines
 
     def as_dict(self, interrupted: bool = False) -> dict:
@@ -78,13 +94,15 @@ class Recorder:
             profile = {"name": loaded.profile.profile.name, "sha256": loaded.profile.sha256,
                        "files": [str(p) for p in loaded.profile.files]}
             stations = [{"name": s.name, "role": s.role, "phase": s.phase, "host": loaded.host_spec(s),
-                         "endpoint": s.endpoint, "profile": loaded.profile_of(s).profile.name}
+                         "endpoint": s.endpoint, "profile": loaded.profile_of(s).profile.name,
+                         "profile_sha256": loaded.profile_of(s).sha256}
                         for s in loaded.inventory.stations]
         from golive import __version__
 
         return {
             "schema": SCHEMA,
             "verdict": self.verdict(interrupted),
+            "verdict_rules": rules.__doc__.split("\n\n", 1)[1].strip().replace("\n", " "),
             "profile": profile,
             "stations": stations,
             "provenance": {
@@ -92,6 +110,7 @@ class Recorder:
                 "inventory": str(loaded.path) if loaded else None, "started": self.started, "finished": _now(),
                 "interrupted": interrupted,
             },
+            "recipes": rules.RECIPES,
             "checks": [asdict(r) for r in self.checks.values()],
             "metrics": self.metrics,
         }
@@ -103,15 +122,19 @@ class Recorder:
         tmp.replace(path)  # readers never see half a file
 
 
-def _outcome(report) -> tuple[str, str]:
-    if report.outcome == "skipped":
-        longrepr = report.longrepr
-        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-        return "skipped", reason.removeprefix("Skipped: ")
-    if report.outcome == "failed":
-        return ("failed" if report.when == "call" else "error"), report.longreprtext.strip()
-    return "passed", ""
+_VERDICT_WORDS = {rules.GO: "GO", rules.NO_GO: "NO-GO", rules.INCOMPLETE: "INCOMPLETE"}
+
+
+def verdict_word(verdict: str) -> str:
+    return _VERDICT_WORDS[verdict]
+
+
+def grouped_by_reason(records: list[CheckRecord]) -> dict[str, list[CheckRecord]]:
+    groups: dict[str, list[CheckRecord]] = defaultdict(list)
+    for record in records:
+        groups[record.message.splitlines()[0] if record.message else "(no reason given)"].append(record)
+    return dict(groups)
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -4,8 +4,8 @@ import uuid
 import pytest
 
 from golive.endpoint import metric_total
-from golive.longctx import filler
-from golive.verdict import require
+from golive.endpoint.longctx import filler
+from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.endpoint
 
@@ -19,7 +19,7 @@ def test_kv_cache_capacity_meets_floor(endpoint, profile, record_metric):
     """KV cache capacity (from /metrics) holds at least the recipe's tokens (5,933,986 = 5.66 × 1M) [000]."""
     floor = profile.endpoint.kv_cache_tokens_floor
     if floor is None:
-        pytest.skip("the profile sets no kv_cache_tokens_floor")
+        not_applicable("the profile sets no kv_cache_tokens_floor")
     info = _cache_config(endpoint)
     tokens = info.get("kv_cache_size_tokens")
     if tokens in (None, "", "None") and info.get("num_gpu_blocks") not in (None, "", "None"):
@@ -40,7 +40,7 @@ def test_kv_cache_capacity_meets_floor(endpoint, profile, record_metric):
 def test_prefix_caching_on_and_effective(endpoint, profile):
     """Prefix caching is on and hits: a repeated prefix is served from cache [000]."""
     if profile.vllm.enable_prefix_caching is False:
-        pytest.skip("the profile serves without prefix caching")
+        not_applicable("the profile serves without prefix caching")
     name = profile.vllm.served_model_name
     # salted, so an earlier run's cache cannot make this pass [field practice]
     prefix = f"Reference {uuid.uuid4()}. " + " ".join(filler(120, seed=3))

@@ -3,7 +3,7 @@ import openai
 import pytest
 
 from golive.endpoint import error_body
-from golive.longctx import repeat_to
+from golive.endpoint.longctx import repeat_to
 from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from golive import longctx
+from golive.endpoint import longctx
 from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint

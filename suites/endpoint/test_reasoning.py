@@ -3,7 +3,7 @@ import openai
 import pytest
 
 from golive.endpoint import error_body
-from golive.verdict import require
+from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.endpoint
 QUESTION = [{"role": "user", "content": "What is 12 * 12?"}]
@@ -12,7 +12,7 @@ QUESTION = [{"role": "user", "content": "What is 12 * 12?"}]
 def test_reasoning_arrives_separately_from_content(endpoint, profile):
     """Reasoning arrives in `reasoning` (or `reasoning_content`), and no <think>/</think> reaches content [000]."""
     if not profile.vllm.reasoning_parser:
-        pytest.skip("the profile serves no reasoning parser")
+        not_applicable("the profile serves no reasoning parser")
     for stream in (False, True):
         result = endpoint.chat(profile.vllm.served_model_name, QUESTION, temperature=0, max_tokens=1024, stream=stream)
         leaked = [tag for tag in ("<think>", "</think>") if tag in result.content]
@@ -30,7 +30,7 @@ def test_reasoning_effort_levels_accepted(endpoint, profile, record_metric):
     """Every reasoning effort level the recipe uses (low, high, max) is accepted and answered [002]."""
     levels = profile.endpoint.reasoning_effort_levels
     if not levels:
-        pytest.skip("the profile lists no reasoning effort levels")
+        not_applicable("the profile lists no reasoning effort levels")
     refused = []
     for level in levels:
         try:

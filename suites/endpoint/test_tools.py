@@ -6,7 +6,7 @@ import openai
 import pytest
 
 from golive.endpoint import error_body
-from golive.toolcalls import load_battery, score_calls
+from golive.endpoint.toolcalls import load_battery, score_calls
 from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
@@ -63,7 +63,7 @@ def test_smoke_get_weather_returns_structured_tool_call(smoke, profile):
 
 
 def _smoke_case():
-    from golive.toolcalls import ToolCase
+    from golive.endpoint.toolcalls import ToolCase
 
     return ToolCase(id="smoke", category="simple", messages=SMOKE, tools=[GET_WEATHER],
                     expected=[{"name": "get_weather", "arguments": {"city": ["Paris"],

@@ -2,7 +2,7 @@
 import pytest
 
 from golive.facts.vllm import parse_human_int, parse_serve_args
-from golive.verdict import require
+from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
 
@@ -65,7 +65,7 @@ def test_image_pinned_by_digest(docker_run, profile):
 def test_running_container_runs_pinned_image(facts, docker_run, profile, station):
     """The running container runs the image the unit pins (docker inspect), not an older one [000]."""
     if station.phase == "pre-start":
-        pytest.skip("pre-start phase: no container is expected to run")
+        not_applicable("pre-start phase: no container is expected to run")
     container = facts.container
     require(container is not None and container.running,
             found=f"container {facts.container_name} is {'absent' if container is None else container.status}",

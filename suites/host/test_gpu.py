@@ -2,7 +2,7 @@
 import pytest
 
 from golive.facts.gpu import mib, normalize_bus_id
-from golive.verdict import require
+from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
 
@@ -44,7 +44,7 @@ def test_gpu_compute_processes_belong_to_serving_container(facts, profile, stati
 def test_idle_hbm_below_ceiling_before_start(facts, profile, station):
     """Before a start (service stopped), HBM in use is below the idle ceiling, so vLLM can claim its share [000]."""
     if station.phase != "pre-start":
-        pytest.skip("serving phase: HBM is meant to be in use (this check runs with phase: pre-start)")
+        not_applicable("serving phase: HBM is meant to be in use (this check runs with phase: pre-start)")
     ceiling = profile.gpu.idle_hbm_used_ceiling_mib
     busy = [(g, mib(g["memory.used"])) for g in facts.serving_gpus()]
     busy = [(g, used) for g, used in busy if used is not None and used > ceiling]

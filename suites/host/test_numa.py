@@ -1,7 +1,7 @@
 """The NUMA page-cache trap of the GB300 [000]."""
 import pytest
 
-from golive.verdict import require
+from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
 
@@ -9,10 +9,10 @@ pytestmark = pytest.mark.host
 def test_hbm_node_page_cache_is_near_empty(facts, profile):
     """The GPU's HBM NUMA node holds next to no page cache (FilePages near 0) before a start [000][001]."""
     if profile.numa is None:
-        pytest.skip("the profile declares no coherent GPU memory (numa: null)")
+        not_applicable("the profile declares no coherent GPU memory (numa: null)")
     hbm = facts.hbm_nodes
     if not hbm:
-        pytest.skip("no coherent GPU memory on this host: no numa_status node from the driver, no ATS addressing, "
+        not_applicable("no coherent GPU memory on this host: no numa_status node from the driver, no ATS addressing, "
                        "no memory-only NUMA node; the page-cache trap cannot happen here")
     ceiling = profile.numa.hbm_file_pages_ceiling_mib
     for node in hbm:

@@ -1,7 +1,7 @@
 """The prestart script: what systemd runs before every start attempt [000]."""
 import pytest
 
-from golive.verdict import require
+from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
 
@@ -50,7 +50,7 @@ def test_prestart_saves_logs_before_removing_container(facts, service):
     removes = [i for i, c in enumerate(commands) if container in c.docker_targets("rm")]
     saves = [i for i, c in enumerate(commands) if container in c.docker_targets("logs")]
     if not removes:
-        pytest.skip(f"{service.prestart} never removes {container}; nothing to lose")
+        not_applicable(f"{service.prestart} never removes {container}; nothing to lose")
     require(bool(saves) and saves[0] < removes[0],
             found=(f"{service.prestart}:{commands[removes[0]].line} runs `{commands[removes[0]].text()}` "
                    + (f"before saving logs (first `docker logs` at line {commands[saves[0]].line})" if saves

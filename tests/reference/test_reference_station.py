@@ -7,9 +7,8 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
-
-from golive.reference import ReferenceStation, build_model_dir
-from golive.reference.model import EOS, ROLE_TOKENS, SERVED_NAME, TAG_TOKENS
+from golive_testbed.reference import ReferenceStation, build_model_dir
+from golive_testbed.reference.model import EOS, ROLE_TOKENS, SERVED_NAME, TAG_TOKENS
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city",
@@ -50,9 +49,8 @@ def test_glm_tags_are_single_tokens_and_any_text_encodes(tmp_path):
 
 
 def test_oracle_reads_back_the_rendered_conversation(tmp_path):
+    from golive_testbed.reference.oracle import parse_prompt
     from transformers import AutoTokenizer
-
-    from golive.reference.oracle import parse_prompt
 
     hf = AutoTokenizer.from_pretrained(str(build_model_dir(tmp_path)))
     messages = [
@@ -78,7 +76,7 @@ def test_oracle_reads_back_the_rendered_conversation(tmp_path):
 
 
 def test_faults_break_the_answer_the_way_an_operator_would_see():
-    from golive.reference.oracle import Reply, apply_fault
+    from golive_testbed.reference.oracle import Reply, apply_fault
 
     def call(fault):
         return apply_fault(Reply("r", "", [("send_email", {"to": "a@b.c", "subject": "hi"})]), fault, [],
@@ -95,8 +93,7 @@ def test_faults_break_the_answer_the_way_an_operator_would_see():
 
 def test_oracle_forces_its_script_and_yields_to_the_grammar(tmp_path):
     import torch
-
-    from golive.reference.oracle import GlmOracle, _Script
+    from golive_testbed.reference.oracle import GlmOracle, _Script
 
     model = build_model_dir(tmp_path)
     oracle = GlmOracle(SimpleNamespace(model_config=SimpleNamespace(tokenizer=str(model))), torch.device("cpu"), False)

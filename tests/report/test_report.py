@@ -29,7 +29,7 @@ def chromium_dom(html: Path, tmp_path: Path) -> str:
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
 @pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
 def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
-    from golive.targets import build_station_trees
+    from golive_testbed.targets import build_station_trees
 
     build_station_trees()
     subprocess.run([sys.executable, "-m", "golive.cli", "run", str(REPO / "fixtures/inventories/hbm-filepages-high.yaml"),

@@ -1,4 +1,4 @@
-"""golive.targets: station trees built from fixtures/stations, and reached the way the host checks reach them."""
+"""golive_testbed.targets: station trees built from fixtures/stations, and reached the way the host checks reach them."""
 from __future__ import annotations
 
 import json
@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from golive import targets
-from golive.targets import TargetsError, build_station_trees, load_variants
+from golive_testbed import targets
+from golive_testbed.targets import TargetsError, build_station_trees, load_variants
 
 SRC = targets.DEFAULT_SRC
 REPO = targets.REPO

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from golive.toolcalls import BATTERY, ToolCase, load_battery, score_calls
+from golive.endpoint.toolcalls import BATTERY, ToolCase, load_battery, score_calls
 
 CASES = {c.id: c for c in load_battery()}
 
@@ -50,7 +50,7 @@ def test_battery_has_the_recipe_smoke_tool():
 
 
 def test_default_path_is_the_bundled_file():
-    assert BATTERY.is_file() and BATTERY.name == "battery.yaml"
+    assert BATTERY.is_file() and BATTERY.parent.name == "batteries"  # shipped inside the package
     assert [c.id for c in load_battery(BATTERY)] == list(CASES)
 
 

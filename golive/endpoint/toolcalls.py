@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-BATTERY = Path(__file__).parents[1] / "fixtures" / "toolcalls" / "battery.yaml"
+BATTERY = Path(__file__).parent / "batteries" / "toolcalls.yaml"
 OMITTED = ""  # in an acceptable-values list: the argument may be left out
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}

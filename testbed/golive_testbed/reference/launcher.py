@@ -17,7 +17,7 @@ from typing import Self
 
 import httpx
 
-from golive.reference.model import SERVED_NAME, build_model_dir
+from golive_testbed.reference.model import SERVED_NAME, build_model_dir
 
 DEFAULT_PORT = 8765
 HOST = "127.0.0.1"
@@ -71,7 +71,7 @@ def healthy_flags(port: int) -> dict[str, str | None]:
         "--enable-chunked-prefill": None, "--enable-prefix-caching": None,
         "--enable-auto-tool-choice": None, "--tool-call-parser": "glm47", "--reasoning-parser": "glm45",
         "--load-format": "dummy", "--dtype": "bfloat16",
-        "--logits-processors": "golive.reference.oracle:GlmOracle",
+        "--logits-processors": "golive_testbed.reference.oracle:GlmOracle",
         # CPU start-up: no torch.compile warm-up, and the worker inside the engine-core process (CPU vLLM spawns, so
         # each extra process re-imports vLLM: ~15 s on 2 cores). `uni` needs VLLM_ENABLE_V1_MULTIPROCESSING=0 on CPU.
         "--enforce-eager": None, "--distributed-executor-backend": "uni",

@@ -179,11 +179,11 @@ _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m} | {
 _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DATES = [
     (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), ("y", "m", "d")),
-    (re.compile(rf"\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.I), ("mon", "d", "y")),
-    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})(?:,?\s+(\d{{4}}))?\b", re.I),
+    (re.compile(rf"\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.IGNORECASE), ("mon", "d", "y")),
+    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})(?:,?\s+(\d{{4}}))?\b", re.IGNORECASE),
      ("d", "mon", "y")),
 ]
-_TIME = re.compile(r"\b\d{1,2}(?::\d{2})+\b|\b\d{1,2}\s?(?:am|pm)\b", re.I)
+_TIME = re.compile(r"\b\d{1,2}(?::\d{2})+\b|\b\d{1,2}\s?(?:am|pm)\b", re.IGNORECASE)
 
 
 def _quotes(text: str) -> list[tuple[int, int, str]]:
@@ -242,13 +242,13 @@ def _tool_vocab(fn: dict) -> dict[str, int]:
 
 def _best_tool(text: str, fns: list[dict], vocabs: list[dict[str, int]]) -> dict | None:
     """The offered tool the text is most about (first offered wins a tie), if it scores at least 2."""
-    words = set(_words(re.sub(r"\blook(?:ing)?\s+up\b", "lookup", text, flags=re.I)))
+    words = set(_words(re.sub(r"\blook(?:ing)?\s+up\b", "lookup", text, flags=re.IGNORECASE)))
     scores = [sum(vocab.get(w, 0) for w in words) for vocab in vocabs]
     best = max(range(len(fns)), key=lambda i: (scores[i], -i))
     return fns[best] if scores[best] >= 2 else None
 
 
-_BOUNDARY = re.compile(r"[.?!]+(?:\s+|$)|[;,]\s+|\b(?:and|then|also|plus)\b", re.I)
+_BOUNDARY = re.compile(r"[.?!]+(?:\s+|$)|[;,]\s+|\b(?:and|then|also|plus)\b", re.IGNORECASE)
 
 
 def _clauses(masked: str) -> list[tuple[int, int]]:
@@ -297,7 +297,7 @@ def _follow_up(messages: list[dict], fns: list[dict]) -> list[ToolCall]:
     """An elliptical follow-up ("And in Tokyo?") reuses the previous request's tool when it supplies every
     required argument."""
     users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
-    if len(users) < 2 or not re.match(r"\s*(?:and|what about|how about|same for|also|now)\b", users[-1], re.I):
+    if len(users) < 2 or not re.match(r"\s*(?:and|what about|how about|same for|also|now)\b", users[-1], re.IGNORECASE):
         return []
     previous, _, _ = _plan_calls(users[-2], fns)
     for fn in [f for f in fns if f["name"] in {c.name for c in previous}]:
@@ -317,7 +317,7 @@ def _opens_call(fn: dict, clause: str) -> bool:
 # --- arguments ----------------------------------------------------------------------------------------------
 
 _CURRENCY_CODES = set(
-    "USD EUR GBP JPY CHF CAD AUD CNY INR SEK NOK DKK KRW BRL MXN SGD HKD NZD ZAR PLN TRY CZK HUF ILS".split()
+    ["USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "CNY", "INR", "SEK", "NOK", "DKK", "KRW", "BRL", "MXN", "SGD", "HKD", "NZD", "ZAR", "PLN", "TRY", "CZK", "HUF", "ILS"]
 )
 _CURRENCY_NAMES = {
     "canadian dollar": "CAD", "australian dollar": "AUD", "hong kong dollar": "HKD", "singapore dollar": "SGD",
@@ -330,16 +330,16 @@ _CURRENCY = re.compile(
     + "|".join(sorted((n for n in _CURRENCY_NAMES if n.isalpha() or " " in n), key=len, reverse=True))
     + r")s?\b)|([$€£¥])"
 )
-_ACRONYMS = set("OK GPU CPU TPU API SQL URL UTC GMT ETA FAQ AI ML LLM RAM VRAM HBM TB GB MB IT HR US UK EU USA".split())
+_ACRONYMS = set(["OK", "GPU", "CPU", "TPU", "API", "SQL", "URL", "UTC", "GMT", "ETA", "FAQ", "AI", "ML", "LLM", "RAM", "VRAM", "HBM", "TB", "GB", "MB", "IT", "HR", "US", "UK", "EU", "USA"])
 _PLACE_CUES = {"in", "for", "at", "near", "to", "from"}
 _NOT_PLACES = {m.capitalize() for m in _MONTHS} | set(calendar.day_name) | {"I", "Celsius", "Fahrenheit"}
 _NUMBER_WORDS = {
-    w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+    w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"])
 }
 _NUMBER = re.compile(
     r"(?<![\w.,\-])(-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?![\w\-]|[.,]\d)|\b("
     + "|".join(_NUMBER_WORDS) + r")\b",
-    re.I,
+    re.IGNORECASE,
 )
 _NEGATORS = {"no", "not", "don't", "dont", "without", "off", "disable", "disabled", "false", "never", "skip",
              "exclude", "n't", "doesn't", "isn't", "shouldn't"}  # fmt: skip
@@ -385,7 +385,7 @@ def _arguments(fn: dict, text: str) -> list[dict]:
         if values:
             found[param] = values
 
-    by_kind = lambda k: [p for p in params if kinds[p] == k]  # noqa: E731
+    by_kind = lambda k: [p for p in params if kinds[p] == k]
     for p in by_kind("email"):
         take(p, [v for _, _, v in emails])
     for p in by_kind("array"):  # a list of addresses ("attendee emails")
@@ -440,7 +440,7 @@ def _enum_values(masked: str, enum: list, param: str) -> list:
         pattern = rf"\b{word}\b"
         if isinstance(value, str) and value[:1].isalpha():  # °C / °F for celsius / fahrenheit
             pattern += rf"|°\s?{re.escape(value[0])}\b"
-        hits += [(m.start(), value) for m in re.finditer(pattern, masked, re.I)]
+        hits += [(m.start(), value) for m in re.finditer(pattern, masked, re.IGNORECASE)]
     hits.sort()
     near = [m.start() for m in re.finditer("|".join(map(re.escape, _name_words(param))), masked.lower())]
     if len(hits) > 1 and near:
@@ -528,7 +528,7 @@ def _name_before_noun(masked: str, param: str, spec: dict) -> list[str]:
     desc = spec.get("description", "").lower()
     keep_noun = "e.g." in desc and noun in desc.split("e.g.")[-1]
     values = []
-    for m in re.finditer(rf"\b([A-Za-z][\w-]*)\s+{noun}s?\b", masked, re.I):
+    for m in re.finditer(rf"\b([A-Za-z][\w-]*)\s+{noun}s?\b", masked, re.IGNORECASE):
         if _stem(m.group(1)) not in _STOP:
             values.append(f"{m.group(1)} {noun}" if keep_noun else m.group(1))
     return values[:1]
@@ -548,7 +548,7 @@ def _numbers(masked: str, params: dict, kinds: dict, required: list, found: dict
         numbers.append((index, int(value) if float(value).is_integer() else value))
     keys = {p: _with_kin(set(_name_words(p)) | set(_words(params[p].get("description", "")))) - _STOP - {"number"}
             for p in slots}  # fmt: skip
-    near = lambda part: set(_words(" ".join(t for _, t in part)))  # noqa: E731
+    near = lambda part: set(_words(" ".join(t for _, t in part)))
     scored = []
     for n, (index, _) in enumerate(numbers):
         after, before = near(tokens[index + 1 : index + 3]), near(tokens[max(0, index - 2) : index])
@@ -583,7 +583,7 @@ def _boolean(masked: str, param: str) -> list[bool]:
 def _cue_phrase(text: str, masked: str, as_list: bool) -> list:
     """Free text after a cue word: "docs about draining a node" -> "draining a node"; lists also after "with"."""
     cues = _TEXT_CUES + (("with", "as") if as_list else ())
-    for m in re.finditer(rf"\b(?:{'|'.join(cues)})\b:?\s+", masked, re.I):
+    for m in re.finditer(rf"\b(?:{'|'.join(cues)})\b:?\s+", masked, re.IGNORECASE):
         end = next((b.start() for b in _BOUNDARY.finditer(masked, m.end()) if not as_list), len(text))
         phrase = text[m.end() : end].strip(" .,;:!?")
         if phrase:
@@ -613,7 +613,7 @@ def _direct_answer(messages: list[dict], request: str) -> str:
         answer = skill(messages, request)
         if answer:
             return answer
-    if re.search(r"\b(?:thanks|thank you|thx)\b", request, re.I):
+    if re.search(r"\b(?:thanks|thank you|thx)\b", request, re.IGNORECASE):
         return "You're welcome! Anything else I can help with?"
     return "Hello! How can I help?"
 
@@ -694,7 +694,7 @@ def _eval(node):
 
 def _echo(_messages, request: str) -> str | None:
     """Canary prompts that dictate the reply: "Reply with exactly: pong", "Say 'ready'"."""
-    ask = re.search(r"\b(?:reply|respond|answer)\s+(?:only\s+)?with\b|\bsay\b", request, re.I)
+    ask = re.search(r"\b(?:reply|respond|answer)\s+(?:only\s+)?with\b|\bsay\b", request, re.IGNORECASE)
     if not ask:
         return None
     quoted = [q for q in _quotes(request) if 0 <= q[0] - ask.end() <= 40]
@@ -703,6 +703,6 @@ def _echo(_messages, request: str) -> str | None:
     m = re.search(
         r"\b(?:exactly|only|just|the\s+(?:single\s+)?word)\s*:?\s*([\w-]+(?:\s+[\w-]+){0,3})\s*[.!]?\s*$",
         request[ask.end() :],
-        re.I,
+        re.IGNORECASE,
     )
     return m.group(1) if m else None

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # the checkout: testbed/golive_testbed/targets.py
 DEFAULT_SRC = REPO / "fixtures" / "stations"
 DEFAULT_DEST = DEFAULT_SRC / ".built"
 BUSYBOX = Path("/bin/busybox")
@@ -39,11 +39,7 @@ MANIFEST = "shards.manifest"
 BUILDER_VERSION = "1"
 
 # What the host checks and testinfra's modules call inside a tree. Only applets the installed busybox has are linked.
-APPLETS = (
-    "sh ash cat ls stat grep egrep fgrep sed awk test [ [[ find head tail wc df du sha256sum md5sum readlink "
-    "realpath date mkdir echo printf env sort uniq cut tr true false timeout xargs basename dirname uname id which "
-    "expr seq tee sleep touch rm cp mv ln chmod od hexdump xxd diff cmp tac nproc hostname whoami mktemp sync"
-).split()
+APPLETS = ["sh", "ash", "cat", "ls", "stat", "grep", "egrep", "fgrep", "sed", "awk", "test", "[", "[[", "find", "head", "tail", "wc", "df", "du", "sha256sum", "md5sum", "readlink", "realpath", "date", "mkdir", "echo", "printf", "env", "sort", "uniq", "cut", "tr", "true", "false", "timeout", "xargs", "basename", "dirname", "uname", "id", "which", "expr", "seq", "tee", "sleep", "touch", "rm", "cp", "mv", "ln", "chmod", "od", "hexdump", "xxd", "diff", "cmp", "tac", "nproc", "hostname", "whoami", "mktemp", "sync"]
 
 
 class TargetsError(Exception):

@@ -5,7 +5,7 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # the checkout
 DEMO_PORT = int(os.environ.get("GOLIVE_DEMO_PORT", "8765"))
 
 
@@ -15,7 +15,7 @@ def _say(text: str) -> None:
 
 def _station_tree() -> Path | None:
     """The healthy GB300 tree, when this machine may chroot into it (root + busybox-static)."""
-    from golive.targets import TargetsError, build_station_trees
+    from golive_testbed.targets import TargetsError, build_station_trees
 
     if os.geteuid() != 0:
         _say("host layer skipped: station trees are reached through chroot, which needs root")
@@ -30,7 +30,7 @@ def _station_tree() -> Path | None:
 def write_inventory(out: Path, tree: Path | None, endpoint: str | None) -> Path:
     lines = ["# written by `golive demo`: the bundled targets", "profile: reference-cpu", "stations:"]
     if tree is not None:
-        lines.append(f"  - {{name: gb300-tree, host: 'chroot://{tree}', "
+        lines.append(f"  - {{name: gb300-tree, layers: [host], host: 'chroot://{tree}', "
                      f"profile: '{REPO / 'fixtures/profiles/gb300-site.yaml'}'}}")
     if endpoint is not None:
         lines.append(f"  - {{name: reference-vllm, endpoint: '{endpoint}'}}")
@@ -47,7 +47,7 @@ def run_demo(out: Path, pytest_args: list[str], keep: bool = False) -> int:
     station = None
     try:
         try:
-            from golive.reference.launcher import ReferenceStation, ReferenceStationError
+            from golive_testbed.reference.launcher import ReferenceStation, ReferenceStationError
         except ImportError as exc:
             _say(f"endpoint layer skipped: the reference station needs `pip install -e '.[reference]'` ({exc.name})")
         else:

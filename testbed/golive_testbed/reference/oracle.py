@@ -1,7 +1,7 @@
 """GlmOracle: a vLLM V1 logits processor that makes the random-weight reference model answer like a healthy GLM.
 
 It reads each request's prompt, parses the rendered GLM conversation back into (messages, tools, reasoning effort),
-asks golive.reference.solver what a good answer is, and forces that answer token by token, then EOS.
+asks golive_testbed.reference.solver what a good answer is, and forces that answer token by token, then EOS.
 Fault modes (env GOLIVE_ORACLE_FAULT, read once at start) turn it into a broken station an operator could meet.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from golive.reference.model import EOS
+from golive_testbed.reference.model import EOS
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ class GlmOracle(LogitsProcessor):
     def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool):
         from tokenizers import Tokenizer
 
-        from golive.reference.solver import decide
+        from golive_testbed.reference.solver import decide
 
         self.fault = os.environ.get(FAULT_ENV, "none") or "none"
         if self.fault not in FAULTS:

@@ -1,0 +1,12 @@
+"""The keys golive puts on a pytest test report (`report.user_properties`), in one place.
+
+They travel with the report (also between pytest-xdist workers and the controller) and are read by the recorder;
+nothing is ever re-parsed from failure text.
+"""
+LAYER = "golive_layer"        # host | cluster | endpoint
+STATION = "golive_station"    # the inventory's station name
+RULE = "golive_rule"          # the check's docstring line, recipe tags expanded
+OUTCOME = "golive_outcome"    # (outcome, reason) as golive classifies this phase (golive.verdict.OUTCOMES)
+FINDING = "golive_finding"    # {found, recipe, fix, sources} of a failed check
+NOTE = "golive_note"          # a passed check the operator must still read (e.g. an endpoint open to anyone)
+METRIC = "golive_metric"      # {name, value, unit, floor, ceiling, passed}
