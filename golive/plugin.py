@@ -90,12 +90,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("station", stations, ids=[s.name for s in stations], scope="session")
 
 
-@pytest.fixture(autouse=True)
-def _golive_scope(request):
-    """Before anything connects: does this check's layer apply to this station (profile + inventory decide)?"""
-    layer = _layer(request.node)
-    station = getattr(request.node, "callspec", None) and request.node.callspec.params.get("station")
-    loaded = request.config.stash[INVENTORY]
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture connects: does this check's layer apply to this station (profile + inventory decide)?"""
+    layer = _layer(item)
+    station = getattr(item, "callspec", None) and item.callspec.params.get("station")
+    loaded = item.config.stash[INVENTORY]
     if layer is None or station is None or loaded is None:
         return
     decided = layer_scope(layer, station, loaded.profile_of(station).profile, loaded.profile_of(station).profile.name)

@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # busybox-static: shell tools inside the station trees (chroot targets); openssh-server + iproute2 + iputils-ping:
-# the cluster test hosts in network namespaces; chromium: renders the HTML report in the report self-test.
-packages=(busybox-static openssh-server iproute2 iputils-ping chromium)
+# the cluster test hosts in network namespaces (ethtool: what an operator's rail check reads); chromium: renders the HTML report in the report self-test.
+packages=(busybox-static openssh-server iproute2 iputils-ping ethtool chromium)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -58,3 +58,25 @@ def test_profile_show_unknown_name():
 def test_profile_list_names_the_shipped_recipes():
     names = golive("profile", "list").stdout.split()
     assert {"glm-5.3-2x-station-tp2", "glm-5.3-flash-gb300"} <= set(names)
+
+
+@pytest.mark.slow  # ~1 min: vLLM tries to start and dies
+def test_demo_with_a_dead_reference_station_is_incomplete(tmp_path):
+    """The reference station cannot start (its port is taken): the endpoint layer is not checked, so no GO."""
+    import json
+    import os
+    import socket
+
+    with socket.socket() as taken:  # bound, not listening: the launcher refuses the port, requests are refused
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "golive.cli", "demo", "-o", str(tmp_path), "-q"], cwd=REPO,
+                                capture_output=True, text=True, timeout=600,
+                                env={**os.environ, "GOLIVE_DEMO_PORT": str(port)})
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert "endpoint layer not checked:" in output and "verdict: INCOMPLETE" in output
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["verdict"] == "incomplete"
+    endpoint = [c for c in results["checks"] if c["layer"] == "endpoint" and c["station"] == "reference-vllm"]
+    assert endpoint and {c["outcome"] for c in endpoint} == {"not_checked"}, output

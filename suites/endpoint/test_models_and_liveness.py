@@ -13,6 +13,9 @@ def test_health_endpoint_is_ok(endpoint_client, station):
     """GET /health answers 200: the engine is alive (503 while /v1/models may still say 200) [002]."""
     try:
         status = endpoint_client.get("/health", with_key=False).status_code
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # never reached: not checked, not a station verdict
+        pytest.skip(f"golive could not reach {endpoint_client.root}/health ({type(exc).__name__}): start the station "
+                    f"or correct its endpoint URL in the inventory, then re-run")
     except httpx.HTTPError as exc:
         status = f"no answer ({type(exc).__name__})"
     require(status == 200,

@@ -1,0 +1,156 @@
+"""NCCL debug logs (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET,ENV) and nccl-tests `all_reduce_perf` output.
+
+Formats from NCCL's source (github NVIDIA/nccl, v2.30.7-1): src/debug.cc (line prefix `host:pid:tid [dev] NCCL INFO`,
+`… [dev] file:line (func) NCCL WARN …`), src/init.cc (`NCCL version 2.30.7+cuda13.0`, `Using network IB`),
+src/transport/net.cc (`Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA(PCI)`), src/transport/p2p.cc
+(`via P2P/CUMEM`, `P2P/IPC`, `P2P/direct pointer`), src/transport/shm.cc (`via SHM/direct`), src/misc/param.cc
+(`NCCL_IB_GID_INDEX set by environment to 3.`), src/transport/net_ib/init.cc (`NET/IB : Using [0]mlx5_0:1/RoCE …`,
+`NCCL_IB_HCA set to …`); nccl-tests v2.19.6 src/util.cu for the table.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from golive.facts import FactError
+
+_PREFIX = r"^(?:\[[^\]]*\] )?\S+:\d+:\d+ \[\d+\] "   # optional NCCL_DEBUG_TIMESTAMP_FORMAT, then host:pid:tid [dev]
+_CHANNEL = re.compile(_PREFIX + r"NCCL INFO Channel (\d+)(?:/\d+)? : (\d+)\[\d+\] -> (\d+)\[\d+\]"
+                                r"(?: \[(send|receive)\])? via (\S+(?: pointer\S*)?)")
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int      # 1-based line number in the log
+    text: str
+
+
+@dataclass(frozen=True)
+class Channel:
+    number: int
+    channel: int
+    src: int              # ranks
+    dst: int
+    direction: str | None   # send / receive on NET; None for P2P and SHM
+    via: str              # NET/IB/0/GDRDMA(PCI), NET/Socket/0, P2P/CUMEM, P2P/IPC, SHM/direct …
+
+    @property
+    def transport(self) -> str:
+        """NET/IB, NET/Socket (or another net plugin's name), P2P, SHM, COLLNET."""
+        parts = self.via.split("/")
+        return "/".join(parts[:2]) if parts[0] == "NET" else parts[0]
+
+    @property
+    def gdrdma(self) -> bool:
+        return "/GDRDMA" in self.via   # coherent (C2C) GPUs print GDRDMA(PCI): match the substring
+
+
+@dataclass(frozen=True)
+class NcclLog:
+    versions: tuple[str, ...]         # every distinct `NCCL version …` seen, e.g. ("2.30.7+cuda13.0",)
+    channels: tuple[Channel, ...]
+    networks: tuple[Line, ...]        # `NET/IB : Using …`, `NET/Socket : Using …`, `Using network IB`, `NET/IB : No device found.`
+    warnings: tuple[Line, ...]        # `NCCL WARN` lines
+    env: dict[str, str]               # `NCCL_X set by environment to V.` / `NCCL_IB_HCA set to V`
+    nodes: int | None                 # `nNodes N` from the comm summary line
+
+    @property
+    def version(self) -> str | None:
+        """The one NCCL version, without the +cuda suffix; None when ranks disagree or none was printed."""
+        bare = {v.split("+")[0] for v in self.versions}
+        return bare.pop() if len(bare) == 1 else None
+
+    @property
+    def transports(self) -> frozenset[str]:
+        return frozenset(c.transport for c in self.channels)
+
+    @property
+    def net_transports(self) -> frozenset[str]:
+        return frozenset(t for t in self.transports if t.startswith("NET/"))
+
+    @property
+    def one_host(self) -> bool:
+        """All ranks on one host: no channel goes over a network (NCCL prints `nNodes 1` too)."""
+        return not self.net_transports and self.nodes in (None, 1)
+
+    @property
+    def gdrdma(self) -> bool | None:
+        """GPU Direct RDMA on every network channel; None (not applicable) when nothing crossed a network."""
+        net = [c for c in self.channels if c.transport.startswith("NET/")]
+        return all(c.gdrdma for c in net) if net else None
+
+
+def parse_nccl_log(text: str) -> NcclLog:
+    """An NCCL INFO log (one or many ranks interleaved, as vLLM or torchrun print it)."""
+    versions: list[str] = []
+    channels, networks, warnings = [], [], []
+    env: dict[str, str] = {}
+    nodes = None
+    seen_nccl = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if " NCCL INFO " not in line and " NCCL WARN " not in line:
+            continue
+        seen_nccl = True
+        if " NCCL WARN " in line:
+            warnings.append(Line(number, line.strip()))
+            continue
+        message = line.split(" NCCL INFO ", 1)[1].rstrip()
+        if match := re.fullmatch(r"NCCL version (\S+)", message):
+            if match.group(1) not in versions:
+                versions.append(match.group(1))
+        elif match := _CHANNEL.match(line):
+            channels.append(Channel(number, int(match.group(1)), int(match.group(2)), int(match.group(3)),
+                                    match.group(4), match.group(5)))
+        elif re.match(r"NET/\S+ : (Using|No device)|Using network ", message):
+            networks.append(Line(number, message))
+        elif match := re.fullmatch(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?", message):
+            env[match.group(1)] = match.group(2)
+        elif match := re.search(r" nNodes (\d+) ", message):
+            nodes = int(match.group(1))
+    if not seen_nccl:
+        raise FactError("no `NCCL INFO` lines in the log (was NCCL_DEBUG=INFO set?)")
+    return NcclLog(tuple(versions), tuple(channels), tuple(networks), tuple(warnings), env, nodes)
+
+
+@dataclass(frozen=True)
+class PerfRow:
+    size: int                 # bytes
+    count: int                # elements
+    type: str
+    redop: str
+    root: int
+    time_us: float            # out-of-place
+    algbw: float              # GB/s
+    busbw: float
+    wrong: int | None         # None when nccl-tests ran without checking (N/A)
+    in_time_us: float         # in-place
+    in_algbw: float
+    in_busbw: float
+    in_wrong: int | None
+
+
+@dataclass(frozen=True)
+class PerfResult:
+    rows: tuple[PerfRow, ...]
+    avg_busbw: float          # `# Avg bus bandwidth    : 123.45`, GB/s
+    out_of_bounds: int | None  # `# Out of bounds values : 0 OK`
+
+
+def parse_perf(text: str) -> PerfResult:
+    """nccl-tests `all_reduce_perf -b 8 -e 8G -f 2 -g 1` stdout (any *_perf of the same table)."""
+    rows = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 13 and fields[0].isdigit():
+            try:
+                wrong = [None if f == "N/A" else int(float(f)) for f in (fields[8], fields[12])]
+                rows.append(PerfRow(int(fields[0]), int(fields[1]), fields[2], fields[3], int(fields[4]),
+                                    float(fields[5]), float(fields[6]), float(fields[7]), wrong[0],
+                                    float(fields[9]), float(fields[10]), float(fields[11]), wrong[1]))
+            except ValueError:
+                raise FactError(f"nccl-tests row does not parse: {line.strip()[:100]!r}") from None
+    avg = re.search(r"^# Avg bus bandwidth\s*: ([\d.eE+-]+)", text, flags=re.MULTILINE)
+    if not avg:
+        raise FactError("nccl-tests output has no `# Avg bus bandwidth :` line (did the test finish?)")
+    oob = re.search(r"^# Out of bounds values\s*: (\d+)", text, flags=re.MULTILINE)
+    return PerfResult(tuple(rows), float(avg.group(1)), int(oob.group(1)) if oob else None)

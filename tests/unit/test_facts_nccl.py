@@ -1,0 +1,108 @@
+"""NCCL log and nccl-tests parsers: real two-GPU logs from the device machine (fixtures/recorded/h200x2-device) and
+the two-station RoCE formats (fixtures/recorded/gb300-rail, reconstructed from NCCL's source: see PROVENANCE.md)."""
+from pathlib import Path
+
+import pytest
+
+from golive.facts import FactError
+from golive.facts.nccl import parse_nccl_log, parse_perf
+
+RECORDED = Path(__file__).resolve().parents[2] / "fixtures/recorded"
+
+
+def log(name: str):
+    return parse_nccl_log((RECORDED / name).read_text())
+
+
+def test_real_one_host_p2p_run_gdrdma_not_applicable():
+    nccl = log("h200x2-device/nccl-p2p.txt")
+    assert nccl.versions == ("2.28.9+cuda13.0",) and nccl.version == "2.28.9"
+    assert nccl.transports == {"P2P"} and {c.via for c in nccl.channels} == {"P2P/CUMEM"}
+    assert len(nccl.channels) == 48   # 24 channels, both directions
+    assert nccl.one_host and nccl.nodes == 1 and nccl.gdrdma is None
+    assert nccl.warnings == () and nccl.env == {"NCCL_NVLS_ENABLE": "0"}
+    # the net plugin is still chosen (Socket: no RDMA device there), but nothing crossed it
+    assert any(line.text == "Using network Socket" for line in nccl.networks)
+    assert any(line.text == "NET/IB : No device found." for line in nccl.networks)
+
+
+def test_real_one_host_shm_run():
+    nccl = log("h200x2-device/nccl-shm.txt")
+    assert nccl.transports == {"SHM"} and nccl.one_host and nccl.gdrdma is None
+    assert nccl.channels[0].via == "SHM/direct/direct" and nccl.channels[0].direction is None
+    assert nccl.env["NCCL_P2P_DISABLE"] == "1"
+
+
+def test_real_forced_socket_run():
+    nccl = log("h200x2-device/nccl-socket.txt")
+    assert nccl.transports == {"NET/Socket"} and nccl.net_transports == {"NET/Socket"}
+    assert not nccl.one_host and nccl.nodes == 2   # P2P and SHM off: NCCL treats each rank as its own node
+    assert nccl.gdrdma is False
+    assert {c.direction for c in nccl.channels} == {"send", "receive"}
+    assert {k: nccl.env[k] for k in ("NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE")} == \
+        {"NCCL_IB_DISABLE": "1", "NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+
+
+@pytest.mark.parametrize("name", ["gb300-rail/nccl-gdrdma.log", "gb300-rail/nccl-gdrdma-b.log"])
+def test_two_station_roce_gdrdma(name):
+    nccl = log(name)
+    assert nccl.version == "2.30.7" and nccl.transports == {"NET/IB"} and nccl.gdrdma is True
+    assert {c.via for c in nccl.channels} == {"NET/IB/0/GDRDMA(PCI)", "NET/IB/1/GDRDMA(PCI)"}
+    assert nccl.env["NCCL_IB_HCA"] == "mlx5_0,mlx5_1" and nccl.env["NCCL_IB_GID_INDEX"] == "3"
+    assert nccl.env["NCCL_SOCKET_IFNAME"] == "enp1s0f0np0"
+    assert not nccl.one_host and nccl.nodes == 2 and nccl.warnings == ()
+    assert any("NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE" in line.text for line in nccl.networks)
+
+
+def test_socket_fallback():
+    nccl = log("gb300-rail/nccl-socket-fallback.log")
+    assert nccl.transports == {"NET/Socket"} and nccl.gdrdma is False and not nccl.one_host
+    assert "NET/IB : No device found." in [line.text for line in nccl.networks]
+
+
+def test_ib_without_gdrdma():
+    nccl = log("gb300-rail/nccl-no-gdrdma.log")
+    assert nccl.transports == {"NET/IB"} and nccl.gdrdma is False
+
+
+def test_warn_line_with_line_number():
+    nccl = log("gb300-rail/nccl-warn.log")
+    [warn] = nccl.warnings
+    text = (RECORDED / "gb300-rail/nccl-warn.log").read_text().splitlines()
+    assert text[warn.number - 1].strip() == warn.text and "NCCL WARN Call to ibv_modify_qp failed" in warn.text
+    assert text[warn.number - 2] == ""   # debug.cc starts a WARN with a newline
+
+
+def test_wrong_version():
+    assert log("gb300-rail/nccl-2.28.3.log").version == "2.28.3"
+    mixed = parse_nccl_log("a:1:1 [0] NCCL INFO NCCL version 2.30.7+cuda13.0\n"
+                           "b:2:2 [0] NCCL INFO NCCL version 2.28.3+cuda12.9\n")
+    assert mixed.version is None and mixed.versions == ("2.30.7+cuda13.0", "2.28.3+cuda12.9")
+
+
+def test_proxy_rank_and_timestamp_forms():
+    nccl = parse_nccl_log("[2026-09-30 10:00:00] a:1:1 [0] NCCL INFO Channel 02/1 : 0[0] -> 1[0] [send] "
+                          "via NET/IB/1(2)/GDRDMA(PCI)/Shared\n")
+    assert nccl.channels[0].transport == "NET/IB" and nccl.gdrdma is True and nccl.channels[0].channel == 2
+
+
+def test_not_an_nccl_log():
+    with pytest.raises(FactError, match="NCCL_DEBUG=INFO"):
+        parse_nccl_log("INFO 09-30 vLLM API server version 0.30.0\n")
+
+
+def test_all_reduce_perf():
+    perf = parse_perf((RECORDED / "gb300-rail/all_reduce_perf.txt").read_text())
+    assert len(perf.rows) == 16 and perf.out_of_bounds == 0
+    top = perf.rows[-1]
+    assert (top.size, top.count, top.type, top.redop, top.root) == (8589934592, 2147483648, "float", "sum", -1)
+    assert (top.busbw, top.wrong, top.in_busbw, top.in_wrong) == (44.00, 0, 43.56, 0)
+    assert perf.avg_busbw == 19.6547
+
+
+def test_all_reduce_perf_unchecked_and_truncated():
+    row = "     1048576        262144     float     sum      -1    40.12   26.14   26.14    N/A    40.50   25.89   25.89    N/A\n"
+    perf = parse_perf(row + "# Avg bus bandwidth    : 26.015 \n")
+    assert perf.rows[0].wrong is None and perf.out_of_bounds is None
+    with pytest.raises(FactError, match="Avg bus bandwidth"):
+        parse_perf((RECORDED / "gb300-rail/all_reduce_perf-truncated.txt").read_text())
