@@ -35,7 +35,7 @@ def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
     subprocess.run([sys.executable, "-m", "golive.cli", "run", str(REPO / "fixtures/inventories/hbm-filepages-high.yaml"),
                     "-o", str(tmp_path), "-m", "host", "-q"], capture_output=True, cwd=REPO, timeout=300)
     dom = chromium_dom(tmp_path / "go-live.html", tmp_path)
-    assert 'id="golive-verdict"' in dom and "GO-LIVE: FAIL" in dom
+    assert 'id="golive-verdict"' in dom and "GO-LIVE: NO-GO" in dom
     assert "Fix before go-live (1)" in dom and "holds 150.0 GiB of page cache" in dom
     assert "numactl --membind=0" in dom
     # pytest-html builds the results table with JavaScript: rows exist only if the page really rendered
