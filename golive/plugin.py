@@ -224,13 +224,17 @@ def record_provenance(request):
     the report and the --golive-baseline diff. Values of secret-looking flags (--api-key …) never travel."""
 
     def record(**facts):
-        served = facts.get("served_args")
-        if isinstance(served, dict):
-            facts["served_args"] = {flag: "[REDACTED]" if any(w in flag for w in _SECRET_FLAG_WORDS) else value
-                                    for flag, value in served.items()}
+        if isinstance(facts.get("served_args"), dict):
+            facts["served_args"] = redacted_flags(facts["served_args"])
         request.node.user_properties.append((keys.PROVENANCE, facts))
 
     return record
+
+
+def redacted_flags(served: dict) -> dict:
+    """Served flags with the values of secret-looking ones (--api-key, --hf-token …) replaced."""
+    return {flag: "[REDACTED]" if any(word in flag.lower() for word in _SECRET_FLAG_WORDS) else value
+            for flag, value in served.items()}
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ schema 2 (golive 0.2): outcomes are passed | failed | waived | not_applicable | 
 skipped, which hid "not applicable" and "did not run" in one word); a failed check carries `finding`
 {found, recipe, fix, sources}; `metrics` is a list, each metric with its station, check and bound (schema 1 keyed
 them by name alone, so two stations overwrote each other); `verdict_rules` states the rules the verdict followed.
+Added within schema 2 (optional for readers): a check's `waiver`, each station's `provenance` (what the checks
+learned: served args, parsers, image, vLLM version) and `baseline` (the post-upgrade diff, golive.report.baseline).
 """
 from __future__ import annotations
 
