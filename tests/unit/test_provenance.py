@@ -1,4 +1,6 @@
 """Station provenance recorded for results.json: served flags travel, secrets do not."""
+
+
 def test_provenance_never_carries_secret_flag_values():
     from golive.plugin import redacted_flags
 

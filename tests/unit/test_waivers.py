@@ -35,4 +35,3 @@ def test_matching_by_check_rule_and_station():
     assert waivers.find("suites/host/test_unit.py::test_unit_is_enabled_and_active[gb300-a]", "", "gb300-a") is None
     expired = load_waivers(REPO / "fixtures/waivers/hermes-expired.yaml").find(nodeid, "", "gb300-a")
     assert expired.expired() and not expired.expired(today=dt.date(2020, 1, 31))
-
