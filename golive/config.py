@@ -277,6 +277,10 @@ def load_inventory(path: Path, profile_override: str | None = None) -> LoadedInv
     if inventory.waivers:
         from golive.waivers import load_waivers
 
-        waivers = load_waivers(path.parent / inventory.waivers)
+        waivers_path = path.parent / inventory.waivers
+        if not waivers_path.is_file():
+            file, line = located.where[("waivers",)]
+            raise ConfigError(f"{file}:{line}: waiver file {waivers_path} not found")
+        waivers = load_waivers(waivers_path)
     return LoadedInventory(inventory=inventory, path=path.resolve(), profile=profile, station_profiles=station_profiles,
                            waivers=waivers)

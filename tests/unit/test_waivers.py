@@ -35,3 +35,11 @@ def test_matching_by_check_rule_and_station():
     assert waivers.find("suites/host/test_unit.py::test_unit_is_enabled_and_active[gb300-a]", "", "gb300-a") is None
     expired = load_waivers(REPO / "fixtures/waivers/hermes-expired.yaml").find(nodeid, "", "gb300-a")
     assert expired.expired() and not expired.expired(today=dt.date(2020, 1, 31))
+
+
+def test_missing_waiver_file_points_at_the_inventory_line(tmp_path):
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("profile: reference-cpu\nwaivers: nowhere.yaml\nstations:\n  - {name: a}\n")
+    with pytest.raises(ConfigError) as info:
+        load_inventory(inventory)
+    assert str(info.value) == f"{inventory}:2: waiver file {tmp_path / 'nowhere.yaml'} not found"
