@@ -371,10 +371,9 @@ class _Recording:
             tolerance = self.config.stash[INVENTORY].profile.profile.endpoint.baseline_tolerance_pct
             recorder.compare_with(previous, tolerance)
         if path:
-            recorder.write(Path(path), interrupted=interrupted)
             from golive.report.markdown import write_markdown
 
-            write_markdown(recorder.as_dict(interrupted), Path(path).with_name("go-live.md"))
+            write_markdown(recorder.write(Path(path), interrupted=interrupted), Path(path).with_name("go-live.md"))
         session.exitstatus = rules.exit_code(recorder.verdict(interrupted))
 
 

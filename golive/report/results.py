@@ -141,11 +141,14 @@ class Recorder:
             "baseline": self.baseline,
         }
 
-    def write(self, path: Path, interrupted: bool = False) -> None:
+    def write(self, path: Path, interrupted: bool = False) -> dict:
+        """Write results.json; returns what it wrote (the other records are written from the same facts)."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        data = self.as_dict(interrupted)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.as_dict(interrupted), indent=2) + "\n")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
         tmp.replace(path)  # readers never see half a file
+        return data
 
 
 _VERDICT_WORDS = {rules.GO: "GO", rules.NO_GO: "NO-GO", rules.INCOMPLETE: "INCOMPLETE"}
