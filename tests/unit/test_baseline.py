@@ -1,7 +1,10 @@
 """The post-upgrade gate: a diff of two results.json files shows exactly what changed; an unannounced flag fails."""
 import copy
+import json
 
-from golive.report.baseline import diff, gate_finding
+import pytest
+
+from golive.report.baseline import diff, gate_finding, load_baseline
 
 SERVED = {"served-model-name": "glm-5.3-flash", "max-model-len": "1M", "max-num-seqs": "256",
           "tool-call-parser": "glm47", "reasoning-parser": "glm45", "max-num-batched-tokens": "8192"}
@@ -68,3 +71,23 @@ def test_tolerance_is_the_profiles():
     before, after = results(), results()
     after["metrics"][0]["value"] = 80.0
     assert diff(before, after, tolerance_pct=25).changes == []
+
+
+def test_baseline_must_be_a_go_live_of_the_same_profile(tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema": 2, "profile": {"name": "glm-5.3-2x-station-tp2"}}))
+    with pytest.raises(ValueError, match="the baseline is a go-live of profile 'glm-5.3-2x-station-tp2', this run "
+                                         "checks 'glm-5.3-flash-gb300': compare go-lives of the same profile"):
+        load_baseline(other, "glm-5.3-flash-gb300")
+    other.write_text(json.dumps({"schema": 1}))
+    with pytest.raises(ValueError, match="not a golive results.json of schema 2"):
+        load_baseline(other, "glm-5.3-flash-gb300")
+    with pytest.raises(ValueError, match="baseline results file not found"):
+        load_baseline(tmp_path / "missing.json", "glm-5.3-flash-gb300")
+    assert load_baseline(_write(tmp_path, results()), "glm-5.3-flash-gb300")["verdict"] == "pass"
+
+
+def _write(tmp_path, data: dict):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    return path
