@@ -14,7 +14,7 @@ from golive.verdict import EXIT_CODES, EXIT_USAGE
 
 COMMANDS_GROUP = "golive.commands"  # other distributions (golive's testbed) add subcommands here
 TESTBED_COMMANDS = ("demo", "reference")
-REPORT_FILES = ("go-live.html", "results.json", "junit.xml")
+REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
 
 
 def suites_dir() -> Path:
@@ -60,6 +60,8 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
         (loaded.path.parent / loaded.inventory.output) if loaded.inventory.output else Path("reports"))
     if ns.profile:
         extra = [f"--golive-profile={ns.profile}", *extra]
+    if ns.baseline:
+        extra = [f"--golive-baseline={Path(ns.baseline).resolve()}", *extra]
     return run_suites(Path(ns.inventory), out, extra)
 
 
@@ -92,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("inventory")
     run.add_argument("--output", "-o", help="report folder (default: the inventory's `output`, else ./reports)")
     run.add_argument("--profile", help="use this profile instead of the inventory's")
+    run.add_argument("--baseline", metavar="RESULTS_JSON", help="the last go-live's results.json: add what changed "
+                     "since (post-upgrade gate)")
     run.set_defaults(func=cmd_run)
 
     prof = sub.add_parser("profile", help="list shipped profiles or show one resolved (extends applied)")

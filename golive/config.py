@@ -81,7 +81,9 @@ def validate(model: type[BaseModel], located: Located, what: str, fallback_file:
     try:
         return model.model_validate(located.data)
     except ValidationError as exc:
-        raise ConfigError(_one_line(model, exc.errors()[0], located, fallback_file)) from None
+        errors = exc.errors()  # a misspelt key also leaves its real key missing: name the misspelling
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        raise ConfigError(_one_line(model, first, located, fallback_file)) from None
 
 
 def _one_line(model: type[BaseModel], error: dict, located: Located, fallback_file: str) -> str:
@@ -230,6 +232,7 @@ class LoadedInventory:
     path: Path
     profile: LoadedProfile
     station_profiles: dict[str, LoadedProfile] = field(default_factory=dict)
+    waivers: Any = None  # golive.waivers.Waivers, where the inventory names a waiver file
 
     def profile_of(self, station) -> LoadedProfile:
         return self.station_profiles.get(station.name, self.profile)
@@ -270,4 +273,14 @@ def load_inventory(path: Path, profile_override: str | None = None) -> LoadedInv
             raise ConfigError(f"{file}:{line}: station name '{station.name}' is used twice")
         if station.profile and not profile_override:
             station_profiles[station.name] = _profile_at(station.profile, path, located, ("stations", i, "profile"))
-    return LoadedInventory(inventory=inventory, path=path.resolve(), profile=profile, station_profiles=station_profiles)
+    waivers = None
+    if inventory.waivers:
+        from golive.waivers import load_waivers
+
+        waivers_path = path.parent / inventory.waivers
+        if not waivers_path.is_file():
+            file, line = located.where[("waivers",)]
+            raise ConfigError(f"{file}:{line}: waiver file {waivers_path} not found")
+        waivers = load_waivers(waivers_path)
+    return LoadedInventory(inventory=inventory, path=path.resolve(), profile=profile, station_profiles=station_profiles,
+                           waivers=waivers)

@@ -11,11 +11,13 @@ from golive import config as golive_config
 from golive import verdict as rules
 from golive.endpoint import EndpointClient
 from golive.facts import FactError
+from golive.report import baseline as baseline_mod
 from golive.report import keys
 from golive.report import results as results_mod
 from golive.scope import layer_scope
 from golive.station import StationFacts, chroot_tree, connect
 from golive.verdict import NOT_APPLICABLE, Finding, NotApplicable, cite, not_applicable
+from golive.waivers import expired_message as waiver_expired_message
 
 LAYERS = {
     "host": "host checks: NUMA page cache, prestart, systemd unit, docker flags, image, served flags, checkpoint, GPU",
@@ -24,6 +26,7 @@ LAYERS = {
 }
 INVENTORY = pytest.StashKey[golive_config.LoadedInventory | None]()
 RECORDER = pytest.StashKey[results_mod.Recorder]()
+BASELINE = pytest.StashKey[dict | None]()  # the last go-live's results.json (--golive-baseline)
 CONNECTIONS = pytest.StashKey[dict]()  # per run: testinfra hosts, station facts, endpoint clients
 NO_INVENTORY = "no inventory: pass --golive-inventory PATH (or use `golive run`)"
 
@@ -33,6 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--golive-inventory", metavar="PATH", help="inventory YAML: stations and their profile")
     group.addoption("--golive-profile", metavar="NAME|PATH", help="use this profile instead of the inventory's")
     group.addoption("--golive-json", metavar="PATH", help="write results.json (the stable, versioned results) here")
+    group.addoption("--golive-baseline", metavar="PATH", help="the last go-live's results.json: add what changed since "
+                    "(post-upgrade gate; an unannounced served flag or parser change fails)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,6 +52,13 @@ def pytest_configure(config: pytest.Config) -> None:
         except golive_config.ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
     config.stash[INVENTORY] = loaded
+    config.stash[BASELINE] = None
+    if loaded is not None and config.getoption("golive_baseline"):
+        try:
+            config.stash[BASELINE] = baseline_mod.load_baseline(config.getoption("golive_baseline"),
+                                                                loaded.profile.profile.name)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if loaded is not None:
         _describe_run(config, loaded)
     config.stash[RECORDER] = results_mod.Recorder(loaded)
@@ -203,6 +215,28 @@ def record_metric(request):
     return record
 
 
+_SECRET_FLAG_WORDS = ("key", "token", "secret", "password")
+
+
+@pytest.fixture
+def record_provenance(request):
+    """Record what a check learned about the station (served args, parsers, image, vLLM version) for results.json,
+    the report and the --golive-baseline diff. Values of secret-looking flags (--api-key …) never travel."""
+
+    def record(**facts):
+        if isinstance(facts.get("served_args"), dict):
+            facts["served_args"] = redacted_flags(facts["served_args"])
+        request.node.user_properties.append((keys.PROVENANCE, facts))
+
+    return record
+
+
+def redacted_flags(served: dict) -> dict:
+    """Served flags with the values of secret-looking ones (--api-key, --hf-token …) replaced."""
+    return {flag: "[REDACTED]" if any(word in flag.lower() for word in _SECRET_FLAG_WORDS) else value
+            for flag, value in served.items()}
+
+
 @pytest.fixture
 def record_finding(request):
     """A passed check that the operator must still read (e.g. an endpoint open to anyone)."""
@@ -233,6 +267,8 @@ def pytest_runtest_makereport(item, call):
     report = yield
     _redact(report, _secrets(item.config))
     classified = _classify(report, call)
+    if classified is not None and classified[0] == rules.FAILED:
+        classified = _apply_waiver(item, report, classified)
     if classified is not None:
         report.user_properties.append((keys.OUTCOME, classified))
     return report
@@ -270,6 +306,26 @@ def _classify(report: pytest.TestReport, call) -> tuple[str, str] | None:
     what = "could not be set up" if report.when == "setup" else "did not finish"
     detail = f"{type(exc).__name__}: {exc}" if exc is not None else report.longreprtext.strip().splitlines()[-1:]
     return rules.NOT_CHECKED, f"the check {what}: {str(detail)[:500]}"
+
+
+def _apply_waiver(item, report: pytest.TestReport, classified: tuple[str, str]) -> tuple[str, str]:
+    """A failure a waiver in force covers ends waived (the finding stays in results.json); an expired one stands."""
+    loaded = item.config.stash[INVENTORY]
+    if loaded is None or loaded.waivers is None:
+        return classified
+    props = dict(report.user_properties)
+    waiver = loaded.waivers.find(report.nodeid, props.get(keys.RULE, ""), props.get(keys.STATION, ""))
+    if waiver is None:
+        return classified
+    report.user_properties.append((keys.WAIVER, waiver.as_dict()))
+    if waiver.expired():
+        message = f"{waiver_expired_message(waiver)}\n{classified[1]}"
+        report.longrepr = message
+        return rules.FAILED, message
+    reason = f"Waived by '{waiver.name}' (owner {waiver.owner}, until {waiver.expires}): {waiver.justification}"
+    report.outcome = "skipped"  # JUnit and the HTML table show it as not failing, with the waiver as the reason
+    report.longrepr = (str(item.path), item.location[1] or 0, reason)
+    return rules.WAIVED, f"{reason}\n{classified[1]}"
 
 
 def report_rule(report: pytest.TestReport) -> str:
@@ -310,8 +366,14 @@ class _Recording:
             return
         if exitstatus in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
             return
+        previous = self.config.stash[BASELINE]
+        if previous is not None and not interrupted:
+            tolerance = self.config.stash[INVENTORY].profile.profile.endpoint.baseline_tolerance_pct
+            recorder.compare_with(previous, tolerance)
         if path:
-            recorder.write(Path(path), interrupted=interrupted)
+            from golive.report.markdown import write_markdown
+
+            write_markdown(recorder.write(Path(path), interrupted=interrupted), Path(path).with_name("go-live.md"))
         session.exitstatus = rules.exit_code(recorder.verdict(interrupted))
 
 

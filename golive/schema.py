@@ -86,6 +86,7 @@ class Endpoint(Strict):
     needle_fraction_of_context: float = 0.9
     request_timeout_s: float = 120
     max_concurrency: int = Field(default=4, ge=1)  # golive never has more requests in flight than this
+    baseline_tolerance_pct: float = Field(default=10, ge=0)  # --baseline: a metric moving more than this is listed
 
 
 class Security(Strict):
@@ -125,3 +126,4 @@ class Inventory(Strict):
     profile: str
     stations: list[Station] = Field(min_length=1)
     output: str | None = None
+    waivers: str | None = None  # a waiver file (golive/waivers.py), relative to this inventory

@@ -1,12 +1,13 @@
 """The go-live summary at the top of the pytest-html report: verdict, layers × stations, what to fix first."""
 from __future__ import annotations
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, PackageLoader
 
 from golive import verdict as rules
 from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
 
-_ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=select_autoescape(["html"]))
+# every value is text: a model or a station may answer with markup
+_ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=True)
 
 
 def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
@@ -18,4 +19,5 @@ def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
         not_checked=grouped_by_reason(recorder.of(rules.NOT_CHECKED)),
         not_applicable=grouped_by_reason(recorder.of(rules.NOT_APPLICABLE)),
         profile=data["profile"], stations=data["stations"], metrics=recorder.metrics, interrupted=interrupted,
-        recipes=rules.RECIPES, rules_text=data["verdict_rules"])]
+        recipes=rules.RECIPES, rules_text=data["verdict_rules"], waived=recorder.of(rules.WAIVED),
+        baseline=recorder.baseline, run=data["provenance"], provenance=any(s["provenance"] for s in data["stations"]))]

@@ -10,3 +10,5 @@ OUTCOME = "golive_outcome"    # (outcome, reason) as golive classifies this phas
 FINDING = "golive_finding"    # {found, recipe, fix, sources} of a failed check
 NOTE = "golive_note"          # a passed check the operator must still read (e.g. an endpoint open to anyone)
 METRIC = "golive_metric"      # {name, value, unit, floor, ceiling, passed}
+WAIVER = "golive_waiver"      # the waiver that matched a failed check {name, owner, justification, expires, expired, …}
+PROVENANCE = "golive_provenance"  # what a check learned about the station: served args, parsers, image, vLLM version

@@ -4,6 +4,8 @@ schema 2 (golive 0.2): outcomes are passed | failed | waived | not_applicable | 
 skipped, which hid "not applicable" and "did not run" in one word); a failed check carries `finding`
 {found, recipe, fix, sources}; `metrics` is a list, each metric with its station, check and bound (schema 1 keyed
 them by name alone, so two stations overwrote each other); `verdict_rules` states the rules the verdict followed.
+Added within schema 2 (optional for readers): a check's `waiver`, each station's `provenance` (what the checks
+learned: served args, parsers, image, vLLM version) and `baseline` (the post-upgrade diff, golive.report.baseline).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ class CheckRecord:
     duration_s: float = 0.0
     finding: dict | None = None
     note: str = ""
+    waiver: dict | None = None
 
 
 @dataclass
@@ -40,7 +43,22 @@ class Recorder:
     inventory: object | None = None  # LoadedInventory
     checks: dict[str, CheckRecord] = field(default_factory=dict)
     metrics: list[dict] = field(default_factory=list)
+    provenance: dict[str, dict] = field(default_factory=dict)  # per station: what the checks learned (keys.PROVENANCE)
     started: str = field(default_factory=lambda: _now())
+    baseline: dict | None = None  # the post-upgrade diff (golive.report.baseline), where the run had a baseline
+
+    def compare_with(self, previous: dict, tolerance_pct: float) -> None:
+        """Add the post-upgrade gate: the diff against the last go-live, as data and as one check."""
+        from golive.report import baseline
+
+        result = baseline.diff(previous, self.as_dict(), tolerance_pct)
+        self.baseline = result.as_dict()
+        finding = baseline.gate_finding(result)
+        self.checks[baseline.GATE_NODEID] = CheckRecord(
+            nodeid=baseline.GATE_NODEID, layer="baseline", rule=baseline.GATE_RULE, station="",
+            outcome=rules.FAILED if finding else rules.PASSED,
+            message=f"Found: {finding['found']}\nRecipe: {finding['recipe']}\nDo: {finding['fix']}" if finding else "",
+            finding=finding)
 
     def add(self, report) -> None:
         props = report.user_properties
@@ -59,6 +77,10 @@ class Recorder:
                 record.finding = value
             elif name == keys.NOTE:
                 record.note = value
+            elif name == keys.WAIVER:
+                record.waiver = value
+            elif name == keys.PROVENANCE and record.station:
+                self.provenance.setdefault(record.station, {}).update(value)
             elif name == keys.METRIC and report.when == "call":
                 self.metrics.append({"station": record.station, "check": record.nodeid, **value})
 
@@ -95,7 +117,8 @@ class Recorder:
                        "files": [str(p) for p in loaded.profile.files]}
             stations = [{"name": s.name, "role": s.role, "phase": s.phase, "host": loaded.host_spec(s),
                          "endpoint": s.endpoint, "profile": loaded.profile_of(s).profile.name,
-                         "profile_sha256": loaded.profile_of(s).sha256}
+                         "profile_sha256": loaded.profile_of(s).sha256,
+                         "provenance": self.provenance.get(s.name, {})}
                         for s in loaded.inventory.stations]
         from golive import __version__
 
@@ -107,19 +130,25 @@ class Recorder:
             "stations": stations,
             "provenance": {
                 "golive": __version__, "python": platform.python_version(), "runner": socket.gethostname(),
-                "inventory": str(loaded.path) if loaded else None, "started": self.started, "finished": _now(),
+                "inventory": str(loaded.path) if loaded else None,
+                "waivers": str(loaded.waivers.path) if loaded and loaded.waivers else None,
+                "started": self.started, "finished": _now(),
                 "interrupted": interrupted,
             },
             "recipes": rules.RECIPES,
             "checks": [asdict(r) for r in self.checks.values()],
             "metrics": self.metrics,
+            "baseline": self.baseline,
         }
 
-    def write(self, path: Path, interrupted: bool = False) -> None:
+    def write(self, path: Path, interrupted: bool = False) -> dict:
+        """Write results.json; returns what it wrote (the other records are written from the same facts)."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        data = self.as_dict(interrupted)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.as_dict(interrupted), indent=2) + "\n")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
         tmp.replace(path)  # readers never see half a file
+        return data
 
 
 _VERDICT_WORDS = {rules.GO: "GO", rules.NO_GO: "NO-GO", rules.INCOMPLETE: "INCOMPLETE"}

@@ -25,9 +25,14 @@ def test_health_endpoint_is_ok(endpoint_client, station):
                 "fixed")
 
 
-def test_models_lists_served_name(endpoint_reachable, profile):
+def test_models_lists_served_name(endpoint_reachable, profile, record_provenance):
     """/v1/models lists the served model name the recipe publishes [000][002]."""
     ids = [m.get("id") for m in endpoint_reachable.models()]
+    try:  # vLLM's /version; other servers may not have it
+        version = endpoint_reachable.get("/version").json().get("version")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        version = None
+    record_provenance(served_models=ids, vllm_version=version)
     want = profile.vllm.served_model_name
     require(want in ids,
             found=f"/v1/models lists {ids}",

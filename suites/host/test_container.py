@@ -107,13 +107,16 @@ def _same(flag: str, got, want) -> bool:
     return got == want
 
 
-def test_served_flags_match_profile(facts, docker_run, profile, station):
+def test_served_flags_match_profile(facts, docker_run, profile, station, record_provenance):
     """vLLM is served with the recipe's flags: context, sequences, memory, prefill, caching, parsers, port, name [000]."""
     container = facts.container
     from_container = station.phase == "serving" and container is not None and container.running
     args = container.args if from_container else docker_run.args
     source = f"docker inspect {container.name} Args" if from_container else f"ExecStart of {profile.service.unit}"
     served = parse_serve_args(args)
+    record_provenance(served_args=served, served_args_source=source, pinned_flags=_expected_flags(profile),
+                      parsers={p: served.get(p) for p in ("tool-call-parser", "reasoning-parser")},
+                      image=str(docker_run.image), image_digest=docker_run.image.digest)
     wrong = []
     for flag, want in _expected_flags(profile).items():
         got = served.get(flag)

@@ -92,6 +92,7 @@ def test_station_fails_exactly_its_checks(reference, tmp_path):
     output = result.stdout + result.stderr
     assert result.returncode == 0 and not failed(by_check), output
     assert results["verdict"] == "pass"
+    assert results["stations"][0]["provenance"]["vllm_version"] == "0.32.0"  # from the server's /version
     skipped = {n for n, cs in by_check.items() if all(c["outcome"] in ("not_checked", "not_applicable") for c in cs)}
     assert not skipped, output
     [auth] = by_check["test_auth_matches_profile"]

@@ -1,6 +1,7 @@
 """The go-live report as an operator sees it (headless Chromium), and reports that survive an interrupted run."""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -16,13 +17,23 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+# Chromium's own service traffic (updates, clock, accounts), never the page's: everything else the page asked for
+BROWSER_HOSTS = re.compile(r"^https?://([a-z0-9-]+\.)*(google\.com|googleapis\.com|gvt1\.com|gstatic\.com)/")
+
+
 def chromium_dom(html: Path, tmp_path: Path) -> str:
-    """The DOM after pytest-html's scripts ran, as headless Chromium renders it."""
+    """The DOM after pytest-html's scripts ran, as headless Chromium renders it; the page made no network request and
+    logged nothing to the console (the report opens offline, without errors)."""
+    net_log = tmp_path / "chromium-net.json"
     result = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                              "--no-first-run", "--disable-background-networking", "--disable-component-update",
                              "--disable-sync", f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=3000",
+                             "--enable-logging=stderr", "--v=0", f"--log-net-log={net_log}",
                              "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
+    requested = set(re.findall(r'"url":"([^"]+)"', net_log.read_text()))
+    assert {url for url in requested if not BROWSER_HOSTS.match(url)} == set()
+    assert [line for line in result.stderr.splitlines() if ":CONSOLE" in line] == []
     return result.stdout
 
 
@@ -36,6 +47,10 @@ def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
                     "-o", str(tmp_path), "-m", "host", "-q"], capture_output=True, cwd=REPO, timeout=300)
     dom = chromium_dom(tmp_path / "go-live.html", tmp_path)
     assert 'id="golive-verdict"' in dom and "GO-LIVE: NO-GO" in dom
+    body = dom[dom.index("<body>") + len("<body>"):].lstrip()
+    assert body.startswith('<div class="golive-summary" id="golive-summary">')  # the verdict is the page's first thing
+    assert body.index('id="golive-verdict"') < body.index('id="title"') < body.index('id="environment"')
+    assert 'id="golive-provenance"' in dom and "tool-call-parser" in dom
     assert "Fix before go-live (1)" in dom and "holds 150.0 GiB of page cache" in dom
     assert "numactl --membind=0" in dom
     # pytest-html builds the results table with JavaScript: rows exist only if the page really rendered

@@ -1,0 +1,57 @@
+"""go-live.md: the go-live record for the deployment repo, written from results.json (same facts, diff-friendly).
+
+Everything a station or a model said is text: HTML-escaped (a markdown viewer renders raw HTML) and, in tables, with
+`|` and newlines escaped so a cell stays a cell.
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader
+
+from golive import verdict as rules
+from golive.report.results import verdict_word
+
+_ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=False, keep_trailing_newline=True,
+                   trim_blocks=True, lstrip_blocks=True)
+
+
+def text(value: object) -> str:
+    """Inline text: no HTML, no markdown markup that could turn into a link or an image."""
+    shown = html.escape("" if value is None else str(value), quote=False)
+    for char in "\\`*[]|":  # `_` inside words is no emphasis: left as it is, diffs stay readable
+        shown = shown.replace(char, "\\" + char)
+    return shown
+
+
+def cell(value: object) -> str:
+    return text(value).replace("\r", "").replace("\n", "<br>")
+
+
+def block(value: object) -> str:
+    """A multi-line message as an indented code block: markdown shows it verbatim, HTML inside is never rendered."""
+    lines = ("" if value is None else str(value)).splitlines() or [""]
+    return "\n".join("    " + line for line in lines)
+
+
+_ENV.filters.update(text=text, cell=cell, block=block)
+
+
+def render_markdown(results: dict) -> str:
+    checks = results.get("checks", [])
+    by_outcome = {o: [c for c in checks if c["outcome"] == o] for o in rules.OUTCOMES}
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for c in checks:
+        row = counts.setdefault((c.get("layer") or "other", c.get("station") or "-"), dict.fromkeys(rules.OUTCOMES, 0))
+        row[c["outcome"]] += 1
+    return _ENV.get_template("go-live.md.j2").render(
+        r=results, verdict_word=verdict_word(results["verdict"]), outcomes=rules.OUTCOMES,
+        counts=dict(sorted(counts.items())), by_outcome=by_outcome, checks=sorted(checks, key=lambda c: c["nodeid"]))
+
+
+def write_markdown(results: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(render_markdown(results))
+    tmp.replace(path)

@@ -1,0 +1,93 @@
+"""The post-upgrade gate: a diff of two results.json files shows exactly what changed; an unannounced flag fails."""
+import copy
+import json
+
+import pytest
+
+from golive.report.baseline import diff, gate_finding, load_baseline
+
+SERVED = {"served-model-name": "glm-5.3-flash", "max-model-len": "1M", "max-num-seqs": "256",
+          "tool-call-parser": "glm47", "reasoning-parser": "glm45", "max-num-batched-tokens": "8192"}
+
+
+def results() -> dict:
+    return {
+        "schema": 2, "verdict": "pass", "profile": {"name": "glm-5.3-flash-gb300", "sha256": "ab" * 32},
+        "stations": [{"name": "gb300-a", "provenance": {
+            "served_args": dict(SERVED), "image": "vllm/vllm-openai@sha256:" + "a" * 64,
+            "image_digest": "sha256:" + "a" * 64,
+            "vllm_version": "0.32.0", "pinned_flags": {"tool-call-parser": "glm47", "max-num-seqs": 256}}}],
+        "checks": [{"nodeid": f"suites/host/test_x.py::test_{n}[gb300-a]", "station": "gb300-a", "outcome": "passed"}
+                   for n in ("unit", "image", "flags")],
+        "metrics": [{"station": "gb300-a", "check": "c1", "name": "tokens_per_s", "value": 100.0, "unit": "tok/s"},
+                    {"station": "gb300-a", "check": "c2", "name": "ttft_p50", "value": 0.50, "unit": "s"}],
+    }
+
+
+def test_identical_results_have_no_changes():
+    assert diff(results(), results()).changes == []
+
+
+def test_exactly_one_check_one_metric_one_flag_appear_and_the_flag_fails_the_gate():
+    before, after = results(), results()
+    after["checks"][1]["outcome"] = "failed"
+    after["metrics"][0]["value"] = 80.0      # -20 %: beyond the 10 % tolerance
+    after["metrics"][1]["value"] = 0.53      # +6 %: within it, not listed
+    after["stations"][0]["provenance"]["served_args"]["max-num-batched-tokens"] = "2048"  # not pinned: unannounced
+    result = diff(before, after, tolerance_pct=10)
+    shown = [(c.kind, c.name, c.before, c.after, c.failing) for c in result.changes]
+    assert shown == [("check", "suites/host/test_x.py::test_image[gb300-a]", "passed", "failed", False),
+                     ("metric", "tokens_per_s", 100.0, 80.0, False),
+                     ("flag", "--max-num-batched-tokens", "8192", "2048", True)]
+    assert result.changes[1].why == "moved 20.0% (tolerance 10%)"
+    assert result.as_dict()["passed"] is False
+    finding = gate_finding(result)
+    assert "gb300-a: flag --max-num-batched-tokens: '8192' → '2048' (unannounced" in finding["found"]
+    assert "pin the new value in the site profile" in finding["fix"]
+
+
+def test_a_flag_change_the_new_profile_pins_is_announced():
+    before, after = results(), results()
+    after["stations"][0]["provenance"]["served_args"]["max-num-seqs"] = "128"
+    after["stations"][0]["provenance"]["pinned_flags"]["max-num-seqs"] = 128
+    result = diff(before, after)
+    assert [(c.name, c.failing) for c in result.changes] == [("--max-num-seqs", False)]
+    assert gate_finding(result) is None
+
+
+def test_parser_and_image_and_vllm_changes_are_listed():
+    before, after = results(), copy.deepcopy(results())
+    prov = after["stations"][0]["provenance"]
+    prov["served_args"]["reasoning-parser"] = "deepseek_r1"  # not pinned by this profile: unannounced
+    prov["image_digest"] = "sha256:" + "b" * 64
+    prov["vllm_version"] = "0.33.0"
+    result = diff(before, after)
+    assert {(c.kind, c.name, c.failing) for c in result.changes} == {
+        ("provenance", "image_digest", False), ("provenance", "vllm_version", False),
+        ("flag", "--reasoning-parser", True)}
+
+
+def test_tolerance_is_the_profiles():
+    before, after = results(), results()
+    after["metrics"][0]["value"] = 80.0
+    assert diff(before, after, tolerance_pct=25).changes == []
+
+
+def test_baseline_must_be_a_go_live_of_the_same_profile(tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema": 2, "profile": {"name": "glm-5.3-2x-station-tp2"}}))
+    with pytest.raises(ValueError, match="the baseline is a go-live of profile 'glm-5.3-2x-station-tp2', this run "
+                                         "checks 'glm-5.3-flash-gb300': compare go-lives of the same profile"):
+        load_baseline(other, "glm-5.3-flash-gb300")
+    other.write_text(json.dumps({"schema": 1}))
+    with pytest.raises(ValueError, match="not a golive results.json of schema 2"):
+        load_baseline(other, "glm-5.3-flash-gb300")
+    with pytest.raises(ValueError, match="baseline results file not found"):
+        load_baseline(tmp_path / "missing.json", "glm-5.3-flash-gb300")
+    assert load_baseline(_write(tmp_path, results()), "glm-5.3-flash-gb300")["verdict"] == "pass"
+
+
+def _write(tmp_path, data: dict):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    return path
