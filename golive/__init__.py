@@ -1,3 +1,3 @@
 """golive: go-live acceptance for self-hosted LLM serving stations."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
