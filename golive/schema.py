@@ -88,8 +88,8 @@ class Endpoint(Strict):
     needle_fraction_of_context: float = 0.9
     request_timeout_s: float = Field(default=120, gt=0)  # one whole non-streamed generation
     connect_timeout_s: float = Field(default=5, gt=0)  # TCP/TLS connect, every request
-    light_timeout_s: float = Field(default=10, gt=0)  # /health, /v1/models, /metrics, /tokenize
-    stream_stall_timeout_s: float = Field(default=60, gt=0)  # longest silence between two chunks of a stream
+    light_timeout_s: float = Field(default=10, gt=0)  # /health, /v1/models, /metrics
+    stream_stall_timeout_s: float = Field(default=120, gt=0)  # longest silence between two chunks of a stream
     max_concurrency: int = Field(default=4, ge=1)  # golive never has more requests in flight than this
 
 

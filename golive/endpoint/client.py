@@ -51,10 +51,11 @@ class EndpointClient:
         except httpx.HTTPError as exc:
             raise from_transport(self.root + path, exc) from None
 
-    def post(self, path: str, body: dict, with_key: bool = True) -> httpx.Response:
+    def post(self, path: str, body: dict, with_key: bool = True, timeout: httpx.Timeout | None = None) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self._api_key}"} if with_key and self._api_key else {}
         try:
-            return self.http.post(self.root + path, json=body, headers=headers)
+            return self.http.post(self.root + path, json=body, headers=headers,
+                                  **({"timeout": timeout} if timeout else {}))
         except httpx.HTTPError as exc:
             raise from_transport(self.root + path, exc) from None
 
@@ -153,7 +154,9 @@ class EndpointClient:
                           first_token_s=first)
 
     def tokenize(self, model: str, text: str) -> int:
-        response = self.post("/tokenize", {"model": model, "prompt": text, "add_special_tokens": False})
+        # a 1M-token prompt takes a while to tokenize: this call gets the generation timeout, not the light one
+        response = self.post("/tokenize", {"model": model, "prompt": text, "add_special_tokens": False},
+                             timeout=self._generation)
         count = self._json(response, "POST /tokenize did not count tokens").get("count")
         if not isinstance(count, int):
             raise from_response(response, "POST /tokenize answered without a token `count`")
