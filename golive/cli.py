@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -40,15 +39,25 @@ def run_suites(inventory: Path, out: Path, pytest_args: list[str]) -> int:
 
     suites = suites_dir()
     out.mkdir(parents=True, exist_ok=True)
-    started = time.time()
+    before = {name: _stamp(out / name) for name in REPORT_FILES}
     args = [str(suites), f"--golive-inventory={inventory}", *report_args(out), "-p", "no:cacheprovider",
             "-c", str(Path(__file__).with_name("suites.ini")), f"--rootdir={suites.parent}", *pytest_args]
     code = int(pytest.main(args))
+    if code == EXIT_USAGE:
+        return code  # pytest refused the arguments: nothing ran, nothing to claim
     for name in REPORT_FILES:
         path = out / name
-        if path.exists() and path.stat().st_mtime >= started - 1:  # never claim a file an earlier run left
+        if path.exists() and _stamp(path) != before[name]:  # never claim a file an earlier run left
             print(f"golive: wrote {path}")
     return code
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_ino
 
 
 def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:

@@ -115,6 +115,8 @@ def _expected(error: dict) -> str:
              "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping"}
     if kind in names:
         return f"expected {names[kind]}"
+    if kind == "value_error":
+        return msg.removeprefix("Value error, ")
     return msg[0].lower() + msg[1:]
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import httpx
 import pytest
 
 from golive import config as golive_config
 from golive import verdict as rules
-from golive.endpoint import EndpointClient
+from golive.endpoint import EndpointClient, EndpointError
 from golive.facts import FactError
 from golive.report import baseline as baseline_mod
 from golive.report import keys
 from golive.report import results as results_mod
 from golive.scope import layer_scope
 from golive.station import StationFacts, chroot_tree, connect
+from golive.urls import password_of
 from golive.verdict import NOT_APPLICABLE, Finding, NotApplicable, cite, not_applicable
 from golive.waivers import expired_message as waiver_expired_message
 
@@ -175,27 +175,60 @@ def endpoint_client(request, station, profile) -> EndpointClient:
     if not station.endpoint:
         pytest.skip(f"station {station.name} has no endpoint URL")
     key = os.environ.get(station.api_key_env) if station.api_key_env else None
+    limits = profile.endpoint
     return _cached(request, ("endpoint", station.name),
-                   lambda: EndpointClient(station.endpoint, key, timeout=profile.endpoint.request_timeout_s))
+                   lambda: EndpointClient(station.endpoint, key, timeout=limits.request_timeout_s,
+                                          connect_timeout=limits.connect_timeout_s,
+                                          light_timeout=limits.light_timeout_s,
+                                          stall_timeout=limits.stream_stall_timeout_s))
+
+
+def _health(request, client: EndpointClient, station) -> str | None:
+    """GET /health once per station: None when it answers 200, else why not (the health check reports it)."""
+    def probe() -> str | None:
+        try:
+            status = client.get("/health", with_key=False).status_code
+        except EndpointError as exc:
+            return exc.what
+        return None if status == 200 else f"it answered HTTP {status}"
+    return _cached(request, ("health", station.name), probe)
 
 
 @pytest.fixture(scope="session")
-def endpoint_reachable(endpoint_client, station) -> EndpointClient:
+def endpoint_answers(request, endpoint_client, station) -> EndpointClient:
+    """The endpoint, once GET /health answers; otherwise dependent checks are not checked and the health check
+    carries the one failure."""
+    problem = _health(request, endpoint_client, station)
+    if problem:
+        pytest.skip(f"not checked because {endpoint_client.root}/health does not answer 200 ({problem}): see the "
+                    f"/health check")
+    return endpoint_client
+
+
+@pytest.fixture(scope="session")
+def endpoint_reachable(endpoint_answers, station) -> EndpointClient:
     """The endpoint, once it answers and accepts our credentials. Otherwise dependent checks skip and the liveness
     or auth check carries the one failure, with its reason."""
     try:
-        response = endpoint_client.get("/v1/models")
-    except httpx.HTTPError as exc:
-        pytest.skip(f"endpoint {station.endpoint} unreachable ({type(exc).__name__}): see the /health check")
-    if response.status_code == 401:
-        pytest.skip("the endpoint refused golive's credentials (HTTP 401): see the auth check")
-    return endpoint_client
+        response = endpoint_answers.get("/v1/models")
+        status = response.status_code
+    except EndpointError as exc:
+        pytest.skip(f"not checked because GET /v1/models failed ({exc.what}): see the auth check")
+    if status == 401:
+        pytest.skip("not checked because the endpoint refused golive's credentials (HTTP 401): see the auth check")
+    if status != 200 or "json" not in response.headers.get("content-type", ""):
+        pytest.skip(f"not checked because GET /v1/models answered HTTP {status} "
+                    f"({response.headers.get('content-type') or 'no content type'}): see the auth check")
+    return endpoint_answers
 
 
 @pytest.fixture(scope="session")
 def endpoint(endpoint_reachable, profile) -> EndpointClient:
     """The endpoint, once it serves the profile's model name (else: see the served-name check)."""
-    ids = [m.get("id") for m in endpoint_reachable.models()]
+    try:
+        ids = [m.get("id") for m in endpoint_reachable.models()]
+    except EndpointError as exc:
+        pytest.skip(f"not checked because /v1/models lists no models ({exc.what}): see the served-name check")
     if profile.vllm.served_model_name not in ids:
         pytest.skip(f"the endpoint does not serve `{profile.vllm.served_model_name}` (it serves {ids}): see the "
                     f"served-name check")
@@ -248,7 +281,10 @@ def _secrets(config: pytest.Config) -> list[str]:
     if loaded is None:
         return []
     names = {s.api_key_env for s in loaded.inventory.stations if s.api_key_env}
-    return [os.environ[n] for n in names if os.environ.get(n)]
+    secrets = [os.environ[n] for n in names if os.environ.get(n)]
+    for station in loaded.inventory.stations:  # ssh://user:password@host: the password, as written and decoded
+        secrets.extend(password_of(station.host))
+    return sorted({s for s in secrets if s}, key=len, reverse=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -265,12 +301,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    _redact(report, _secrets(item.config))
     classified = _classify(report, call)
     if classified is not None and classified[0] == rules.FAILED:
         classified = _apply_waiver(item, report, classified)
     if classified is not None:
         report.user_properties.append((keys.OUTCOME, classified))
+    _redact(report, _secrets(item.config))  # after classifying: outcome reasons quote exception text too
     return report
 
 
@@ -291,11 +327,20 @@ def _classify(report: pytest.TestReport, call) -> tuple[str, str] | None:
     if isinstance(exc, Finding):
         report.user_properties.append((keys.FINDING, exc.as_dict()))
         return rules.FAILED, str(exc.msg)
-    if isinstance(exc, FactError):
-        # a station that cannot give a fact the recipe needs is a finding about the station, not a golive crash
-        finding = Finding(found=f"could not read what this check needs: {exc}", recipe=report_rule(report),
-                          fix=exc.fix or "make that command or file work on the station (golive only reads), "
-                                         "then re-run")
+    if isinstance(exc, EndpointError) and report.when != "call":
+        # a fixture met a sick endpoint: this check is not checked; the check of that call carries the failure
+        reason = f"not checked because {exc.found}"
+        report.outcome, report.longrepr = "skipped", (str(report.location[0]), report.location[1] or 0, reason)
+        return rules.NOT_CHECKED, reason
+    if isinstance(exc, (FactError, EndpointError)):
+        # a station that cannot give a fact the recipe needs is a finding about the station, not a golive crash;
+        # so is an endpoint that answers what no vLLM server would
+        if isinstance(exc, EndpointError):
+            finding = Finding(found=exc.found, recipe=report_rule(report), fix=exc.hint)
+        else:
+            finding = Finding(found=f"could not read what this check needs: {exc}", recipe=report_rule(report),
+                              fix=exc.fix or "make that command or file work on the station (golive only reads), "
+                                             "then re-run")
         report.longrepr = str(finding.msg)
         report.user_properties.append((keys.FINDING, finding.as_dict()))
         report.outcome = "failed"
@@ -340,9 +385,18 @@ def _redact(report: pytest.TestReport, secrets: list[str]) -> None:
         for secret in secrets:
             text = text.replace(secret, "[REDACTED]")
         return text
+    def scrub_data(value):
+        if isinstance(value, str):
+            return scrub(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(scrub_data(v) for v in value)
+        if isinstance(value, dict):
+            return {k: scrub_data(v) for k, v in value.items()}
+        return value
     if report.longrepr is not None and any(secret in str(report.longrepr) for secret in secrets):
         report.longrepr = scrub(str(report.longrepr))
     report.sections = [(title, scrub(body)) for title, body in report.sections]
+    report.user_properties = [scrub_data(prop) for prop in report.user_properties]
 
 
 class _Recording:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from golive.urls import normalise_endpoint
 
 
 class Strict(BaseModel):
@@ -84,7 +86,10 @@ class Endpoint(Strict):
     reasoning_effort_levels: list[str] = Field(default_factory=list)
     kv_cache_tokens_floor: int | None = None
     needle_fraction_of_context: float = 0.9
-    request_timeout_s: float = 120
+    request_timeout_s: float = Field(default=120, gt=0)  # one whole non-streamed generation
+    connect_timeout_s: float = Field(default=5, gt=0)  # TCP/TLS connect, every request
+    light_timeout_s: float = Field(default=10, gt=0)  # /health, /v1/models, /metrics
+    stream_stall_timeout_s: float = Field(default=120, gt=0)  # longest silence between two chunks of a stream
     max_concurrency: int = Field(default=4, ge=1)  # golive never has more requests in flight than this
     baseline_tolerance_pct: float = Field(default=10, ge=0)  # --baseline: a metric moving more than this is listed
 
@@ -120,6 +125,11 @@ class Station(Strict):
     phase: Literal["serving", "pre-start"] = "serving"
     layers: list[Layer] | None = None  # checked here; default: every layer of the profile (others: not applicable)
     profile: str | None = None  # this station's own profile, where it differs from the inventory's
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint_url(cls, value: str | None) -> str | None:
+        return None if value is None else normalise_endpoint(value)
 
 
 class Inventory(Strict):

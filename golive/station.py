@@ -238,5 +238,7 @@ def connect(spec: str):
     """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend)."""
     import testinfra
 
+    from golive.readonly import guard
+
     tree = chroot_tree(spec)
-    return testinfra.get_host(tree, connection="chroot") if tree else testinfra.get_host(spec)
+    return guard(testinfra.get_host(tree, connection="chroot") if tree else testinfra.get_host(spec))

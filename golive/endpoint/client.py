@@ -8,6 +8,8 @@ import httpx
 import openai
 from prometheus_client.parser import text_string_to_metric_families
 
+from golive.endpoint.errors import EndpointError, from_response, from_transport
+
 
 @dataclass
 class ChatResult:
@@ -22,33 +24,62 @@ class ChatResult:
 class EndpointClient:
     """One station's endpoint. The API key lives here only; it is never part of a message or a report."""
 
-    def __init__(self, base_url: str, api_key: str | None, timeout: float = 120):
+    def __init__(self, base_url: str, api_key: str | None, timeout: float = 120, *, connect_timeout: float = 5,
+                 light_timeout: float = 10, stall_timeout: float = 60):
         self.base_url = base_url.rstrip("/")
         self.root = self.base_url.removesuffix("/v1")
         self._api_key = api_key
         self.timeout = timeout
+        # generation may take `timeout`; a streamed answer may pause `stall_timeout` between chunks; nothing else
+        # waits longer than `light_timeout`, and no connect longer than `connect_timeout`
+        self._generation = httpx.Timeout(timeout, connect=connect_timeout)
+        self._stream = httpx.Timeout(timeout, connect=connect_timeout, read=stall_timeout)
         # the openai client insists on a key; "EMPTY" is what vLLM's docs use for an open server
-        self.openai = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
-        self.http = httpx.Client(timeout=timeout)
+        self.openai = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", timeout=self._generation,
+                                    max_retries=0)
+        self.http = httpx.Client(timeout=httpx.Timeout(light_timeout, connect=connect_timeout))
 
     @property
     def has_key(self) -> bool:
         return bool(self._api_key)
 
     def get(self, path: str, with_key: bool = True) -> httpx.Response:
+        """Any answer comes back (checks judge the status); no answer at all raises EndpointError."""
         headers = {"Authorization": f"Bearer {self._api_key}"} if with_key and self._api_key else {}
-        return self.http.get(self.root + path, headers=headers)
+        try:
+            return self.http.get(self.root + path, headers=headers)
+        except httpx.HTTPError as exc:
+            raise from_transport(self.root + path, exc) from None
 
-    def post(self, path: str, body: dict, with_key: bool = True) -> httpx.Response:
+    def post(self, path: str, body: dict, with_key: bool = True, timeout: httpx.Timeout | None = None) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self._api_key}"} if with_key and self._api_key else {}
-        return self.http.post(self.root + path, json=body, headers=headers)
+        try:
+            return self.http.post(self.root + path, json=body, headers=headers,
+                                  **({"timeout": timeout} if timeout else {}))
+        except httpx.HTTPError as exc:
+            raise from_transport(self.root + path, exc) from None
+
+    def _json(self, response: httpx.Response, what: str) -> dict:
+        if response.status_code != 200:
+            raise from_response(response, what)
+        try:
+            body = response.json()
+        except (ValueError, httpx.HTTPError):
+            raise from_response(response, f"{what}: the answer is not JSON (truncated or not the OpenAI API)") \
+                from None
+        if not isinstance(body, dict):
+            raise from_response(response, f"{what}: the answer is JSON but not an object")
+        return body
 
     # --- API ---------------------------------------------------------------------------------------------------------
 
     def models(self) -> list[dict]:
-        response = self.get("/v1/models")
-        response.raise_for_status()
-        return response.json().get("data", [])
+        body = self._json(self.get("/v1/models"), "GET /v1/models did not list models")
+        data = body.get("data")
+        if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
+            raise EndpointError(self.root + "/v1/models", "the answer has no `data` list of models",
+                                "check that the endpoint URL points at a vLLM (OpenAI-compatible) server")
+        return data
 
     def chat(self, model: str, messages: list[dict], *, stream: bool = False, tools: list[dict] | None = None,
              **params) -> ChatResult:
@@ -56,7 +87,13 @@ class EndpointClient:
         if tools:
             kwargs["tools"] = tools
         if not stream:
-            response = self.openai.chat.completions.create(**kwargs)
+            try:
+                response = self.openai.chat.completions.create(**kwargs)
+            except openai.APIConnectionError as exc:  # status errors stay: checks read their meaning (400, 413 …)
+                raise from_transport(self.base_url + "/chat/completions", exc) from None
+            if not response.choices:
+                raise EndpointError(self.base_url + "/chat/completions", "the answer has no choices",
+                                    "check that the endpoint URL points at a vLLM (OpenAI-compatible) server")
             choice = response.choices[0]
             message = choice.message
             calls = [(c.function.name, c.function.arguments) for c in (message.tool_calls or [])]
@@ -73,8 +110,12 @@ class EndpointClient:
         content, reasoning, finish = [], [], None
         calls: dict[int, list[str]] = {}
         usage: dict = {}
-        stream = self.openai.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs)
-        for chunk in stream:
+        url = self.base_url + "/chat/completions"
+        events = 0
+
+        def on_chunk(chunk) -> None:
+            nonlocal first, finish, usage, events
+            events += 1
             if chunk.usage:
                 usage = chunk.usage.model_dump()
             for choice in chunk.choices:
@@ -91,19 +132,41 @@ class EndpointClient:
                     if call.function and call.function.arguments:
                         entry[1] += call.function.arguments
                 finish = choice.finish_reason or finish
+
+        try:
+            stream = self.openai.chat.completions.create(stream=True, stream_options={"include_usage": True},
+                                                         timeout=self._stream, **kwargs)
+            for chunk in _chunks(stream):
+                on_chunk(chunk)
+        except (openai.APIConnectionError, httpx.HTTPError) as exc:
+            raise from_transport(url, exc) from None
+        except openai.APIStatusError:
+            raise  # checks read its meaning (400, 413 …)
+        except openai.APIError as exc:
+            raise EndpointError(url, f"the stream carried an error or a broken event ({str(exc)[:160]})",
+                                "check the server log; a proxy may be cutting or rewriting event streams") from None
+        if finish is None:
+            raise EndpointError(url, f"the stream ended before the answer did (no finish_reason after {events} "
+                                     f"event(s))",
+                                "check the server log for a crash; a proxy may be cutting long event streams")
         return ChatResult(content="".join(content), reasoning="".join(reasoning),
                           tool_calls=[tuple(calls[i]) for i in sorted(calls)], finish_reason=finish, usage=usage,
                           first_token_s=first)
 
     def tokenize(self, model: str, text: str) -> int:
-        response = self.post("/tokenize", {"model": model, "prompt": text, "add_special_tokens": False})
-        response.raise_for_status()
-        return int(response.json()["count"])
+        # a 1M-token prompt takes a while to tokenize: this call gets the generation timeout, not the light one
+        response = self.post("/tokenize", {"model": model, "prompt": text, "add_special_tokens": False},
+                             timeout=self._generation)
+        count = self._json(response, "POST /tokenize did not count tokens").get("count")
+        if not isinstance(count, int):
+            raise from_response(response, "POST /tokenize answered without a token `count`")
+        return count
 
     def metrics(self) -> dict[str, list[tuple[dict, float]]]:
         """/metrics as {sample name: [(labels, value), …]}."""
         response = self.get("/metrics")
-        response.raise_for_status()
+        if response.status_code != 200:
+            raise from_response(response, "GET /metrics did not answer")
         samples: dict[str, list[tuple[dict, float]]] = {}
         for family in text_string_to_metric_families(response.text):
             for sample in family.samples:
@@ -113,6 +176,16 @@ class EndpointClient:
     def close(self) -> None:
         self.http.close()
         self.openai.close()
+
+
+def _chunks(stream):
+    """The stream's chunks; a chunk that is not valid JSON (an event cut in half) is an error, not a crash."""
+    try:
+        yield from stream
+    except json.JSONDecodeError as exc:
+        raise openai.APIError(f"an event is not valid JSON ({exc.msg})", request=None, body=None) from None
+    finally:
+        stream.close()
 
 
 def _reasoning(message) -> str | None:

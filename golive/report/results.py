@@ -19,6 +19,7 @@ from pathlib import Path
 
 from golive import verdict as rules
 from golive.report import keys
+from golive.urls import without_password
 
 SCHEMA = 2
 OUTCOMES = rules.OUTCOMES
@@ -115,7 +116,8 @@ class Recorder:
         if loaded is not None:
             profile = {"name": loaded.profile.profile.name, "sha256": loaded.profile.sha256,
                        "files": [str(p) for p in loaded.profile.files]}
-            stations = [{"name": s.name, "role": s.role, "phase": s.phase, "host": loaded.host_spec(s),
+            stations = [{"name": s.name, "role": s.role, "phase": s.phase,
+                         "host": without_password(loaded.host_spec(s)),
                          "endpoint": s.endpoint, "profile": loaded.profile_of(s).profile.name,
                          "profile_sha256": loaded.profile_of(s).sha256,
                          "provenance": self.provenance.get(s.name, {})}

@@ -1,9 +1,9 @@
 """The endpoint is up, alive, and serves the recipe's model under the recipe's name [000][002]."""
-import httpx
 import openai
 import pytest
 
-from golive.endpoint import error_body
+from golive.endpoint import EndpointError, error_body
+from golive.endpoint.errors import from_response
 from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
@@ -12,17 +12,17 @@ pytestmark = pytest.mark.endpoint
 def test_health_endpoint_is_ok(endpoint_client, station):
     """GET /health answers 200: the engine is alive (503 while /v1/models may still say 200) [002]."""
     try:
-        status = endpoint_client.get("/health", with_key=False).status_code
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # never reached: not checked, not a station verdict
-        pytest.skip(f"golive could not reach {endpoint_client.root}/health ({type(exc).__name__}): start the station "
-                    f"or correct its endpoint URL in the inventory, then re-run")
-    except httpx.HTTPError as exc:
-        status = f"no answer ({type(exc).__name__})"
-    require(status == 200,
-            found=f"GET {endpoint_client.root}/health: {status}",
+        response = endpoint_client.get("/health", with_key=False)
+        problem = None if response.status_code == 200 else from_response(response, "GET /health is not 200")
+    except EndpointError as exc:
+        if exc.unreachable:  # golive never reached the station: nothing was checked, the verdict cannot be GO
+            pytest.skip(str(exc))
+        problem = exc
+    require(problem is None,
+            found=problem and problem.found,
             recipe="health on the serving port answers 200 before go-live [002]; a dead engine answers 503",
-            fix="read the server log (`journalctl -u <unit>` / `docker logs`); restart the service once the cause is "
-                "fixed")
+            fix=(problem and problem.hint or "") + "; read the server log (`journalctl -u <unit>` / `docker logs`) "
+                "and restart the service once the cause is fixed")
 
 
 def test_models_lists_served_name(endpoint_reachable, profile, record_provenance):

@@ -1,33 +1,40 @@
 """Auth: required when the profile says so; an open endpoint is reported plainly [000][002]."""
 import pytest
 
+from golive.endpoint.errors import from_response
 from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
 
 
-def test_auth_matches_profile(endpoint_client, station, profile, record_finding):
+def test_auth_matches_profile(endpoint_answers, station, profile, record_finding):
     """Auth as the profile asks: without the key a request gets 401; an open endpoint is a finding [000][002]."""
-    anonymous = endpoint_client.get("/v1/models", with_key=False).status_code
-    require(anonymous in (200, 401),
-            found=f"GET /v1/models without a key answered {anonymous}",
+    response = endpoint_answers.get("/v1/models", with_key=False)
+    anonymous = response.status_code
+    problem = None
+    if anonymous not in (200, 401):
+        problem = from_response(response, "GET /v1/models without a key")
+    elif anonymous == 200 and "json" not in response.headers.get("content-type", ""):
+        problem = from_response(response, "GET /v1/models without a key answered a page, not the API")
+    require(problem is None,
+            found=problem and problem.found,
             recipe="the endpoint answers 200 (open) or 401 (auth required)",
-            fix="check the proxy in front of the server")
+            fix=problem and problem.hint)
     if anonymous == 401:
-        require(endpoint_client.has_key,
+        require(endpoint_answers.has_key,
                 found="the endpoint requires a key (401 without one) and the inventory gives golive none"
                       + (f" (env var {station.api_key_env} is empty)" if station.api_key_env else ""),
                 recipe="golive authenticates like a client does",
                 fix=f"set `api_key_env:` for station {station.name} in the inventory to the NAME of an environment "
                     f"variable holding the key, and export it")
-        keyed = endpoint_client.get("/v1/models").status_code
+        keyed = endpoint_answers.get("/v1/models").status_code
         require(keyed == 200,
                 found=f"with the key from ${station.api_key_env} the endpoint answered {keyed}",
                 recipe="the configured key is accepted", fix=f"put a valid key in ${station.api_key_env}")
         return
     require(not profile.security.require_auth,
-            found=f"{endpoint_client.base_url} answers without any key",
+            found=f"{endpoint_answers.base_url} answers without any key",
             recipe="the profile requires auth: firewall, auth and TLS before wider exposure [002]",
             fix="put an authenticating proxy in front, or serve with an API key (vLLM reads VLLM_API_KEY)")
-    record_finding(f"OPEN ENDPOINT: {endpoint_client.base_url} answers anyone who can reach it — no API key, as "
+    record_finding(f"OPEN ENDPOINT: {endpoint_answers.base_url} answers anyone who can reach it — no API key, as "
                    f"published [000][002]. Firewall the port, add auth and TLS before wider exposure.")

@@ -1,0 +1,92 @@
+"""What golive may send to a station: read-only commands only, checked before each one leaves (an allow-list).
+
+Every command a testinfra host runs for golive passes `guard`; anything not on the list is refused before it reaches
+the station. GOLIVE_COMMAND_LOG=PATH appends every command sent, one a line, for an operator's audit.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+from golive.facts import FactError
+
+# The first words of each command golive (or testinfra's file/exists modules for it) sends; each only reads.
+ALLOWED = (
+    ("cat",), ("ls",), ("find",), ("stat",), ("df",), ("test",), ("command", "-v"), ("readlink",), ("realpath",),
+    ("systemctl", "show"), ("systemctl", "is-enabled"), ("systemctl", "is-active"), ("systemctl", "cat"),
+    ("docker", "inspect"), ("docker", "image", "inspect"), ("docker", "ps"),
+    ("nvidia-smi", "-q"), ("nvidia-smi", "--query-gpu"), ("nvidia-smi", "--query-compute-apps"),
+    ("uname",), ("id",), ("lsb_release", "-a"), ("numactl", "--hardware"), ("ip",), ("sysctl", "-n"), ("lspci",),
+    ("ibv_devinfo",), ("ibstat",), ("ibdev2netdev",), ("rdma", "link", "show"), ("ethtool",), ("ping",),
+    ("ldconfig", "-p"), ("nproc",), ("hostname",), ("getent",), ("free",), ("lscpu",),
+)
+# Shell syntax that could write or hide a command from the list; `2>/dev/null` is the one redirect allowed.
+_HIDDEN = re.compile(r"`|\$\(|\n")
+_OPERATORS = {"|"}  # pipelines are fine when every stage is on the list; ; && || > >> & are not
+_IP_WRITES = {"set", "add", "del", "delete", "change", "replace", "flush", "append", "prepend", "save", "restore",
+              "exec", "attach", "detach", "up", "down"}
+_ETHTOOL_WRITES = {"-s", "-K", "-G", "-A", "-C", "-L", "-E", "-f", "-p", "-r", "-X", "-N", "-U", "-W", "--flash",
+                   "--identify", "--negotiate", "--reset"}
+_FIND_WRITES = {"-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-ok", "-okdir", "-execdir"}
+
+
+def allowed(command: str) -> bool:
+    """True when every stage of `command` starts with an allowed prefix and nothing in it can write."""
+    text = command.replace("2>/dev/null", "")
+    if _HIDDEN.search(text):
+        return False
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return False
+    stages, stage = [], []
+    for token in tokens:
+        if token and set(token) <= set("|&;<>()"):
+            if token not in _OPERATORS:
+                return False
+            stages.append(stage)
+            stage = []
+        else:
+            stage.append(token)
+    stages.append(stage)
+    return all(_stage_allowed(words) for words in stages)
+
+
+def _stage_allowed(words: list[str]) -> bool:
+    keys = [w.split("=", 1)[0] if w.startswith("--") else w for w in words]
+    if not keys or not any(tuple(keys[:len(prefix)]) == prefix for prefix in ALLOWED):
+        return False
+    if keys[0] == "ip":  # `ip` reads unless told to change something
+        return not _IP_WRITES & set(keys) and "netns" not in keys
+    if keys[0] == "ethtool":  # -i, -k, -S, -m … read; these change the NIC
+        return not _ETHTOOL_WRITES & set(keys) and not any(k.startswith(("--set", "--change")) for k in keys)
+    if keys[0] == "find":
+        if _FIND_WRITES & set(keys):
+            return False
+        return all(keys[i + 1:i + 2] == ["stat"] for i, key in enumerate(keys) if key == "-exec")
+    return True
+
+
+def guard(host):
+    """Make `host` (a testinfra host) refuse, before sending, any command that is not on the allow-list."""
+    backend = host.backend
+    if getattr(backend, "golive_guarded", False):  # testinfra caches hosts: guard each once
+        return host
+    send = backend.run
+    log = os.environ.get("GOLIVE_COMMAND_LOG")
+
+    def run(command: str, *args: str, **kwargs):
+        line = backend.quote(command, *args)
+        if log:
+            with open(log, "a") as out:
+                out.write(line.replace("\n", "\\n") + "\n")
+        if not allowed(line):
+            raise FactError(f"golive refused to send `{line}`: it is not on golive's read-only allow-list "
+                            f"(golive/readonly.py)", fix="report this as a golive bug: no check may change a station")
+        return send(command, *args, **kwargs)
+
+    backend.run, backend.golive_guarded = run, True
+    return host

@@ -1,0 +1,67 @@
+"""Read-only, proven: the host layer leaves a station tree exactly as it was, and every command it sends is on the
+read-only allow-list (golive/readonly.py), which refuses anything that could write."""
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from golive_testbed.targets import build_station_trees
+
+from golive.readonly import allowed
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tree_state(root: Path) -> str:
+    """Every path's type, mode, size, mtime, ctime and (small files) content or link target: any write changes it.
+    Checkpoint shards are large sparse files: ctime (which no write can avoid changing) stands for their content."""
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath, name)
+            st = path.lstat()
+            digest.update(f"{path.relative_to(root)}|{st.st_mode}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}".encode())
+            if path.is_symlink():
+                digest.update(os.readlink(path).encode())
+            elif path.is_file() and st.st_size <= 1 << 20:
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+def test_host_layer_changes_nothing_and_sends_only_allowed_commands(tmp_path):
+    trees = build_station_trees()
+    tree = trees["gb300-healthy"]
+    before = tree_state(tree)
+    log = tmp_path / "commands.log"
+    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(REPO / "fixtures/inventories/gb300-healthy.yaml"),
+                             "-o", str(tmp_path / "out"), "-m", "host", "-q", "-p", "no:cacheprovider"],
+                            capture_output=True, text=True, cwd=REPO, timeout=300,
+                            env={**os.environ, "GOLIVE_COMMAND_LOG": str(log)})
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert tree_state(tree) == before
+    sent = set(log.read_text().splitlines())
+    assert {"systemctl show glm53-flash.service", "docker inspect glm53-flash"} <= sent  # the log saw the checks
+    assert [c for c in sent if not allowed(c)] == []
+
+
+@pytest.mark.parametrize("command", [
+    "rm -rf /srv/models", "echo 1 > /proc/sys/vm/drop_caches", "sync", "cat /a > /b", "cat /a >> /b", "cat /a | tee /b",
+    "cat /a; rm /b", "cat /a && reboot", "ls `rm /b`", "cat $(rm /b)", "ls | sh", "systemctl restart glm53-flash",
+    "systemctl stop glm53-flash", "docker rm -f glm53-flash", "docker run --rm alpine", "find / -delete",
+    "find / -exec rm {} +", "ip link set eth0 mtu 1500", "ip netns exec x reboot", "ethtool -K eth0 tso off",
+    "sysctl -w vm.drop_caches=1", "nvidia-smi -r", "nvidia-smi -pm 1", "cat /a\nrm /b", "cat 'unterminated",
+])
+def test_allow_list_refuses_anything_that_could_write(command):
+    assert not allowed(command)
+
+
+@pytest.mark.parametrize("command", [
+    "ls -1 /proc/driver/nvidia/gpus 2>/dev/null", "find /srv/m -maxdepth 1 -name '*.safetensors' -exec stat -c '%n|%s' {} +",
+    "nvidia-smi --query-gpu=index,name --format=csv,noheader", "ip -j link show", "ethtool -i eth0", "cat -- /etc/os-release",
+])
+def test_allow_list_lets_reads_through(command):
+    assert allowed(command)
