@@ -234,9 +234,12 @@ def chroot_tree(spec: str | None) -> str | None:
     return spec[len(CHROOT):] if spec and spec.startswith(CHROOT) else None
 
 
-def connect(spec: str):
-    """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend)."""
+def connect(spec: str, ssh_config: str | None = None):
+    """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
+    `ssh_config` is passed to the ssh backends (an inventory's `ssh_config:`)."""
     import testinfra
 
     tree = chroot_tree(spec)
-    return testinfra.get_host(tree, connection="chroot") if tree else testinfra.get_host(spec)
+    if tree:
+        return testinfra.get_host(tree, connection="chroot")
+    return testinfra.get_host(spec, ssh_config=ssh_config) if ssh_config else testinfra.get_host(spec)
