@@ -248,6 +248,12 @@ class LoadedInventory:
             return station.host
         return f"{CHROOT}{(self.path.parent / tree).resolve()}"  # an absolute tree stays as it is
 
+    @property
+    def ssh_config(self) -> str | None:
+        """The inventory's ssh_config, relative to the inventory file."""
+        path = self.inventory.ssh_config
+        return str((self.path.parent / path).resolve()) if path else None
+
 
 def _profile_at(ref: str, inventory: Path, located: Located, at: Path_) -> LoadedProfile:
     try:

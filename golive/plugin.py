@@ -8,6 +8,7 @@ import pytest
 
 from golive import config as golive_config
 from golive import verdict as rules
+from golive.cluster import ClusterFacts
 from golive.endpoint import EndpointClient, EndpointError
 from golive.facts import FactError
 from golive.report import baseline as baseline_mod
@@ -99,6 +100,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             reason=NO_INVENTORY))])
         return
     stations = loaded.inventory.stations
+    if "peer" in metafunc.fixturenames:  # a check of both stations at once runs once, from the role a station
+        stations = [s for s in stations if s.role == "a"]
     metafunc.parametrize("station", stations, ids=[s.name for s in stations], scope="session")
 
 
@@ -153,12 +156,41 @@ def station_host(request, station, golive_inventory):
     tree = chroot_tree(spec)
     if tree and not Path(tree).is_dir():
         pytest.skip(f"station {station.name}: station tree {tree} does not exist")
-    return _cached(request, ("host", spec), lambda: connect(spec))
+    return _cached(request, ("host", spec), lambda: connect(spec, golive_inventory.ssh_config))
 
 
 @pytest.fixture(scope="session")
 def facts(request, station, station_host, profile) -> StationFacts:
     return _cached(request, ("facts", station.name), lambda: StationFacts(station_host, station, profile))
+
+
+@pytest.fixture(scope="session")
+def cluster(profile):
+    """The profile's cluster section (rails, NCCL, what both stations share)."""
+    if profile.cluster is None:
+        not_applicable(f"profile {profile.name} has no cluster section")
+    return profile.cluster
+
+
+@pytest.fixture(scope="session")
+def cluster_facts(request, station, facts, cluster) -> ClusterFacts:
+    return _cached(request, ("cluster", station.name), lambda: ClusterFacts(facts, cluster))
+
+
+@pytest.fixture(scope="session")
+def peer(request, station, cluster, golive_inventory) -> ClusterFacts:
+    """The role b station's cluster facts, for checks that compare or join both stations (they run on role a)."""
+    others = [s for s in golive_inventory.inventory.stations if s.role == "b"]
+    if not others:
+        not_applicable(f"the inventory names no role b station beside {station.name}: one host, nothing to compare")
+    other = others[0]
+    if layer_scope("cluster", other, golive_inventory.profile_of(other).profile, "") is not None:
+        pytest.skip(f"station {other.name} has no `host:` in the inventory: add a testinfra host spec")
+    spec = golive_inventory.host_spec(other)
+    other_profile = golive_inventory.profile_of(other).profile
+    host = _cached(request, ("host", spec), lambda: connect(spec, golive_inventory.ssh_config))
+    return _cached(request, ("cluster", other.name), lambda: ClusterFacts(
+        _cached(request, ("facts", other.name), lambda: StationFacts(host, other, other_profile)), cluster))
 
 
 @pytest.fixture(scope="session")

@@ -19,11 +19,11 @@ ALLOWED = (
     ("nvidia-smi", "-q"), ("nvidia-smi", "--query-gpu"), ("nvidia-smi", "--query-compute-apps"),
     ("uname",), ("id",), ("lsb_release", "-a"), ("numactl", "--hardware"), ("ip",), ("sysctl", "-n"), ("lspci",),
     ("ibv_devinfo",), ("ibstat",), ("ibdev2netdev",), ("rdma", "link", "show"), ("ethtool",), ("ping",),
-    ("ldconfig", "-p"), ("nproc",), ("hostname",), ("getent",), ("free",), ("lscpu",),
+    ("ldconfig", "-p"), ("nproc",), ("hostname",), ("getent",), ("free",), ("lscpu",), ("sha256sum",), ("echo",),
 )
 # Shell syntax that could write or hide a command from the list; `2>/dev/null` is the one redirect allowed.
 _HIDDEN = re.compile(r"`|\$\(|\n")
-_OPERATORS = {"|"}  # pipelines are fine when every stage is on the list; ; && || > >> & are not
+_OPERATORS = {"|", "||"}  # fine when every stage is on the list (`cat f || echo -1`); ; && > >> & are not
 _IP_WRITES = {"set", "add", "del", "delete", "change", "replace", "flush", "append", "prepend", "save", "restore",
               "exec", "attach", "detach", "up", "down"}
 _ETHTOOL_WRITES = {"-s", "-K", "-G", "-A", "-C", "-L", "-E", "-f", "-p", "-r", "-X", "-N", "-U", "-W", "--flash",
@@ -56,6 +56,11 @@ def allowed(command: str) -> bool:
 
 
 def _stage_allowed(words: list[str]) -> bool:
+    if words[:1] == ["timeout"]:  # `timeout [-k N] [-s SIG] DURATION CMD…` bounds CMD: check CMD
+        rest = words[1:]
+        while rest[:1] and rest[0].startswith("-"):
+            rest = rest[2:] if rest[0] in ("-k", "-s", "--kill-after", "--signal") else rest[1:]
+        return len(rest) > 1 and rest[0][:1].isdigit() and _stage_allowed(rest[1:])
     keys = [w.split("=", 1)[0] if w.startswith("--") else w for w in words]
     if not keys or not any(tuple(keys[:len(prefix)]) == prefix for prefix in ALLOWED):
         return False
@@ -66,7 +71,7 @@ def _stage_allowed(words: list[str]) -> bool:
     if keys[0] == "find":
         if _FIND_WRITES & set(keys):
             return False
-        return all(keys[i + 1:i + 2] == ["stat"] for i, key in enumerate(keys) if key == "-exec")
+        return all(keys[i + 1:i + 2] in (["stat"], ["sha256sum"]) for i, key in enumerate(keys) if key == "-exec")
     return True
 
 

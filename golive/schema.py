@@ -1,6 +1,7 @@
 """The profile (a recipe as data) and the inventory (a site's stations). Unknown keys are errors."""
 from __future__ import annotations
 
+from ipaddress import IPv4Address
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -98,6 +99,35 @@ class Security(Strict):
     require_auth: bool = False
 
 
+Role = Literal["a", "b"]
+
+
+class Rail(Strict):
+    """One RoCE rail: the interface, its RDMA device and port, and each station's address on it [002]."""
+
+    interface: str
+    rdma_device: str | None = None   # None: a rail without RDMA (a test rail), its RDMA checks do not apply
+    port: int = 1
+    addresses: dict[Role, IPv4Address]
+
+
+class Cluster(Strict):
+    """Two stations over RDMA: rails, NCCL and what must be identical on both [002]."""
+
+    rails: list[Rail] = Field(default_factory=list)  # [] = both ranks on one host: no rail to check
+    mtu: int = 9000
+    speed_gbps: float = 400
+    ping_count: int = Field(default=3, ge=1, le=10)
+    nccl_version: str
+    env_file: str | None = None           # where each station keeps the pinned environment (KEY=VALUE)
+    env: dict[str, str] = Field(default_factory=dict)  # pinned in that file, value for value
+    gdrdma_required: bool = True
+    nccl_log: str | None = None           # each station's NCCL_DEBUG=INFO log of the serving run
+    image_ref: str | None = None          # the image reference the launch script runs on both stations
+    all_reduce_perf: str | None = None    # nccl-tests all_reduce_perf output on station a (optional gate)
+    busbw_floor_gbs: float | None = None  # GB/s, the `# Avg bus bandwidth` floor
+
+
 Layer = Literal["host", "cluster", "endpoint"]
 
 
@@ -114,6 +144,7 @@ class Profile(Strict):
     gpu: Gpu
     endpoint: Endpoint = Endpoint()
     security: Security = Security()
+    cluster: Cluster | None = None
 
 
 class Station(Strict):
@@ -137,3 +168,4 @@ class Inventory(Strict):
     stations: list[Station] = Field(min_length=1)
     output: str | None = None
     waivers: str | None = None  # a waiver file (golive/waivers.py), relative to this inventory
+    ssh_config: str | None = None  # an ssh_config for ssh:// hosts (relative to the inventory)

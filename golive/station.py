@@ -234,11 +234,14 @@ def chroot_tree(spec: str | None) -> str | None:
     return spec[len(CHROOT):] if spec and spec.startswith(CHROOT) else None
 
 
-def connect(spec: str):
-    """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend)."""
+def connect(spec: str, ssh_config: str | None = None):
+    """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
+    `ssh_config` is passed to the ssh backends (an inventory's `ssh_config:`)."""
     import testinfra
 
     from golive.readonly import guard
 
     tree = chroot_tree(spec)
-    return guard(testinfra.get_host(tree, connection="chroot") if tree else testinfra.get_host(spec))
+    if tree:
+        return guard(testinfra.get_host(tree, connection="chroot"))
+    return guard(testinfra.get_host(spec, ssh_config=ssh_config) if ssh_config else testinfra.get_host(spec))

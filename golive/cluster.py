@@ -1,0 +1,182 @@
+"""The facts of one station of a two-station cluster, gathered read-only through its testinfra host.
+
+    facts = ClusterFacts(StationFacts(host, station, profile), profile.cluster)
+    facts.interfaces["enp1s0f0np0"].mtu          # `ip -j addr show`
+    facts.ping(rail).verdict                      # `timeout 11 ping -M do -s 8972 -c 3 -W 2 -I IF PEER`
+    facts.nccl_log.version                        # the serving run's NCCL_DEBUG=INFO log
+
+Checks of both stations at once (image, checkpoint, environment file) get two of these, one per role.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from golive.facts import FactError, docker, nccl, net
+from golive.schema import Cluster, Rail
+from golive.station import StationFacts
+
+PING_HEADERS = 28  # IPv4 (20) + ICMP (8): `-s 8972` fills a 9000-byte frame
+# ssh's timeout only bounds the connect, and ethtool or ibv_devinfo can hang on a wedged driver: every command here is
+# bounded by coreutils `timeout` (which also runs the station's own `ip`/`ping`, never a shell's built-in applet).
+BOUND = "timeout 20 "
+
+
+@dataclass(frozen=True)
+class CheckpointManifest:
+    """What two stations' checkpoints are compared by: shard names and sizes, sha256 of the small files."""
+    shards: dict[str, int]
+    hashes: dict[str, str]        # config.json, *.index.json, … → sha256
+
+
+class ClusterFacts:
+    """Lazily gathered, cached facts of one station's rails, RDMA ports, NCCL log and pinned files; reads only."""
+
+    def __init__(self, station_facts: StationFacts, cluster: Cluster):
+        self.station_facts, self.cluster = station_facts, cluster
+        self.station = station_facts.station
+        self.host = station_facts.host
+        self._routes: dict[str, net.Route | None] = {}
+
+    def local_address(self, rail: Rail) -> str:
+        return str(rail.addresses[self.station.role])
+
+    def peer_address(self, rail: Rail) -> str:
+        return str(rail.addresses["b" if self.station.role == "a" else "a"])
+
+    # --- rails ---------------------------------------------------------------------------------------------------------
+
+    @cached_property
+    def interfaces(self) -> dict[str, net.Interface]:
+        return net.parse_ip_addr(self.station_facts.run(BOUND + "ip -j addr show"))
+
+    def route_to(self, address: str) -> net.Route | None:
+        if address not in self._routes:
+            self._routes[address] = self._route_to(address)
+        return self._routes[address]
+
+    def _route_to(self, address: str) -> net.Route | None:
+        result = self.host.run(BOUND + "ip -j route get %s", address)
+        if result.rc != 0 and "unreachable" not in result.stderr.lower():
+            raise FactError(f"`ip -j route get {address}` failed on {self.station.name} (exit {result.rc}): "
+                            f"{result.stderr.strip()}")
+        return net.parse_ip_route_get(result.stdout + result.stderr)
+
+    def rail_ready(self, rail: Rail) -> str | None:
+        """Why this station's side of the rail cannot carry the ping (see the rail checks), or None."""
+        iface = self.interfaces.get(rail.interface)
+        if iface is None or not iface.up:
+            return f"{self.station.name}'s {rail.interface} is missing or down: see test_rail_link_up"
+        if self.local_address(rail) not in [str(a.ip) for a in iface.ipv4]:
+            return f"{self.station.name}'s {rail.interface} lacks its address: see test_rail_holds_its_address"
+        route = self.route_to(self.peer_address(rail))
+        if route is None or route.dev != rail.interface or route.gateway:
+            return (f"{self.station.name} routes to {self.peer_address(rail)} off the rail: see "
+                    f"test_rail_route_to_peer_leaves_by_the_rail")
+        return None
+
+    def speed_mbps(self, ifname: str) -> tuple[int | None, str]:
+        """The link speed and where it was read: ethtool first, /sys/class/net/IF/speed where ethtool is missing."""
+        if self.host.exists("ethtool"):
+            return net.parse_ethtool(self.station_facts.run(BOUND + "ethtool %s", ifname)).speed_mbps, f"ethtool {ifname}"
+        path = f"/sys/class/net/{ifname}/speed"
+        text = self.station_facts.run("cat %s 2>/dev/null || echo -1", path)
+        return net.parse_sys_speed(text), path
+
+    def ping(self, rail: Rail) -> net.Ping:
+        """A jumbo DF ping to the peer's address on this rail, bounded by `timeout` (ssh has no command timeout)."""
+        size = self.cluster.mtu - PING_HEADERS
+        count = self.cluster.ping_count
+        result = self.host.run(f"timeout {count * 2 + 5} ping -M do -s {size} -c {count} -W 2 -I %s %s",
+                               rail.interface, self.peer_address(rail))
+        if result.rc in (124, 127) or (result.rc == 2 and "ping:" not in result.stdout + result.stderr
+                                and "statistics" not in result.stdout):
+            raise FactError(f"ping did not run on {self.station.name} (exit {result.rc}): {result.stderr.strip()[:200]}",
+                            fix="install iputils-ping on the station (golive uses `ping -M do`, which busybox lacks)")
+        return net.parse_ping(result.stdout + result.stderr, result.rc)
+
+    # --- RDMA ----------------------------------------------------------------------------------------------------------
+
+    @cached_property
+    def ib_devices(self) -> dict[str, net.IbDevice]:
+        if not self.host.exists("ibv_devinfo"):
+            raise FactError(f"ibv_devinfo is not installed on {self.station.name}",
+                            fix="install rdma-core's ibverbs-utils (apt-get install ibverbs-utils)")
+        result = self.host.run(BOUND + "ibv_devinfo -v")
+        return {d.hca_id: d for d in net.parse_ibv_devinfo(result.stdout + result.stderr)}
+
+    # --- NCCL and the pinned environment -------------------------------------------------------------------------------
+
+    @cached_property
+    def nccl_log_text(self) -> str:
+        path = self.cluster.nccl_log
+        if not path:
+            raise FactError("the profile gives no cluster.nccl_log",
+                            fix="set `cluster.nccl_log` (where each station keeps the serving run's NCCL_DEBUG=INFO "
+                                "log) in your site profile")
+        text = self.station_facts.read(path)
+        if text is None:
+            raise FactError(f"{path} does not exist on {self.station.name}",
+                            fix=f"start the serving run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV "
+                                f"NCCL_DEBUG_FILE={path} (or tee its output there)")
+        return text
+
+    @cached_property
+    def nccl_log(self) -> nccl.NcclLog:
+        return nccl.parse_nccl_log(self.nccl_log_text)
+
+    def log_line(self, number: int) -> str:
+        return self.nccl_log_text.splitlines()[number - 1].strip()
+
+    @cached_property
+    def env_bytes(self) -> bytes:
+        path = self.cluster.env_file
+        if not path:
+            raise FactError("the profile gives no cluster.env_file",
+                            fix="set `cluster.env_file` (the pinned environment file on each station) in your site "
+                                "profile")
+        f = self.host.file(path)
+        if not (f.exists and f.is_file):
+            raise FactError(f"{path} does not exist on {self.station.name}",
+                            fix=f"write the pinned rail environment to {path} on both stations (the same file)")
+        return f.content
+
+    @cached_property
+    def env_file(self) -> net.EnvFile:
+        return net.parse_env_file(self.env_bytes)
+
+    @cached_property
+    def perf(self) -> nccl.PerfResult:
+        text = self.station_facts.read(self.cluster.all_reduce_perf)
+        if text is None:
+            raise FactError(f"{self.cluster.all_reduce_perf} does not exist on {self.station.name}",
+                            fix="run nccl-tests `all_reduce_perf -b 8 -e 8G -f 2 -g 1` across both stations and save "
+                                "its output there")
+        return nccl.parse_perf(text)
+
+    # --- what must be identical on both stations -----------------------------------------------------------------------
+
+    @cached_property
+    def image(self) -> docker.ImageFacts:
+        ref = self.cluster.image_ref
+        if not ref:
+            raise FactError("the profile gives no cluster.image_ref",
+                            fix="set `cluster.image_ref` (the image reference the launch script runs) in the profile")
+        result = self.host.run(BOUND + "docker image inspect %s", ref)
+        if result.rc != 0:
+            raise FactError(f"`docker image inspect {ref}` failed on {self.station.name} (exit {result.rc}): "
+                            f"{result.stderr.strip()[:200]}", fix=f"`docker pull {ref}` on {self.station.name}")
+        return docker.parse_image_inspect(result.stdout)
+
+    @cached_property
+    def checkpoint(self) -> CheckpointManifest:
+        folder = self.station_facts.checkpoint_dir
+        shards = {s.name: s.size for s in self.station_facts.shards}
+        listing = self.station_facts.run("find %s -maxdepth 1 -type f -name '*.json' -exec sha256sum {} +", folder,
+                                         ok_rcs=(0, 1))
+        hashes = {}
+        for line in listing.splitlines():
+            digest, _, path = line.partition("  ")
+            if path:
+                hashes[path.rsplit("/", 1)[-1]] = digest
+        return CheckpointManifest(shards, hashes)
