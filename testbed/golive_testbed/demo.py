@@ -32,8 +32,9 @@ def write_inventory(out: Path, tree: Path | None, endpoint: str | None) -> Path:
     if tree is not None:
         lines.append(f"  - {{name: gb300-tree, layers: [host], host: 'chroot://{tree}', "
                      f"profile: '{REPO / 'fixtures/profiles/gb300-site.yaml'}'}}")
-    if endpoint is not None:
-        lines.append(f"  - {{name: reference-vllm, endpoint: '{endpoint}'}}")
+    # Listed even when it did not start: its endpoint layer is then "not checked" and the verdict INCOMPLETE, never GO.
+    url = f", endpoint: '{endpoint}'" if endpoint is not None else ""
+    lines.append(f"  - {{name: reference-vllm, layers: [endpoint]{url}}}")
     path = out / "demo-inventory.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
