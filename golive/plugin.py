@@ -460,7 +460,9 @@ class _Recording:
             from golive.report.markdown import write_markdown
 
             write_markdown(recorder.write(Path(path), interrupted=interrupted), Path(path).with_name("go-live.md"))
-        session.exitstatus = rules.exit_code(recorder.verdict(interrupted))
+        nothing_applies = not interrupted and set(r.outcome for r in recorder.checks.values()) == {rules.NOT_APPLICABLE}
+        session.exitstatus = rules.EXIT_NOTHING_SELECTED if nothing_applies else rules.exit_code(
+            recorder.verdict(interrupted))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
@@ -474,6 +476,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     terminalreporter.section("golive verdict")
     for line in recorder.summary_lines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED):
         terminalreporter.write_line(line)
+    if {r.outcome for r in recorder.checks.values()} == {rules.NOT_APPLICABLE}:
+        terminalreporter.write_line(f"golive: no selected check applies to these stations (exit "
+                                    f"{rules.EXIT_NOTHING_SELECTED}): every one is not applicable, reasons above")
 
 
 def pytest_html_report_title(report) -> None:

@@ -94,6 +94,12 @@ class StationFacts:
         return self.read(self.profile.service.prestart)
 
     @cached_property
+    def prestart_mode(self) -> int | None:
+        """Permission bits of the prestart script (`stat`), None when it does not exist."""
+        f = self.host.file(self.profile.service.prestart)
+        return f.mode if f.exists else None
+
+    @cached_property
     def prestart(self) -> shell.Script:
         if self.prestart_text is None:
             raise FactError(f"prestart script {self.profile.service.prestart} does not exist",

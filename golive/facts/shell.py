@@ -16,6 +16,7 @@ class ShellCommand:
     redirects: tuple[tuple[str, str], ...] = ()
     line: int = 0
     origin: str = ""  # which file or unit line it came from, for messages
+    stdin_from: tuple[str, ...] = ()  # argv of the command piped into this one (`echo 1 | tee …`)
 
     def where(self) -> str:
         return f"{self.origin}:{self.line}" if self.line else self.origin
@@ -31,15 +32,24 @@ class ShellCommand:
     # --- what a command does, in the terms the recipe uses ----------------------------------------------------------
 
     def drops_page_cache(self) -> bool:
-        """`echo 1|3 > /proc/sys/vm/drop_caches`, `… | tee /proc/sys/vm/drop_caches`, `sysctl -w vm.drop_caches=N`."""
-        writes = any(t.endswith("/proc/sys/vm/drop_caches") for op, t in self.redirects if op in (">", ">>", ">|"))
-        if writes and self.program in ("echo", "printf") and any(a.strip() in ("1", "3") for a in self.argv[1:]):
-            return True
-        if self.program == "tee" and any(a.endswith("/proc/sys/vm/drop_caches") for a in self.argv[1:]):
-            return True
+        """`echo 1|3 > /proc/sys/vm/drop_caches`, `echo 1|3 | tee /proc/sys/vm/drop_caches`, `sysctl vm.drop_caches=1|3`.
+
+        2 frees dentries and inodes only (slab), not the page cache: it does not count, in any spelling.
+        """
+        writes = any(t.endswith(DROP_CACHES) for op, t in self.redirects if op in (">", ">>", ">|"))
+        if writes:
+            return _echoes_page_cache_value(self.argv)
+        if self.program == "tee" and any(a.endswith(DROP_CACHES) for a in self.argv[1:]):
+            return _echoes_page_cache_value(self.stdin_from)
         if self.program == "sysctl":
             return any(re.fullmatch(r"vm[./]drop_caches=[13]", a) for a in self.argv[1:])
         return False
+
+    def writes_drop_caches(self) -> bool:
+        """Any write to drop_caches, whatever the value (to tell "drops slab only" from "never drops")."""
+        return (any(t.endswith(DROP_CACHES) for op, t in self.redirects if op in (">", ">>", ">|"))
+                or (self.program == "tee" and any(a.endswith(DROP_CACHES) for a in self.argv[1:]))
+                or (self.program == "sysctl" and any(re.fullmatch(r"vm[./]drop_caches=.*", a) for a in self.argv[1:])))
 
     def is_sync(self) -> bool:
         return self.program == "sync" and len(self.argv) == 1
@@ -58,6 +68,17 @@ class ShellCommand:
         if not found or found[0] != verb:
             return []
         return [a for a in found[1] if not a.startswith("-")]
+
+
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+
+
+def _echoes_page_cache_value(argv) -> bool:
+    """`echo 1`, `echo 3`, `printf '3\\n'`: the value written to drop_caches frees the page cache (1 or 3)."""
+    if not argv or argv[0].rsplit("/", 1)[-1] not in ("echo", "printf"):
+        return False
+    values = [a.replace("\\n", "").strip() for a in argv[1:] if not a.startswith("-")]
+    return values[-1:] in (["1"], ["3"])
 
 
 @dataclass
@@ -82,6 +103,22 @@ class _Walker(bashlex.ast.nodevisitor):
         return False  # the body runs where the function is called, not where it is defined
 
     def visitcommandsubstitution(self, node, command):
+        return False
+
+    def visitpipeline(self, node, parts):
+        """Visit each stage in order, telling every stage which command feeds its stdin."""
+        previous: tuple[str, ...] = ()
+        for part in parts:
+            if part.kind == "pipe":
+                continue
+            first = len(self.commands)
+            self.visit(part)
+            if first < len(self.commands):
+                if previous:
+                    self.commands[first] = replace(self.commands[first], stdin_from=previous)
+                previous = self.commands[first].argv
+            else:
+                previous = ()
         return False
 
     def visitcommand(self, node, parts):

@@ -1,6 +1,7 @@
 """vLLM: the served flags, from the arguments a container was started with."""
 from __future__ import annotations
 
+import json
 import re
 
 from golive.facts import FactError
@@ -46,3 +47,31 @@ def parse_serve_args(args: list[str]) -> dict[str, str | bool]:
             flags[name] = True
         i += 1
     return flags
+
+
+def speculative_tokens(flags: dict[str, str | bool]) -> int:
+    """Draft tokens per step from the served flags; 0 without speculative decoding.
+
+    `--speculative-config '{"method": "mtp", "num_speculative_tokens": 4}'` (vLLM ≥ 0.10), or the older
+    `--num-speculative-tokens 4`.
+    """
+    config = flags.get("speculative-config")
+    if isinstance(config, str):
+        try:
+            data = json.loads(config)
+        except json.JSONDecodeError as exc:
+            raise FactError(f"--speculative-config is not JSON: {exc.msg}: {config[:80]!r}") from None
+        if not isinstance(data, dict):
+            raise FactError(f"--speculative-config is not a JSON object: {config[:80]!r}")
+        return int(data.get("num_speculative_tokens") or 0)
+    count = flags.get("num-speculative-tokens")
+    return int(count) if isinstance(count, str) and count.isdigit() else 0
+
+
+# vLLM's --host default (None) binds every interface
+ALL_INTERFACES = "0.0.0.0"
+
+
+def served_host(flags: dict[str, str | bool]) -> str:
+    host = flags.get("host")
+    return host if isinstance(host, str) and host else ALL_INTERFACES

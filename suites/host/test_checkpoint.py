@@ -6,6 +6,7 @@ import pytest
 from golive.verdict import require
 
 pytestmark = pytest.mark.host
+SIZE_TOLERANCE = 0.05  # shards of another quantization differ by far more; one missing shard of 40 by 2.5 %
 
 
 def _expected_shards(facts, profile) -> tuple[list[str], str]:
@@ -21,7 +22,8 @@ def _expected_shards(facts, profile) -> tuple[list[str], str]:
 
 
 def test_checkpoint_shards_complete(facts, profile):
-    """Every shard is present and non-empty (e.g. exactly model-00001-of-00050 .. model-00050-of-00050) [002]."""
+    """Every shard is present and non-empty (e.g. exactly model-00001-of-00050 .. model-00050-of-00050), and together
+    they are the checkpoint's size [002][000]."""
     expected, source = _expected_shards(facts, profile)
     present = {s.name: s.size for s in facts.shards}
     missing = [name for name in expected if name not in present]
@@ -34,6 +36,10 @@ def test_checkpoint_shards_complete(facts, profile):
         problems.append(f"{len(empty)} empty ({', '.join(empty[:5])})")
     if extra:
         problems.append(f"{len(extra)} not in {source} ({', '.join(extra[:5])})")
+    total_gb, want_gb = sum(present.values()) / 1e9, profile.checkpoint.size_gb
+    if abs(total_gb - want_gb) > SIZE_TOLERANCE * want_gb:
+        problems.append(f"{total_gb:.0f} GB of shards, the recipe's checkpoint is {want_gb:g} GB "
+                        f"(±{SIZE_TOLERANCE:.0%})")
     require(not problems,
             found=f"{facts.checkpoint_dir}: {len(present)} shards on disk, {len(expected)} expected by {source}: "
                   + "; ".join(problems),

@@ -1,7 +1,7 @@
 """The container systemd starts: docker flags, image pin, served vLLM flags [000][002]."""
 import pytest
 
-from golive.facts.vllm import parse_human_int, parse_serve_args
+from golive.facts.vllm import ALL_INTERFACES, parse_human_int, parse_serve_args, served_host, speculative_tokens
 from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
@@ -107,8 +107,9 @@ def _same(flag: str, got, want) -> bool:
     return got == want
 
 
-def test_served_flags_match_profile(facts, docker_run, profile, station, record_provenance):
-    """vLLM is served with the recipe's flags: context, sequences, memory, prefill, caching, parsers, port, name [000]."""
+def test_served_flags_match_profile(facts, docker_run, profile, station, record_finding, record_provenance):
+    """vLLM is served with the recipe's flags: context, sequences, memory, prefill, caching, parsers, speculative
+    decoding, bind address, port, name [000][002]; an open bind without auth is reported."""
     container = facts.container
     from_container = station.phase == "serving" and container is not None and container.running
     args = container.args if from_container else docker_run.args
@@ -123,8 +124,21 @@ def test_served_flags_match_profile(facts, docker_run, profile, station, record_
         if not _same(flag, got, want):
             shown = "absent" if got is None else ("on" if got is True else "off" if got is False else got)
             wrong.append(f"--{flag}: {shown}, recipe {('on' if want else 'off') if isinstance(want, bool) else want}")
+    want_tokens = profile.vllm.speculative_num_tokens
+    if want_tokens is not None and speculative_tokens(served) != want_tokens:
+        wrong.append(f"speculative decoding: {speculative_tokens(served)} draft tokens, recipe {want_tokens}"
+                     + (" (--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": "
+                        f"{want_tokens}}}')" if want_tokens else " (no --speculative-config)"))
+    host = served_host(served)
+    if profile.vllm.host is not None and host != profile.vllm.host:
+        wrong.append(f"--host: {host}{' (vLLM default: every interface)' if 'host' not in served else ''}, "
+                     f"recipe {profile.vllm.host}")
     require(not wrong,
             found=f"served flags differ ({source}): " + "; ".join(wrong),
             recipe="the served flags are the recipe's; parser names are pinned to the vLLM build [000]",
             fix=f"fix the flags in ExecStart of {profile.service.unit}, `systemctl daemon-reload`, restart, then re-run "
                 f"the endpoint layer (tool calls are a launch blocker)")
+    if host == ALL_INTERFACES and not profile.security.require_auth:
+        record_finding(f"OPEN BIND: vLLM listens on every interface ({host}:{profile.vllm.port}, {source}) with no "
+                       f"API key required, as published [000]. Firewall the port, add auth and TLS before wider "
+                       f"exposure, or bind 127.0.0.1 behind a proxy.")

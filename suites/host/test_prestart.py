@@ -7,18 +7,32 @@ pytestmark = pytest.mark.host
 
 
 def test_prestart_is_what_the_unit_runs_before_start(facts, service):
-    """The unit's ExecStartPre runs the recipe's prestart script, which exists [000]."""
+    """The unit's ExecStartPre runs the recipe's prestart script (executable; its failure stops the start) [000]."""
     require(facts.prestart_text is not None,
             found=f"{service.prestart} does not exist",
             recipe="a prestart script installed to /usr/local/sbin runs before every start [000]",
             fix=f"install the prestart script as {service.prestart} (mode 0755)")
     pre = [" ".join(c.argv) for c in facts.unit.exec_start_pre]
-    runs_it = any(service.prestart in c.argv for c in facts.unit.exec_start_pre)
-    require(runs_it,
+    runs_it = [c for c in facts.unit.exec_start_pre if service.prestart in c.argv]
+    require(bool(runs_it),
             found=f"{service.unit} ExecStartPre runs {pre or 'nothing'} ({facts.unit.source})",
             recipe=f"ExecStartPre={service.prestart}, so the page cache is cleared on EVERY start, "
                    f"restarts included [000]",
             fix=f"add `ExecStartPre={service.prestart}` to [Service] of {service.unit}, then `systemctl daemon-reload`")
+    line = runs_it[0]
+    require(not line.ignore_errors,
+            found=f"{service.unit} runs `ExecStartPre=-{' '.join(line.argv)}` ({facts.unit.source}): the `-` prefix "
+                  f"ignores the prestart's failure, so vLLM starts even when the prestart refused (HBM still full)",
+            recipe="the prestart's refusal stops the start: a failed ExecStartPre must fail the start [000]",
+            fix=f"remove the `-` in front of `ExecStartPre={service.prestart}` in {service.unit}, then "
+                f"`systemctl daemon-reload`")
+    if line.path == service.prestart:  # systemd executes it itself (not `sh script`): it needs its x bit
+        mode = facts.prestart_mode
+        require(mode is not None and mode & 0o100,
+                found=f"{service.prestart} has mode {mode:04o}: not executable, so the next start fails with "
+                      f"status=203/EXEC before vLLM runs",
+                recipe="the prestart script is installed executable (mode 0755) [000]",
+                fix=f"chmod 0755 {service.prestart}")
 
 
 def test_prestart_syncs_then_drops_page_cache(facts, service):
@@ -28,8 +42,10 @@ def test_prestart_syncs_then_drops_page_cache(facts, service):
     starts = [i for i, c in enumerate(sequence) if (c.docker_verb() or ("",))[0] in ("run", "start")]
     recipe = "the prestart runs `sync; echo 1 > /proc/sys/vm/drop_caches` before the container starts [000]"
     fix = f"put `sync` then `echo 1 > /proc/sys/vm/drop_caches` in {service.prestart}, before anything starts vLLM"
+    weak = [c for c in sequence if c.writes_drop_caches() and not c.drops_page_cache()]
     require(bool(drops),
-            found=f"nothing in {service.prestart} or the unit drops the page cache",
+            found=f"nothing in {service.prestart} or the unit drops the page cache"
+                  + (f": {weak[0].where()} writes drop_caches with another value (2 frees slab only)" if weak else ""),
             recipe=recipe, fix=fix)
     first_drop = drops[0]
     require(not starts or first_drop < starts[0],
@@ -44,7 +60,7 @@ def test_prestart_syncs_then_drops_page_cache(facts, service):
 
 
 def test_prestart_saves_logs_before_removing_container(facts, service):
-    """The prestart saves the previous container's logs BEFORE `docker rm` erases them [000]."""
+    """The prestart saves the previous container's logs into the log dir BEFORE `docker rm` erases them [000]."""
     commands = facts.prestart.commands
     container = service.container
     removes = [i for i, c in enumerate(commands) if container in c.docker_targets("rm")]
@@ -56,5 +72,14 @@ def test_prestart_saves_logs_before_removing_container(facts, service):
                    + (f"before saving logs (first `docker logs` at line {commands[saves[0]].line})" if saves
                       else "and never saves the container's logs")),
             recipe="save the previous container's logs before `docker rm`: the crash evidence goes with it [000]",
-            fix=f"in {service.prestart}, run `docker logs {container} > <log dir>/<timestamp>.log 2>&1` "
-                f"before `docker rm {container}`")
+            fix=f"in {service.prestart}, run `docker logs {container} > {service.log_dir or '<log dir>'}/<timestamp>.log "
+                f"2>&1` before `docker rm {container}`")
+    if service.log_dir:
+        save = commands[saves[0]]
+        targets = [t for op, t in save.redirects if op in (">", ">>", ">|", "&>")]
+        require(any(t.startswith(service.log_dir.rstrip("/") + "/") for t in targets),
+                found=f"{save.where()} saves the logs to {targets[0] if targets else 'nowhere (no redirect)'}, "
+                      f"not into {service.log_dir}",
+                recipe=f"the previous container's logs are kept in the profile's log_dir, {service.log_dir} [000]",
+                fix=f"in {service.prestart}, redirect `docker logs {container}` into {service.log_dir}/<timestamp>.log "
+                    f"(or set service.log_dir in your site profile to where you keep them)")

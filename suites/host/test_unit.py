@@ -6,8 +6,8 @@ from golive.verdict import require
 pytestmark = pytest.mark.host
 
 
-def test_unit_restarts_on_failure_60s_apart(facts, service):
-    """Restart=on-failure, RestartSec=60 s: systemd restarts a crashed service, a minute apart [000]."""
+def test_unit_restarts_on_failure_after_delay(facts, service):
+    """systemd restarts a crashed service after a delay (Restart=on-failure, RestartSec=60 s in the recipe) [000]."""
     unit = facts.unit
     require(unit.restart == service.restart and unit.restart_sec_s == service.restart_sec_s,
             found=f"Restart={unit.restart}, RestartSec={unit.restart_sec_s:g} s ({unit.source} of {service.unit})",
@@ -16,8 +16,8 @@ def test_unit_restarts_on_failure_60s_apart(facts, service):
                 f"{service.unit}, then `systemctl daemon-reload`")
 
 
-def test_unit_caps_starts_at_3_per_hour(facts, service):
-    """At most 3 starts per hour (StartLimitBurst=3, StartLimitIntervalSec=1h), then the unit stays down [000]."""
+def test_unit_caps_starts_per_interval(facts, service):
+    """Starts are capped per interval (3 per hour in the recipe), then the unit stays down [000]."""
     unit = facts.unit
     require(unit.start_limit_burst == service.start_limit_burst
             and unit.start_limit_interval_s == service.start_limit_interval_s,

@@ -7,7 +7,7 @@ committed trees themselves (see fixtures/stations/README.md).
 
 Sources, under fixtures/stations/:
   gb300-healthy/            a base tree, committed literally (any top-level directory except variants/ is a base)
-  variants/<name>/          variant.yaml (base, phase, breaks, why, delete) + only the files that differ
+  variants/<name>/          variant.yaml (base, phase, breaks, why, delete, modes) + only the files that differ
 
 Built trees go to fixtures/stations/.built/<name>/ (git-ignored). Building copies the base chain, applies each
 overlay (deletions first, then files), installs busybox, and creates the checkpoint shards listed in every
@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -36,7 +37,7 @@ PHASES = ("serving", "pre-start")
 HASH_FILE = ".golive-source-hash"  # in each built tree; its presence also marks a directory this module may replace
 MANIFEST = "shards.manifest"
 # Bump when the build itself changes, so that trees built by an older builder are rebuilt.
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 
 # What the host checks and testinfra's modules call inside a tree. Only applets the installed busybox has are linked.
 APPLETS = ["sh", "ash", "cat", "ls", "stat", "grep", "egrep", "fgrep", "sed", "awk", "test", "[", "[[", "find", "head", "tail", "wc", "df", "du", "sha256sum", "md5sum", "readlink", "realpath", "date", "mkdir", "echo", "printf", "env", "sort", "uniq", "cut", "tr", "true", "false", "timeout", "xargs", "basename", "dirname", "uname", "id", "which", "expr", "seq", "tee", "sleep", "touch", "rm", "cp", "mv", "ln", "chmod", "od", "hexdump", "xxd", "diff", "cmp", "tac", "nproc", "hostname", "whoami", "mktemp", "sync"]
@@ -54,6 +55,7 @@ class Variant:
     breaks: str | None  # the one host test expected to fail; None for a healthy variant
     why: str
     delete: tuple[str, ...] = ()
+    modes: tuple[tuple[str, int], ...] = ()  # (path, permission bits) set after the overlay: a mode-only change
 
 
 # --- sources ---------------------------------------------------------------------------------------------------------
@@ -97,7 +99,7 @@ def _load_variant(d: Path) -> Variant:
         raise TargetsError(f"{f}: YAML error: {exc}") from None
     if not isinstance(data, dict):
         raise TargetsError(f"{f}: must be a mapping")
-    unknown = set(data) - {"base", "phase", "breaks", "why", "delete"}
+    unknown = set(data) - {"base", "phase", "breaks", "why", "delete", "modes"}
     if unknown:
         raise TargetsError(f"{f}: unknown key(s): {', '.join(sorted(unknown))}")
     for key in ("base", "phase", "why"):
@@ -114,7 +116,16 @@ def _load_variant(d: Path) -> Variant:
     for p in delete:
         if p.startswith("/") or ".." in Path(p).parts or not p.strip():
             raise TargetsError(f"{f}: delete path '{p}' must be relative to the tree, without '..'")
-    return Variant(d.name, data["base"], data["phase"], breaks, " ".join(data["why"].split()), tuple(delete))
+    modes = data.get("modes") or {}
+    if not isinstance(modes, dict):
+        raise TargetsError(f"{f}: 'modes' must map paths to octal modes in quotes, e.g. {{usr/bin/x: \"0644\"}}")
+    for p, mode in modes.items():
+        if not isinstance(p, str) or p.startswith("/") or ".." in Path(p).parts or not p.strip():
+            raise TargetsError(f"{f}: modes path '{p}' must be relative to the tree, without '..'")
+        if not (isinstance(mode, str) and re.fullmatch(r"0?[0-7]{3}", mode)):
+            raise TargetsError(f"{f}: mode of '{p}' must be an octal string in quotes such as \"0644\", not {mode!r}")
+    return Variant(d.name, data["base"], data["phase"], breaks, " ".join(data["why"].split()), tuple(delete),
+                   tuple((p, int(m, 8)) for p, m in sorted(modes.items())))
 
 
 def _chain(name: str, src: Path, variants: dict[str, Variant]) -> list[tuple[Path, Variant | None]]:
@@ -211,6 +222,11 @@ def _build(tree: Path, layers, busybox: Path, applets: list[str]) -> None:
                     raise TargetsError(f"variant {variant.name}: delete: {rel} is not in its base")
                 _remove(target)
         _overlay(layer_dir, tree, skip={"variant.yaml"} if variant is not None else set())
+        for rel, mode in variant.modes if variant is not None else ():
+            target = tree / rel
+            if not target.is_file() or target.is_symlink():
+                raise TargetsError(f"variant {variant.name}: modes: {rel} is not a file of the tree")
+            os.chmod(target, mode)
     _install_busybox(tree, busybox, applets)
     _device_files(tree)
     for manifest in sorted(tree.rglob(MANIFEST)):

@@ -5,7 +5,7 @@ import pytest
 
 from golive.facts import FactError
 from golive.facts.docker import ImageRef, parse_container_inspect, parse_image_inspect, parse_run
-from golive.facts.vllm import parse_human_int, parse_serve_args
+from golive.facts.vllm import parse_human_int, parse_serve_args, served_host, speculative_tokens
 
 RUN = ["/usr/bin/docker", "run", "--name", "glm53-flash", "--gpus", "all", "--ipc=host", "-it", "--rm",
        "-v", "/srv/models:/models:ro", "--cpuset-mems", "0", "vllm/vllm-openai@sha256:" + "a" * 64,
@@ -67,3 +67,24 @@ def test_serve_args():
 @pytest.mark.parametrize("text,value", [("1048576", 1048576), ("1M", 1048576), ("1m", 1000000), ("128k", 128000)])
 def test_human_ints(text, value):
     assert parse_human_int(text) == value
+
+
+@pytest.mark.parametrize("restart", [["--restart", "no"], ["--restart=no"]])
+def test_restart_no_is_an_option_not_the_image(restart):
+    run = parse_run(["docker", "run", "--name", "v", *restart, "vllm/vllm-openai@sha256:" + "a" * 64, "--port", "1"])
+    assert run.values("--restart") == ["no"] and run.image.digest == "sha256:" + "a" * 64
+
+
+def test_speculative_tokens_from_the_served_flags():
+    mtp = parse_serve_args(["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 4}'])
+    assert speculative_tokens(mtp) == 4
+    assert speculative_tokens(parse_serve_args(['--speculative_config={"num_speculative_tokens": 2}'])) == 2
+    assert speculative_tokens(parse_serve_args(["--num-speculative-tokens", "3"])) == 3
+    assert speculative_tokens(parse_serve_args(["--model", "/m"])) == 0
+    with pytest.raises(FactError, match="--speculative-config is not JSON"):
+        speculative_tokens(parse_serve_args(["--speculative-config", "{method: mtp"]))
+
+
+def test_served_host_defaults_to_every_interface():
+    assert served_host(parse_serve_args(["--host", "127.0.0.1"])) == "127.0.0.1"
+    assert served_host(parse_serve_args(["--port", "8000"])) == "0.0.0.0"

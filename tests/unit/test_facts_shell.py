@@ -30,11 +30,24 @@ def test_order_with_function_and_variables():
 
 
 def test_drop_caches_spellings():
+    """1 (page cache) and 3 (page cache + slab) drop the page cache in every spelling; 2 (slab only) never does."""
     for line in ["echo 3 > /proc/sys/vm/drop_caches", "echo 1 | tee /proc/sys/vm/drop_caches",
-                 "sysctl -w vm.drop_caches=1", "printf 1 >/proc/sys/vm/drop_caches"]:
+                 "echo 3 | tee -a /proc/sys/vm/drop_caches >/dev/null", "sysctl -w vm.drop_caches=1",
+                 "sysctl vm.drop_caches=3", "printf 1 >/proc/sys/vm/drop_caches", "printf '3\\n' | tee /proc/sys/vm/drop_caches",
+                 "/bin/echo 1 >> /proc/sys/vm/drop_caches"]:
         assert any(c.drops_page_cache() for c in parse_script(line).commands), line
-    for line in ["echo 2 > /proc/sys/vm/drop_caches", "cat /proc/sys/vm/drop_caches", "# echo 1 > /proc/sys/vm/drop_caches"]:
+    for line in ["echo 2 > /proc/sys/vm/drop_caches", "echo 2 | tee /proc/sys/vm/drop_caches",
+                 "sysctl -w vm.drop_caches=2", "sysctl vm.drop_caches=2", "cat /proc/sys/vm/drop_caches",
+                 "tee /proc/sys/vm/drop_caches < /dev/null", "cat /etc/one | tee /proc/sys/vm/drop_caches",
+                 "# echo 1 > /proc/sys/vm/drop_caches"]:
         assert not any(c.drops_page_cache() for c in parse_script(line).commands), line
+    inline = commands_of(["/bin/sh", "-c", "sync; echo 2 | tee /proc/sys/vm/drop_caches"], "ExecStartPre")
+    assert not any(c.drops_page_cache() for c in inline)
+
+
+def test_pipeline_stages_know_what_feeds_them():
+    echo, tee = parse_script("echo 3 | tee /proc/sys/vm/drop_caches").commands
+    assert echo.stdin_from == () and tee.stdin_from == ("echo", "3")
 
 
 def test_sh_c_inline_quoted_and_unquoted():

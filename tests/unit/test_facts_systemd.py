@@ -102,3 +102,13 @@ def test_empty_assignment_resets_list():
 
 def test_exec_prefixes():
     assert parse_unit_exec("-@/bin/x arg0 y").argv == ["/bin/x", "arg0", "y"]
+
+
+@pytest.mark.parametrize("line,ignored", [
+    ("-/usr/local/sbin/prestart.sh", True), ("+-/usr/local/sbin/prestart.sh", True), ("@-/bin/sh sh -c x", True),
+    ("+/usr/local/sbin/prestart.sh", False), ("/usr/local/sbin/prestart.sh", False), ("!/usr/local/sbin/p.sh", False),
+])
+def test_unit_exec_prefixes(line, ignored):
+    """`-` (in any position among the prefixes) makes systemd ignore the command's failure; the others do not."""
+    command = parse_unit_exec(line)
+    assert command.ignore_errors is ignored and command.path.startswith("/")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from golive.facts import docker
 from golive_testbed import targets
 from golive_testbed.targets import TargetsError, build_station_trees, load_variants
 
@@ -22,7 +23,7 @@ REC = "opt/golive-recorded"
 UNIT = "etc/systemd/system/glm53-flash.service"
 WANTS = "etc/systemd/system/multi-user.target.wants/glm53-flash.service"
 MODEL = "srv/models/GLM-5.3-Flash-NVFP4"
-HEALTHY_VARIANTS = {"stopped", "no-systemd"}
+HEALTHY_VARIANTS = {"stopped", "no-systemd", "docker-restart-no"}
 
 needs_busybox = pytest.mark.skipif(not targets.BUSYBOX.is_file(), reason="apt-get install busybox-static")
 needs_chroot = pytest.mark.skipif(
@@ -182,6 +183,24 @@ def test_overlay_replaces_files_of_the_base(trees):
 
 
 @needs_busybox
+def test_modes_change_only_the_permission_bits(trees):
+    prestart = "usr/local/sbin/glm53-flash-prestart.sh"
+    changed, base = trees["prestart-not-executable"] / prestart, trees[HEALTHY] / prestart
+    assert changed.stat().st_mode & 0o777 == 0o644 and base.stat().st_mode & 0o777 == 0o755
+    assert changed.read_bytes() == base.read_bytes()
+
+
+@needs_busybox
+def test_modes_of_a_path_the_tree_lacks_is_refused(tmp_path):
+    (tmp_path / HEALTHY / "etc").mkdir(parents=True)
+    (tmp_path / "variants/typo").mkdir(parents=True)
+    (tmp_path / "variants/typo/variant.yaml").write_text(
+        "base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {etc/nothing: '0644'}\n")
+    with pytest.raises(TargetsError, match="modes: etc/nothing is not a file of the tree"):
+        build_station_trees(tmp_path, tmp_path / "built")
+
+
+@needs_busybox
 def test_deletions_remove_paths_of_the_base(trees):
     assert os.readlink(trees[HEALTHY] / WANTS) == "../glm53-flash.service"
     assert not (trees["unit-disabled"] / WANTS).is_symlink()
@@ -262,6 +281,8 @@ def test_missing_busybox_says_how_to_install_it(tmp_path):
         ("base: gb300-healthy\nphase: serving\nbreaks: restart\nwhy: x\n", "'breaks' must be a test name"),
         ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\ndelete: [../etc]\n", "without '..'"),
         ("base: bad\nphase: serving\nbreaks: null\nwhy: x\n", "cycle"),
+        ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {bin/x: 644}\n", "octal string in quotes"),
+        ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {/bin/x: '0644'}\n", "relative to the tree"),
     ],
 )
 def test_bad_variant_is_refused_with_its_file(tmp_path, yaml_text, error):
@@ -320,7 +341,8 @@ def test_docker_recordings_match_the_unit_files(trees):
             "vllm/vllm-openai@" + PIN)
         assert c["Config"]["Cmd"] == argv[image_at + 1:], name
         assert c["Args"] == ["serve"] + c["Config"]["Cmd"], name
-        assert (c["HostConfig"]["RestartPolicy"]["Name"] != "no") == any(a.startswith("--restart") for a in argv)
+        restart = docker.parse_run(argv).values("--restart")  # `--restart no` is Docker's default, said out loud
+        assert c["HostConfig"]["RestartPolicy"]["Name"] == (restart[-1] if restart else "no"), name
         assert (c["HostConfig"]["CpusetMems"] != "") == ("--cpuset-mems" in argv), name
         images = [json.loads(f.read_text())[0] for f in (tree / REC).glob("docker-image-inspect*.json")]
         (image,) = [i for i in images if i["Id"] == c["Image"]]

@@ -24,6 +24,7 @@ HOST = "127.0.0.1"
 API_KEY = "golive-reference-key"  # a throwaway local station's key; given to the server through VLLM_API_KEY only
 STATE_FILE = "reference-station.json"
 CUDA_ONLY_PACKAGES = ("torchvision", "torchaudio", "torchcodec")
+CUDA_FIX = f"pip uninstall -y {' '.join(CUDA_ONLY_PACKAGES)}"
 
 
 @dataclass(frozen=True)
@@ -205,8 +206,9 @@ class ReferenceStation:
         hint = ""
         present = [p for p in CUDA_ONLY_PACKAGES if find_spec(p) is not None]
         if present or any(p in text for p in CUDA_ONLY_PACKAGES):
-            hint = (f"\nHint: {', '.join(present) or 'torchvision/torchaudio/torchcodec'} are CUDA builds that break "
-                    f"next to the CPU torch: pip uninstall -y {' '.join(CUDA_ONLY_PACKAGES)}")
+            # e.g. "operator torchvision::nms does not exist": a CUDA torchvision imported beside the CPU torch
+            hint = (f"\n{', '.join(present) or '/'.join(CUDA_ONLY_PACKAGES)} are CUDA builds that break next to the "
+                    f"CPU torch (vLLM imports them when present). Fix, one line:\n{CUDA_FIX}")
         return ReferenceStationError(f"reference station ({self.variant}, port {self.port}): {what}.\n"
                                      + (f"exceptions in the log:\n{seen}" if seen else "")
                                      + f"log {self.log_path}, last lines:\n{tail}{hint}")
