@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Strict(BaseModel):
@@ -88,6 +88,46 @@ class Endpoint(Strict):
     max_concurrency: int = Field(default=4, ge=1)  # golive never has more requests in flight than this
 
 
+class LoadFloors(Strict):
+    """The recipe's measured numbers (or a site's); each gate is this value less `tolerance` (docs/metrics.md)."""
+
+    single_user_decode_tok_s: float | None = None
+    single_user_ttft_p50_s: float | None = None  # a ceiling
+    aggregate_tok_s: float | None = None  # at gate_concurrency
+    per_user_tok_s_p50: float | None = None  # at gate_concurrency
+    ttft_p50_s: float | None = None  # a ceiling, at gate_concurrency
+    peak_tok_s: float | None = None  # the best aggregate of the sweep
+
+
+class Load(Strict):
+    """The throughput workload and its floors; golive never exceeds the bounds (max_*)."""
+
+    prompt_tokens: int = Field(default=40, ge=1)
+    output_tokens: int = Field(default=256, ge=2)
+    concurrency: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    gate_concurrency: int | None = None  # the level the aggregate/per-user/TTFT gates read
+    repeats: int = Field(default=3, ge=1)  # measured requests per level = repeats x level
+    warmup: int = Field(default=1, ge=0)  # warm-up requests per level = warmup x level, never measured
+    reasoning_effort: str | None = None
+    tolerance: float = Field(default=0.1, ge=0, lt=1)  # floors x (1 - t), ceilings x (1 + t)
+    max_concurrency: int = Field(default=256, ge=1)
+    max_requests: int = Field(default=2048, ge=1)
+    max_duration_s: float = Field(default=900, gt=0)
+    floors: LoadFloors = LoadFloors()
+
+    @model_validator(mode="after")
+    def _bounded(self):
+        if max(self.concurrency) > self.max_concurrency or min(self.concurrency) < 1:
+            raise ValueError(f"concurrency levels {self.concurrency} must lie in 1..max_concurrency "
+                             f"({self.max_concurrency})")
+        if self.gate_concurrency is not None and self.gate_concurrency not in self.concurrency:
+            raise ValueError(f"gate_concurrency {self.gate_concurrency} is not one of the levels {self.concurrency}")
+        needed = sum(c * (self.repeats + self.warmup) for c in set(self.concurrency))
+        if needed > self.max_requests:
+            raise ValueError(f"the sweep needs {needed} requests, more than max_requests ({self.max_requests})")
+        return self
+
+
 class Security(Strict):
     require_auth: bool = False
 
@@ -108,6 +148,7 @@ class Profile(Strict):
     gpu: Gpu
     endpoint: Endpoint = Endpoint()
     security: Security = Security()
+    load: Load | None = None  # throughput floors; None: the perf checks are not applicable
 
 
 class Station(Strict):
