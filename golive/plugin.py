@@ -45,6 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in LAYERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.addinivalue_line("markers", "slow: long-running golive self-tests (still run in CI)")
+    config.addinivalue_line("markers", "perf: throughput floors under load (endpoint layer; -m 'not perf' skips it)")
     inventory_path = config.getoption("golive_inventory")
     loaded = None
     if inventory_path:

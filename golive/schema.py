@@ -4,7 +4,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from golive.urls import normalise_endpoint
 
@@ -95,6 +95,46 @@ class Endpoint(Strict):
     baseline_tolerance_pct: float = Field(default=10, ge=0)  # --baseline: a metric moving more than this is listed
 
 
+class LoadFloors(Strict):
+    """The recipe's measured numbers (or a site's); each gate is this value less `tolerance` (docs/metrics.md)."""
+
+    single_user_decode_tok_s: float | None = None
+    single_user_ttft_p50_s: float | None = None  # a ceiling
+    aggregate_tok_s: float | None = None  # at gate_concurrency
+    per_user_tok_s_p50: float | None = None  # at gate_concurrency
+    ttft_p50_s: float | None = None  # a ceiling, at gate_concurrency
+    peak_tok_s: float | None = None  # the best aggregate of the sweep
+
+
+class Load(Strict):
+    """The throughput workload and its floors; golive never exceeds the bounds (max_*)."""
+
+    prompt_tokens: int = Field(default=40, ge=1)
+    output_tokens: int = Field(default=256, ge=2)
+    concurrency: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    gate_concurrency: int | None = None  # the level the aggregate/per-user/TTFT gates read
+    repeats: int = Field(default=3, ge=1)  # measured requests per level = repeats x level
+    warmup: int = Field(default=1, ge=0)  # warm-up requests per level = warmup x level, never measured
+    reasoning_effort: str | None = None
+    tolerance: float = Field(default=0.1, ge=0, lt=1)  # floors x (1 - t), ceilings x (1 + t)
+    max_concurrency: int = Field(default=256, ge=1)
+    max_requests: int = Field(default=2048, ge=1)
+    max_duration_s: float = Field(default=900, gt=0)
+    floors: LoadFloors = LoadFloors()
+
+    @model_validator(mode="after")
+    def _bounded(self):
+        if max(self.concurrency) > self.max_concurrency or min(self.concurrency) < 1:
+            raise ValueError(f"concurrency levels {self.concurrency} must lie in 1..max_concurrency "
+                             f"({self.max_concurrency})")
+        if self.gate_concurrency is not None and self.gate_concurrency not in self.concurrency:
+            raise ValueError(f"gate_concurrency {self.gate_concurrency} is not one of the levels {self.concurrency}")
+        needed = sum(c * (self.repeats + self.warmup) for c in set(self.concurrency))
+        if needed > self.max_requests:
+            raise ValueError(f"the sweep needs {needed} requests, more than max_requests ({self.max_requests})")
+        return self
+
+
 class Security(Strict):
     require_auth: bool = False
 
@@ -145,6 +185,7 @@ class Profile(Strict):
     endpoint: Endpoint = Endpoint()
     security: Security = Security()
     cluster: Cluster | None = None
+    load: Load | None = None  # throughput floors; None: the perf checks are not applicable
 
 
 class Station(Strict):

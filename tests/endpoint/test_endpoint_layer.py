@@ -66,7 +66,11 @@ def failed(by_check) -> set[str]:
 # Checks that cost most of a run on 2 cores; a broken station's quick run leaves them out unless it breaks them, and the
 # slow run proves that they too stay green there.
 EXPENSIVE = {"test_tool_call_battery_meets_floor": "battery", "test_streaming_and_non_streaming_give_same_calls": "streaming",
-             "test_needle_retrieved_near_full_context": "needle"}
+             "test_needle_retrieved_near_full_context": "needle",
+             **dict.fromkeys(("test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
+                              "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
+                              "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling",
+                              "test_peak_throughput_meets_floor"), "perf")}
 
 
 def assert_fails_exactly(reference, tmp_path, *selection: str) -> None:

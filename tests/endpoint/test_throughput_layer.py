@@ -1,0 +1,137 @@
+"""Throughput floors against the real vLLM reference station: the shipped floors pass, a floor above the station fails
+that one check with measured vs floor, and a proxy that drops 1 chat request in 50 fails the 0-failures gate."""
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from golive_testbed.reference.launcher import ReferenceStation
+
+REPO = Path(__file__).resolve().parents[2]
+PORT = int(os.environ.get("GOLIVE_TEST_PORT", "8779"))
+CHECKS = {"test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
+          "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
+          "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor"}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    with ReferenceStation(port=PORT, log_path=tmp_path_factory.mktemp("logs") / "healthy.log") as running:
+        yield running
+
+
+class DroppingProxy:
+    """A loopback reverse proxy in front of the real server that cuts every `every`-th chat request (counting from
+    `first`) before it reaches the server, the way a load balancer with a short timeout or a crashing sidecar does."""
+
+    def __init__(self, upstream_port: int, every: int, first: int):
+        self.upstream_port, self.every, self.first = upstream_port, every, first
+        self.chat_requests = self.dropped = 0
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
+        self.thread.start()
+        ready.wait(10)
+
+    def _serve(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self.port = self.server.sockets[0].getsockname()[1]
+        ready.set()
+        self.loop.run_forever()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            length = next((int(v) for k, _, v in (line.partition(":") for line in lines) if k.lower() ==
+                           "content-length"), 0)
+            body = await reader.readexactly(length)
+            if lines[0].startswith("POST") and "/chat/completions" in lines[0]:
+                self.chat_requests += 1
+                if self.chat_requests >= self.first and (self.chat_requests - self.first) % self.every == 0:
+                    self.dropped += 1
+                    writer.transport.abort()  # reset, no response
+                    return
+            # one request per connection: the server closes after answering, and says so to the client
+            kept = [line for line in lines[1:] if line and not line.lower().startswith("connection:")]
+            head = "\r\n".join([lines[0], *kept, "Connection: close", "", ""]).encode("latin-1")
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+            up_writer.write(head + body)
+            await up_writer.drain()
+            while chunk := await up_reader.read(65536):
+                writer.write(chunk)
+                await writer.drain()
+            up_writer.close()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def golive_perf(base_url: str, out: Path, profile: str = "reference-cpu"):
+    inventory = out / "inventory.yaml"
+    inventory.write_text(f"profile: {profile}\nstations:\n  - {{name: reference, endpoint: '{base_url}'}}\n")
+    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "perf",
+                             "-q"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    results = json.loads((out / "results.json").read_text())
+    by_check = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
+    assert set(by_check) == CHECKS, result.stdout + result.stderr
+    return result, results, by_check
+
+
+def failed(by_check: dict) -> set[str]:
+    return {name for name, check in by_check.items() if check["outcome"] == "failed"}
+
+
+def test_shipped_reference_floors_pass(reference, tmp_path):
+    """The reference profile's floors hold on the reference station, and the sweep table lands in results.json."""
+    result, results, by_check = golive_perf(reference.base_url, tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and {c["outcome"] for c in by_check.values()} == {"passed"}, output
+    metrics = {m["name"]: m for m in results["metrics"]}
+    for level in (1, 4, 8):
+        assert metrics[f"load_c{level}_aggregate_tok_s"]["value"] > 0
+        assert metrics[f"load_c{level}_failures"]["value"] == 0
+        assert metrics[f"load_c{level}_requests"]["value"] == 2 * level  # repeats × level, warm-up excluded
+    assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
+    assert "load:    1 in flight" in output  # progress, one line per level
+
+
+def test_floor_above_the_station_fails_that_check(reference, tmp_path):
+    """A site profile asking 100,000 tok/s of one user: only the single-user check fails, saying measured vs floor."""
+    site = tmp_path / "site.yaml"
+    # one level keeps it short: every gate then reads concurrency 1, so the aggregate floors are scaled to one user
+    site.write_text("extends: reference-cpu\nload:\n  concurrency: [1]\n  gate_concurrency: 1\n"
+                    "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1}\n")
+    result, results, by_check = golive_perf(reference.base_url, tmp_path, profile=str(site))
+    assert failed(by_check) == {"test_single_user_decode_meets_floor"}, result.stdout + result.stderr
+    assert result.returncode == 1 and results["verdict"] == "fail"
+    message = by_check["test_single_user_decode_meets_floor"]["message"]
+    assert "below the floor 100,000.0 tok/s" in message, message
+    assert "1 user decodes at " in message and "\nDo: " in message and "max-num-seqs" in message
+
+
+def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
+    """Behind a proxy that drops 1 chat request in 50, the sweep check fails with the count and the error."""
+    site = tmp_path / "site.yaml"  # 3 + 4 warm-up + 8 requests: the proxy drops the 10th, at concurrency 4, measured
+    site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 4]\n  gate_concurrency: 4\n")
+    proxy = DroppingProxy(reference.port, every=50, first=10)
+    try:
+        result, results, by_check = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path, profile=str(site))
+    finally:
+        proxy.close()
+    assert proxy.dropped >= 1
+    assert "test_sweep_runs_every_level_without_failures" in failed(by_check), result.stdout + result.stderr
+    message = by_check["test_sweep_runs_every_level_without_failures"]["message"]
+    assert f"{proxy.dropped} of " in message and "requests failed" in message and "RemoteProtocolError" in message, \
+        message

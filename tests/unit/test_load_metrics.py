@@ -1,0 +1,144 @@
+"""docs/metrics.md on scripted timelines: bytes arrive at known times, the load generator must read exactly them."""
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from golive.endpoint.load import RequestTiming, SseParser, Workload, one_request, summarize
+
+
+class Clock:
+    """The test decides what time it is: the scripted stream moves it before each chunk arrives."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def event(delta: dict | None = None, usage: dict | None = None) -> bytes:
+    chunk = {"choices": [{"index": 0, "delta": delta}] if delta is not None else [], "usage": usage}
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+def run(script: list[tuple[float, bytes]], status: int = 200, output_tokens: int = 5) -> RequestTiming:
+    """Serve `script` — (seconds after send, bytes) — as the response body; return the timeline the client read."""
+    clock = Clock()
+    sent = clock.now
+
+    async def body():
+        for at, chunk in script:
+            clock.now = sent + at
+            yield chunk
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(status, content=body()))
+
+    async def go():
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await one_request(client, "http://station/v1/chat/completions",
+                                     Workload(model="m", prompt_tokens=40, output_tokens=output_tokens), {}, clock)
+
+    return asyncio.run(go())
+
+
+THINKING_ANSWER = [
+    (0.05, event({"role": "assistant", "content": ""})),  # the role chunk carries no token
+    (0.10, event({"reasoning": "Let"})),
+    (0.12, event({"reasoning": " me"})),
+    (0.15, event({"reasoning_content": " think"})),  # older vLLM's field name counts too
+    (0.20, event({"content": "Four"})),
+    (0.30, event({"content": "."})),
+    (0.31, event(usage={"prompt_tokens": 42, "completion_tokens": 5, "total_tokens": 47})),
+    (0.32, b"data: [DONE]\n\n"),
+]
+
+
+def test_timeline_follows_the_definitions():
+    t = run(THINKING_ANSWER)
+    assert t.error is None
+    assert t.ttft == pytest.approx(0.10)  # first delta of any kind: reasoning counts
+    assert t.first_content == pytest.approx(0.20)  # TTFO: first content delta
+    assert t.itls == pytest.approx([0.02, 0.03, 0.05, 0.10])
+    assert t.tpot == pytest.approx((0.30 - 0.10) / 4)  # decode time over the server's tokens after the first
+    assert t.end == pytest.approx(0.32)  # E2E: the last byte
+    assert (t.prompt_tokens, t.completion_tokens, t.client_tokens) == (42, 5, 5)
+
+
+def test_an_event_split_over_chunks_is_timed_when_its_last_byte_arrives():
+    whole = event({"reasoning": "a"})
+    script = [(0.10, whole[:7]), (0.25, whole[7:]), *THINKING_ANSWER[2:]]
+    t = run(script)
+    assert t.ttft == pytest.approx(0.25)
+    parser = SseParser()
+    assert parser.feed(b": keep-alive\r\n\r\ndata: 1\r\n\r\ndata: 2\n\ndata: ", 1.0) == [("1", 1.0), ("2", 1.0)]
+    assert parser.feed(b"[DONE]\n\n", 2.0) == [("[DONE]", 2.0)]
+
+
+@pytest.mark.parametrize("script,status,fragment", [
+    (THINKING_ANSWER[:-1], 200, "without [DONE]"),
+    (THINKING_ANSWER, 200, "usage says 5 completion tokens, asked for 6"),
+    ([(0.1, b'{"error": "boom"}')], 500, "HTTP 500"),
+], ids=["stream-cut", "answer-short", "http-error"])
+def test_failed_requests_are_failures(script, status, fragment):
+    t = run(script, status=status, output_tokens=6 if "short" in fragment or "usage" in fragment else 5)
+    assert t.error is not None and fragment in t.error
+
+
+def test_a_dropped_connection_is_a_failure():
+    def drop(request):
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(drop)) as client:
+            return await one_request(client, "http://station/v1/chat/completions",
+                                     Workload(model="m", prompt_tokens=40, output_tokens=5), {}, Clock())
+
+    assert "RemoteProtocolError" in asyncio.run(go()).error
+
+
+def test_level_summary_aggregates_server_tokens_over_wall_time():
+    def timing(ttft: float, last: float, end: float, tokens: int, error=None) -> RequestTiming:
+        step = (last - ttft) / (tokens - 1)
+        return RequestTiming(sent=0, token_times=[ttft + i * step for i in range(tokens)], end=end,
+                             completion_tokens=tokens, prompt_tokens=40, error=error)
+
+    timings = [timing(0.1, 1.1, 1.2, 101), timing(0.3, 2.3, 2.4, 101), timing(0.2, 0.2, 0.3, 2, error="HTTP 500")]
+    level = summarize(2, timings, started=10.0, ended=12.5)
+    assert (level.requests, level.failures, level.output_tokens) == (3, 1, 202)  # failed requests' tokens not counted
+    assert level.aggregate_tok_s == pytest.approx(202 / 2.5)
+    assert level.per_user_tok_s_p50 == pytest.approx((100 / 1.0 + 100 / 2.0) / 2)  # median of 1/TPOT
+    assert level.ttft_p50_s == pytest.approx(0.2) and level.e2e_p50_s == pytest.approx(1.8)
+    assert level.itl_p50_s == pytest.approx(0.015)  # pooled gaps: 100 of 0.01 s and 100 of 0.02 s
+    assert level.errors == ["HTTP 500"] and level.client_usage_mismatches == 0
+
+
+def test_shipped_profiles_carry_the_recipes_load_numbers():
+    from golive.config import load_profile
+
+    flash = load_profile("glm-5.3-flash-gb300").profile.load
+    assert (flash.concurrency, flash.gate_concurrency, flash.output_tokens) == ([1, 32, 256], 32, 256)
+    assert (flash.floors.single_user_decode_tok_s, flash.floors.aggregate_tok_s, flash.floors.per_user_tok_s_p50,
+            flash.floors.ttft_p50_s, flash.floors.peak_tok_s) == (145.9, 1464, 55.6, 0.985, 2517)
+    two = load_profile("glm-5.3-2x-station-tp2").profile.load
+    assert (two.concurrency, two.floors.aggregate_tok_s, two.reasoning_effort) == ([1, 8, 16, 32], 607.8, "max")
+    assert load_profile("reference-cpu").profile.load.max_concurrency == 16
+
+
+@pytest.mark.parametrize("load,fragment", [
+    ("concurrency: [1, 512]", "must lie in 1..max_concurrency (256)"),
+    ("concurrency: [1, 32]\n  gate_concurrency: 1\n  max_requests: 10",
+     "the sweep needs 99 requests, more than max_requests (10)"),  # (1 + 32) x (2 repeats + 1 warm-up)
+    ("gate_concurrency: 2", "gate_concurrency 2 is not one of the levels [1, 4, 8]"),
+    ("tolerance: 1.5", "'load.tolerance'"),
+], ids=["over-max-concurrency", "over-max-requests", "gate-not-a-level", "tolerance"])
+def test_load_outside_its_bounds_is_one_line_with_its_place(tmp_path, load, fragment):
+    from golive.config import ConfigError, load_profile
+
+    site = tmp_path / "site.yaml"
+    site.write_text(f"extends: reference-cpu\nload:\n  max_concurrency: 256\n  {load}\n")
+    with pytest.raises(ConfigError) as info:
+        load_profile(site)
+    message = str(info.value)
+    assert "\n" not in message and fragment in message and f"{site}:" in message, message
