@@ -29,10 +29,20 @@ class Answer:
     tool_calls: list[ToolCall] = field(default_factory=list)
 
 
-def decide(messages: list[dict], tools: list[dict] | None, reasoning_effort: str | None = None) -> Answer:
-    """Answer the conversation: tool calls when an offered tool fits the last request, text otherwise."""
+def decide(messages: list[dict], tools: list[dict] | None, reasoning_effort: str | None = None,
+           tool_choice: str | list[str] = "auto") -> Answer:
+    """Answer the conversation: tool calls when an offered tool fits the last request, text otherwise.
+
+    tool_choice as the server enforces it: "auto", "none" (answer in text even when a tool fits), or the list of
+    tool names a call must use ("required": all offered tools; a named function: that one) — a call even when text
+    would do.
+    """
     request = _last_user_text(messages)
     results = _tool_results_since_user(messages)
+    if tool_choice == "none":
+        tools = None
+    elif isinstance(tool_choice, list):
+        return _forced(messages, tools, reasoning_effort, tool_choice, request)
     if results:
         content = _summarise_results(results)
         why = "A tool result answers the request, so I report it in text."
@@ -49,6 +59,24 @@ def decide(messages: list[dict], tools: list[dict] | None, reasoning_effort: str
         content = missing or _direct_answer(messages, request)
     detail = f'My reply: "{content[:80]}".'
     return Answer(_reasoning(why, detail, request, reasoning_effort), content, [])
+
+
+def _forced(messages, tools, effort, allowed: list[str], request: str) -> Answer:
+    """A call is required: the fitting call among the allowed tools, else the allowed tool closest to the request."""
+    fns = [t.get("function", t) for t in tools or [] if t.get("function", t).get("name") in allowed]
+    if not fns:
+        return decide(messages, tools, effort)
+    calls, _, why = _plan_calls(request, fns)
+    if not calls:
+        fn = _best_tool(request, fns, [_tool_vocab(f) for f in fns]) or fns[0]
+        args = (_arguments(fn, request) or [{}])[0]
+        for p in (fn.get("parameters") or {}).get("required", []):
+            spec = (fn.get("parameters") or {}).get("properties", {}).get(p, {})
+            args.setdefault(p, spec.get("enum", [None])[0] or ("" if spec.get("type", "string") == "string" else 0))
+        calls = [ToolCall(fn["name"], args)]
+        why = f"tool_choice requires a call, so I call {fn['name']} with what the request gives."
+    shown = "; ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls)
+    return Answer(_reasoning(why, f"Calls: {shown}.", request, effort), "", calls)
 
 
 # --- conversation -------------------------------------------------------------------------------------------
