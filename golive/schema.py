@@ -85,6 +85,10 @@ class Sampling(Strict):
     top_p: float | None = Field(default=None, gt=0, le=1)
     top_k: int | None = None
 
+    def describe(self) -> str:
+        shown = ", ".join(f"{k}={v}" for k, v in self.model_dump(exclude={"source"}).items() if v is not None)
+        return f"{shown} ({self.source})"
+
     def params(self) -> dict:
         return {k: v for k, v in {"temperature": self.temperature, "top_p": self.top_p}.items() if v is not None} | (
             {"extra_body": {"top_k": self.top_k}} if self.top_k is not None else {})
@@ -94,6 +98,7 @@ class Endpoint(Strict):
     """What the served API must do; floors are the recipe's measured values or a site's."""
 
     tool_battery_floor: float = 1.0
+    agent_battery_floor: float = 1.0  # multi-turn agent battery, fraction of cases passing streamed and not
     site_batteries: list[str] = Field(default_factory=list)  # a site's answer batteries: files (relative to the profile)
     battery_sampling: Sampling = Sampling()
     reasoning_effort_levels: list[str] = Field(default_factory=list)

@@ -17,8 +17,7 @@ def test_site_batteries_meet_their_floors(endpoint, profile, golive_inventory, s
         not_applicable("the profile names no site battery (endpoint.site_batteries)")
     declared_in = golive_inventory.profile_of(station).files[-1]
     sampling = profile.endpoint.battery_sampling
-    shown = ", ".join(f"{k}={v}" for k, v in sampling.model_dump(exclude={"source"}).items() if v is not None)
-    record_finding(f"batteries sampled with {shown} ({sampling.source})")
+    record_finding(f"site batteries sampled with {sampling.describe()}")
     below = []
     for ref in refs:
         battery = load_answer_battery(battery_ref(ref, declared_in))

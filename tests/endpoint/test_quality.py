@@ -6,11 +6,16 @@ import pytest
 from golive_testbed.reference.launcher import ReferenceStation
 from test_endpoint_layer import PORT, failed, golive_endpoint
 
-QUALITY = "tool_choice or parallel or site_batteries"
-# variant -> (the checks it must fail, a fragment of the failure message naming the failing cases)
+QUALITY = "tool_choice or parallel or site_batteries or agent"
+# variant -> (the checks it must fail, fragments of the failure message naming the failing cases)
 FAULTS = {
-    "fault-tool-under-none": ({"test_tool_choice_none_answers_in_text"}, "none (non-streamed): "),
-    "fault-text-under-required": ({"test_tool_choice_required_forces_a_call"}, "required (non-streamed): "),
+    "fault-tool-under-none": ({"test_tool_choice_none_answers_in_text"},
+                              ["none (non-streamed): ", "none (streamed): "]),
+    # a named function is a demanded call too: the broken model ignores both (the grammar then forces junk or nothing)
+    "fault-text-under-required": ({"test_tool_choice_required_forces_a_call", "test_named_tool_choice_calls_that_function"},
+                                  ["required (non-streamed): ", "required (streamed): no call"]),
+    "fault-ignore-tool-result": ({"test_agent_battery_meets_floor"},
+                                 ["single-call-then-answer (single, non-streamed): final answer answered 'Done."]),
 }
 
 
@@ -27,17 +32,19 @@ def test_quality_checks_fail_exactly_what_the_station_breaks(reference, tmp_path
     result, results, by_check = golive_endpoint(reference, tmp_path, "-k", QUALITY)
     output = result.stdout + result.stderr
     ran = {name for name, checks in by_check.items() if all(c["outcome"] != "not_checked" for c in checks)}
-    assert {"test_tool_choice_none_answers_in_text", "test_site_batteries_meet_their_floors"} <= ran, output
+    assert {"test_tool_choice_none_answers_in_text", "test_site_batteries_meet_their_floors",
+            "test_agent_battery_meets_floor"} <= ran, output
     if reference.variant == "healthy":
         assert result.returncode == 0 and not failed(by_check), output
         assert _metric(results, "site_battery.example-site") == 1.0, results["metrics"]
+        assert _metric(results, "agent_battery_score") == 1.0, results["metrics"]
         [battery] = by_check["test_site_batteries_meet_their_floors"]
         assert "temperature=0.0 (greedy)" in battery["note"], battery
         return
-    expected, fragment = FAULTS[reference.variant]
+    expected, fragments = FAULTS[reference.variant]
     assert failed(by_check) == expected, output
-    [message] = [c["message"] for name in expected for c in by_check[name]]
-    assert fragment in message and "(streamed): " in message, message
+    messages = " ".join(c["message"] for name in expected for c in by_check[name])
+    assert all(fragment in messages for fragment in fragments), messages
 
 
 def test_site_battery_floor_above_the_score_fails_naming_cases(reference, tmp_path):

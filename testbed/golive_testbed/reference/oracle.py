@@ -22,7 +22,7 @@ from golive_testbed.reference.model import EOS
 log = logging.getLogger(__name__)
 
 FAULTS = ("none", "malformed_tool_args", "think_leak", "wrong_tool", "needle_miss", "tool_under_none",
-          "text_under_required")
+          "text_under_required", "ignore_tool_result")
 FAULT_ENV = "GOLIVE_ORACLE_FAULT"
 NEG_INF = float("-inf")
 NEEDLE_MIN_CHARS = 400  # an answer copied out of a user turn this long is a retrieval (needle_miss applies)
@@ -146,7 +146,9 @@ def apply_fault(reply: Reply, fault: str, messages: list[dict], tools: list[dict
     vLLM's glm47 tool grammar pins argument keys and value types, so a type violation can never leave the server:
     malformed_tool_args drops a required argument instead.
     """
-    if fault == "think_leak":
+    if fault == "ignore_tool_result" and not reply.calls and any(m["role"] == "tool" for m in messages[-1:]):
+        reply.content = "Done. Let me know if you need anything else."  # answers without reading the result
+    elif fault == "think_leak":
         reply.content = f"<think>{reply.reasoning}</think>{reply.content}"
     elif fault == "malformed_tool_args" and reply.calls:
         name, args = reply.calls[0]
