@@ -99,7 +99,7 @@ class Endpoint(Strict):
 
     tool_battery_floor: float = 1.0
     agent_battery_floor: float = 1.0  # multi-turn agent battery, fraction of cases passing streamed and not
-    site_batteries: list[str] = Field(default_factory=list)  # a site's answer batteries: files (relative to the profile)
+    site_batteries: list[str] = Field(default_factory=list)  # answer batteries: files relative to the profile
     battery_sampling: Sampling = Sampling()
     reasoning_effort_levels: list[str] = Field(default_factory=list)
     kv_cache_tokens_floor: int | None = None

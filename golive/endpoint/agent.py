@@ -6,9 +6,9 @@ text answer by an answer rule (golive.endpoint.answers). The battery file is gol
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import yaml
 

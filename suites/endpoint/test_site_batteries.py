@@ -22,8 +22,8 @@ def test_site_batteries_meet_their_floors(endpoint, profile, golive_inventory, s
     for ref in refs:
         battery = load_answer_battery(battery_ref(ref, declared_in))
 
-        def ask(case):
-            return endpoint.chat(profile.vllm.served_model_name, case.conversation(), max_tokens=battery.max_tokens,
+        def ask(case, max_tokens=battery.max_tokens):
+            return endpoint.chat(profile.vllm.served_model_name, case.conversation(), max_tokens=max_tokens,
                                  **sampling.params())
 
         with ThreadPoolExecutor(max_workers=profile.endpoint.max_concurrency) as pool:  # load bounded by the profile

@@ -12,7 +12,8 @@ FAULTS = {
     "fault-tool-under-none": ({"test_tool_choice_none_answers_in_text"},
                               ["none (non-streamed): ", "none (streamed): "]),
     # a named function is a demanded call too: the broken model ignores both (the grammar then forces junk or nothing)
-    "fault-text-under-required": ({"test_tool_choice_required_forces_a_call", "test_named_tool_choice_calls_that_function"},
+    "fault-text-under-required": ({"test_tool_choice_required_forces_a_call",
+                                   "test_named_tool_choice_calls_that_function"},
                                   ["required (non-streamed): ", "required (streamed): no call"]),
     "fault-ignore-tool-result": ({"test_agent_battery_meets_floor"},
                                  ["single-call-then-answer (single, non-streamed): final answer answered 'Done."]),
