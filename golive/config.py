@@ -221,8 +221,17 @@ def load_profile(ref: str | Path, relative_to: Path | None = None) -> LoadedProf
     path = ref if isinstance(ref, Path) else resolve_profile_ref(ref, relative_to)
     located, chain = _load_profile_chain(path)
     profile = validate(Profile, located, "profile", str(path))
+    _check_batteries(profile, chain)
     digest = hashlib.sha256(yaml.safe_dump(located.data, sort_keys=True).encode()).hexdigest()
     return LoadedProfile(profile=profile, files=chain, sha256=digest)
+
+
+def _check_batteries(profile: Profile, chain: list[Path]) -> None:
+    """Site batteries are the site's YAML too: a typo in one is a config error (file:line) before anything runs."""
+    from golive.endpoint.answers import battery_ref, load_answer_battery
+
+    for ref in profile.endpoint.site_batteries:
+        load_answer_battery(battery_ref(ref, chain[-1]))
 
 
 # --- inventories ---------------------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     config.addinivalue_line("markers", "slow: long-running golive self-tests (still run in CI)")
     config.addinivalue_line("markers", "perf: throughput floors under load (endpoint layer; -m 'not perf' skips it)")
+    config.addinivalue_line("markers", "quality: answer-quality batteries (a site's own questions and floors)")
     inventory_path = config.getoption("golive_inventory")
     loaded = None
     if inventory_path:

@@ -80,10 +80,30 @@ class Gpu(Strict):
     idle_hbm_used_ceiling_mib: float = 2048
 
 
+class Sampling(Strict):
+    """Sampling the quality batteries use: the model vendor's recommendation, or greedy (temperature 0)."""
+
+    source: str = "greedy"  # where the values come from, shown in the report (e.g. "vendor model card")
+    temperature: float = Field(default=0.0, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    top_k: int | None = None
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{k}={v}" for k, v in self.model_dump(exclude={"source"}).items() if v is not None)
+        return f"{shown} ({self.source})"
+
+    def params(self) -> dict:
+        return {k: v for k, v in {"temperature": self.temperature, "top_p": self.top_p}.items() if v is not None} | (
+            {"extra_body": {"top_k": self.top_k}} if self.top_k is not None else {})
+
+
 class Endpoint(Strict):
     """What the served API must do; floors are the recipe's measured values or a site's."""
 
     tool_battery_floor: float = 1.0
+    agent_battery_floor: float = 1.0  # multi-turn agent battery, fraction of cases passing streamed and not
+    site_batteries: list[str] = Field(default_factory=list)  # answer batteries: files relative to the profile
+    battery_sampling: Sampling = Sampling()
     reasoning_effort_levels: list[str] = Field(default_factory=list)
     kv_cache_tokens_floor: int | None = None
     needle_fraction_of_context: float = 0.9

@@ -55,6 +55,9 @@ VARIANTS: dict[str, Variant] = {
     "fault-think-leak": _fault("think_leak"),
     "fault-wrong-tool": _fault("wrong_tool"),
     "fault-needle-miss": _fault("needle_miss"),
+    "fault-tool-under-none": _fault("tool_under_none"),
+    "fault-text-under-required": _fault("text_under_required"),
+    "fault-ignore-tool-result": _fault("ignore_tool_result"),
 }
 
 

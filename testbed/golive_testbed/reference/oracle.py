@@ -21,7 +21,8 @@ from golive_testbed.reference.model import EOS
 
 log = logging.getLogger(__name__)
 
-FAULTS = ("none", "malformed_tool_args", "think_leak", "wrong_tool", "needle_miss")
+FAULTS = ("none", "malformed_tool_args", "think_leak", "wrong_tool", "needle_miss", "tool_under_none",
+          "text_under_required", "ignore_tool_result")
 FAULT_ENV = "GOLIVE_ORACLE_FAULT"
 NEG_INF = float("-inf")
 NEEDLE_MIN_CHARS = 400  # an answer copied out of a user turn this long is a retrieval (needle_miss applies)
@@ -101,6 +102,23 @@ def parse_prompt(text: str) -> tuple[list[dict], list[dict] | None, str | None]:
     return messages, tools, effort
 
 
+def tool_choice(params: Any) -> str | list[str] | None:
+    """What the server's tool grammar says about tool_choice (the chat template does not render it).
+
+    vLLM 0.32 + glm47 puts an xgrammar structural tag on every request with tools: "triggered_tags" lets the model
+    call or not (auto); "tags_with_separator" demands a call among its tags (required: every tool; named: one).
+    tool_choice none builds no tag. Returns "auto", the list of names a call must use, or None (no tag).
+    """
+    tag = getattr(getattr(params, "structured_outputs", None), "structural_tag", None)
+    if not tag:
+        return None
+    fmt = json.loads(tag).get("format", {})
+    if fmt.get("type") == "triggered_tags":
+        return "auto"
+    names = [t.get("begin", "").removeprefix("<tool_call>") for t in fmt.get("tags", [])]
+    return [n for n in names if n] or "auto"
+
+
 # --- faults ----------------------------------------------------------------------------------------------------------
 
 def _schema(tools: list[dict] | None, name: str) -> dict:
@@ -128,7 +146,9 @@ def apply_fault(reply: Reply, fault: str, messages: list[dict], tools: list[dict
     vLLM's glm47 tool grammar pins argument keys and value types, so a type violation can never leave the server:
     malformed_tool_args drops a required argument instead.
     """
-    if fault == "think_leak":
+    if fault == "ignore_tool_result" and not reply.calls and any(m["role"] == "tool" for m in messages[-1:]):
+        reply.content = "Done. Let me know if you need anything else."  # answers without reading the result
+    elif fault == "think_leak":
         reply.content = f"<think>{reply.reasoning}</think>{reply.content}"
     elif fault == "malformed_tool_args" and reply.calls:
         name, args = reply.calls[0]
@@ -183,7 +203,7 @@ class GlmOracle(LogitsProcessor):
             if prompt_ids is None:  # prompt embeddings: nothing to read, let the model speak
                 self.scripts.pop(index, None)
             else:
-                self.scripts[index] = _Script(self.plan(prompt_ids), output_ids, params)
+                self.scripts[index] = _Script(self.plan(prompt_ids, tool_choice(params)), output_ids, params)
         for a, b, direction in batch_update.moved:
             script_a, script_b = self.scripts.pop(a, None), self.scripts.pop(b, None)
             if script_a is not None:
@@ -212,10 +232,16 @@ class GlmOracle(LogitsProcessor):
 
     # --- answer -> token ids ---
 
-    def plan(self, prompt_ids: list[int]) -> list[int]:
+    def plan(self, prompt_ids: list[int], choice: str | list[str] | None = "auto") -> list[int]:
         try:
             messages, tools, effort = parse_prompt(self.tok.decode(prompt_ids, skip_special_tokens=False))
-            answer = self.decide(messages, tools, effort)
+            if choice is None:  # no tool grammar although the prompt shows tools: the request said tool_choice none
+                choice = "none" if tools else "auto"
+            if self.fault == "tool_under_none" and choice == "none":
+                choice = "auto"  # the broken model calls anyway
+            if self.fault == "text_under_required" and isinstance(choice, list):
+                choice = "none"  # the broken model answers in text and ignores the grammar's demand
+            answer = self.decide(messages, tools, effort, choice)
             reply = Reply(answer.reasoning, answer.content, [(c.name, dict(c.arguments)) for c in answer.tool_calls])
             return self.encode(apply_fault(reply, self.fault, messages, tools))
         except Exception as exc:  # a bad request must not kill the engine; say what went wrong instead

@@ -29,10 +29,25 @@ class Answer:
     tool_calls: list[ToolCall] = field(default_factory=list)
 
 
-def decide(messages: list[dict], tools: list[dict] | None, reasoning_effort: str | None = None) -> Answer:
-    """Answer the conversation: tool calls when an offered tool fits the last request, text otherwise."""
+def decide(messages: list[dict], tools: list[dict] | None, reasoning_effort: str | None = None,
+           tool_choice: str | list[str] = "auto") -> Answer:
+    """Answer the conversation: tool calls when an offered tool fits the last request, text otherwise.
+
+    tool_choice as the server enforces it: "auto", "none" (answer in text even when a tool fits), or the list of
+    tool names a call must use ("required": all offered tools; a named function: that one) — a call even when text
+    would do.
+    """
     request = _last_user_text(messages)
     results = _tool_results_since_user(messages)
+    if tool_choice == "none":
+        tools = None
+    elif isinstance(tool_choice, list):
+        return _forced(messages, tools, reasoning_effort, tool_choice, request)
+    chained = _next_in_chain(request, tools, messages, results) if results else []
+    if chained:
+        shown = "; ".join(f"{c.name}({json.dumps(c.arguments)})" for c in chained)
+        why = "The tool result gives what the next step of the request needs, so I call again."
+        return Answer(_reasoning(why, f"Next: {shown}.", request, reasoning_effort), "", chained)
     if results:
         content = _summarise_results(results)
         why = "A tool result answers the request, so I report it in text."
@@ -49,6 +64,24 @@ def decide(messages: list[dict], tools: list[dict] | None, reasoning_effort: str
         content = missing or _direct_answer(messages, request)
     detail = f'My reply: "{content[:80]}".'
     return Answer(_reasoning(why, detail, request, reasoning_effort), content, [])
+
+
+def _forced(messages, tools, effort, allowed: list[str], request: str) -> Answer:
+    """A call is required: the fitting call among the allowed tools, else the allowed tool closest to the request."""
+    fns = [t.get("function", t) for t in tools or [] if t.get("function", t).get("name") in allowed]
+    if not fns:
+        return decide(messages, tools, effort)
+    calls, _, why = _plan_calls(request, fns)
+    if not calls:
+        fn = _best_tool(request, fns, [_tool_vocab(f) for f in fns]) or fns[0]
+        args = (_arguments(fn, request) or [{}])[0]
+        for p in (fn.get("parameters") or {}).get("required", []):
+            spec = (fn.get("parameters") or {}).get("properties", {}).get(p, {})
+            args.setdefault(p, spec.get("enum", [None])[0] or ("" if spec.get("type", "string") == "string" else 0))
+        calls = [ToolCall(fn["name"], args)]
+        why = f"tool_choice requires a call, so I call {fn['name']} with what the request gives."
+    shown = "; ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls)
+    return Answer(_reasoning(why, f"Calls: {shown}.", request, effort), "", calls)
 
 
 # --- conversation -------------------------------------------------------------------------------------------
@@ -80,6 +113,26 @@ def _tool_results_since_user(messages: list[dict]) -> list[tuple[str, str]]:
             name = m.get("name") or by_id.get(m.get("tool_call_id")) or (pending.pop(0) if pending else None)
             out.append((name or "the tool", _text(m.get("content"))))
     return out
+
+
+def _next_in_chain(request: str, tools, messages: list[dict], results) -> list[ToolCall]:
+    """Calls the request still needs after the results so far: a step whose required argument a result supplies
+    ("find the ticket … and tag it": find_ticket's ticket_id feeds tag_ticket)."""
+    known: dict = {}
+    for _, raw in results:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            if "error" in data:
+                return []  # a failed step ends the chain: report it
+            known |= data
+    called = set()
+    for m in messages[next(i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"):]:
+        called |= {(tc.get("function") or {}).get("name") for tc in m.get("tool_calls") or []}
+    calls, _, _ = _plan_calls(request, [t.get("function", t) for t in tools or []], known)
+    return [c for c in calls if c.name not in called]
 
 
 def _summarise_results(results: list[tuple[str, str]]) -> str:
@@ -260,9 +313,10 @@ def _clauses(masked: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e in spans if masked[s:e].strip()]
 
 
-def _plan_calls(request: str, fns: list[dict]) -> tuple[list[ToolCall], str, str]:
+def _plan_calls(request: str, fns: list[dict], known: dict | None = None) -> tuple[list[ToolCall], str, str]:
     """(calls, question for missing info, why). Split the request into clauses, give each clause the tool it asks
-    for, fan out repeated entities."""
+    for, fan out repeated entities. `known`: values earlier tool results supplied; a step that lacks a required
+    argument waits for them when another step can run first."""
     if not fns or not request.strip():
         return [], "", "No tools are offered, so I answer directly."
     masked = _blank(request, _quotes(request) + [(m.start(), m.end()) for m in _EMAIL.finditer(request)])
@@ -278,17 +332,25 @@ def _plan_calls(request: str, fns: list[dict]) -> tuple[list[ToolCall], str, str
         return [], "", "None of the offered tools fits this request, so I answer directly without a call."
 
     calls: list[ToolCall] = []
+    waiting = ""  # the question to ask when no step can run
     for fn, start, end in groups:
         params = fn.get("parameters") or {}
         for args in _arguments(fn, request[start:end]):
+            for p in params.get("required", []):
+                if p not in args and p in (known or {}):
+                    args[p] = known[p]
             lacking = [p for p in params.get("required", []) if p not in args]
             if lacking:
                 desc = params.get("properties", {}).get(lacking[0], {}).get("description", lacking[0])
                 ask = f"I can do that with {fn['name']}, but I need the {lacking[0].replace('_', ' ')} ({desc}). "
-                return [], ask + "Could you tell me?", f"{fn['name']} fits, but the request lacks {lacking[0]}."
+                waiting = waiting or ask + "Could you tell me?"
+                why_not = f"{fn['name']} fits, but the request lacks {lacking[0]}."
+                continue
             call = ToolCall(fn["name"], args)
             if call not in calls:
                 calls.append(call)
+    if waiting and (not calls or len(groups) < 2):
+        return [], waiting, why_not
     names = ", ".join(dict.fromkeys(c.name for c in calls))
     return calls, "", f"The request asks for {len(calls)} tool call(s) to {names}, so I call rather than answer."
 

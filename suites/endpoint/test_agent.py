@@ -1,0 +1,46 @@
+"""Agents loop: call a tool, read its result, call the next or answer — the agent battery meets its floor [000]."""
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+import pytest
+
+from golive.endpoint import error_body
+from golive.endpoint.agent import load_agent_battery, run_agent_case
+from golive.verdict import require
+
+pytestmark = pytest.mark.endpoint
+
+
+def test_agent_battery_meets_floor(endpoint, profile, record_metric, record_finding):
+    """The agent battery (single, parallel and chained calls, a tool error, no tool needed), streamed and not,
+    scores ≥ the floor on calls and final answers [000]."""
+    sampling = profile.endpoint.battery_sampling
+    cases = load_agent_battery()
+
+    def run(case_stream):
+        case, stream = case_stream
+        return run_agent_case(case, lambda messages, tools: endpoint.chat(
+            profile.vllm.served_model_name, messages, tools=tools, max_tokens=1024, stream=stream,
+            **sampling.params()))
+
+    jobs = [(case, stream) for case in cases for stream in (False, True)]
+    try:
+        with ThreadPoolExecutor(max_workers=profile.endpoint.max_concurrency) as pool:  # load bounded by the profile
+            outcomes = list(pool.map(run, jobs))
+    except openai.BadRequestError as exc:
+        pytest.skip(f"the server refuses tool requests (HTTP 400: {error_body(exc)}): see the smoke-test check")
+    failing = {}
+    for (case, stream), outcome in zip(jobs, outcomes):
+        if not outcome.passed:
+            failing.setdefault(case.id, f"{case.id} ({case.category}, {'streamed' if stream else 'non-streamed'}): "
+                                        f"{outcome.reason}")
+    score = (len(cases) - len(failing)) / len(cases)
+    floor = profile.endpoint.agent_battery_floor
+    record_metric("agent_battery_score", round(score, 4), "fraction", floor=floor)
+    record_finding(f"agent battery sampled with {sampling.describe()}")
+    require(score >= floor,
+            found=f"{len(cases) - len(failing)}/{len(cases)} cases pass streamed and not ({score:.0%}); failing: "
+                  + "; ".join(list(failing.values())[:6]) + (" …" if len(failing) > 6 else ""),
+            recipe=f"agent battery ≥ {floor:.0%} (15/15 at go-live, vendor sampling) [000]",
+            fix="an agent that ignores tool results or loops is not fit for go-live: compare the checkpoint, chat "
+                "template and parser flags with the recipe's")

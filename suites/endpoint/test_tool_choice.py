@@ -1,0 +1,134 @@
+"""Agents steer tool use with `tool_choice`: auto, none, required and a named function are each honoured [000]."""
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+import pytest
+
+from golive.endpoint import error_body
+from golive.endpoint.toolcalls import _schema_problem
+from golive.verdict import require
+
+pytestmark = pytest.mark.endpoint
+
+
+def _tool(name: str, description: str) -> dict:
+    return {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "City name, e.g. 'Paris'"}}, "required": ["city"]}}}
+
+
+TOOLS = [_tool("get_weather", "Get the current weather for a city."),
+         _tool("get_local_time", "Get the current local time in a city.")]
+WEATHER = "What's the weather in Paris right now?"
+# mode -> (prompt, tool_choice): each prompt tempts the model to do what the mode forbids
+MODES = {
+    "auto": (WEATHER, "auto"),
+    "none": (WEATHER, "none"),
+    "required": ("Hello! I am flying to Paris on Monday.", "required"),
+    "named": (WEATHER, {"type": "function", "function": {"name": "get_local_time"}}),
+    "parallel": ("What's the weather in Paris and in Tokyo?", "auto"),
+}
+MARKUP = ("<tool_call>", "<arg_key>", "</tool_call>")
+FIX = ("serve with the recipe's `--tool-call-parser` and image: vLLM enforces required/named tool_choice with the "
+       "parser's structural tag (xgrammar); if those match, the checkpoint or chat template is not the recipe's")
+
+
+@pytest.fixture(scope="module")
+def choice_runs(endpoint, profile):
+    """Every mode, non-streamed and streamed: {(mode, streamed): ChatResult}."""
+    def run(key):
+        prompt, choice = MODES[key[0]]
+        return endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": prompt}], tools=TOOLS,
+                             tool_choice=choice, temperature=0, max_tokens=1024, stream=key[1])
+
+    keys = [(mode, streamed) for mode in MODES for streamed in (False, True)]
+    try:
+        with ThreadPoolExecutor(max_workers=profile.endpoint.max_concurrency) as pool:  # load bounded by the profile
+            return dict(zip(keys, pool.map(run, keys)))
+    except openai.BadRequestError as exc:
+        pytest.skip(f"the server refuses tool requests (HTTP 400: {error_body(exc)}): see the smoke-test check")
+
+
+def _problems(choice_runs, mode: str, wrong) -> list[str]:
+    """'mode (streamed): what was wrong' for each run where wrong(result) says something."""
+    out = []
+    for streamed in (False, True):
+        problem = wrong(choice_runs[(mode, streamed)])
+        if problem:
+            out.append(f"{mode} ({'streamed' if streamed else 'non-streamed'}): {problem}")
+    return out
+
+
+def _invalid(calls) -> str | None:
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    for name, raw in calls:
+        if name not in params:
+            return f"called {name!r}, not an offered tool"
+        try:
+            args = json.loads(raw)
+        except (TypeError, ValueError):
+            return f"{name}: arguments are not JSON: {raw!r}"
+        problem = _schema_problem(name, args, params[name]) if isinstance(args, dict) else "arguments not an object"
+        if problem:
+            return problem
+    return None
+
+
+def test_tool_choice_auto_calls_when_a_tool_fits(choice_runs):
+    """tool_choice auto: a request a tool fits comes back as a call to that tool [000]."""
+    bad = _problems(choice_runs, "auto", lambda r: None if [n for n, _ in r.tool_calls] == ["get_weather"]
+                    else f"calls {r.tool_calls}, content {r.content[:80]!r}")
+    require(not bad, found="; ".join(bad), recipe="tool_choice auto: get_weather called for a weather question [000]",
+            fix=FIX)
+
+
+def test_tool_choice_none_answers_in_text(choice_runs):
+    """tool_choice none: no call even when a tool fits, and a text answer instead [000]."""
+    def wrong(r):
+        if r.tool_calls:
+            return f"called {[n for n, _ in r.tool_calls]}"
+        if any(tag in r.content for tag in MARKUP):
+            return f"tool-call markup in content {r.content[:80]!r}"
+        return None if r.content.strip() else "no text answer (empty content)"
+
+    bad = _problems(choice_runs, "none", wrong)
+    require(not bad, found="; ".join(bad),
+            recipe="tool_choice none: the model answers in text and calls nothing [000]",
+            fix="the model ignores tool_choice none: pin the recipe's checkpoint and chat template; as a stopgap "
+                "serve with `--exclude-tools-when-tool-choice-none` so the model never sees the tools")
+
+
+def test_tool_choice_required_forces_a_call(choice_runs):
+    """tool_choice required: a valid call even when text would do [000]."""
+    bad = _problems(choice_runs, "required", lambda r: f"no call, content {r.content[:80]!r}" if not r.tool_calls
+                    else _invalid(r.tool_calls))
+    require(not bad, found="; ".join(bad),
+            recipe="tool_choice required: at least one call, valid against the offered tool's schema [000]", fix=FIX)
+
+
+def test_named_tool_choice_calls_that_function(choice_runs):
+    """A named tool_choice: a call to that function, whatever the question leans to [000]."""
+    def wrong(r):
+        names = [n for n, _ in r.tool_calls]
+        if not names or set(names) != {"get_local_time"}:
+            return f"calls {names or 'none'}, content {r.content[:80]!r}"
+        return _invalid(r.tool_calls)
+
+    bad = _problems(choice_runs, "named", wrong)
+    require(not bad, found="; ".join(bad),
+            recipe="tool_choice {function: get_local_time}: get_local_time is called, nothing else [000]", fix=FIX)
+
+
+def test_parallel_calls_are_separate_entries(choice_runs):
+    """Parallel calls come back as separate tool_calls entries, one per call [000]."""
+    def wrong(r):
+        cities = sorted(json.loads(a).get("city", "") for _, a in r.tool_calls) if not _invalid(r.tool_calls) else []
+        return None if cities == ["Paris", "Tokyo"] else f"tool_calls {r.tool_calls}"
+
+    bad = _problems(choice_runs, "parallel", wrong)
+    require(not bad, found="; ".join(bad),
+            recipe="two get_weather entries, Paris and Tokyo, each its own tool_calls item [000]",
+            fix="parallel calls merged or lost: the tool parser of this build splits calls differently; pin the "
+                "recipe's image and parser")

@@ -1,0 +1,70 @@
+"""Quality gates against the real reference station: tool_choice modes and site batteries, healthy and broken.
+
+One station start per variant; the oracle faults (each breaks one tool_choice mode) are the slow matrix.
+"""
+import pytest
+from golive_testbed.reference.launcher import ReferenceStation
+from test_endpoint_layer import PORT, failed, golive_endpoint
+
+QUALITY = "tool_choice or parallel or site_batteries or agent"
+# variant -> (the checks it must fail, fragments of the failure message naming the failing cases)
+FAULTS = {
+    "fault-tool-under-none": ({"test_tool_choice_none_answers_in_text"},
+                              ["none (non-streamed): ", "none (streamed): "]),
+    # a named function is a demanded call too: the broken model ignores both (the grammar then forces junk or nothing)
+    "fault-text-under-required": ({"test_tool_choice_required_forces_a_call",
+                                   "test_named_tool_choice_calls_that_function"},
+                                  ["required (non-streamed): ", "required (streamed): no call"]),
+    "fault-ignore-tool-result": ({"test_agent_battery_meets_floor"},
+                                 ["single-call-then-answer (single, non-streamed): final answer answered 'Done."]),
+}
+
+
+@pytest.fixture(scope="module", params=["healthy", *(pytest.param(v, marks=pytest.mark.slow) for v in FAULTS)])
+def reference(request, tmp_path_factory):
+    log = tmp_path_factory.mktemp("logs") / f"{request.param}.log"
+    with ReferenceStation(port=PORT, variant=request.param, log_path=log) as running:
+        yield running
+
+
+def test_quality_checks_fail_exactly_what_the_station_breaks(reference, tmp_path):
+    """Healthy: every tool_choice mode is honoured and the example site battery meets its floor (a metric in
+    results.json). A fault: exactly the mode it breaks fails, naming the failing runs."""
+    result, results, by_check = golive_endpoint(reference, tmp_path, "-k", QUALITY)
+    output = result.stdout + result.stderr
+    ran = {name for name, checks in by_check.items() if all(c["outcome"] != "not_checked" for c in checks)}
+    assert {"test_tool_choice_none_answers_in_text", "test_site_batteries_meet_their_floors",
+            "test_agent_battery_meets_floor"} <= ran, output
+    if reference.variant == "healthy":
+        assert result.returncode == 0 and not failed(by_check), output
+        assert _metric(results, "site_battery.example-site") == 1.0, results["metrics"]
+        assert _metric(results, "agent_battery_score") == 1.0, results["metrics"]
+        [battery] = by_check["test_site_batteries_meet_their_floors"]
+        assert "temperature=0.0 (greedy)" in battery["note"], battery
+        return
+    expected, fragments = FAULTS[reference.variant]
+    assert failed(by_check) == expected, output
+    messages = " ".join(c["message"] for name in expected for c in by_check[name])
+    assert all(fragment in messages for fragment in fragments), messages
+
+
+def test_site_battery_floor_above_the_score_fails_naming_cases(reference, tmp_path):
+    """A site battery the station cannot fully answer, floor 1.0: the check fails with score vs floor and the case."""
+    if reference.variant != "healthy":
+        pytest.skip("runs against the healthy station")
+    (tmp_path / "domain.yaml").write_text(
+        "name: domain\nfloor: 1.0\ncases:\n"
+        "  - {id: product, prompt: 'What is 17 * 23?', expect: {numeric: 391}}\n"
+        "  - {id: policy, prompt: 'What is 6 * 7?', expect: {numeric: 43}}\n")
+    (tmp_path / "site.yaml").write_text("extends: reference-cpu\nendpoint:\n  site_batteries: [domain.yaml]\n")
+    result, results, by_check = golive_endpoint(reference, tmp_path, "-k", "site_batteries",
+                                                profile=str(tmp_path / "site.yaml"))
+    assert failed(by_check) == {"test_site_batteries_meet_their_floors"}, result.stdout + result.stderr
+    [check] = by_check["test_site_batteries_meet_their_floors"]
+    assert "domain 1/2 (50%) < floor 100%; failing: policy: answered '42', expected 43" in check["message"]
+    assert _metric(results, "site_battery.domain") == 0.5
+
+
+def _metric(results: dict, name: str) -> float:
+    [value] = [m["value"] for m in results["metrics"] if m["name"] == name]
+    return value
