@@ -11,12 +11,17 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from golive.schema import Inventory, Profile
+from golive.verdict import printable
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 
 
 class ConfigError(Exception):
     """A bad profile or inventory; str() is the one line the operator sees."""
+
+    def __init__(self, message: str):
+        # a key or value quoted from the file may hold a newline or an escape sequence: one line, shown as text
+        super().__init__(printable(message.replace("\n", "\\n")))
 
 
 def shipped_profiles() -> list[str]:
@@ -43,12 +48,18 @@ def load_yaml(path: Path) -> Located:
         raise ConfigError(f"{path}: file not found") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x})") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
         raise ConfigError(f"{path}{line}: YAML syntax error: {exc.problem or exc.context}") from None
+    except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
+        line = text.count("\n", 0, exc.position) + 1
+        raise ConfigError(f"{path}:{line}: YAML syntax error: character {exc.character:#06x} is not allowed") from None
     if node is None:
         raise ConfigError(f"{path}: file is empty")
     located = Located(data=None)
@@ -61,6 +72,9 @@ def _construct(node: yaml.Node, at: Path_, file: str, where: dict) -> Any:
     if isinstance(node, yaml.MappingNode):
         out = {}
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ConfigError(f"{file}:{key_node.start_mark.line + 1}: a key must be a plain word, not a list "
+                                  f"or a mapping")
             key = key_node.value
             if key in out:
                 raise ConfigError(f"{file}:{key_node.start_mark.line + 1}: duplicate key '{key}'")
@@ -69,7 +83,10 @@ def _construct(node: yaml.Node, at: Path_, file: str, where: dict) -> Any:
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_construct(item, at + (i,), file, where) for i, item in enumerate(node.value)]
-    return yaml.SafeLoader(" ").construct_object(node, deep=True)
+    try:
+        return yaml.SafeLoader(" ").construct_object(node, deep=True)
+    except yaml.constructor.ConstructorError as exc:  # a tag (!python/…, !foo) golive does not read
+        raise ConfigError(f"{file}:{node.start_mark.line + 1}: {exc.problem}") from None
 
 
 # --- validation ----------------------------------------------------------------------------------------------------
@@ -88,6 +105,8 @@ def validate(model: type[BaseModel], located: Located, what: str, fallback_file:
 
 def _one_line(model: type[BaseModel], error: dict, located: Located, fallback_file: str) -> str:
     loc = tuple(part for part in error["loc"] if not _is_union_tag(part))
+    if error["type"] == "extra_forbidden":  # the last part is the operator's key, whatever it looks like ("[", "int")
+        loc = tuple(part for part in error["loc"][:-1] if not _is_union_tag(part)) + error["loc"][-1:]
     file, line = _nearest(located.where, loc, fallback_file)
     dotted = ".".join(str(p) for p in loc) or "(top level)"
     kind = error["type"]

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,7 @@ INVENTORY = pytest.StashKey[golive_config.LoadedInventory | None]()
 RECORDER = pytest.StashKey[results_mod.Recorder]()
 BASELINE = pytest.StashKey[dict | None]()  # the last go-live's results.json (--golive-baseline)
 CONNECTIONS = pytest.StashKey[dict]()  # per run: testinfra hosts, station facts, endpoint clients
+SIGTERM_BEFORE = pytest.StashKey[object]()  # the SIGTERM handler golive replaced, restored at unconfigure
 NO_INVENTORY = "no inventory: pass --golive-inventory PATH (or use `golive run`)"
 
 
@@ -39,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--golive-json", metavar="PATH", help="write results.json (the stable, versioned results) here")
     group.addoption("--golive-baseline", metavar="PATH", help="the last go-live's results.json: add what changed since "
                     "(post-upgrade gate; an unannounced served flag or parser change fails)")
+    group.addoption("--allow-peak-load", action="store_true", default=False,
+                    help="run the sweep's peak-load level also on stations marked `production: true`")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,6 +72,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RECORDER] = results_mod.Recorder(loaded)
     config.stash[CONNECTIONS] = {}
     config.pluginmanager.register(_Recording(config), "golive-recording")
+    _stop_cleanly_on_sigterm(config)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def _stop_cleanly_on_sigterm(config: pytest.Config) -> None:
+    """SIGTERM (a CI job cancelled, `kill`, systemd stopping a timer) ends the run like Ctrl-C: pytest finishes the
+    session, and the reports are written, marked INCOMPLETE with everything measured so far."""
+    if threading.current_thread() is threading.main_thread() and not hasattr(config, "workerinput"):
+        config.stash[SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    before = config.stash.get(SIGTERM_BEFORE, None)
+    if before is not None:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _describe_run(config: pytest.Config, loaded: golive_config.LoadedInventory) -> None:

@@ -217,6 +217,7 @@ class Station(Strict):
     phase: Literal["serving", "pre-start"] = "serving"
     layers: list[Layer] | None = None  # checked here; default: every layer of the profile (others: not applicable)
     profile: str | None = None  # this station's own profile, where it differs from the inventory's
+    production: bool = False  # serving users now: the peak-load level runs only with --allow-peak-load
 
     @field_validator("endpoint")
     @classmethod

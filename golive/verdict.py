@@ -32,6 +32,22 @@ RECIPES = {
 }
 _TAG = re.compile(r"\[(\d{3})\]")
 
+# what a terminal or a page would obey rather than show: C0/C1 controls but newline and tab (ESC starts "clear screen"
+# or "set title"), DEL, lone surrogates (undecodable bytes; no UTF-8 writer accepts them), bidi overrides
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+TEXT_LIMIT = 2000  # characters of found/recipe/do text; a 1 MB answer is cut, the report stays readable
+
+
+def printable(text: str) -> str:
+    """Control characters (but newline and tab) shown as escapes: "\x1b[2J" prints as the 7 characters \x1b[2J."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
+def clipped(text: str, limit: int = TEXT_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … [{len(text) - limit:,} more characters cut]"
+
 
 def cite(text: str) -> str:
     """"[000]" → "[single-station recipe]": a tag means nothing outside golive's repository, a name does."""
@@ -59,7 +75,7 @@ class Finding(pytest.fail.Exception):
     """A failed check, with its parts as data: they travel to results.json and the report as fields."""
 
     def __init__(self, found: str, recipe: str, fix: str):
-        self.found, self.recipe, self.fix = cite(found), cite(recipe), cite(fix)
+        self.found, self.recipe, self.fix = (printable(clipped(cite(str(part)))) for part in (found, recipe, fix))
         self.sources = sources_in(found, recipe, fix)
         super().__init__(f"Found: {self.found}\nRecipe: {self.recipe}\nDo: {self.fix}", pytrace=False)
 

@@ -48,7 +48,7 @@ class SseParser:
                     events.append(("\n".join(self._data), at))
                     self._data = []
             elif line.startswith(b"data:"):
-                self._data.append(line[5:].removeprefix(b" ").decode())
+                self._data.append(line[5:].removeprefix(b" ").decode(errors="replace"))  # bad bytes: the JSON says
             # comments (":") and other fields (event:, id:, retry:) carry nothing we time
 
 
@@ -85,18 +85,23 @@ class RequestTiming:
 
 
 def read_event(timing: RequestTiming, data: str, at: float) -> bool:
-    """Apply one SSE event (at `at` seconds since send) to the timeline; True at [DONE]."""
+    """Apply one SSE event (at `at` seconds since send) to the timeline; True at [DONE]. An event that is not an
+    OpenAI chunk raises ValueError (the request's error)."""
     if data.strip() == "[DONE]":
         return True
-    chunk = json.loads(data)
+    chunk = _object(json.loads(data), "event")
     if chunk.get("error"):
-        timing.error = str(chunk["error"].get("message", chunk["error"]) if isinstance(chunk["error"], dict)
-                           else chunk["error"])[:300]
+        error = chunk["error"]
+        timing.error = str(error.get("message", error) if isinstance(error, dict) else error)[:300]
     if chunk.get("usage"):
-        timing.prompt_tokens = chunk["usage"].get("prompt_tokens")
-        timing.completion_tokens = chunk["usage"].get("completion_tokens")
-    for choice in chunk.get("choices") or []:
-        delta = choice.get("delta") or {}
+        usage = _object(chunk["usage"], "usage")
+        timing.prompt_tokens = _count(usage.get("prompt_tokens"))
+        timing.completion_tokens = _count(usage.get("completion_tokens"))
+    choices = chunk.get("choices") or []
+    if not isinstance(choices, list):
+        raise ValueError(f"`choices` is not a list: {str(choices)[:80]!r}")
+    for choice in choices:
+        delta = _object(_object(choice, "choice").get("delta") or {}, "delta")
         # vLLM 0.32 says `reasoning`; older builds said `reasoning_content`: both are generated text (TTFT counts them)
         shown = delta.get("content") or delta.get("tool_calls")
         if shown or delta.get("reasoning") or delta.get("reasoning_content"):
@@ -104,6 +109,18 @@ def read_event(timing: RequestTiming, data: str, at: float) -> bool:
         if shown and timing.first_content is None:
             timing.first_content = at
     return False
+
+
+def _object(value, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"the stream's {what} is not a JSON object: {str(value)[:80]!r}")
+    return value
+
+
+def _count(value) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ValueError(f"a token count that is not a number: {str(value)[:80]!r}")
+    return value
 
 
 async def timed_events(chunks: AsyncIterator[bytes], clock: Clock) -> AsyncIterator[tuple[str, float]]:
@@ -160,7 +177,7 @@ async def one_request(client: httpx.AsyncClient, url: str, workload: Workload, h
             async for data, at in timed_events(response.aiter_raw(), clock):
                 done = read_event(timing, data, at - timing.sent) or done
         timing.end = clock() - timing.sent
-    except (httpx.HTTPError, json.JSONDecodeError) as exc:
+    except (httpx.HTTPError, ValueError) as exc:  # ValueError: an event that is not JSON or not an OpenAI chunk
         timing.error = f"{type(exc).__name__}: {exc}"[:300]
         return timing
     if timing.error is None and not done:
@@ -251,12 +268,26 @@ async def run_level(client: httpx.AsyncClient, url: str, workload: Workload, hea
 class Sweep:
     levels: list[LevelResult]
     not_run: list[int]  # levels the duration bound left out
+    refused: list[int] = field(default_factory=list)  # peak levels a production station does not get without consent
 
     def at(self, concurrency: int) -> LevelResult | None:
         return next((lv for lv in self.levels if lv.concurrency == concurrency), None)
 
     def as_dict(self) -> dict:
-        return {"levels": [lv.as_dict() for lv in self.levels], "not_run": self.not_run}
+        return {"levels": [lv.as_dict() for lv in self.levels], "not_run": self.not_run, "refused": self.refused}
+
+
+PEAK_REFUSED = ("not checked because the station is marked `production: true` in the inventory: the peak-load level "
+                "({levels} in flight) runs only with consent; to run it, add --allow-peak-load "
+                "(`golive run INVENTORY --allow-peak-load`)")
+
+
+def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool) -> tuple[list[int], list[int]]:
+    """(levels to run, levels refused): a production station is spared the sweep's top level unless allowed."""
+    levels = sorted(set(levels))
+    if not production or allow_peak_load:
+        return levels, []
+    return levels[:-1], levels[-1:]
 
 
 async def sweep_async(base_url: str, api_key: str | None, workload: Workload, levels: Iterable[int], repeats: int,

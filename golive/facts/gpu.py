@@ -12,7 +12,11 @@ from golive.facts import FactError
 def parse_query_csv(text: str, fields: list[str]) -> list[dict[str, str]]:
     """`nvidia-smi --query-…=a,b,c --format=csv,noheader,nounits` rows as dicts."""
     rows = []
-    for row in csv.reader(io.StringIO(text), skipinitialspace=True):
+    try:
+        parsed = list(csv.reader(io.StringIO(text, newline=""), skipinitialspace=True))
+    except csv.Error as exc:
+        raise FactError(f"nvidia-smi output is not CSV: {exc}") from None
+    for row in parsed:
         if not row or row[0].startswith("#"):
             continue
         if row[0].startswith("No ") and len(row) == 1:  # "No running processes found" on older drivers
@@ -34,7 +38,12 @@ def mib(value: str) -> float | None:
 def normalize_bus_id(bus_id: str) -> str:
     """nvidia-smi prints 00000009:01:00.0, /proc/driver/nvidia uses 0009:01:00.0: compare as 0009:01:00.0."""
     domain, _, rest = bus_id.strip().lower().partition(":")
-    return f"{int(domain, 16):04x}:{rest}" if rest else bus_id.lower()
+    if not rest:
+        return bus_id.lower()
+    try:
+        return f"{int(domain, 16):04x}:{rest}"
+    except ValueError:
+        raise FactError(f"not a PCI bus id: {bus_id[:80]!r}") from None
 
 
 @dataclass
@@ -89,7 +98,10 @@ def parse_cpulist(text: str) -> set[int]:
         if not part:
             continue
         low, _, high = part.partition("-")
-        out.update(range(int(low), int(high or low) + 1))
+        try:
+            out.update(range(int(low), int(high or low) + 1))
+        except ValueError:
+            raise FactError(f"not a kernel cpu list (like 0-71,80): {text[:80]!r}") from None
     return out
 
 

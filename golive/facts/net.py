@@ -265,7 +265,11 @@ def parse_env_file(data: str | bytes) -> EnvFile:
     double quotes, `#` comments and blank lines."""
     raw = data.encode() if isinstance(data, str) else data
     values = {}
-    for number, line in enumerate(raw.decode().splitlines(), 1):
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as exc:
+        raise FactError(f"env file is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})") from None
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue

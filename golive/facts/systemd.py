@@ -112,7 +112,7 @@ def parse_unit_file(text: str) -> dict[str, dict[str, list[str]]]:
 def parse_unit_exec(value: str) -> ExecCommand:
     """An Exec line of a unit file; leading `-@:+!` prefixes are flags, not the command."""
     prefix = re.match(r"[-@:+!]*", value).group(0)
-    return ExecCommand(argv=shlex.split(value[len(prefix):]), ignore_errors="-" in prefix)
+    return ExecCommand(argv=_split_argv(value[len(prefix):]), ignore_errors="-" in prefix)
 
 
 @dataclass

@@ -2,12 +2,19 @@
 from __future__ import annotations
 
 from jinja2 import Environment, PackageLoader
+from markupsafe import Markup
 
 from golive import verdict as rules
 from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
+from golive.verdict import printable
 
-# every value is text: a model or a station may answer with markup
-_ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=True)
+
+def shown(value: object) -> object:
+    """Text as text: control characters escaped (markup is escaped by autoescape; Markup is ours, left alone)."""
+    return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+# every value is text: a model or a station may answer with markup, or with control characters
+_ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=True, finalize=shown)
 
 
 def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:

@@ -1,6 +1,7 @@
 """go-live.md: the go-live record for the deployment repo, written from results.json (same facts, diff-friendly).
 
-Everything a station or a model said is text: HTML-escaped (a markdown viewer renders raw HTML) and, in tables, with
+Everything a station or a model said is text: control characters escaped (golive.verdict.printable), HTML-escaped
+(a markdown viewer renders raw HTML) and, in tables, with
 `|` and newlines escaped so a cell stays a cell.
 """
 from __future__ import annotations
@@ -12,9 +13,11 @@ from jinja2 import Environment, PackageLoader
 
 from golive import verdict as rules
 from golive.report.results import verdict_word
+from golive.verdict import printable
 
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=False, keep_trailing_newline=True,
-                   trim_blocks=True, lstrip_blocks=True)
+                   trim_blocks=True, lstrip_blocks=True,
+                   finalize=lambda value: printable(value) if isinstance(value, str) else value)
 
 
 def text(value: object) -> str:

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from golive.endpoint.load import LevelResult, Sweep, Workload, sweep
+from golive.endpoint.load import PEAK_REFUSED, LevelResult, Sweep, Workload, levels_to_run, sweep
 from golive.verdict import not_applicable, require
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
@@ -38,11 +38,18 @@ def swept(request, endpoint, station, profile, load) -> Sweep:
             with capture.global_and_fixture_disabled():
                 reporter.write_line(f"{station.name}: {line}")
 
-    return sweep(station.endpoint, key, workload, load.concurrency, load.repeats, load.warmup, load.max_duration_s,
-                 progress=progress)
+    levels, refused = levels_to_run(load.concurrency, station.production, request.config.getoption("allow_peak_load"))
+    if not levels:
+        return Sweep([], [], refused)
+    measured = sweep(station.endpoint, key, workload, levels, load.repeats, load.warmup, load.max_duration_s,
+                     progress=progress)
+    measured.refused = refused
+    return measured
 
 
 def _level(swept: Sweep, concurrency: int) -> LevelResult:
+    if concurrency in swept.refused:
+        pytest.skip(PEAK_REFUSED.format(levels=concurrency))
     level = swept.at(concurrency)
     if level is None:
         pytest.skip(f"concurrency {concurrency} was not run (the profile's max_duration_s ran out first): see the "
@@ -75,6 +82,8 @@ def _workload(load, concurrency: int) -> str:
 
 def test_sweep_runs_every_level_without_failures(swept, load, record_metric):
     """The concurrency sweep runs every level with 0 failed requests (the [002]-style table, as data) [000]."""
+    if not swept.levels and swept.refused:
+        pytest.skip(PEAK_REFUSED.format(levels=", ".join(map(str, swept.refused))))
     for level in swept.levels:
         for name, unit in (("aggregate_tok_s", "tok/s"), ("per_user_tok_s_p50", "tok/s"), ("ttft_p50_s", "s"),
                            ("ttft_mean_s", "s"), ("itl_mean_s", "s"), ("tpot_p50_s", "s"), ("e2e_mean_s", "s"),

@@ -78,7 +78,9 @@ def _silent_server() -> tuple[socket.socket, int, list]:
     return server, server.getsockname()[1], held
 
 
-def test_interrupted_run_still_writes_every_report(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_run_still_writes_every_report(tmp_path, signum):
+    """Ctrl-C, or SIGTERM (a cancelled CI job, `kill`), while a check waits on a hung station: INCOMPLETE reports."""
     server, port, held = _silent_server()
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"profile: reference-cpu\nstations:\n  - {{name: hung, endpoint: 'http://127.0.0.1:{port}/v1'}}\n")
@@ -90,7 +92,7 @@ def test_interrupted_run_still_writes_every_report(tmp_path):
         while not held and time.monotonic() < deadline:  # until a check is waiting on the hung station
             time.sleep(0.2)
         time.sleep(1)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         output, _ = proc.communicate(timeout=60)
     finally:
         proc.kill()

@@ -1,0 +1,150 @@
+"""Bad input, fuzzed (hypothesis): the profile and inventory loaders, every facts parser and the load generator's
+stream assembly either give a result or reject the input with their own one-line error; never another exception.
+
+Bounded: ~200 examples a property, no deadline (a shared CI machine), the whole file under 20 s. To search wider
+by hand: `pytest tests/unit/test_fuzz.py --hypothesis-seed=N` with `derandomize` off.
+"""
+import string
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from golive.config import ConfigError, load_inventory, load_profile
+from golive.endpoint.load import RequestTiming, SseParser, read_event
+from golive.facts import FactError, docker, gpu, nccl, net, shell, systemd, vllm
+
+# derandomized: CI sees the same examples every run (a red here is a regression, not luck); no example database
+BOUNDED = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=200, **BOUNDED)
+FEW = settings(max_examples=60, **BOUNDED)
+
+# text with the characters real command output and YAML are made of, plus anything at all
+LINES = st.text(alphabet=string.printable + "{}[]:;=,\"'-\t\n\u00e9\x00\x1b", max_size=400)
+ANY_TEXT = st.one_of(LINES, st.text(max_size=200))
+PROFILE_KEYS = ["profile", "extends", "vllm", "endpoint", "load", "security", "service", "cluster", "concurrency",
+                "floors", "served_model_name", "max_model_len", "name", "stations", "endpoint", "host", "production",
+                "layers", "waivers", "output", "ssh_config", "api_key_env", "phase", "role", "gate_concurrency"]
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True), ANY_TEXT)
+NESTED = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4),
+    st.dictionaries(st.one_of(st.sampled_from(PROFILE_KEYS), st.text(max_size=10)), inner, max_size=5)),
+    max_leaves=20)
+
+_DIR = Path(tempfile.mkdtemp(prefix="golive-fuzz-"))
+
+
+def _one_line_or_loads(load, text: str) -> None:
+    path = _DIR / "input.yaml"
+    path.write_text(text, errors="surrogateescape")
+    try:
+        load(path)
+    except ConfigError as exc:
+        message = str(exc)
+        assert message and "\n" not in message and "Traceback" not in message, message
+
+
+@pytest.mark.parametrize("load", [load_profile, load_inventory], ids=["profile", "inventory"])
+@FUZZ
+@given(text=ANY_TEXT)
+def test_loader_takes_any_text(load, text):
+    _one_line_or_loads(load, text)
+
+
+@pytest.mark.parametrize("load", [load_profile, load_inventory], ids=["profile", "inventory"])
+@FUZZ
+@given(data=NESTED)
+def test_loader_takes_any_yaml_structure(load, data):
+    _one_line_or_loads(load, yaml.safe_dump(data, allow_unicode=True))
+
+
+@FEW
+@given(data=st.dictionaries(st.sampled_from(["concurrency", "gate_concurrency", "repeats", "warmup", "max_requests",
+                                             "max_concurrency", "tolerance", "floors", "output_tokens"]), NESTED))
+def test_profile_load_section_takes_any_values(data):
+    _one_line_or_loads(load_profile, yaml.safe_dump({"extends": "reference-cpu", "load": data}))
+
+
+@FEW
+@given(station=st.dictionaries(st.sampled_from(["name", "endpoint", "host", "production", "layers", "role", "phase",
+                                                "profile", "api_key_env"]), NESTED))
+def test_inventory_station_takes_any_values(station):
+    _one_line_or_loads(load_inventory, yaml.safe_dump({"profile": "reference-cpu", "stations": [station]}))
+
+
+ARGV = st.lists(st.one_of(st.sampled_from(["docker", "run", "-c", "sh", "bash", "vllm", "serve", "--gpus", "-e",
+                                           "--max-model-len", "--speculative-config", "--host", "-v", "--"]),
+                          ANY_TEXT), max_size=8)
+
+PARSERS = {  # every parser of golive/facts, with what it is given on a station
+    "docker.parse_container_inspect": (docker.parse_container_inspect, st.tuples(ANY_TEXT)),
+    "docker.parse_image_inspect": (docker.parse_image_inspect, st.tuples(ANY_TEXT)),
+    "docker.parse_run": (docker.parse_run, st.tuples(ARGV)),
+    "docker.is_docker_run": (docker.is_docker_run, st.tuples(ARGV)),
+    "gpu.parse_query_csv": (gpu.parse_query_csv, st.tuples(ANY_TEXT, st.lists(st.text(max_size=8), max_size=4))),
+    "gpu.mib": (gpu.mib, st.tuples(ANY_TEXT)),
+    "gpu.normalize_bus_id": (gpu.normalize_bus_id, st.tuples(ANY_TEXT)),
+    "gpu.parse_smi_q": (gpu.parse_smi_q, st.tuples(ANY_TEXT)),
+    "gpu.parse_node_meminfo": (gpu.parse_node_meminfo, st.tuples(ANY_TEXT)),
+    "gpu.parse_cpulist": (gpu.parse_cpulist, st.tuples(ANY_TEXT)),
+    "gpu.parse_numa_status": (gpu.parse_numa_status, st.tuples(ANY_TEXT)),
+    "gpu.parse_cgroup": (gpu.parse_cgroup, st.tuples(ANY_TEXT)),
+    "gpu.container_id_in_cgroup": (gpu.container_id_in_cgroup, st.tuples(ANY_TEXT)),
+    "nccl.parse_nccl_log": (nccl.parse_nccl_log, st.tuples(ANY_TEXT)),
+    "nccl.parse_perf": (nccl.parse_perf, st.tuples(ANY_TEXT)),
+    "net.parse_ip_addr": (net.parse_ip_addr, st.tuples(ANY_TEXT)),
+    "net.parse_ip_route_get": (net.parse_ip_route_get, st.tuples(ANY_TEXT)),
+    "net.parse_ethtool": (net.parse_ethtool, st.tuples(ANY_TEXT)),
+    "net.parse_sys_speed": (net.parse_sys_speed, st.tuples(ANY_TEXT)),
+    "net.parse_ping": (net.parse_ping, st.tuples(ANY_TEXT, st.integers(-1, 255))),
+    "net.parse_ibv_devinfo": (net.parse_ibv_devinfo, st.tuples(ANY_TEXT)),
+    "net.parse_sysfs_gid": (net.parse_sysfs_gid, st.tuples(st.integers(0, 300), ANY_TEXT, st.none() | ANY_TEXT)),
+    "net.parse_env_file": (net.parse_env_file, st.tuples(ANY_TEXT | st.binary(max_size=200))),
+    "shell.parse_script": (shell.parse_script, st.tuples(ANY_TEXT)),
+    "shell.commands_of": (shell.commands_of, st.tuples(ARGV, st.just("unit"))),
+    "systemd.parse_timespan": (systemd.parse_timespan, st.tuples(ANY_TEXT)),
+    "systemd.parse_show+unit_from_show": (lambda text: systemd.unit_from_show(systemd.parse_show(text)),
+                                          st.tuples(ANY_TEXT)),
+    "systemd.parse_show_exec": (systemd.parse_show_exec, st.tuples(ANY_TEXT)),
+    "systemd.parse_unit_file+unit_from_file": (
+        lambda text: systemd.unit_from_file(systemd.parse_unit_file(text), None, None), st.tuples(ANY_TEXT)),
+    "systemd.parse_unit_exec": (systemd.parse_unit_exec, st.tuples(ANY_TEXT)),
+    "vllm.parse_human_int": (vllm.parse_human_int, st.tuples(ANY_TEXT)),
+    "vllm.parse_serve_args+flags": (lambda argv: [f(vllm.parse_serve_args(argv)) for f in (vllm.speculative_tokens,
+                                                                                            vllm.served_host)],
+                                    st.tuples(ARGV)),
+}
+
+
+@pytest.mark.parametrize("name", PARSERS)
+@settings(max_examples=150, **BOUNDED)
+@given(data=st.data())
+def test_facts_parser_gives_a_result_or_a_fact_error(name, data):
+    parse, arguments = PARSERS[name]
+    try:
+        parse(*data.draw(arguments))
+    except FactError as exc:
+        assert str(exc) and "Traceback" not in str(exc)
+
+
+SSE_PIECES = st.one_of(st.binary(max_size=40), st.sampled_from([
+    b"data: ", b"\n\n", b"\r\n", b"data: [DONE]\n\n", b'{"choices": [{"delta": {"content": "a"}}]}', b"\xff\xfe",
+    b'{"usage": {"completion_tokens": "x"}}', b'{"error": {"message": 1}}', b'{"choices": null}', b"[1, 2]",
+    b'{"choices": [{"delta": "x"}]}', b'{"choices": ["x"]}', b'{"usage": 3}', b": ping\n", b"event: x\n"]))
+
+
+@FUZZ
+@given(chunks=st.lists(SSE_PIECES, max_size=12))
+def test_stream_assembly_takes_any_bytes(chunks):
+    """Arbitrary chunks: events come out, and each is either applied or rejected as ValueError (the request's error,
+    as the load generator records it), never another exception."""
+    parser, timing = SseParser(), RequestTiming(sent=0.0)
+    for at, chunk in enumerate(chunks):
+        for data, when in parser.feed(chunk, float(at)):
+            try:
+                read_event(timing, data, when)
+            except ValueError as exc:
+                assert str(exc)
