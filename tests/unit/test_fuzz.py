@@ -4,6 +4,8 @@ stream assembly either give a result or reject the input with their own one-line
 Bounded: ~200 examples a property, no deadline (a shared CI machine), the whole file under 20 s. To search wider
 by hand: `pytest tests/unit/test_fuzz.py --hypothesis-seed=N` with `derandomize` off.
 """
+import atexit
+import shutil
 import string
 import tempfile
 from pathlib import Path
@@ -34,7 +36,8 @@ NESTED = st.recursive(SCALARS, lambda inner: st.one_of(
     st.dictionaries(st.one_of(st.sampled_from(PROFILE_KEYS), st.text(max_size=10)), inner, max_size=5)),
     max_leaves=20)
 
-_DIR = Path(tempfile.mkdtemp(prefix="golive-fuzz-"))
+_DIR = Path(tempfile.mkdtemp(prefix="golive-fuzz-"))  # one file rewritten per example (not tmp_path: per test)
+atexit.register(shutil.rmtree, _DIR, True)
 
 
 def _one_line_or_loads(load, text: str) -> None:
