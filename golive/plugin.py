@@ -490,6 +490,15 @@ class _Recording:
             recorder.verdict(interrupted))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`-n N`: stations in parallel, each station's checks on one worker (golive.fleet)."""
+    from golive.fleet import station_scheduling
+
+    loaded = config.stash[INVENTORY]
+    return station_scheduling(config, log, [s.name for s in loaded.inventory.stations]) if loaded else None
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     recorder = config.stash[RECORDER]
     if config.stash[INVENTORY] is None:

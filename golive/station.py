@@ -1,6 +1,7 @@
 """The facts of one station, gathered read-only through its testinfra host and cached for the session."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from dataclasses import dataclass
@@ -143,8 +144,17 @@ class StationFacts:
         return gpu.parse_query_csv(text, QUERY_GPU)
 
     @cached_property
+    def smi_q_text(self) -> str:
+        return self.run("nvidia-smi -q")
+
+    @cached_property
     def smi_q(self) -> list[gpu.SmiGpu]:
-        return gpu.parse_smi_q(self.run("nvidia-smi -q"))
+        return gpu.parse_smi_q(self.smi_q_text)
+
+    @cached_property
+    def smi_versions(self) -> dict[str, str | None]:
+        """The driver and CUDA version nvidia-smi reports (provenance of the go-live record)."""
+        return gpu.parse_smi_versions(self.smi_q_text)
 
     @cached_property
     def compute_apps(self) -> list[dict[str, str]]:
@@ -222,6 +232,16 @@ class StationFacts:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise FactError(f"{self.checkpoint_dir}/{name} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+
+    @cached_property
+    def shard_manifest_sha256(self) -> str:
+        """sha256 of the shard list (`name size` lines, sorted): changes when any shard is added, lost or resized."""
+        return hashlib.sha256("".join(f"{s.name} {s.size}\n" for s in self.shards).encode()).hexdigest()
+
+    def checkpoint_sha256(self, name: str) -> str | None:
+        """sha256 of a checkpoint file as read (config.json, the index): which checkpoint this is, for the record."""
+        text = self.read(f"{self.checkpoint_dir}/{name}")
+        return hashlib.sha256(text.encode()).hexdigest() if text is not None else None
 
     def free_bytes(self, path: str) -> int:
         """Free space on the filesystem holding `path` (POSIX `df -P -k`)."""

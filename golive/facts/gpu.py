@@ -79,6 +79,15 @@ def parse_smi_q(text: str) -> list[SmiGpu]:
     return gpus
 
 
+def parse_smi_versions(text: str) -> dict[str, str | None]:
+    """`nvidia-smi -q`'s header: {"driver": "580.159.04", "cuda": "13.0"} (None where a line is missing)."""
+    def header(name: str) -> str | None:
+        match = re.search(rf"^{re.escape(name)}\s*:\s*(\S.*?)\s*$", text, flags=re.MULTILINE)
+        return match.group(1) if match else None
+
+    return {"driver": header("Driver Version"), "cuda": header("CUDA Version")}
+
+
 def parse_node_meminfo(text: str) -> dict[str, int]:
     """/sys/devices/system/node/nodeN/meminfo → {"FilePages": kB, …} (HugePages_* counts are pages)."""
     values = {}

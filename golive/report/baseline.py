@@ -1,14 +1,17 @@
 """The post-upgrade gate: what changed between the last go-live's results.json and this one (pure functions).
 
 Three kinds of change: checks whose outcome flipped, metrics that moved more than the tolerance, and provenance the
-stations reported (served args, parsers, image, vLLM version). A served flag or parser that changed without the new
-profile pinning its new value is unannounced: that fails the gate. Everything else is listed for the operator to read.
+stations reported (served args, parsers, image, vLLM version, GPU, driver, CUDA, NCCL, checkpoint hashes). A served
+flag or parser that changed without the new profile pinning its new value is unannounced: that fails the gate.
+Everything else is listed for the operator to read.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-PROVENANCE_FIELDS = ("image", "image_digest", "vllm_version")  # compared as they are; served args flag by flag
+# compared as they are (listed, not failing: an upgrade changes them on purpose); served args flag by flag
+PROVENANCE_FIELDS = ("image", "image_digest", "vllm_version", "gpu", "driver", "cuda", "nccl_version",
+                     "checkpoint_manifest_sha256", "checkpoint_config_sha256", "checkpoint_index_sha256")
 
 
 @dataclass

@@ -69,9 +69,10 @@ def test_rdma_roce_v2_gid_is_the_pinned_index(cluster_facts, rdma_rails, cluster
                 f"stations")
 
 
-def test_nccl_version_matches_profile(cluster_facts, cluster, station):
+def test_nccl_version_matches_profile(cluster_facts, cluster, station, record_provenance):
     """The NCCL the serving run loaded (its `NCCL version` line) is the profile's 2.30.7 [002]."""
     log = cluster_facts.nccl_log
+    record_provenance(nccl_version=", ".join(log.versions) or None)
     require(log.version == cluster.nccl_version,
             found=f"{cluster.nccl_log} on {station.name}: "
                   + (f"`NCCL version {', '.join(log.versions)}`" if log.versions else "no `NCCL version` line"),

@@ -21,11 +21,12 @@ def _expected_shards(facts, profile) -> tuple[list[str], str]:
     return sorted(set(index["weight_map"].values())), "model.safetensors.index.json"
 
 
-def test_checkpoint_shards_complete(facts, profile):
+def test_checkpoint_shards_complete(facts, profile, record_provenance):
     """Every shard is present and non-empty (e.g. exactly model-00001-of-00050 .. model-00050-of-00050), and together
     they are the checkpoint's size [002][000]."""
     expected, source = _expected_shards(facts, profile)
     present = {s.name: s.size for s in facts.shards}
+    record_provenance(checkpoint_manifest_sha256=facts.shard_manifest_sha256)
     missing = [name for name in expected if name not in present]
     empty = [name for name in expected if present.get(name) == 0]
     extra = [name for name in present if name not in expected and re.match(r"model-\d+-of-\d+", name)]
@@ -49,9 +50,11 @@ def test_checkpoint_shards_complete(facts, profile):
                 f"download {profile.checkpoint.repository}`), then compare file lists across stations")
 
 
-def test_checkpoint_config_matches_profile(facts, profile):
+def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
     """config.json parses with the expected architecture and quantization fields [002][000]."""
     config = facts.checkpoint_json("config.json")
+    record_provenance(checkpoint_config_sha256=facts.checkpoint_sha256("config.json"),
+                      checkpoint_index_sha256=facts.checkpoint_sha256("model.safetensors.index.json"))
     require(config is not None,
             found=f"{facts.checkpoint_dir}/config.json does not exist",
             recipe="config.json parses with the expected architecture and quantization fields [002]",

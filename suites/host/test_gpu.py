@@ -7,9 +7,10 @@ from golive.verdict import not_applicable, require
 pytestmark = pytest.mark.host
 
 
-def test_serving_gpu_present(facts, profile):
+def test_serving_gpu_present(facts, profile, record_provenance):
     """The station shows its serving GPU(s) (the GB300, not the display GPU) [000][002]."""
     serving = facts.serving_gpus()
+    record_provenance(gpu=", ".join(sorted({g["name"] for g in serving})) or None, **facts.smi_versions)
     seen = [f"{g['name']} ({g['pci.bus_id']})" for g in facts.gpus]
     require(len(serving) >= profile.gpu.per_station,
             found=f"nvidia-smi lists {', '.join(seen) or 'no GPU'}",

@@ -86,6 +86,13 @@ def test_healthy_station_passes_every_host_check(trees, tmp_path):
     for report in ("go-live.html", "go-live.md", "junit.xml", "results.json"):
         assert (tmp_path / report).stat().st_size > 0
     assert "GO-LIVE: GO<" in (tmp_path / "go-live.html").read_text()
+    # provenance gathered from the station (nvidia-smi -q, the checkpoint on disk), not typed into the profile
+    [station] = results["stations"]
+    provenance = station["provenance"]
+    assert (provenance["gpu"], provenance["driver"], provenance["cuda"]) == ("NVIDIA GB300", "580.159.04", "13.0")
+    assert all(len(provenance[k]) == 64 for k in ("checkpoint_manifest_sha256", "checkpoint_config_sha256"))
+    assert "| driver | 580.159.04 |" in (tmp_path / "go-live.md").read_text()
+    assert "<td>driver</td><td>580.159.04</td>" in (tmp_path / "go-live.html").read_text()
 
 
 @pytest.mark.parametrize("variant", variants(), ids=lambda v: v.name)

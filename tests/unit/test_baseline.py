@@ -91,3 +91,14 @@ def _write(tmp_path, data: dict):
     path = tmp_path / "results.json"
     path.write_text(json.dumps(data))
     return path
+
+
+def test_a_driver_upgrade_is_listed_as_a_provenance_change_not_a_failure():
+    before, after = results(), results()
+    for data, driver in ((before, "580.159.04"), (after, "590.10.01")):
+        data["stations"][0]["provenance"].update(gpu="NVIDIA GB300", driver=driver, cuda="13.0",
+                                                 nccl_version="2.30.7+cuda13.0")
+    result = diff(before, after)
+    assert [(c.kind, c.name, c.before, c.after, c.failing) for c in result.changes] == [
+        ("provenance", "driver", "580.159.04", "590.10.01", False)]
+    assert gate_finding(result) is None

@@ -60,3 +60,10 @@ def test_cgroups():
     assert container_id_in_cgroup(parse_cgroup("0::/user.slice/user-1000.slice/session-4.scope")) is None
     # real: this H200 runs in a sandbox whose cgroup is not docker's
     assert container_id_in_cgroup(parse_cgroup((RECORDED / "cgroup.txt").read_text().splitlines()[2])) is None
+
+
+def test_smi_q_header_gives_driver_and_cuda_version():
+    from golive.facts.gpu import parse_smi_versions
+
+    assert parse_smi_versions((RECORDED / "nvidia-smi-q.txt").read_text()) == {"driver": "580.159.04", "cuda": "13.0"}
+    assert parse_smi_versions("==============NVSMI LOG==============\n") == {"driver": None, "cuda": None}

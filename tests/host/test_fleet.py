@@ -1,0 +1,53 @@
+"""A fleet in one run: two station trees, `golive run INV -n 2` (pytest-xdist), one report with both stations."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from golive.fleet import station_of
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_station_of_a_node_id():
+    stations = ["gb300-a", "gb300-a-2", "b"]
+    assert station_of("suites/host/test_gpu.py::test_serving_gpu_present[gb300-a]", stations) == "gb300-a"
+    assert station_of("suites/host/test_gpu.py::test_serving_gpu_present[gb300-a-2]", stations) == "gb300-a-2"
+    assert station_of("suites/endpoint/test_battery.py::test_case[gb300-a-q3]", stations) == "gb300-a"
+    assert station_of("suites/endpoint/test_battery.py::test_case[q3-b]", stations) == "b"
+    assert station_of("golive::post-upgrade-gate", stations) is None
+    assert station_of("suites/x.py::test_y[other]", stations) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+def test_two_stations_in_parallel_one_report(tmp_path):
+    from golive_testbed.targets import build_station_trees
+
+    trees = build_station_trees()
+    inventory = tmp_path / "fleet.yaml"
+    inventory.write_text(f"profile: {REPO}/fixtures/profiles/gb300-site.yaml\nstations:\n"
+                         f"  - {{name: gb300-a, role: a, host: 'chroot://{trees['gb300-healthy']}'}}\n"
+                         f"  - {{name: gb300-b, role: b, host: 'chroot://{trees['tool-parser-wrong']}'}}\n")
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "host",
+                             "-n", "2", "-v"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    results = json.loads((out / "results.json").read_text())
+    assert results["verdict"] == "fail"
+    by_station = {name: [c for c in results["checks"] if c["station"] == name] for name in ("gb300-a", "gb300-b")}
+    assert len(by_station["gb300-a"]) == len(by_station["gb300-b"]) == 18 and len(results["checks"]) == 36
+    failed = [(c["station"], c["nodeid"].split("::")[-1]) for c in results["checks"] if c["outcome"] == "failed"]
+    assert failed == [("gb300-b", "test_served_flags_match_profile[gb300-b]")]
+    assert all(s["provenance"]["driver"] == "580.159.04" for s in results["stations"])
+    # each station's checks ran on one worker, the two stations on two
+    workers = {station: set(re.findall(rf"^\[(gw\d+)\] .*\[{station}\]", output, flags=re.MULTILINE))
+               for station in by_station}
+    assert all(len(w) == 1 for w in workers.values()) and workers["gb300-a"] != workers["gb300-b"], workers
+    assert "GO-LIVE: NO-GO" in (out / "go-live.html").read_text()
+    record = (out / "go-live.md").read_text()
+    assert "### gb300-a" in record and "### gb300-b" in record and record.count("## Fix before go-live (1)") == 1

@@ -1,0 +1,84 @@
+"""The concurrency sweep in the report: an inline SVG plot and a table, in HTML (rendered by Chromium) and markdown."""
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from golive.report.html import summary_html
+from golive.report.markdown import render_markdown
+from golive.report.plots import sweep_rows, sweep_svg
+from golive.report.results import CheckRecord, Recorder
+from tests.report.test_report import CHROMIUM, chromium_dom
+
+SVG = "{http://www.w3.org/2000/svg}"
+STATIONS = ("gb300-a", "station <b>&amp; b")  # a station name with markup stays text in the plot
+
+
+def sweep_metrics() -> list[dict]:
+    metrics = []
+    for station, scale in zip(STATIONS, (1.0, 0.8)):
+        for users, tok_s, ttft in ((1, 180.0, 0.08), (32, 2900.0, 0.35), (256, 9100.0, 1.9)):
+            for name, value, unit in (("aggregate_tok_s", tok_s * scale, "tok/s"), ("ttft_p50_s", ttft / scale, "s"),
+                                      ("requests", users * 2, "requests"), ("failures", 0, "requests")):
+                metrics.append({"station": station, "check": f"suites/endpoint/test_throughput.py::sweep[{station}]",
+                                "name": f"load_c{users}_{name}", "value": value, "unit": unit, "floor": None,
+                                "ceiling": None, "passed": True})
+    metrics.append({"station": "gb300-a", "check": "x", "name": "peak_tok_s", "value": 9100.0, "unit": "tok/s",
+                    "floor": 8000, "ceiling": None, "passed": True})
+    return metrics
+
+
+def test_sweep_svg_is_valid_xml_with_one_line_per_station():
+    svg = sweep_svg(sweep_metrics())
+    root = ET.fromstring(svg)  # parses: well-formed, and the station's markup was escaped
+    assert root.tag == f"{SVG}svg" and float(root.get("width").removesuffix("pt")) > 0
+    texts = {"".join(t.itertext()) for t in root.iter(f"{SVG}text")}
+    assert set(STATIONS) <= texts  # both series' legend labels, as text (svg.fonttype none)
+    assert {"Aggregate throughput vs concurrent users", "TTFT p50 vs concurrent users"} <= texts
+    assert not svg.startswith("<?xml") and "<script" not in svg
+    assert re.findall(r'(?:href|src)="(?!#)[^"]*"', svg) == []  # links only within the SVG: nothing to fetch
+    assert sweep_svg(sweep_metrics()) == svg  # the same metrics draw the same file (diff-friendly)
+
+
+def test_no_sweep_no_plot():
+    assert sweep_svg([m for m in sweep_metrics() if not m["name"].startswith("load_c")]) is None
+    assert sweep_svg([]) is None and sweep_rows([]) == []
+
+
+def test_sweep_rows_per_station_and_users():
+    rows = sweep_rows(sweep_metrics())
+    assert [(r["station"], r["users"]) for r in rows] == [(s, u) for s in sorted(STATIONS) for u in (1, 32, 256)]
+    assert rows[2]["aggregate_tok_s"] == 9100.0 and rows[2]["failures"] == 0 and rows[2]["itl_mean_s"] is None
+
+
+def sweep_recorder() -> Recorder:
+    recorder = Recorder()
+    recorder.checks["t::sweep"] = CheckRecord(nodeid="t::sweep", layer="endpoint", rule="The sweep runs",
+                                              station="gb300-a")
+    recorder.metrics.extend(sweep_metrics())
+    return recorder
+
+
+def test_markdown_has_the_sweep_table():
+    record = render_markdown(sweep_recorder().as_dict())
+    section = record.split("## Concurrency sweep\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| station | users | aggregate tok/s |") and len(rows) == 2 + 6
+    assert "| gb300-a | 256 | 9100 |" in section and "| station &lt;b&gt;&amp;amp; b | 1 | 144 |" in section
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
+def test_sweep_plot_is_visible_in_chromium(tmp_path):
+    """The summary as an operator opens it: the plot renders inline, with a size, and the page fetches nothing."""
+    page = tmp_path / "summary.html"
+    page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'><title>golive</title></head><body>"
+                    + "".join(summary_html(sweep_recorder())) + "</body></html>")
+    # the size as laid out, written into the DOM by the page itself so that --dump-dom carries it
+    page.write_text(page.read_text().replace("</body>", """<script>
+const box = document.querySelector("#golive-sweep-plot svg").getBoundingClientRect();
+document.body.dataset.plotSize = `${Math.round(box.width)}x${Math.round(box.height)}`;</script></body>"""))
+    dom = chromium_dom(page, tmp_path)
+    width, height = map(int, dom.split('data-plot-size="', 1)[1].split('"', 1)[0].split("x"))
+    assert width > 300 and height > 100
+    assert dom.count("<svg") == 1 and 'id="golive-sweep-table"' in dom
+    assert "gb300-a" in dom.split('id="golive-sweep-plot"', 1)[1].split("</figure>", 1)[0]
