@@ -293,10 +293,30 @@ def _profile_at(ref: str, inventory: Path, located: Located, at: Path_) -> Loade
         raise
 
 
+def _expand_stations_from(inventory: Inventory, path: Path, located: Located) -> tuple[Inventory, list[Path_]]:
+    """The inventory with each `stations_from` group's hosts as stations, and where each station was written."""
+    where_of: list[Path_] = [("stations", i) for i in range(len(inventory.stations))]
+    if not inventory.stations_from:
+        return inventory, where_of
+    from golive.ansible import AnsibleError, expand
+
+    stations = list(inventory.stations)
+    for i, source in enumerate(inventory.stations_from):
+        try:
+            expanded = expand(source, path)
+        except AnsibleError as exc:
+            file, line = located.where[("stations_from", i)]
+            raise ConfigError(f"{file}:{line}: {exc}") from None
+        stations += expanded
+        where_of += [("stations_from", i)] * len(expanded)
+    return inventory.model_copy(update={"stations": stations}), where_of
+
+
 def load_inventory(path: Path, profile_override: str | None = None) -> LoadedInventory:
     path = Path(path)
     located = load_yaml(path)
     inventory = validate(Inventory, located, "inventory", str(path))
+    inventory, where_of = _expand_stations_from(inventory, path, located)
     if profile_override:
         profile = load_profile(profile_override)
     else:
@@ -305,10 +325,10 @@ def load_inventory(path: Path, profile_override: str | None = None) -> LoadedInv
     station_profiles = {}
     for i, station in enumerate(inventory.stations):
         if names.index(station.name) != i:
-            file, line = located.where[("stations", i)]
+            file, line = located.where[where_of[i]]
             raise ConfigError(f"{file}:{line}: station name '{station.name}' is used twice")
         if station.profile and not profile_override:
-            station_profiles[station.name] = _profile_at(station.profile, path, located, ("stations", i, "profile"))
+            station_profiles[station.name] = _profile_at(station.profile, path, located, where_of[i] + ("profile",))
     waivers = None
     if inventory.waivers:
         from golive.waivers import load_waivers

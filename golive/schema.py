@@ -225,9 +225,31 @@ class Station(Strict):
         return None if value is None else normalise_endpoint(value)
 
 
+class AnsibleStations(Strict):
+    """Stations from an Ansible inventory: one per host of the group, named after the host, reached through
+    testinfra's ansible backend; every other key is the stations' (endpoint: `{host}` is the host's name)."""
+
+    ansible_inventory: str  # relative to the golive inventory
+    group: str
+    role: Literal["a", "b"] = "a"
+    endpoint: str | None = None
+    api_key_env: str | None = None
+    phase: Literal["serving", "pre-start"] = "serving"
+    layers: list[Layer] | None = None
+    profile: str | None = None
+    production: bool = False
+
+
 class Inventory(Strict):
     profile: str
-    stations: list[Station] = Field(min_length=1)
+    stations: list[Station] = Field(default_factory=list)
+    stations_from: list[AnsibleStations] = Field(default_factory=list)  # expanded into stations (golive.ansible)
     output: str | None = None
     waivers: str | None = None  # a waiver file (golive/waivers.py), relative to this inventory
     ssh_config: str | None = None  # an ssh_config for ssh:// hosts (relative to the inventory)
+
+    @model_validator(mode="after")
+    def _has_stations(self):
+        if not self.stations and not self.stations_from:
+            raise ValueError("an inventory needs 'stations' or 'stations_from'")
+        return self

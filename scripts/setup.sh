@@ -24,7 +24,7 @@ fi
 # to PIP_EXTRA_INDEX_URL (see README).
 # Two distributions: golive (the product, what operators install) and golive-testbed (reference station, station
 # trees, demo; from this checkout only). The check also catches an older checkout's install (no golive.suites).
-if ! .venv/bin/python -c "import golive.suites, golive_testbed.commands, matplotlib, vllm, testinfra, pytest_html, build, hypothesis" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import golive.suites, golive_testbed.commands, matplotlib, vllm, testinfra, pytest_html, build, hypothesis, ansible" >/dev/null 2>&1; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]' -e './testbed[reference]'
 fi
 # PyPI's torchvision/torchaudio/torchcodec are CUDA builds that fail to import beside the CPU torch, and

@@ -1,0 +1,72 @@
+"""Stations from an Ansible inventory: each host of a group becomes a station, reached through testinfra's ansible
+backend (`ansible://HOST?ansible_inventory=/abs/path`). The hosts are read with testinfra's own AnsibleRunner, which
+runs `ansible-inventory --list` (ansible-core: `pip install 'golive[ansible]'`)."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+from pydantic import ValidationError
+
+from golive.schema import AnsibleStations, Station
+
+EXTRA = "pip install 'golive[ansible]'"
+
+
+class AnsibleError(Exception):
+    """Why a group could not be expanded; str() is one line, the caller adds file:line."""
+
+
+def host_spec(host: str, inventory: Path) -> str:
+    return f"ansible://{host}?ansible_inventory={quote(str(inventory), safe='/')}"
+
+
+def _find_ansible_inventory() -> None:
+    """A venv's console scripts lie beside its python, on PATH or not (`.venv/bin/golive` run without activating)."""
+    if shutil.which("ansible-inventory"):
+        return
+    beside = Path(sys.executable).parent
+    if (beside / "ansible-inventory").exists():
+        os.environ["PATH"] = f"{beside}{os.pathsep}{os.environ.get('PATH', '')}"
+        return
+    raise AnsibleError(f"stations_from reads Ansible inventories with ansible-core, which is not installed: {EXTRA}")
+
+
+def group_hosts(inventory: Path, group: str) -> list[str]:
+    """The hosts of an Ansible group (or host pattern), sorted."""
+    try:
+        from testinfra.utils.ansible_runner import AnsibleRunner
+    except ImportError:  # testinfra is golive's own dependency: only a broken install gets here
+        raise AnsibleError("testinfra is not installed: pip install golive") from None
+    _find_ansible_inventory()
+    if not inventory.is_file():
+        raise AnsibleError(f"Ansible inventory {inventory} not found")
+    try:
+        hosts = AnsibleRunner(str(inventory)).get_hosts(group)
+    except Exception as exc:  # ansible-inventory failed (testinfra raises AssertionError/RuntimeError with its output)
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise AnsibleError(f"ansible-inventory cannot read {inventory}: {lines[-1] if lines else type(exc).__name__}") \
+            from None
+    if not hosts:
+        raise AnsibleError(f"Ansible group '{group}' has no hosts in {inventory}")
+    return hosts
+
+
+def expand(source: AnsibleStations, relative_to: Path) -> list[Station]:
+    """One station per host of the group; the host's name is the station's name."""
+    inventory = (relative_to.parent / source.ansible_inventory).resolve()
+    stations = []
+    for host in group_hosts(inventory, source.group):
+        fields = source.model_dump(exclude={"ansible_inventory", "group"}, exclude_none=True)
+        if source.endpoint:
+            fields["endpoint"] = source.endpoint.replace("{host}", host)
+        try:
+            stations.append(Station(name=host, host=host_spec(host, inventory), **fields))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise AnsibleError(f"Ansible host '{host}' of group '{source.group}': {where}: {error['msg']}") from None
+    return stations
