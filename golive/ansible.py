@@ -46,6 +46,9 @@ def group_hosts(inventory: Path, group: str) -> list[str]:
         raise AnsibleError(f"Ansible inventory {inventory} not found")
     try:
         hosts = AnsibleRunner(str(inventory)).get_hosts(group)
+    except RuntimeError:  # testinfra: ansible-inventory parsed no source ("missing file ?"; the file is there)
+        raise AnsibleError(f"Ansible cannot parse {inventory} as an inventory "
+                           f"(`ansible-inventory -i {inventory} --list` says why)") from None
     except Exception as exc:  # ansible-inventory failed (testinfra raises AssertionError/RuntimeError with its output)
         lines = [line for line in str(exc).splitlines() if line.strip()]
         raise AnsibleError(f"ansible-inventory cannot read {inventory}: {lines[-1] if lines else type(exc).__name__}") \

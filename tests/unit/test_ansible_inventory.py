@@ -74,6 +74,13 @@ def test_a_missing_ansible_inventory_names_the_line(tmp_path):
     assert error_of(path) == f"{path}:3: Ansible inventory {tmp_path.resolve()}/nowhere.yml not found"
 
 
+def test_a_file_ansible_cannot_parse_names_the_line(tmp_path):
+    hosts = write(tmp_path, "hosts.yml", "all:\n  hosts: [oops\n")
+    path = inventory(tmp_path, "  - {ansible_inventory: hosts.yml, group: all}\n")
+    assert error_of(path) == (f"{path}:3: Ansible cannot parse {hosts.resolve()} as an inventory "
+                              f"(`ansible-inventory -i {hosts.resolve()} --list` says why)")
+
+
 def test_a_host_named_like_a_station_already_listed_is_used_twice(tmp_path):
     write(tmp_path, "hosts.yml", HOSTS)
     path = inventory(tmp_path, "  - {ansible_inventory: hosts.yml, group: gpu_stations}\n",
