@@ -17,9 +17,9 @@ from golive.report import baseline as baseline_mod
 from golive.report import keys
 from golive.report import results as results_mod
 from golive.scope import layer_scope
-from golive.station import StationFacts, chroot_tree, connect
-from golive.urls import password_of
-from golive.verdict import NOT_APPLICABLE, Finding, NotApplicable, cite, not_applicable
+from golive.station import StationFacts, chroot_tree, connect, unreachable
+from golive.urls import password_of, without_password
+from golive.verdict import NOT_APPLICABLE, Finding, NotApplicable, cite, not_applicable, printable
 from golive.waivers import expired_message as waiver_expired_message
 
 LAYERS = {
@@ -181,7 +181,20 @@ def station_host(request, station, golive_inventory):
     tree = chroot_tree(spec)
     if tree and not Path(tree).is_dir():
         pytest.skip(f"station {station.name}: station tree {tree} does not exist")
-    return _cached(request, ("host", spec), lambda: connect(spec, golive_inventory.ssh_config))
+    return _reached_host(request, station, spec, golive_inventory)
+
+
+def _reached_host(request, station, spec: str, loaded: golive_config.LoadedInventory):
+    """The station's testinfra host, once it runs a command; otherwise its checks are not checked, one line each."""
+    timeout = loaded.profile_of(station).profile.host.connect_timeout_s
+    host = _cached(request, ("host", spec), lambda: connect(spec, loaded.ssh_config, timeout))
+    problem = None if chroot_tree(spec) else _cached(request, ("reach", spec), lambda: unreachable(host))
+    if problem:
+        pytest.skip(f"not checked because golive cannot run commands on station {station.name}'s host "
+                    f"{without_password(spec)} ({problem}): check the host is up, sshd answers on that port and the "
+                    f"inventory's ssh_config lets golive in (connect timeout {timeout:g} s: host.connect_timeout_s in "
+                    f"the profile)")
+    return host
 
 
 @pytest.fixture(scope="session")
@@ -213,7 +226,7 @@ def peer(request, station, cluster, golive_inventory) -> ClusterFacts:
         pytest.skip(f"station {other.name} has no `host:` in the inventory: add a testinfra host spec")
     spec = golive_inventory.host_spec(other)
     other_profile = golive_inventory.profile_of(other).profile
-    host = _cached(request, ("host", spec), lambda: connect(spec, golive_inventory.ssh_config))
+    host = _reached_host(request, other, spec, golive_inventory)
     return _cached(request, ("cluster", other.name), lambda: ClusterFacts(
         _cached(request, ("facts", other.name), lambda: StationFacts(host, other, other_profile)), cluster))
 
@@ -380,6 +393,10 @@ def _classify(report: pytest.TestReport, call) -> tuple[str, str] | None:
         else:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             reason = reason.removeprefix("Skipped: ")
+        # reasons quote exception text and server output: escaped like findings, in the terminal's SKIPPED line too
+        reason = printable(reason)
+        if isinstance(report.longrepr, tuple) and printable(report.longrepr[2]) != report.longrepr[2]:
+            report.longrepr = (*report.longrepr[:2], printable(report.longrepr[2]))
         return (rules.NOT_APPLICABLE if isinstance(exc, NotApplicable) else rules.NOT_CHECKED), reason
     if isinstance(exc, Finding):
         report.user_properties.append((keys.FINDING, exc.as_dict()))
@@ -406,8 +423,11 @@ def _classify(report: pytest.TestReport, call) -> tuple[str, str] | None:
         return rules.FAILED, report.longreprtext.strip()
     # anything else did not decide the check: setup errors, crashes inside a check, unreachable targets
     what = "could not be set up" if report.when == "setup" else "did not finish"
-    detail = f"{type(exc).__name__}: {exc}" if exc is not None else report.longreprtext.strip().splitlines()[-1:]
-    return rules.NOT_CHECKED, f"the check {what}: {str(detail)[:500]}"
+    lines = str(exc).strip().splitlines() if exc is not None else report.longreprtext.strip().splitlines()[-1:]
+    detail = f"{type(exc).__name__}: " * (exc is not None) + (lines[0] if lines else "")
+    if printable(report.longreprtext) != report.longreprtext:  # the traceback stays (a golive bug), escaped
+        report.longrepr = printable(report.longreprtext)
+    return rules.NOT_CHECKED, printable(f"the check {what}: {detail[:500]}")
 
 
 def _apply_waiver(item, report: pytest.TestReport, classified: tuple[str, str]) -> tuple[str, str]:

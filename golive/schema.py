@@ -115,6 +115,12 @@ class Endpoint(Strict):
     baseline_tolerance_pct: float = Field(default=10, ge=0)  # --baseline: a metric moving more than this is listed
 
 
+class Host(Strict):
+    """How golive reaches a station's host (testinfra)."""
+
+    connect_timeout_s: float = Field(default=10, gt=0)  # ssh connect and banner: a host that never answers fails here
+
+
 class LoadFloors(Strict):
     """The recipe's measured numbers (or a site's); each gate is this value less `tolerance` (docs/metrics.md)."""
 
@@ -206,6 +212,7 @@ class Profile(Strict):
     security: Security = Security()
     cluster: Cluster | None = None
     load: Load | None = None  # throughput floors; None: the perf checks are not applicable
+    host: Host = Host()
 
 
 class Station(Strict):

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shlex
 from dataclasses import dataclass
 from functools import cached_property
+from urllib.parse import parse_qs, urlsplit
 
 from golive.facts import FactError, docker, gpu, shell, systemd
 from golive.schema import Profile, Station
@@ -260,9 +262,20 @@ def chroot_tree(spec: str | None) -> str | None:
     return spec[len(CHROOT):] if spec and spec.startswith(CHROOT) else None
 
 
-def connect(spec: str, ssh_config: str | None = None):
+SSH_SCHEMES = ("ssh://", "safe-ssh://", "paramiko://")
+
+
+def with_connect_timeout(spec: str, seconds: float) -> str:
+    """An ssh host spec with testinfra's `?timeout=N` (ssh ConnectTimeout, paramiko's connect timeout) unless it sets
+    one: a host that accepts TCP but never sends its banner fails within N s instead of hanging the run."""
+    if not spec.startswith(SSH_SCHEMES) or "timeout" in parse_qs(urlsplit(spec).query):
+        return spec
+    return f"{spec}{'&' if '?' in spec else '?'}timeout={max(1, math.ceil(seconds))}"
+
+
+def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float | None = None):
     """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
-    `ssh_config` is passed to the ssh backends (an inventory's `ssh_config:`)."""
+    `ssh_config` is passed to the ssh backends (an inventory's `ssh_config:`), and so is the connect timeout."""
     import testinfra
 
     from golive.readonly import guard
@@ -270,4 +283,18 @@ def connect(spec: str, ssh_config: str | None = None):
     tree = chroot_tree(spec)
     if tree:
         return guard(testinfra.get_host(tree, connection="chroot"))
+    if connect_timeout_s is not None:
+        spec = with_connect_timeout(spec, connect_timeout_s)
     return guard(testinfra.get_host(spec, ssh_config=ssh_config) if ssh_config else testinfra.get_host(spec))
+
+
+def unreachable(host) -> str | None:
+    """Why golive cannot run a command on this host (ssh refused, timed out, authentication), or None: asked once
+    per host, so a dead host costs one connect timeout, not one per check."""
+    try:
+        result = host.run("echo golive")
+    except Exception as exc:  # testinfra's ssh backend raises RuntimeError(CommandResult); paramiko its own errors
+        stderr = getattr(exc.args[0], "stderr", None) if exc.args else None
+        lines = str(stderr if stderr is not None else exc).strip().splitlines() or [type(exc).__name__]
+        return lines[-1].strip()
+    return None if result.rc == 0 else f"`echo golive` exited {result.rc}: {result.stderr.strip()[-200:]}"
