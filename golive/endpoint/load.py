@@ -10,6 +10,7 @@ line-iterator built on top of the transport cannot tell us.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import statistics
 import time
@@ -63,6 +64,7 @@ class RequestTiming:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None  # the server's count (usage)
     error: str | None = None
+    salt: str | None = None  # the prompt's unique prefix: finds the request in the server's log
 
     @property
     def ttft(self) -> float | None:
@@ -161,12 +163,13 @@ class Workload:
 
 async def one_request(client: httpx.AsyncClient, url: str, workload: Workload, headers: dict,
                       clock: Clock = time.perf_counter, sentences: int = 4) -> RequestTiming:
+    salt = uuid.uuid4().hex[:12]
     body = {"model": workload.model, "stream": True, "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": prompt(sentences, uuid.uuid4().hex[:12])}],
+            "messages": [{"role": "user", "content": prompt(sentences, salt)}],
             "max_tokens": workload.output_tokens, "ignore_eos": True, "temperature": 0}
     if workload.reasoning_effort:
         body["reasoning_effort"] = workload.reasoning_effort
-    timing = RequestTiming(sent=clock())
+    timing = RequestTiming(sent=clock(), salt=salt)
     done = False
     try:
         async with client.stream("POST", url, json=body, headers=headers) as response:
@@ -247,17 +250,32 @@ def summarize(concurrency: int, timings: list[RequestTiming], started: float, en
         errors=sorted({t.error for t in timings if t.error})[:5])
 
 
-async def run_level(client: httpx.AsyncClient, url: str, workload: Workload, headers: dict, concurrency: int,
+def lanes(count: int, timeout_s: float) -> list[httpx.AsyncClient]:
+    """One client per request in flight, each with one connection. One shared pool of C connections would cost
+    O(C²) per request start and end (httpcore 1.0's pool bookkeeping: ~20 ms at 256 connections, the event loop
+    blocked), which delays every other stream's timestamps; bench/stream_truth.py measures the difference."""
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    tls = httpx.create_ssl_context()  # one for all: loading the CA bundle takes ~50 ms a client
+    return [httpx.AsyncClient(timeout=timeout_s, limits=one, verify=tls) for _ in range(count)]
+
+
+async def run_level(clients: list[httpx.AsyncClient], url: str, workload: Workload, headers: dict, concurrency: int,
                     requests: int, deadline: float, sentences: int,
                     clock: Clock = time.perf_counter) -> tuple[list[RequestTiming], float, float]:
-    """`requests` requests with at most `concurrency` in flight; none is started after `deadline`."""
-    gate = asyncio.Semaphore(concurrency)
+    """`requests` requests with at most `concurrency` in flight (each on its own lane of `clients`); none is
+    started after `deadline`."""
+    free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+    for client in clients[:concurrency]:
+        free.put_nowait(client)
 
     async def gated() -> RequestTiming | None:
-        async with gate:
+        client = await free.get()
+        try:
             if clock() > deadline:
                 return None
             return await one_request(client, url, workload, headers, clock, sentences)
+        finally:
+            free.put_nowait(client)
 
     started = clock()
     done = await asyncio.gather(*(gated() for _ in range(requests)))
@@ -296,20 +314,20 @@ async def sweep_async(base_url: str, api_key: str | None, workload: Workload, le
     levels = sorted(set(levels))
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    limits = httpx.Limits(max_connections=max(levels), max_keepalive_connections=max(levels))
     deadline = time.perf_counter() + max_duration_s
     results, not_run = [], []
-    async with httpx.AsyncClient(timeout=workload.timeout_s, limits=limits) as client:
-        sentences = await sentences_for(client, base_url.rstrip("/").removesuffix("/v1"), workload, headers)
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(c) for c in lanes(max(levels), workload.timeout_s)]
+        sentences = await sentences_for(clients[0], base_url.rstrip("/").removesuffix("/v1"), workload, headers)
         for concurrency in levels:
             if time.perf_counter() > deadline:
                 not_run.append(concurrency)
                 continue
             warm = []
             if warmup:
-                warm, _, _ = await run_level(client, url, workload, headers, concurrency, warmup * concurrency,
+                warm, _, _ = await run_level(clients, url, workload, headers, concurrency, warmup * concurrency,
                                              deadline, sentences)
-            timings, started, ended = await run_level(client, url, workload, headers, concurrency,
+            timings, started, ended = await run_level(clients, url, workload, headers, concurrency,
                                                       repeats * concurrency, deadline, sentences)
             level = summarize(concurrency, timings, started, ended)
             level.warmup_failures = sum(t.error is not None for t in warm)

@@ -1,5 +1,7 @@
 """Throughput floors against the real vLLM reference station: the shipped floors pass, a floor above the station fails
-that one check with measured vs floor, and a proxy that drops 1 chat request in 50 fails the 0-failures gate."""
+that one check with measured vs floor, and a proxy that drops 1 chat request in 50 fails the 0-failures gate.
+Probes under load (suites/endpoint/test_correctness_under_load.py) pass on the station, and fail behind a proxy that
+corrupts answers only while streamed load is in flight."""
 import asyncio
 import json
 import os
@@ -78,14 +80,61 @@ class DroppingProxy:
         self.thread.join(10)
 
 
-def golive_perf(base_url: str, out: Path, profile: str = "reference-cpu"):
+class CorruptingProxy(DroppingProxy):
+    """A loopback proxy that corrupts non-streamed answers while a streamed request is in flight: batch-dependent
+    corruption, as a kernel wrong only at some batch sizes causes. Replacements keep lengths (Content-Length holds)."""
+
+    SWAPS = ((b"Paris", b"Lyons"), (b"391", b"392"), (b"67", b"76"))
+
+    def __init__(self, upstream_port: int):
+        self.streams_in_flight = self.corrupted = 0
+        super().__init__(upstream_port, every=10**9, first=10**9)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            length = next((int(v) for k, _, v in (line.partition(":") for line in lines) if k.lower() ==
+                           "content-length"), 0)
+            body = await reader.readexactly(length)
+            streamed = b'"stream": true' in body or b'"stream":true' in body
+            kept = [line for line in lines[1:] if line and not line.lower().startswith("connection:")]
+            head = "\r\n".join([lines[0], *kept, "Connection: close", "", ""]).encode("latin-1")
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+            up_writer.write(head + body)
+            await up_writer.drain()
+            if streamed:
+                self.streams_in_flight += 1
+                try:
+                    while chunk := await up_reader.read(65536):
+                        writer.write(chunk)
+                        await writer.drain()
+                finally:
+                    self.streams_in_flight -= 1
+            else:
+                answer = await up_reader.read()
+                if self.streams_in_flight and b"/chat/completions" in head.split(b"\r\n")[0]:
+                    self.corrupted += 1
+                    for old, new in self.SWAPS:
+                        answer = answer.replace(old, new)
+                writer.write(answer)
+                await writer.drain()
+            up_writer.close()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+def golive_perf(base_url: str, out: Path, profile: str = "reference-cpu", select: str = "not correctness_under_load",
+                checks: set[str] = CHECKS):
     inventory = out / "inventory.yaml"
     inventory.write_text(f"profile: {profile}\nstations:\n  - {{name: reference, endpoint: '{base_url}'}}\n")
     result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "perf",
-                             "-q"], capture_output=True, text=True, cwd=REPO, timeout=600)
+                             "-k", select, "-q"], capture_output=True, text=True, cwd=REPO, timeout=600)
     results = json.loads((out / "results.json").read_text())
     by_check = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
-    assert set(by_check) == CHECKS, result.stdout + result.stderr
+    assert set(by_check) == checks, result.stdout + result.stderr
     return result, results, by_check
 
 
@@ -135,3 +184,33 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     message = by_check["test_sweep_runs_every_level_without_failures"]["message"]
     assert f"{proxy.dropped} of " in message and "requests failed" in message and "RemoteProtocolError" in message, \
         message
+
+
+UNDER_LOAD = "test_tool_calls_and_arithmetic_stay_correct_under_load"
+
+
+def test_probes_stay_correct_under_load(reference, tmp_path):
+    """On the healthy station the tool and arithmetic probes, sent while the gate level's load is in flight, pass."""
+    result, _, by_check = golive_perf(reference.base_url, tmp_path, select="correctness_under_load",
+                                      checks={UNDER_LOAD})
+    assert result.returncode == 0 and by_check[UNDER_LOAD]["outcome"] == "passed", result.stdout + result.stderr
+
+
+@pytest.mark.slow  # ~40 s: the default run proves the pass direction, CI's slow run this one
+def test_answers_corrupted_under_load_fail_naming_the_probes(reference, tmp_path):
+    """Behind a proxy that corrupts answers only while load streams: the check fails, naming each wrong probe, what
+    it expected and what came back."""
+    proxy = CorruptingProxy(reference.port)
+    try:
+        result, _, by_check = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path,
+                                          select="correctness_under_load", checks={UNDER_LOAD})
+    finally:
+        proxy.close()
+    assert proxy.corrupted >= 1
+    assert result.returncode == 1 and by_check[UNDER_LOAD]["outcome"] == "failed", result.stdout + result.stderr
+    message = by_check[UNDER_LOAD]["message"]
+    assert "tool call get_weather(Paris) (expected one get_weather call with city Paris, " in message, message
+    assert "got tool calls [('get_weather', " in message and "Lyons" in message, message
+    assert "arithmetic 17 * 23 (expected 391, " in message and "392" in message, message
+    assert "arithmetic 96 - 58" not in message, message  # its answer has nothing the proxy swaps: right
+    assert "probes wrong under 4 concurrent load requests" in message and "\nDo: " in message, message

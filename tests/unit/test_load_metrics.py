@@ -142,3 +142,39 @@ def test_load_outside_its_bounds_is_one_line_with_its_place(tmp_path, load, frag
         load_profile(site)
     message = str(info.value)
     assert "\n" not in message and fragment in message and f"{site}:" in message, message
+
+
+def test_run_level_keeps_each_lane_to_one_request_at_a_time():
+    """C lanes (a client with one connection each) carry at most C requests in flight, one per lane."""
+    import asyncio as aio
+
+    from golive.endpoint.load import lanes, run_level
+
+    in_flight, peak = 0, 0
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await aio.sleep(0.01)
+        in_flight -= 1
+        body = (b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n'
+                b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}\n\ndata: [DONE]\n\n')
+
+        async def stream():
+            yield body
+
+        return httpx.Response(200, content=stream())
+
+    async def main():
+        clients = lanes(3, 10)
+        for client in clients:
+            client._transport = httpx.MockTransport(answer)
+        timings, _, _ = await run_level(clients, "http://station/v1/chat/completions",
+                                        Workload(model="m", prompt_tokens=5, output_tokens=1), {}, 3, 7,
+                                        deadline=float("inf"), sentences=1)
+        return timings
+
+    timings = aio.run(main())
+    assert len(timings) == 7 and all(t.error is None for t in timings), [t.error for t in timings]
+    assert peak == 3 and len({t.salt for t in timings}) == 7

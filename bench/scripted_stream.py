@@ -1,0 +1,154 @@
+"""A streaming chat server whose token send times are known: the truth golive's load generator is measured against.
+
+Plain asyncio (no web framework in the way): HTTP/1.1 keep-alive, chunked transfer, OpenAI chat SSE with usage, the
+way vLLM streams. Each generated token is one SSE event; the server reads `time.perf_counter()` (CLOCK_MONOTONIC,
+shared across processes on Linux) just before the write that puts it on the socket, and keeps those times per request,
+keyed by the salt golive puts first in every prompt. `GET /truth` hands them over (and forgets them).
+
+Two scripts:
+- `paced`: each stream on its own timer, first token after `ttft_ms`, then gaps cycling through `itl_ms` (a fixed,
+  uneven pattern, so a generator that smooths or rounds is caught).
+- `stepped`: a batch engine: every step, every open stream gets `tokens_per_event` tokens in one event, and all of a
+  step's events are written together (the kernel coalesces them the way a busy server's are). `step_ms` 0 means as
+  fast as the loop turns.
+
+Run as a process: `python bench/scripted_stream.py --script paced` prints the port it listens on, then serves.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+
+ITL_PATTERN_MS = (4.0, 9.0, 2.5, 13.0, 6.0, 3.0, 21.0, 5.0)
+
+
+class Stream:
+    def __init__(self, writer: asyncio.StreamWriter, salt: str, tokens: int):
+        self.writer, self.salt, self.left = writer, salt, tokens
+        self.done = asyncio.get_running_loop().create_future()
+
+
+class ScriptedServer:
+    def __init__(self, script: str, ttft_ms: float, itl_ms: tuple[float, ...], step_ms: float, tokens_per_event: int):
+        self.script, self.ttft_ms, self.itl_ms = script, ttft_ms, itl_ms
+        self.step_ms, self.tokens_per_event = step_ms, tokens_per_event
+        self.truth: dict[str, list[float]] = {}
+        self.open: list[Stream] = []
+        self.wake = asyncio.Event()
+        self.token_event = _chunk({"content": "tok "})
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:  # keep-alive: one request after another on this connection
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                length = next((int(v) for k, _, v in (ln.partition(":") for ln in lines)
+                               if k.strip().lower() == "content-length"), 0)
+                body = json.loads(await reader.readexactly(length)) if length else {}
+                method, path = lines[0].split(" ")[:2]
+                if path.endswith("/chat/completions"):
+                    await self.chat(writer, body)
+                elif path == "/tokenize":  # ~10 tokens a sentence, like golive's fallback
+                    _json(writer, {"count": 10 * body.get("prompt", "").count(".")})
+                elif path == "/truth":
+                    truth, self.truth = self.truth, {}
+                    _json(writer, truth)
+                else:
+                    _json(writer, {"error": "not found"}, status="404 Not Found")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def chat(self, writer: asyncio.StreamWriter, body: dict) -> None:
+        salt = body["messages"][0]["content"][1:13]
+        tokens = int(body["max_tokens"])
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     + _chunk({"role": "assistant", "content": ""}))
+        sent = self.truth.setdefault(salt, [])
+        if self.script == "paced":
+            start = time.perf_counter()
+            due = start + self.ttft_ms / 1000
+            for i in range(tokens):
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                sent.append(time.perf_counter())
+                writer.write(self.token_event)
+                due += self.itl_ms[i % len(self.itl_ms)] / 1000
+        else:
+            stream = Stream(writer, salt, tokens)
+            self.open.append(stream)
+            self.wake.set()
+            await stream.done
+        writer.write(_chunk({}, finish="length") + _usage(tokens) + _frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    async def stepper(self) -> None:
+        """The `stepped` script's engine loop: one step = one event to every open stream, written back to back."""
+        per_event = self.tokens_per_event
+        event = _chunk({"content": "tok " * per_event})
+        while True:
+            if not self.open:
+                self.wake.clear()
+                await self.wake.wait()
+            now = time.perf_counter()
+            for stream in self.open:
+                stream.writer.write(event)
+                self.truth[stream.salt].append(now)
+                stream.left -= per_event
+                if stream.left <= 0:
+                    stream.done.set_result(None)
+            self.open = [s for s in self.open if s.left > 0]
+            await asyncio.sleep(self.step_ms / 1000)
+
+
+def _frame(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def _chunk(delta: dict, finish: str | None = None) -> bytes:
+    event = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
+             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    return _frame(b"data: " + json.dumps(event).encode() + b"\n\n")
+
+
+def _usage(tokens: int) -> bytes:
+    event = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
+             "choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": tokens, "total_tokens": 40 + tokens}}
+    return _frame(b"data: " + json.dumps(event).encode() + b"\n\n")
+
+
+def _json(writer: asyncio.StreamWriter, value, status: str = "200 OK") -> None:
+    data = json.dumps(value).encode()
+    writer.write(b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                 % (status.encode(), len(data), data))
+
+
+async def serve(args: argparse.Namespace) -> None:
+    server = ScriptedServer(args.script, args.ttft_ms, tuple(args.itl_ms), args.step_ms, args.tokens_per_event)
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024)
+    print(listener.sockets[0].getsockname()[1], flush=True)
+    if args.script == "stepped":
+        asyncio.get_running_loop().create_task(server.stepper())
+    await listener.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--script", choices=("paced", "stepped"), default="paced")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--ttft-ms", type=float, default=30.0)
+    parser.add_argument("--itl-ms", type=float, nargs="+", default=list(ITL_PATTERN_MS))
+    parser.add_argument("--step-ms", type=float, default=0.0)
+    parser.add_argument("--tokens-per-event", type=int, default=1)
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(serve(args))
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
