@@ -253,6 +253,19 @@ def _check_batteries(profile: Profile, chain: list[Path]) -> None:
         load_answer_battery(battery_ref(ref, chain[-1]))
 
 
+def _check_inventory_batteries(inventory: Inventory, path: Path, located) -> None:
+    """Site batteries the inventory names: each a file relative to the inventory, valid before anything runs."""
+    from golive.endpoint.answers import battery_ref, load_answer_battery
+
+    for i, ref in enumerate(inventory.site_batteries):
+        try:
+            battery = battery_ref(ref, path)
+        except (ConfigError, ValueError, OSError):  # no such file, or no possible path (a NUL byte)
+            file, line = located.where.get(("site_batteries", i), (str(path), 1))
+            raise ConfigError(f"{file}:{line}: site battery {ref!r}: no such file ({path.parent / ref})") from None
+        load_answer_battery(battery)  # its own problems name its own file:line
+
+
 # --- inventories ---------------------------------------------------------------------------------------------------
 
 
@@ -338,5 +351,6 @@ def load_inventory(path: Path, profile_override: str | None = None) -> LoadedInv
             file, line = located.where[("waivers",)]
             raise ConfigError(f"{file}:{line}: waiver file {waivers_path} not found")
         waivers = load_waivers(waivers_path)
+    _check_inventory_batteries(inventory, path, located)
     return LoadedInventory(inventory=inventory, path=path.resolve(), profile=profile, station_profiles=station_profiles,
                            waivers=waivers)

@@ -87,10 +87,18 @@ class Sampling(Strict):
     temperature: float = Field(default=0.0, ge=0)
     top_p: float | None = Field(default=None, gt=0, le=1)
     top_k: int | None = None
+    repeats: int = Field(default=1, ge=1)  # runs of each battery; the score is reported with its spread
+
+    @model_validator(mode="after")
+    def _repeats_need_sampling(self):
+        if self.repeats > 1 and self.temperature == 0:
+            raise ValueError("repeats > 1 only with temperature > 0: greedy answers do not vary between runs")
+        return self
 
     def describe(self) -> str:
-        shown = ", ".join(f"{k}={v}" for k, v in self.model_dump(exclude={"source"}).items() if v is not None)
-        return f"{shown} ({self.source})"
+        shown = ", ".join(f"{k}={v}" for k, v in self.model_dump(exclude={"source", "repeats"}).items()
+                          if v is not None)
+        return f"{shown} ({self.source})" + (f", {self.repeats} runs" if self.repeats > 1 else "")
 
     def params(self) -> dict:
         return {k: v for k, v in {"temperature": self.temperature, "top_p": self.top_p}.items() if v is not None} | (
@@ -254,6 +262,7 @@ class Inventory(Strict):
     output: str | None = None
     waivers: str | None = None  # a waiver file (golive/waivers.py), relative to this inventory
     ssh_config: str | None = None  # an ssh_config for ssh:// hosts (relative to the inventory)
+    site_batteries: list[str] = Field(default_factory=list)  # answer batteries (relative to this inventory)
 
     @model_validator(mode="after")
     def _has_stations(self):

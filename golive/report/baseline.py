@@ -1,7 +1,7 @@
 """The post-upgrade gate: what changed between the last go-live's results.json and this one (pure functions).
 
-Three kinds of change: checks whose outcome flipped, metrics that moved more than the tolerance, and provenance the
-stations reported (served args, parsers, image, vLLM version, GPU, driver, CUDA, NCCL, checkpoint hashes). A served
+Four kinds of change: checks whose outcome flipped, metrics that moved more than the tolerance, battery cases that
+flipped (each battery's failing case ids), and provenance the stations reported (served args, parsers, image, vLLM version, GPU, driver, CUDA, NCCL, checkpoint hashes). A served
 flag or parser that changed without the new profile pinning its new value is unannounced: that fails the gate.
 Everything else is listed for the operator to read.
 """
@@ -16,9 +16,9 @@ PROVENANCE_FIELDS = ("image", "image_digest", "vllm_version", "gpu", "driver", "
 
 @dataclass
 class Change:
-    kind: str            # check | metric | flag | provenance
+    kind: str            # check | metric | flag | provenance | battery
     station: str
-    name: str            # nodeid, metric name, --flag, or provenance field
+    name: str            # nodeid, metric name, --flag, provenance field, or battery name
     before: object
     after: object
     failing: bool = False
@@ -49,6 +49,7 @@ def diff(previous: dict, current: dict, tolerance_pct: float = 10.0) -> Baseline
     result.changes += flipped_checks(previous, current)
     result.changes += moved_metrics(previous, current, tolerance_pct)
     result.changes += provenance_changes(previous, current)
+    result.changes += flipped_cases(previous, current)
     return result
 
 
@@ -99,6 +100,27 @@ def provenance_changes(previous: dict, current: dict) -> list[Change]:
                 changes.append(Change("provenance", name, fact, old[fact], now[fact]))
         if "served_args" in old and "served_args" in now:
             changes += _flag_changes(name, old["served_args"], now["served_args"], now.get("pinned_flags") or {})
+    return changes
+
+
+BATTERY_FAILING = "battery_failing."  # provenance key prefix: a battery's failing case ids, sorted
+
+
+def flipped_cases(previous: dict, current: dict) -> list[Change]:
+    """Battery cases that flipped between the two go-lives (listed: the battery's own check fails on its floor)."""
+    before = {s["name"]: s.get("provenance") or {} for s in previous.get("stations", [])}
+    changes = []
+    for station in current.get("stations", []):
+        name, now = station["name"], station.get("provenance") or {}
+        old = before.get(name) or {}
+        for fact in sorted(k for k in now if k.startswith(BATTERY_FAILING) and k in old):
+            broke = sorted(set(now[fact]) - set(old[fact]))
+            fixed = sorted(set(old[fact]) - set(now[fact]))
+            if broke or fixed:
+                why = "; ".join(part for part in (f"now failing: {', '.join(broke)}" if broke else "",
+                                                  f"now passing: {', '.join(fixed)}" if fixed else "") if part)
+                changes.append(Change("battery", name, fact.removeprefix(BATTERY_FAILING), old[fact], now[fact],
+                                      why=why))
     return changes
 
 

@@ -6,14 +6,15 @@ import pytest
 
 from golive.endpoint import error_body
 from golive.endpoint.agent import load_agent_battery, run_agent_case
+from golive.endpoint.battery_runs import Spread, failing_ids
 from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
 
 
-def test_agent_battery_meets_floor(endpoint, profile, record_metric, record_finding):
-    """The agent battery (single, parallel and chained calls, a tool error, no tool needed), streamed and not,
-    scores ≥ the floor on calls and final answers [000]."""
+def test_agent_battery_meets_floor(endpoint, profile, record_metric, record_finding, record_provenance):
+    """The agent battery (single, parallel and chained calls, tool errors, no tool needed, numbers worked out from
+    results), streamed and not, scores ≥ the floor on calls and final answers [000]."""
     sampling = profile.endpoint.battery_sampling
     cases = load_agent_battery()
 
@@ -24,23 +25,28 @@ def test_agent_battery_meets_floor(endpoint, profile, record_metric, record_find
             **sampling.params()))
 
     jobs = [(case, stream) for case in cases for stream in (False, True)]
-    try:
-        with ThreadPoolExecutor(max_workers=profile.endpoint.max_concurrency) as pool:  # load bounded by the profile
-            outcomes = list(pool.map(run, jobs))
-    except openai.BadRequestError as exc:
-        pytest.skip(f"the server refuses tool requests (HTTP 400: {error_body(exc)}): see the smoke-test check")
-    failing = {}
-    for (case, stream), outcome in zip(jobs, outcomes):
-        if not outcome.passed:
-            failing.setdefault(case.id, f"{case.id} ({case.category}, {'streamed' if stream else 'non-streamed'}): "
-                                        f"{outcome.reason}")
-    score = (len(cases) - len(failing)) / len(cases)
+    runs = []  # per run: case id -> why it failed
+    for _ in range(sampling.repeats):
+        try:
+            with ThreadPoolExecutor(max_workers=profile.endpoint.max_concurrency) as pool:  # load bounded by profile
+                outcomes = list(pool.map(run, jobs))
+        except openai.BadRequestError as exc:
+            pytest.skip(f"the server refuses tool requests (HTTP 400: {error_body(exc)}): see the smoke-test check")
+        failing = {}
+        for (case, stream), outcome in zip(jobs, outcomes):
+            if not outcome.passed:
+                failing.setdefault(case.id, f"{case.id} ({case.category}, {'streamed' if stream else 'non-streamed'}"
+                                            f"): {outcome.reason}")
+        runs.append(failing)
+    spread = Spread([(len(cases) - len(failing)) / len(cases) for failing in runs])
     floor = profile.endpoint.agent_battery_floor
-    record_metric("agent_battery_score", round(score, 4), "fraction", floor=floor)
-    record_finding(f"agent battery sampled with {sampling.describe()}")
-    require(score >= floor,
-            found=f"{len(cases) - len(failing)}/{len(cases)} cases pass streamed and not ({score:.0%}); failing: "
-                  + "; ".join(list(failing.values())[:6]) + (" …" if len(failing) > 6 else ""),
+    spread.record(record_metric, "agent_battery_score", floor)
+    record_provenance(**{"battery_failing.agent": failing_ids(runs)})
+    record_finding(f"agent battery {spread.text()}, sampled with {sampling.describe()}")
+    worst = min(runs, key=len, default={}) if spread.mean >= floor else max(runs, key=len)
+    require(spread.mean >= floor,
+            found=f"{len(cases) - len(worst)}/{len(cases)} cases pass streamed and not (score {spread.text()}); "
+                  f"failing: " + "; ".join(list(worst.values())[:6]) + (" …" if len(worst) > 6 else ""),
             recipe=f"agent battery ≥ {floor:.0%} (15/15 at go-live, vendor sampling) [000]",
             fix="an agent that ignores tool results or loops is not fit for go-live: compare the checkpoint, chat "
                 "template and parser flags with the recipe's")

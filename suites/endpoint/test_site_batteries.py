@@ -4,41 +4,48 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from golive.endpoint.answers import battery_ref, load_answer_battery, score_answer
+from golive.endpoint.battery_runs import Spread, failing_ids
 from golive.verdict import not_applicable, require
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.quality]
 
 
 def test_site_batteries_meet_their_floors(endpoint, profile, golive_inventory, station, record_metric,
-                                          record_finding):
-    """Each site battery named in the profile scores ≥ its floor, with the profile's sampling [000]."""
-    refs = profile.endpoint.site_batteries
-    if not refs:
-        not_applicable("the profile names no site battery (endpoint.site_batteries)")
+                                          record_finding, record_provenance):
+    """Each site battery named in the profile or the inventory scores ≥ its floor, with the profile's sampling
+    [000]."""
     declared_in = golive_inventory.profile_of(station).files[-1]
+    paths = [battery_ref(ref, declared_in) for ref in profile.endpoint.site_batteries]
+    paths += [battery_ref(ref, golive_inventory.path) for ref in golive_inventory.inventory.site_batteries]
+    if not paths:
+        not_applicable("neither the profile (endpoint.site_batteries) nor the inventory (site_batteries) names a "
+                       "site battery")
     sampling = profile.endpoint.battery_sampling
-    record_finding(f"site batteries sampled with {sampling.describe()}")
-    below = []
-    for ref in refs:
-        battery = load_answer_battery(battery_ref(ref, declared_in))
+    below, shown = [], []
+    for path in dict.fromkeys(paths):
+        battery = load_answer_battery(path)
 
         def ask(case, max_tokens=battery.max_tokens):
             return endpoint.chat(profile.vllm.served_model_name, case.conversation(), max_tokens=max_tokens,
                                  **sampling.params())
 
-        with ThreadPoolExecutor(max_workers=profile.endpoint.max_concurrency) as pool:  # load bounded by the profile
-            answers = list(pool.map(ask, battery.cases))
-        failing = []
-        for case, result in zip(battery.cases, answers):
-            ok, reason = score_answer(case.expect, result.content)
-            if not ok:
-                failing.append(f"{case.id}: {reason}")
-        passed = len(battery.cases) - len(failing)
-        score = passed / len(battery.cases)
-        record_metric(f"site_battery.{battery.name}", round(score, 4), "fraction", floor=battery.floor)
-        if score < battery.floor:
-            below.append(f"{battery.name} {passed}/{len(battery.cases)} ({score:.0%}) < floor {battery.floor:.0%}; "
-                         f"failing: " + "; ".join(failing[:6]) + (" …" if len(failing) > 6 else ""))
+        runs = []  # per run: case id -> why it failed
+        for _ in range(sampling.repeats):
+            with ThreadPoolExecutor(max_workers=profile.endpoint.max_concurrency) as pool:  # load bounded by profile
+                answers = list(pool.map(ask, battery.cases))
+            runs.append({case.id: f"{case.id}: {reason}" for case, result in zip(battery.cases, answers)
+                         for ok, reason in [score_answer(case.expect, result.content)] if not ok})
+        total = len(battery.cases)
+        spread = Spread([(total - len(failing)) / total for failing in runs])
+        spread.record(record_metric, f"site_battery.{battery.name}", battery.floor)
+        record_provenance(**{f"battery_failing.{battery.name}": failing_ids(runs)})
+        shown.append(f"{battery.name} {spread.text()}")
+        if spread.mean < battery.floor:
+            worst = max(runs, key=len)
+            below.append(f"{battery.name} {total - len(worst)}/{total} ({spread.text()}) < floor "
+                         f"{battery.floor:.0%}; failing: " + "; ".join(list(worst.values())[:6])
+                         + (" …" if len(worst) > 6 else ""))
+    record_finding(f"site batteries {', '.join(shown)}; sampled with {sampling.describe()}")
     require(not below, found=" | ".join(below),
             recipe="every site battery at or above its floor (closed-book compliance 26/35 at go-live) [000]",
             fix="a checkpoint or image change lost answer quality: compare with the baseline's battery metrics and "

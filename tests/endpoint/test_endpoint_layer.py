@@ -52,11 +52,12 @@ def reference(request, tmp_path_factory):
         yield running
 
 
-def golive_endpoint(reference, out: Path, *args: str, with_key: bool = False, profile: str = "reference-cpu"):
+def golive_endpoint(reference, out: Path, *args: str, with_key: bool = False, profile: str = "reference-cpu",
+                    inventory_extra: str = ""):
     inventory = out / "inventory.yaml"
     key_line = f", api_key_env: {KEY_ENV}" if with_key else ""
     inventory.write_text(f"profile: {profile}\nstations:\n"
-                         f"  - {{name: reference, endpoint: '{reference.base_url}'{key_line}}}\n")
+                         f"  - {{name: reference, endpoint: '{reference.base_url}'{key_line}}}\n{inventory_extra}")
     env = dict(os.environ)
     if with_key:
         env[KEY_ENV] = reference.api_key or "not-needed"

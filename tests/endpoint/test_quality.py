@@ -17,7 +17,13 @@ FAULTS = {
                                   ["required (non-streamed): ", "required (streamed): no call"]),
     "fault-ignore-tool-result": ({"test_agent_battery_meets_floor"},
                                  ["single-call-then-answer (single, non-streamed): final answer answered 'Done."]),
+    "fault-site-answer-wrong": ({"test_site_batteries_meet_their_floors"},
+                                ["example-site 4/5 (80%) < floor 100%; failing: recall-from-prompt: answered "
+                                 "'24-robrah-eulb'"]),
 }
+FAILING_CASES = {"healthy": {"battery_failing.agent": [], "battery_failing.example-site": []},
+                 "fault-site-answer-wrong": {"battery_failing.agent": [],
+                                             "battery_failing.example-site": ["recall-from-prompt"]}}
 
 
 @pytest.fixture(scope="module", params=["healthy", *(pytest.param(v, marks=pytest.mark.slow) for v in FAULTS)])
@@ -33,6 +39,10 @@ def test_quality_checks_fail_exactly_what_the_station_breaks(reference, tmp_path
     result, results, by_check = golive_endpoint(reference, tmp_path, "-k", QUALITY)
     output = result.stdout + result.stderr
     ran = {name for name, checks in by_check.items() if all(c["outcome"] != "not_checked" for c in checks)}
+    if reference.variant in FAILING_CASES:  # failing case ids travel for the baseline gate (golive.report.baseline)
+        [station] = results["stations"]
+        assert {k: v for k, v in station["provenance"].items() if k.startswith("battery_failing.")} \
+            == FAILING_CASES[reference.variant], station["provenance"]
     assert {"test_tool_choice_none_answers_in_text", "test_site_batteries_meet_their_floors",
             "test_agent_battery_meets_floor"} <= ran, output
     if reference.variant == "healthy":
@@ -49,20 +59,21 @@ def test_quality_checks_fail_exactly_what_the_station_breaks(reference, tmp_path
 
 
 def test_site_battery_floor_above_the_score_fails_naming_cases(reference, tmp_path):
-    """A site battery the station cannot fully answer, floor 1.0: the check fails with score vs floor and the case."""
+    """A site battery the inventory names, which the station cannot fully answer, floor 1.0: the check fails with
+    score vs floor and the case (the profile's example battery, also run, passes)."""
     if reference.variant != "healthy":
         pytest.skip("runs against the healthy station")
     (tmp_path / "domain.yaml").write_text(
         "name: domain\nfloor: 1.0\ncases:\n"
         "  - {id: product, prompt: 'What is 17 * 23?', expect: {numeric: 391}}\n"
         "  - {id: policy, prompt: 'What is 6 * 7?', expect: {numeric: 43}}\n")
-    (tmp_path / "site.yaml").write_text("extends: reference-cpu\nendpoint:\n  site_batteries: [domain.yaml]\n")
     result, results, by_check = golive_endpoint(reference, tmp_path, "-k", "site_batteries",
-                                                profile=str(tmp_path / "site.yaml"))
+                                                inventory_extra="site_batteries: [domain.yaml]\n")
     assert failed(by_check) == {"test_site_batteries_meet_their_floors"}, result.stdout + result.stderr
     [check] = by_check["test_site_batteries_meet_their_floors"]
     assert "domain 1/2 (50%) < floor 100%; failing: policy: answered '42', expected 43" in check["message"]
-    assert _metric(results, "site_battery.domain") == 0.5
+    assert "example-site" not in check["message"]
+    assert _metric(results, "site_battery.domain") == 0.5 and _metric(results, "site_battery.example-site") == 1.0
 
 
 def _metric(results: dict, name: str) -> float:

@@ -27,7 +27,7 @@ def text(content):
 
 
 def test_battery_covers_every_category():
-    assert {c.category for c in CASES.values()} == {"single", "parallel", "chained", "error", "irrelevance"}
+    assert {c.category for c in CASES.values()} == {"single", "parallel", "chained", "error", "irrelevance", "numeric"}
 
 
 def test_single_call_then_answer_passes_and_sends_the_result_as_a_tool_message():

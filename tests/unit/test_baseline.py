@@ -102,3 +102,16 @@ def test_a_driver_upgrade_is_listed_as_a_provenance_change_not_a_failure():
     assert [(c.kind, c.name, c.before, c.after, c.failing) for c in result.changes] == [
         ("provenance", "driver", "580.159.04", "590.10.01", False)]
     assert gate_finding(result) is None
+
+
+def test_battery_cases_that_flipped_are_listed_by_id_without_failing_the_gate():
+    before, after = results(), copy.deepcopy(results())
+    before["stations"][0]["provenance"] |= {"battery_failing.agent": [],
+                                            "battery_failing.compliance": ["retention", "owner"]}
+    after["stations"][0]["provenance"] |= {"battery_failing.agent": ["chained-calls"],
+                                           "battery_failing.compliance": ["owner"]}
+    result = diff(before, after)
+    lines = {c.name: (c.kind, c.failing, c.why) for c in result.changes}
+    assert lines == {"agent": ("battery", False, "now failing: chained-calls"),
+                     "compliance": ("battery", False, "now passing: retention")}
+    assert gate_finding(result) is None  # each battery's own check fails on its floor; the gate lists the flips

@@ -200,3 +200,31 @@ def test_answer_types():
     answer = decide(user("Is it raining in Oslo?"), ALL_TOOLS)
     assert answer.tool_calls == [ToolCall("get_weather", {"city": "Oslo"})]
     assert answer.content == "" and answer.reasoning
+
+
+def _answered(request: str, name: str, *results: str) -> str:
+    calls = [{"type": "function", "function": {"name": name, "arguments": "{}"}} for _ in results]
+    messages = user(request) + [{"role": "assistant", "content": "", "tool_calls": calls}]
+    return decide(messages + [{"role": "tool", "content": r} for r in results], None).content
+
+
+@pytest.mark.parametrize("request_text,results,sentence", [
+    ("Is Madrid colder than Lisbon today?", ['{"temperature": 11.5}', '{"temperature": 15}'],
+     "The difference in temperature is 3.5."),
+    ("Sum up the two order totals.", ['{"order_id": "7", "amount_eur": 12, "items": 2}',
+                                      '{"order_id": "9", "amount_eur": 30.25, "items": 1}'],
+     "The total in amount eur is 42.25."),
+    ("What is the average price of these stocks?", ['{"price": 10}', '{"price": 20}', '{"price": 60}'],
+     "The average in price is 30."),
+])
+def test_numbers_worked_out_from_several_results(request_text, results, sentence):
+    assert _answered(request_text, "lookup", *results).startswith(sentence + " Here is what I found:")
+
+
+@pytest.mark.parametrize("request_text,results", [
+    ("What's the weather in Paris and Rome?", ['{"temperature": 18}', '{"temperature": 20}']),  # nothing to work out
+    ("How much warmer is Rome?", ['{"temperature": 20}']),  # one result
+    ("How much warmer is Rome than Atlantis?", ['{"temperature": 20}', '{"error": "unknown city"}']),
+])
+def test_no_number_is_invented(request_text, results):
+    assert _answered(request_text, "get_weather", *results).startswith("Here is what I found:")

@@ -58,6 +58,7 @@ VARIANTS: dict[str, Variant] = {
     "fault-tool-under-none": _fault("tool_under_none"),
     "fault-text-under-required": _fault("text_under_required"),
     "fault-ignore-tool-result": _fault("ignore_tool_result"),
+    "fault-site-answer-wrong": _fault("short_recall_wrong"),
 }
 
 

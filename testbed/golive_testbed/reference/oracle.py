@@ -22,7 +22,7 @@ from golive_testbed.reference.model import EOS
 log = logging.getLogger(__name__)
 
 FAULTS = ("none", "malformed_tool_args", "think_leak", "wrong_tool", "needle_miss", "tool_under_none",
-          "text_under_required", "ignore_tool_result")
+          "text_under_required", "ignore_tool_result", "short_recall_wrong")
 FAULT_ENV = "GOLIVE_ORACLE_FAULT"
 NEG_INF = float("-inf")
 NEEDLE_MIN_CHARS = 400  # an answer copied out of a user turn this long is a retrieval (needle_miss applies)
@@ -169,6 +169,14 @@ def apply_fault(reply: Reply, fault: str, messages: list[dict], tools: list[dict
         if users and len(users[-1]) >= NEEDLE_MIN_CHARS and needle in users[-1]:
             reply.content = "I could not find that in the document."
             reply.reasoning = reply.reasoning.replace(needle, "nothing")
+    elif fault == "short_recall_wrong" and reply.content.strip():
+        # a fact stated in a short prompt ("The secret passphrase is X.") recalled wrong: a site battery's domain
+        # answer, where the long-context needle check (NEEDLE_MIN_CHARS and up) stays right
+        users = [m["content"] for m in messages if m["role"] == "user"]
+        fact = reply.content.strip()
+        if users and len(users[-1]) < NEEDLE_MIN_CHARS and re.search(rf"\bis\s+{re.escape(fact)}\.", users[-1]):
+            reply.content = fact[::-1]
+            reply.reasoning = reply.reasoning.replace(fact, fact[::-1])
     return reply
 
 

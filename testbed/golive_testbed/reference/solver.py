@@ -50,6 +50,8 @@ def decide(messages: list[dict], tools: list[dict] | None, reasoning_effort: str
         return Answer(_reasoning(why, f"Next: {shown}.", request, reasoning_effort), "", chained)
     if results:
         content = _summarise_results(results)
+        combined = _combine(request, results)
+        content = f"{combined} {content}" if combined else content
         why = "A tool result answers the request, so I report it in text."
     else:
         fns = [t.get("function", t) for t in tools or []]
@@ -150,6 +152,44 @@ def _summarise_results(results: list[tuple[str, str]]) -> str:
     return "Here is what I found: " + "; ".join(parts) + "."
 
 
+_COMBINERS = [  # what the request asks of several results' numbers
+    ("difference", re.compile(r"\b(?:difference|warmer|colder|hotter|cooler|cheaper|dearer)\b", re.I),
+     lambda xs: abs(xs[0] - xs[1]) if len(xs) == 2 else None),
+    ("total", re.compile(r"\b(?:total|sum|combined|together|altogether|in all)\b", re.I), sum),
+    ("average", re.compile(r"\b(?:average|mean)\b", re.I), lambda xs: sum(xs) / len(xs)),
+]
+
+
+def _combine(request: str, results: list[tuple[str, str]]) -> str:
+    """A number the request asks to work out from several results ("how much warmer", "in total"): the field all
+    results share, the one the request is most about."""
+    rows = []
+    for _, raw in results:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return ""
+        if not isinstance(data, dict) or "error" in data:
+            return ""
+        rows.append(data)
+    if len(rows) < 2:
+        return ""
+    shared = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+              and all(isinstance(r.get(k), (int, float)) for r in rows[1:])]
+    if not shared:
+        return ""
+    asked = _with_kin(set(_words(request)))
+    key = max(shared, key=lambda k: (len(set(_name_words(k)) & asked), -shared.index(k)))
+    for label, cue, combine in _COMBINERS:
+        if cue.search(request):
+            value = combine([r[key] for r in rows])
+            if value is None:
+                return ""
+            shown = str(int(value)) if float(value).is_integer() else f"{value:.6g}"
+            return f"The {label} in {key.replace('_', ' ')} is {shown}."
+    return ""
+
+
 def _reasoning(why: str, detail: str, request: str, effort: str | None) -> str:
     """Deterministic thinking text; more sentences for higher effort (low 1, default/medium/high 3, max 5)."""
     gist = " ".join(request.split())
@@ -181,7 +221,8 @@ _WEAK_VERB_WORDS = (
 # A small thesaurus of everyday world knowledge: a tool whose name holds one of these words also answers to
 # the rest of its group ("euros" is about currency, "trading at" about a stock).
 _GROUPS = [
-    "weather forecast temperature rain snow sunny cloudy hot cold warm humid wind umbrella celsius fahrenheit",
+    "weather forecast temperature rain snow sunny cloudy hot cold warm humid wind umbrella celsius fahrenheit warmer "
+    "colder hotter",
     "thermostat heating heater cooling hvac degree warmer cooler temperature",
     "currency money exchange convert usd eur gbp jpy chf cad aud cny inr dollar euro pound yen franc rupee yuan",
     "stock share ticker trading market nasdaq nyse equity",
