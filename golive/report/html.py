@@ -5,7 +5,7 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from golive import verdict as rules
-from golive.report.plots import SWEEP_COLUMNS, sweep_rows, sweep_svg
+from golive.report.plots import SWEEP_COLUMNS, SWEEP_METRIC, sweep_rows, sweep_svg
 from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
 from golive.verdict import printable
 
@@ -14,8 +14,17 @@ def shown(value: object) -> object:
     """Text as text: control characters escaped (markup is escaped by autoescape; Markup is ours, left alone)."""
     return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
+
+def measured(value: object) -> object:
+    """A measured number as an operator reads it: 4 significant digits, thousands grouped."""
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 # every value is text: a model or a station may answer with markup, or with control characters
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=True, finalize=shown)
+_ENV.filters["measured"] = measured
 
 
 def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
@@ -27,7 +36,8 @@ def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
         failures=recorder.of(rules.FAILED), notes=[r for r in recorder.of(rules.PASSED) if r.note],
         not_checked=grouped_by_reason(recorder.of(rules.NOT_CHECKED)),
         not_applicable=grouped_by_reason(recorder.of(rules.NOT_APPLICABLE)),
-        profile=data["profile"], stations=data["stations"], metrics=recorder.metrics, interrupted=interrupted,
+        profile=data["profile"], stations=data["stations"], metrics=[m for m in recorder.metrics if not SWEEP_METRIC.match(str(m.get("name", "")))],
+        interrupted=interrupted,
         recipes=rules.RECIPES, rules_text=data["verdict_rules"], waived=recorder.of(rules.WAIVED),
         baseline=recorder.baseline, run=data["provenance"], provenance=any(s["provenance"] for s in data["stations"]),
         sweep_plot=Markup(plot) if plot else None, sweep=sweep_rows(recorder.metrics), sweep_columns=SWEEP_COLUMNS)]

@@ -105,9 +105,9 @@ class Recorder:
         for (layer, station), counts in self.by_layer_station().items():
             shown = ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in OUTCOMES if counts[o])
             lines.append(f"  {layer:<9} {station:<20} {shown}")
-        if verdict == rules.INCOMPLETE:
-            for reason, records in grouped_by_reason(self.of(rules.NOT_CHECKED)).items():
-                lines.append(f"  not checked ({len(records)}): {reason}")
+        for outcome in (rules.NOT_CHECKED, rules.NOT_APPLICABLE):
+            for reason, records in grouped_by_reason(self.of(outcome)).items():
+                lines.append(f"  {outcome.replace('_', ' ')} ({len(records)}): {reason}")
         return lines
 
     def as_dict(self, interrupted: bool = False) -> dict:
