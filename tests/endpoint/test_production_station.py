@@ -95,6 +95,8 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
     out = tmp_path / "out"
     result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
                              str(out), "-m", "perf", "-p", "no:cacheprovider",
+                             # the fake answers load, not questions: the under-load probes have their own proof
+                             "-k", "not correctness_under_load",
                              *(["--allow-peak-load"] if allow else [])],
                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
     results = json.loads((out / "results.json").read_text())
@@ -104,7 +106,8 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
     if allow:
         assert result.returncode == 0, result.stdout[-3000:]
         assert peak["outcome"] == "passed"
-        assert streaming_server.most == 8 and streaming_server.chats == (1 + 4 + 8) * 3
+        # the peak level ran: more in flight than the refused run's cap (8 when the threads line up exactly)
+        assert 4 < streaming_server.most <= 8 and streaming_server.chats == (1 + 4 + 8) * 3
     else:
         assert result.returncode == 2, result.stdout[-3000:]  # INCOMPLETE: the peak is not checked
         assert peak["outcome"] == "not_checked"
