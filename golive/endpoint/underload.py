@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from golive.endpoint.load import RequestTiming, Workload, one_request, sentences_for
+from golive.endpoint.load import RequestTiming, Workload, lanes, one_request, sentences_for
+from golive.endpoint.timed_http import Lane
 
 GET_WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city.",
@@ -90,17 +91,16 @@ async def probes_under_load(base_url: str, api_key: str | None, workload: Worklo
     thread; at most `probes_in_flight` at a time); stop the load when the last probe has answered."""
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     load: list[RequestTiming] = []
     in_flight = 0
     started = asyncio.Event()
     probing_done = asyncio.Event()
     budget = [max_load_requests]
 
-    async with httpx.AsyncClient(timeout=workload.timeout_s, limits=limits) as client:
+    async with httpx.AsyncClient(timeout=workload.timeout_s) as client:
         sentences = await sentences_for(client, base_url.rstrip("/").removesuffix("/v1"), workload, headers)
 
-        async def worker() -> None:
+        async def worker(lane: Lane) -> None:
             nonlocal in_flight
             while not probing_done.is_set() and budget[0] > 0 and time.perf_counter() < deadline:
                 budget[0] -= 1
@@ -108,7 +108,7 @@ async def probes_under_load(base_url: str, api_key: str | None, workload: Worklo
                 if in_flight == concurrency:
                     started.set()
                 try:
-                    load.append(await one_request(client, url, workload, headers, sentences=sentences))
+                    load.append(await one_request(lane, url, workload, headers, sentences=sentences))
                 finally:
                     in_flight -= 1
             started.set()  # the budget or the deadline ran out before the load was up: probe anyway
@@ -124,11 +124,14 @@ async def probes_under_load(base_url: str, api_key: str | None, workload: Worklo
                     return ProbeOutcome(p, f"{type(exc).__name__}: {str(exc)[:200]}", seen)
                 return ProbeOutcome(p, p.judge(result), seen)
 
-        workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
+        own_lanes = lanes(url, concurrency, workload.timeout_s)
+        workers = [asyncio.create_task(worker(lane)) for lane in own_lanes]
         try:
             await started.wait()
             outcomes = await asyncio.gather(*(probe(p) for p in probes))
         finally:
             probing_done.set()
             await asyncio.gather(*workers)
+            for lane in own_lanes:
+                await lane.aclose()
     return UnderLoad(list(outcomes), load)

@@ -1,11 +1,15 @@
-"""docs/metrics.md on scripted timelines: bytes arrive at known times, the load generator must read exactly them."""
+"""docs/metrics.md on scripted timelines: bytes arrive at known times, the load generator must read exactly them.
+
+The timelines are served by a loopback HTTP/1.1 server (chunked, as vLLM streams) that moves the test's clock before
+each write and lets the client read it before the next.
+"""
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 
-import httpx
 import pytest
 
-from golive.endpoint.load import RequestTiming, SseParser, Workload, one_request, summarize
+from golive.endpoint.load import RequestTiming, SseParser, Workload, lanes, one_request, run_level, summarize
 
 
 class Clock:
@@ -23,24 +27,54 @@ def event(delta: dict | None = None, usage: dict | None = None) -> bytes:
     return f"data: {json.dumps(chunk)}\n\n".encode()
 
 
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    return await reader.readexactly(length)
+
+
+async def serving(handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+                  work: Callable[[str], Awaitable]):
+    """Run `work(url)` against a loopback server answering every request on a connection with `handle`."""
+    async def connection(reader, writer):
+        try:
+            while not reader.at_eof():
+                await handle(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(connection, "127.0.0.1", 0)
+    async with server:
+        return await work(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/chat/completions")
+
+
+def chunked(writer: asyncio.StreamWriter, data: bytes) -> None:
+    writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+
 def run(script: list[tuple[float, bytes]], status: int = 200, output_tokens: int = 5) -> RequestTiming:
     """Serve `script` — (seconds after send, bytes) — as the response body; return the timeline the client read."""
     clock = Clock()
     sent = clock.now
 
-    async def body():
+    async def handle(reader, writer):
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 %d X\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n" % status)
         for at, chunk in script:
             clock.now = sent + at
-            yield chunk
+            chunked(writer, chunk)
+            await writer.drain()
+            await asyncio.sleep(0.005)  # the client reads this chunk before the clock moves again
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
 
-    transport = httpx.MockTransport(lambda request: httpx.Response(status, content=body()))
+    async def work(url):
+        async with lanes(url, 1, 10, clock=clock)[0] as lane:
+            return await one_request(lane, url, Workload(model="m", prompt_tokens=40, output_tokens=output_tokens), {})
 
-    async def go():
-        async with httpx.AsyncClient(transport=transport) as client:
-            return await one_request(client, "http://station/v1/chat/completions",
-                                     Workload(model="m", prompt_tokens=40, output_tokens=output_tokens), {}, clock)
-
-    return asyncio.run(go())
+    return asyncio.run(serving(handle, work))
 
 
 THINKING_ANSWER = [
@@ -87,15 +121,31 @@ def test_failed_requests_are_failures(script, status, fragment):
 
 
 def test_a_dropped_connection_is_a_failure():
-    def drop(request):
-        raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+    async def drop(reader, writer):
+        await read_request(reader)
+        writer.transport.abort()
 
-    async def go():
-        async with httpx.AsyncClient(transport=httpx.MockTransport(drop)) as client:
-            return await one_request(client, "http://station/v1/chat/completions",
-                                     Workload(model="m", prompt_tokens=40, output_tokens=5), {}, Clock())
+    async def work(url):
+        async with lanes(url, 1, 10)[0] as lane:
+            return await one_request(lane, url, Workload(model="m", prompt_tokens=40, output_tokens=5), {})
 
-    assert "RemoteProtocolError" in asyncio.run(go()).error
+    assert "closed before an HTTP response" in asyncio.run(serving(drop, work)).error
+
+
+def test_a_stream_that_falls_silent_fails_on_its_timeout():
+    async def stall(reader, writer):
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        chunked(writer, THINKING_ANSWER[1][1])
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    async def work(url):
+        async with lanes(url, 1, 0.3)[0] as lane:
+            return await one_request(lane, url, Workload(model="m", prompt_tokens=40, output_tokens=5), {})
+
+    error = asyncio.run(serving(stall, work)).error
+    assert "the stream stalled; timeout 0.3 s" in error, error
 
 
 def test_level_summary_aggregates_server_tokens_over_wall_time():
@@ -145,36 +195,61 @@ def test_load_outside_its_bounds_is_one_line_with_its_place(tmp_path, load, frag
 
 
 def test_run_level_keeps_each_lane_to_one_request_at_a_time():
-    """C lanes (a client with one connection each) carry at most C requests in flight, one per lane."""
-    import asyncio as aio
+    """C lanes (one keep-alive connection each) carry at most C requests in flight, one per lane."""
+    in_flight, peak, connections = 0, 0, set()
+    body = (b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n'
+            b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}\n\ndata: [DONE]\n\n')
 
-    from golive.endpoint.load import lanes, run_level
-
-    in_flight, peak = 0, 0
-
-    async def answer(request: httpx.Request) -> httpx.Response:
+    async def answer(reader, writer):
         nonlocal in_flight, peak
+        await read_request(reader)
+        connections.add(writer.get_extra_info("peername"))
         in_flight += 1
         peak = max(peak, in_flight)
-        await aio.sleep(0.01)
+        await asyncio.sleep(0.01)
         in_flight -= 1
-        body = (b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n'
-                b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}\n\ndata: [DONE]\n\n')
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
 
-        async def stream():
-            yield body
-
-        return httpx.Response(200, content=stream())
-
-    async def main():
-        clients = lanes(3, 10)
-        for client in clients:
-            client._transport = httpx.MockTransport(answer)
-        timings, _, _ = await run_level(clients, "http://station/v1/chat/completions",
-                                        Workload(model="m", prompt_tokens=5, output_tokens=1), {}, 3, 7,
+    async def work(url):
+        clients = lanes(url, 3, 10)
+        timings, _, _ = await run_level(clients, url, Workload(model="m", prompt_tokens=5, output_tokens=1), {}, 3, 7,
                                         deadline=float("inf"), sentences=1)
+        for lane in clients:
+            await lane.aclose()
         return timings
 
-    timings = aio.run(main())
+    timings = asyncio.run(serving(answer, work))
     assert len(timings) == 7 and all(t.error is None for t in timings), [t.error for t in timings]
     assert peak == 3 and len({t.salt for t in timings}) == 7
+    assert len(connections) == 3  # keep-alive: each lane reused its one connection
+
+
+@pytest.mark.parametrize("closing", ["says-close", "closes-when-idle"])
+def test_a_lane_reconnects_when_the_server_ends_its_connection(closing):
+    """A server that answers `Connection: close`, or drops an idle keep-alive connection (uvicorn does after 5 s):
+    the lane's next request goes out on a new connection instead of failing."""
+    body = (b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n'
+            b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}\n\ndata: [DONE]\n\n')
+    connections = 0
+
+    async def answer(reader, writer):
+        nonlocal connections
+        await read_request(reader)
+        connections += 1
+        close = b"connection: close\r\n" if closing == "says-close" else b""
+        writer.write(b"HTTP/1.1 200 OK\r\n%scontent-length: %d\r\n\r\n%s" % (close, len(body), body))
+        await writer.drain()
+        writer.close()  # either way the server is done with this connection
+
+    async def work(url):
+        workload = Workload(model="m", prompt_tokens=5, output_tokens=1)
+        async with lanes(url, 1, 10)[0] as lane:
+            first = await one_request(lane, url, workload, {})
+            if closing == "closes-when-idle":
+                await asyncio.sleep(0.05)  # idle: the close reaches the client
+            return first, await one_request(lane, url, workload, {})  # says-close: straight after, no loop turn
+
+    first, second = asyncio.run(serving(answer, work))
+    assert first.error is None and second.error is None, (first.error, second.error)
+    assert connections == 2
