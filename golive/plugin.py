@@ -240,7 +240,7 @@ def service(profile):
 
 
 @pytest.fixture(scope="session")
-def endpoint_client(request, station, profile) -> EndpointClient:
+def endpoint_client(request, station, profile, golive_inventory) -> EndpointClient:
     """The station's endpoint as configured, before anyone checked that it lets us in (the auth check uses this)."""
     if not station.endpoint:
         pytest.skip(f"station {station.name} has no endpoint URL")
@@ -250,7 +250,8 @@ def endpoint_client(request, station, profile) -> EndpointClient:
                    lambda: EndpointClient(station.endpoint, key, timeout=limits.request_timeout_s,
                                           connect_timeout=limits.connect_timeout_s,
                                           light_timeout=limits.light_timeout_s,
-                                          stall_timeout=limits.stream_stall_timeout_s))
+                                          stall_timeout=limits.stream_stall_timeout_s,
+                                          ca_file=golive_inventory.tls_ca_file(station)))
 
 
 def _health(request, client: EndpointClient, station) -> str | None:

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import httpx
 
 from golive.endpoint.longctx import filler
+from golive.endpoint.tls import trusting
 
 Clock = Callable[[], float]
 
@@ -159,6 +160,7 @@ class Workload:
     output_tokens: int
     reasoning_effort: str | None = None
     timeout_s: float = 120
+    ca_file: str | None = None  # the station's site CA for https (golive.endpoint.tls)
 
 
 async def one_request(client: httpx.AsyncClient, url: str, workload: Workload, headers: dict,
@@ -250,12 +252,12 @@ def summarize(concurrency: int, timings: list[RequestTiming], started: float, en
         errors=sorted({t.error for t in timings if t.error})[:5])
 
 
-def lanes(count: int, timeout_s: float) -> list[httpx.AsyncClient]:
+def lanes(count: int, timeout_s: float, ca_file: str | None = None) -> list[httpx.AsyncClient]:
     """One client per request in flight, each with one connection. One shared pool of C connections would cost
     O(C²) per request start and end (httpcore 1.0's pool bookkeeping: ~20 ms at 256 connections, the event loop
     blocked), which delays every other stream's timestamps; bench/stream_truth.py measures the difference."""
     one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    tls = httpx.create_ssl_context()  # one for all: loading the CA bundle takes ~50 ms a client
+    tls = trusting(ca_file)  # one for all: loading the CA bundle takes ~50 ms a client
     return [httpx.AsyncClient(timeout=timeout_s, limits=one, verify=tls) for _ in range(count)]
 
 
@@ -317,7 +319,7 @@ async def sweep_async(base_url: str, api_key: str | None, workload: Workload, le
     deadline = time.perf_counter() + max_duration_s
     results, not_run = [], []
     async with contextlib.AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(c) for c in lanes(max(levels), workload.timeout_s)]
+        clients = [await stack.enter_async_context(c) for c in lanes(max(levels), workload.timeout_s, workload.ca_file)]
         sentences = await sentences_for(clients[0], base_url.rstrip("/").removesuffix("/v1"), workload, headers)
         for concurrency in levels:
             if time.perf_counter() > deadline:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from golive.endpoint.load import RequestTiming, Workload, one_request, sentences_for
+from golive.endpoint.tls import trusting
 
 GET_WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city.",
@@ -97,7 +98,8 @@ async def probes_under_load(base_url: str, api_key: str | None, workload: Worklo
     probing_done = asyncio.Event()
     budget = [max_load_requests]
 
-    async with httpx.AsyncClient(timeout=workload.timeout_s, limits=limits) as client:
+    async with httpx.AsyncClient(timeout=workload.timeout_s, limits=limits,
+                                 verify=trusting(workload.ca_file)) as client:
         sentences = await sentences_for(client, base_url.rstrip("/").removesuffix("/v1"), workload, headers)
 
         async def worker() -> None:
