@@ -31,7 +31,7 @@ class Watch:
         self._out = os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace") \
             if every_s > 0 or bound_s is not None else None
 
-    # --- the whole run's time bound ------------------------------------------------------------------------------------
+    # --- the whole run's time bound -----------------------------------------------------------------------------------
 
     @property
     def reason(self) -> str:

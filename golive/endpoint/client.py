@@ -38,11 +38,10 @@ class EndpointClient:
         self._generation = httpx.Timeout(timeout, connect=connect_timeout)
         self._stream = httpx.Timeout(timeout, connect=connect_timeout, read=stall_timeout)
         self.ca_file = ca_file  # the site CA for https (golive.endpoint.tls); None: httpx's default trust
-        tls = trusting(ca_file)
+        tls = trusting(ca_file)  # one trust for every client: left alone, the openai client would trust the OS store
         # the openai client insists on a key; "EMPTY" is what vLLM's docs use for an open server
         self.openai = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", timeout=self._generation,
-                                    max_retries=0,
-                                    http_client=openai.DefaultHttpxClient(verify=tls) if ca_file else None)
+                                    max_retries=0, http_client=openai.DefaultHttpxClient(verify=tls))
         self.http = httpx.Client(timeout=httpx.Timeout(light_timeout, connect=connect_timeout), verify=tls)
 
     @property
@@ -117,7 +116,8 @@ class EndpointClient:
         answer = StreamedAnswer()
         url = self.base_url + "/chat/completions"
         try:
-            stream = self.openai.post("/chat/completions", cast_to=object, stream=True, stream_cls=openai.Stream[object],
+            stream = self.openai.post("/chat/completions", cast_to=object, stream=True,
+                                      stream_cls=openai.Stream[object],
                                       body={**kwargs, "stream": True, "stream_options": {"include_usage": True}},
                                       options={"timeout": self._stream})
             for event in _events(stream):

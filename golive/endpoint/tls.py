@@ -9,7 +9,7 @@ import ssl
 import httpx
 
 
-@functools.lru_cache(maxsize=None)  # loading a CA bundle takes ~50 ms: one context per file, shared by every client
+@functools.cache  # loading a CA bundle takes ~50 ms: one context per file, shared by every client
 def trusting(ca_file: str | None) -> ssl.SSLContext:
     if ca_file is None:
         return httpx.create_ssl_context()

@@ -96,7 +96,8 @@ def test_max_run_time_stops_the_run_and_keeps_what_was_measured(tmp_path, slow_s
     outcomes = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
     assert outcomes["test_chat_answers_and_stops"]["outcome"] == "passed", outcomes
     bound = "not checked because the run's time bound (5 s, --max-run-time) was reached"
-    stopped, unreached = outcomes["test_sales_question_gets_trend_and_increase"], outcomes["test_models_lists_served_name"]
+    stopped = outcomes["test_sales_question_gets_trend_and_increase"]
+    unreached = outcomes["test_models_lists_served_name"]
     assert stopped["outcome"] == "not_checked" and stopped["message"] == bound + " while this check ran", stopped
     assert unreached["outcome"] == "not_checked" and unreached["message"] == bound, unreached
     assert "GO-LIVE: INCOMPLETE" in (out / "go-live.html").read_text() and (out / "junit.xml").exists()

@@ -1,6 +1,6 @@
 """golive's own stream reader, fuzzed (hypothesis): whatever bytes a server streams as a chat answer (garbled SSE, an
-event cut in half, no [DONE], JSON that is not a chat chunk, wrong types, huge lines, invalid UTF-8), `chat(stream=True)`
-gives a ChatResult or ONE one-line EndpointError naming the URL; never another exception.
+event cut in half, no [DONE], JSON that is not a chat chunk, wrong types, huge lines, invalid UTF-8),
+`chat(stream=True)` gives a ChatResult or ONE one-line EndpointError naming the URL; never another exception.
 
 The bytes go over a real loopback HTTP server (the client's whole path: openai's SSE decoder, then golive's
 assembly); the assembly alone (golive.endpoint.stream) takes arbitrary JSON values, many more of them.
@@ -107,7 +107,7 @@ def test_any_streamed_bytes_give_an_answer_or_one_endpoint_error(replay, body):
 
 
 def test_a_healthy_stream_still_assembles(replay):
-    url, ask = replay
+    _, ask = replay
     result = ask(b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in GOOD) + b"data: [DONE]\n\n")
     assert (result.content, result.finish_reason, result.usage["completion_tokens"]) == ("Hello", "stop", 2)
 

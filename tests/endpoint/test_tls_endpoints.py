@@ -3,6 +3,7 @@ was reached, but is misconfigured) with one line saying TLS failed and what to d
 by a site CA (made in the test) passes once the inventory names that CA (`tls_ca_file`), in every client golive makes
 for the endpoint: httpx, the openai client, the load generator's lanes."""
 import datetime
+import ipaddress
 import json
 import os
 import shutil
@@ -81,7 +82,6 @@ def _site_ca(folder: Path) -> tuple[Path, Path, Path]:
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
-    import ipaddress
 
     now = datetime.datetime.now(datetime.timezone.utc)
 
@@ -158,7 +158,8 @@ def test_tls_failure_is_one_clear_failure(tmp_path, server, case):
         assert "Traceback" not in text and "httpx." not in text and "ssl.SSL" not in text
 
 
-def _golive(tmp_path: Path, url: str, station_extra: str = "", *select: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _golive(tmp_path: Path, url: str, station_extra: str = "", *select: str) -> tuple[subprocess.CompletedProcess,
+                                                                                     dict]:
     (tmp_path / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
                                         "  connect_timeout_s: 2\n")
     (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: tls\n    endpoint: {url}\n"
@@ -224,3 +225,30 @@ def test_unusable_ca_file_is_one_usage_line(tmp_path, ca, expected):
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 4 and len(lines) == 1, result.stdout[-2000:] + result.stderr
     assert f"inventory.yaml:5: station tls: tls_ca_file '{ca}': {expected}" in lines[0], lines
+
+
+def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch):
+    """No tls_ca_file, but SSL_CERT_FILE names the CA (the usual way to trust a site CA): every client trusts it."""
+    import asyncio
+
+    from golive.endpoint import EndpointClient
+    from golive.endpoint.load import lanes
+    from golive.endpoint.tls import trusting
+
+    url = f"https://127.0.0.1:{server(tls='site-ca')}"
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "site-ca.pem"))
+    trusting.cache_clear()  # the default context is made once a process: this test changed the environment
+    try:
+        client = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2)
+        assert [m["id"] for m in client.models()] == [MODEL]
+        assert client.chat(MODEL, [{"role": "user", "content": "Hi"}]).content == "Hi"
+        assert client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True).content == "Hi"
+
+        async def lane_health():
+            async with lanes(1, 5)[0] as lane:
+                return (await lane.get(url + "/health")).status_code
+
+        assert asyncio.run(lane_health()) == 200
+    finally:
+        monkeypatch.undo()
+        trusting.cache_clear()
