@@ -28,6 +28,8 @@ class Watch:
         self.bound_reached = False
         self.running: pytest.Item | None = None  # the check that runs now (after an interrupt: the one stopped)
         self._timer: threading.Timer | None = None
+        self._finishing = False  # the checks are over: the reports are being written, never interrupt that
+        self._lock = threading.Lock()
         self._out = os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace") \
             if every_s > 0 or bound_s is not None else None
 
@@ -45,9 +47,22 @@ class Watch:
             self._timer.start()
 
     def _stop_run(self, main: int) -> None:
-        self.bound_reached = True
-        self._say(f"golive: {self.reason}: stopping the running check, writing the reports (INCOMPLETE)")
-        signal.pthread_kill(main, signal.SIGINT)  # pytest's Ctrl-C path: the session ends, the reports are written
+        with self._lock:
+            if self._finishing:
+                return
+            self.bound_reached = True
+            self._say(f"golive: {self.reason}: stopping the running check, writing the reports (INCOMPLETE)")
+            signal.pthread_kill(main, signal.SIGINT)  # pytest's Ctrl-C path: the session ends, the reports are written
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        try:
+            return (yield)
+        finally:
+            with self._lock:
+                self._finishing = True
+                if self._timer is not None:
+                    self._timer.cancel()
 
     def pytest_unconfigure(self) -> None:
         if self._timer is not None:

@@ -126,3 +126,28 @@ def test_assembly_takes_any_json_events(events):
     assert answer.finish_reason is None or isinstance(answer.finish_reason, str)
     assert isinstance(answer.usage, dict)
     assert all(isinstance(n, str) and isinstance(a, str) for n, a in answer.tool_calls())
+
+
+def test_vllm_own_chunks_assemble(replay):
+    """The stricter reader still takes what vLLM streams: its own protocol models (0.32), serialized as its server
+    does (`model_dump_json(exclude_unset=True)`): content, reasoning, a tool call split over two events, usage."""
+    protocol = pytest.importorskip("vllm.entrypoints.openai.chat_completion.protocol")
+    from vllm.entrypoints.generate.base.protocol import DeltaFunctionCall, DeltaToolCall
+
+    def chunk(finish=None, **delta):
+        return protocol.ChatCompletionStreamResponse(id="c1", model=MODEL, choices=[
+            protocol.ChatCompletionResponseStreamChoice(index=0, delta=protocol.DeltaMessage(**delta),
+                                                        logprobs=None, finish_reason=finish)])
+
+    events = [chunk(role="assistant", content=""), chunk(reasoning="Paris is in France."), chunk(content="Let me look."),
+              chunk(tool_calls=[DeltaToolCall(index=0, id="call_1", type="function", function=DeltaFunctionCall(
+                  name="get_weather", arguments='{"city": '))]),
+              chunk("tool_calls", tool_calls=[DeltaToolCall(index=0, function=DeltaFunctionCall(arguments='"Paris"}'))]),
+              protocol.ChatCompletionStreamResponse(id="c1", model=MODEL, choices=[], usage=protocol.UsageInfo(
+                  prompt_tokens=12, completion_tokens=9, total_tokens=21))]
+    body = b"".join(f"data: {e.model_dump_json(exclude_unset=True)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+    _, ask = replay
+    result = ask(body)
+    assert (result.content, result.reasoning, result.finish_reason) == ("Let me look.", "Paris is in France.",
+                                                                        "tool_calls")
+    assert result.tool_calls == [("get_weather", '{"city": "Paris"}')] and result.usage["completion_tokens"] == 9
