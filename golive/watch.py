@@ -92,20 +92,24 @@ class Watch:
 
     def waiting_line(self, item: pytest.Item, waited_s: float) -> str:
         station = getattr(item, "callspec", None) and item.callspec.params.get("station")
-        target = getattr(station, "endpoint", None) or getattr(station, "host", None)
+        target = getattr(station, "endpoint" if item.get_closest_marker("endpoint") else "host", None)
         line = f"golive: still waiting: {item.name}" + (f" on {without_password(target)}" if target else "")
         line += f", {waited_s:.0f} s so far" + self._budget(item)
         if self.bound_s is not None:
             left = self.bound_s - (time.monotonic() - self.started)
             line += f"; {max(left, 0):.0f} s left of the run's {self.bound_s:g} s time bound"
+        return self.scrubbed(line)
+
+    def scrubbed(self, line: str) -> str:
+        for secret in self._secrets():
+            line = line.replace(secret, "[REDACTED]")
         return line
 
     def _say(self, line: str) -> None:
         out = self._out
         if out is None:
             return
-        for secret in self._secrets():
-            line = line.replace(secret, "[REDACTED]")
+        line = self.scrubbed(line)
         try:
             out.write(f"\n{line}\n")
         except (OSError, ValueError):  # the terminal went away, or the run is closing: progress is best effort
