@@ -71,6 +71,14 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
         extra = [f"--golive-profile={ns.profile}", *extra]
     if ns.baseline:
         extra = [f"--golive-baseline={Path(ns.baseline).resolve()}", *extra]
+    if ns.max_run_time is not None:
+        try:
+            seconds = float(ns.max_run_time)
+        except ValueError:
+            seconds = float("nan")
+        if not 0 < seconds < float("inf"):
+            return _fail(f"--max-run-time takes a number of seconds above 0, not {ns.max_run_time!r}")
+        extra = [f"--golive-max-run-time={seconds:g}", *extra]
     return run_suites(Path(ns.inventory), out, extra)
 
 
@@ -105,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", help="use this profile instead of the inventory's")
     run.add_argument("--baseline", metavar="RESULTS_JSON", help="the last go-live's results.json: add what changed "
                      "since (post-upgrade gate)")
+    run.add_argument("--max-run-time", metavar="SECONDS", help="stop the whole run after this long: "
+                     "the running check is stopped, the reports are written, the verdict is INCOMPLETE (exit 2)")
     run.set_defaults(func=cmd_run)
 
     prof = sub.add_parser("profile", help="list shipped profiles or show one resolved (extends applied)")

@@ -266,6 +266,29 @@ def _check_inventory_batteries(inventory: Inventory, path: Path, located) -> Non
         load_answer_battery(battery)  # its own problems name its own file:line
 
 
+def _check_ca_files(inventory: Inventory, path: Path, located: Located, where_of: list[Path_]) -> None:
+    """A site CA that golive cannot read or use is a config error (file:line) before anything runs."""
+    import ssl
+
+    for i, station in enumerate(inventory.stations):
+        if not station.tls_ca_file:
+            continue
+        ca_file = path.parent / station.tls_ca_file
+        file, line = located.where.get(where_of[i] + ("tls_ca_file",), located.where.get(where_of[i], (path, 1)))
+        try:
+            ssl.create_default_context(cafile=str(ca_file))
+        except ssl.SSLError:
+            problem = "not a PEM CA certificate"
+        except FileNotFoundError:
+            problem = "no such file"
+        except (OSError, ValueError) as exc:  # unreadable, a folder, a NUL byte in the name
+            problem = f"cannot read it ({getattr(exc, 'strerror', None) or exc})"
+        else:
+            continue
+        raise ConfigError(f"{file}:{line}: station {station.name}: tls_ca_file {station.tls_ca_file!r}: {problem} "
+                          f"({ca_file})")
+
+
 # --- inventories ---------------------------------------------------------------------------------------------------
 
 
@@ -288,6 +311,10 @@ class LoadedInventory:
         if tree is None:
             return station.host
         return f"{CHROOT}{(self.path.parent / tree).resolve()}"  # an absolute tree stays as it is
+
+    def tls_ca_file(self, station) -> str | None:
+        """The station's site CA for https, relative to the inventory file."""
+        return str((self.path.parent / station.tls_ca_file).resolve()) if station.tls_ca_file else None
 
     @property
     def ssh_config(self) -> str | None:
@@ -352,5 +379,6 @@ def load_inventory(path: Path, profile_override: str | None = None) -> LoadedInv
             raise ConfigError(f"{file}:{line}: waiver file {waivers_path} not found")
         waivers = load_waivers(waivers_path)
     _check_inventory_batteries(inventory, path, located)
+    _check_ca_files(inventory, path, located, where_of)
     return LoadedInventory(inventory=inventory, path=path.resolve(), profile=profile, station_profiles=station_profiles,
                            waivers=waivers)

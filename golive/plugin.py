@@ -21,6 +21,7 @@ from golive.station import StationFacts, chroot_tree, connect, unreachable
 from golive.urls import password_of, without_password
 from golive.verdict import NOT_APPLICABLE, Finding, NotApplicable, cite, not_applicable, printable
 from golive.waivers import expired_message as waiver_expired_message
+from golive.watch import Watch, mark_unfinished
 
 LAYERS = {
     "host": "host checks: NUMA page cache, prestart, systemd unit, docker flags, image, served flags, checkpoint, GPU",
@@ -44,6 +45,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "(post-upgrade gate; an unannounced served flag or parser change fails)")
     group.addoption("--allow-peak-load", action="store_true", default=False,
                     help="run the sweep's peak-load level also on stations marked `production: true`")
+    group.addoption("--golive-max-run-time", metavar="SECONDS", type=float, default=None,
+                    help="stop the run after this long: the running check is stopped, the reports say INCOMPLETE")
+    group.addoption("--golive-progress-s", metavar="SECONDS", type=float, default=15,
+                    help="while one check waits longer than this, say so every SECONDS on stderr (0: never)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,6 +78,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[CONNECTIONS] = {}
     config.pluginmanager.register(_Recording(config), "golive-recording")
     _stop_cleanly_on_sigterm(config)
+    if loaded is not None and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(Watch(config.getoption("golive_progress_s"),
+                                            config.getoption("golive_max_run_time"), lambda: _secrets(config),
+                                            lambda item: _budget(item, loaded)), "golive-watch")
+
+
+def _budget(item: pytest.Item, loaded: golive_config.LoadedInventory) -> str:
+    station = getattr(item, "callspec", None) and item.callspec.params.get("station")
+    if _layer(item) != "endpoint" or station is None:
+        return ""
+    limits = loaded.profile_of(station).profile.endpoint
+    return f"; one request may take {limits.request_timeout_s:g} s (endpoint.request_timeout_s)"
 
 
 def _interrupt(signum, frame) -> None:
@@ -240,7 +257,7 @@ def service(profile):
 
 
 @pytest.fixture(scope="session")
-def endpoint_client(request, station, profile) -> EndpointClient:
+def endpoint_client(request, station, profile, golive_inventory) -> EndpointClient:
     """The station's endpoint as configured, before anyone checked that it lets us in (the auth check uses this)."""
     if not station.endpoint:
         pytest.skip(f"station {station.name} has no endpoint URL")
@@ -250,7 +267,8 @@ def endpoint_client(request, station, profile) -> EndpointClient:
                    lambda: EndpointClient(station.endpoint, key, timeout=limits.request_timeout_s,
                                           connect_timeout=limits.connect_timeout_s,
                                           light_timeout=limits.light_timeout_s,
-                                          stall_timeout=limits.stream_stall_timeout_s))
+                                          stall_timeout=limits.stream_stall_timeout_s,
+                                          ca_file=golive_inventory.tls_ca_file(station)))
 
 
 def _health(request, client: EndpointClient, station) -> str | None:
@@ -491,6 +509,10 @@ class _Recording:
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         recorder = self.config.stash[RECORDER]
+        watch = self.config.pluginmanager.get_plugin("golive-watch")
+        if interrupted and watch is not None:
+            mark_unfinished(recorder, session.items, watch.running, watch.reason if watch.bound_reached else
+                            "the run was interrupted (Ctrl-C or SIGTERM)")
         path = self.config.getoption("golive_json")
         if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED or (not recorder.checks and not interrupted):
             session.exitstatus = rules.EXIT_NOTHING_SELECTED

@@ -233,6 +233,7 @@ class Station(Strict):
     layers: list[Layer] | None = None  # checked here; default: every layer of the profile (others: not applicable)
     profile: str | None = None  # this station's own profile, where it differs from the inventory's
     production: bool = False  # serving users now: the peak-load level runs only with --allow-peak-load
+    tls_ca_file: str | None = None  # the CA that signed an https endpoint's certificate (relative to the inventory)
 
     @field_validator("endpoint")
     @classmethod
@@ -253,6 +254,7 @@ class AnsibleStations(Strict):
     layers: list[Layer] | None = None
     profile: str | None = None
     production: bool = False
+    tls_ca_file: str | None = None
 
 
 class Inventory(Strict):

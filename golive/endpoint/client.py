@@ -9,6 +9,9 @@ import openai
 from prometheus_client.parser import text_string_to_metric_families
 
 from golive.endpoint.errors import EndpointError, from_response, from_transport
+from golive.endpoint.stream import BrokenEvent, StreamedAnswer
+from golive.endpoint.tls import trusting
+from golive.verdict import printable
 
 
 @dataclass
@@ -25,7 +28,7 @@ class EndpointClient:
     """One station's endpoint. The API key lives here only; it is never part of a message or a report."""
 
     def __init__(self, base_url: str, api_key: str | None, timeout: float = 120, *, connect_timeout: float = 5,
-                 light_timeout: float = 10, stall_timeout: float = 60):
+                 light_timeout: float = 10, stall_timeout: float = 60, ca_file: str | None = None):
         self.base_url = base_url.rstrip("/")
         self.root = self.base_url.removesuffix("/v1")
         self._api_key = api_key
@@ -34,10 +37,12 @@ class EndpointClient:
         # waits longer than `light_timeout`, and no connect longer than `connect_timeout`
         self._generation = httpx.Timeout(timeout, connect=connect_timeout)
         self._stream = httpx.Timeout(timeout, connect=connect_timeout, read=stall_timeout)
+        self.ca_file = ca_file  # the site CA for https (golive.endpoint.tls); None: httpx's default trust
+        tls = trusting(ca_file)  # one trust for every client: left alone, the openai client would trust the OS store
         # the openai client insists on a key; "EMPTY" is what vLLM's docs use for an open server
         self.openai = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", timeout=self._generation,
-                                    max_retries=0)
-        self.http = httpx.Client(timeout=httpx.Timeout(light_timeout, connect=connect_timeout))
+                                    max_retries=0, http_client=openai.DefaultHttpxClient(verify=tls))
+        self.http = httpx.Client(timeout=httpx.Timeout(light_timeout, connect=connect_timeout), verify=tls)
 
     @property
     def has_key(self) -> bool:
@@ -103,55 +108,37 @@ class EndpointClient:
         return self._chat_stream(kwargs)
 
     def _chat_stream(self, kwargs: dict) -> ChatResult:
+        """The streamed answer, read as raw events (golive.endpoint.stream checks each value it reads): anything a
+        server sends ends as a ChatResult or one EndpointError."""
         import time
 
         started = time.perf_counter()
-        first = None
-        content, reasoning, finish = [], [], None
-        calls: dict[int, list[str]] = {}
-        usage: dict = {}
+        answer = StreamedAnswer()
         url = self.base_url + "/chat/completions"
-        events = 0
-
-        def on_chunk(chunk) -> None:
-            nonlocal first, finish, usage, events
-            events += 1
-            if chunk.usage:
-                usage = chunk.usage.model_dump()
-            for choice in chunk.choices:
-                delta = choice.delta
-                piece = (delta.content or "") + (_reasoning(delta) or "")
-                if first is None and (piece or delta.tool_calls):
-                    first = time.perf_counter() - started  # reasoning counts: thinking models stream it first
-                content.append(delta.content or "")
-                reasoning.append(_reasoning(delta) or "")
-                for call in delta.tool_calls or []:
-                    entry = calls.setdefault(call.index, ["", ""])
-                    if call.function and call.function.name:
-                        entry[0] += call.function.name
-                    if call.function and call.function.arguments:
-                        entry[1] += call.function.arguments
-                finish = choice.finish_reason or finish
-
         try:
-            stream = self.openai.chat.completions.create(stream=True, stream_options={"include_usage": True},
-                                                         timeout=self._stream, **kwargs)
-            for chunk in _chunks(stream):
-                on_chunk(chunk)
+            stream = self.openai.post("/chat/completions", cast_to=object, stream=True,
+                                      stream_cls=openai.Stream[object],
+                                      body={**kwargs, "stream": True, "stream_options": {"include_usage": True}},
+                                      options={"timeout": self._stream})
+            for event in _events(stream):
+                answer.add(event, time.perf_counter() - started)
         except (openai.APIConnectionError, httpx.HTTPError) as exc:
             raise from_transport(url, exc) from None
         except openai.APIStatusError:
             raise  # checks read its meaning (400, 413 …)
         except openai.APIError as exc:
-            raise EndpointError(url, f"the stream carried an error or a broken event ({str(exc)[:160]})",
+            raise EndpointError(url, f"the stream carried an error or a broken event ({_one_line(str(exc))})",
                                 "check the server log; a proxy may be cutting or rewriting event streams") from None
-        if finish is None:
-            raise EndpointError(url, f"the stream ended before the answer did (no finish_reason after {events} "
+        except BrokenEvent as exc:
+            raise EndpointError(url, f"the stream carried an event that is not an OpenAI chat chunk ({exc})",
+                                "check the server log; a proxy may be cutting or rewriting event streams") from None
+        if answer.finish_reason is None:
+            raise EndpointError(url, f"the stream ended before the answer did (no finish_reason after {answer.events} "
                                      f"event(s))",
                                 "check the server log for a crash; a proxy may be cutting long event streams")
-        return ChatResult(content="".join(content), reasoning="".join(reasoning),
-                          tool_calls=[tuple(calls[i]) for i in sorted(calls)], finish_reason=finish, usage=usage,
-                          first_token_s=first)
+        return ChatResult(content="".join(answer.content), reasoning="".join(answer.reasoning),
+                          tool_calls=answer.tool_calls(), finish_reason=answer.finish_reason, usage=answer.usage,
+                          first_token_s=answer.first_token_s)
 
     def tokenize(self, model: str, text: str) -> int:
         # a 1M-token prompt takes a while to tokenize: this call gets the generation timeout, not the light one
@@ -178,14 +165,22 @@ class EndpointClient:
         self.openai.close()
 
 
-def _chunks(stream):
-    """The stream's chunks; a chunk that is not valid JSON (an event cut in half) is an error, not a crash."""
+def _events(stream):
+    """The stream's events as decoded JSON; an event that is not valid JSON (cut in half) or not UTF-8 is an error,
+    not a crash."""
     try:
         yield from stream
     except json.JSONDecodeError as exc:
         raise openai.APIError(f"an event is not valid JSON ({exc.msg})", request=None, body=None) from None
+    except UnicodeDecodeError:
+        raise openai.APIError("an event is not UTF-8 text", request=None, body=None) from None
     finally:
         stream.close()
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    """Server-chosen text (an error event's message) inside a one-line error: short, no line breaks, no escapes."""
+    return printable(" ".join(text[:limit].split()))
 
 
 def _reasoning(message) -> str | None:

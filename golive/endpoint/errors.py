@@ -4,7 +4,17 @@ from __future__ import annotations
 import httpx
 import openai
 
+try:  # the openai client makes its requests with httpx2 (a fork): its errors are the same kinds under other classes
+    import httpx2
+except ImportError:  # an openai release that still uses httpx
+    httpx2 = None
+
 FIRST_BYTES = 120
+
+
+def _kinds(*names: str) -> tuple[type, ...]:
+    return tuple(getattr(lib, name) for lib in (httpx, httpx2) if lib is not None for name in names
+                 if hasattr(lib, name))
 
 
 class EndpointError(Exception):
@@ -62,27 +72,27 @@ def from_transport(url: str, exc: BaseException) -> EndpointError:
     """httpx / openai transport errors (connect, DNS, TLS, timeouts, cut streams) as one line, no internals."""
     cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ else exc
     text = str(cause).splitlines()[0][:200] if str(cause) else ""
-    if isinstance(cause, (httpx.ConnectTimeout, httpx.PoolTimeout)):
+    if isinstance(cause, _kinds("ConnectTimeout", "PoolTimeout")):
         what, hint = "no connection within the connect timeout", \
             "check the host is up and the port is not firewalled (endpoint.connect_timeout_s in the profile)"
-    elif isinstance(cause, (httpx.ReadTimeout, httpx.WriteTimeout)) or isinstance(exc, openai.APITimeoutError):
+    elif isinstance(cause, _kinds("ReadTimeout", "WriteTimeout")) or isinstance(exc, openai.APITimeoutError):
         what, hint = "connected, but no answer within the timeout", \
             "the server accepts connections but does not answer: check its log for a hang or an overloaded engine " \
             "(timeouts: endpoint.light_timeout_s, request_timeout_s, stream_stall_timeout_s in the profile)"
-    elif isinstance(cause, httpx.ConnectError) and ("Name or service" in text or "nodename" in text
-                                                     or "resolution" in text or "getaddrinfo" in text):
+    elif isinstance(cause, _kinds("ConnectError")) and ("Name or service" in text or "nodename" in text
+                                                          or "resolution" in text or "getaddrinfo" in text):
         what, hint = f"the host name does not resolve ({text})", "check the host name in the endpoint URL and DNS"
-    elif isinstance(cause, httpx.ConnectError) and ("SSL" in text or "certificate" in text.lower()):
+    elif isinstance(cause, _kinds("ConnectError")) and ("SSL" in text or "certificate" in text.lower()):
         what, hint = f"TLS failed ({text})", "check the certificate, or the scheme (http vs https) in the endpoint URL"
-    elif isinstance(cause, httpx.ConnectError):
+    elif isinstance(cause, _kinds("ConnectError")):
         what, hint = f"connection failed ({text or 'refused'})", \
             "check the service is running and listens on this host and port (`ss -ltnp`)"
-    elif isinstance(cause, (httpx.RemoteProtocolError, httpx.ReadError)):
+    elif isinstance(cause, _kinds("RemoteProtocolError", "ReadError")):
         what, hint = f"the server closed the connection mid-answer ({text or type(cause).__name__})", \
             "check the server log for a crash or a proxy cutting long responses"
     else:
         what, hint = f"the request failed ({type(cause).__name__}: {text})", \
             "check the endpoint URL and the server log"
-    never_reached = isinstance(cause, (httpx.ConnectTimeout, httpx.PoolTimeout)) or (
-        isinstance(cause, httpx.ConnectError) and not what.startswith("TLS"))
+    never_reached = isinstance(cause, _kinds("ConnectTimeout", "PoolTimeout")) or (
+        isinstance(cause, _kinds("ConnectError")) and not what.startswith("TLS"))
     return EndpointError(url, what, hint, unreachable=never_reached)

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import gc
 import json
-import ssl
 import statistics
 import time
 import uuid
@@ -26,6 +25,7 @@ import httpx
 
 from golive.endpoint.longctx import filler
 from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
+from golive.endpoint.tls import trusting
 
 Clock = Callable[[], float]
 
@@ -163,6 +163,7 @@ class Workload:
     output_tokens: int
     reasoning_effort: str | None = None
     timeout_s: float = 120
+    ca_file: str | None = None  # the station's site CA for https (golive.endpoint.tls)
 
 
 @dataclass
@@ -290,13 +291,12 @@ def summarize(concurrency: int, timings: list[RequestTiming], started: float, en
         errors=sorted({t.error for t in timings if t.error})[:5])
 
 
-def lanes(url: str, count: int, timeout_s: float, tls: ssl.SSLContext | None = None,
+def lanes(url: str, count: int, timeout_s: float, ca_file: str | None = None,
           clock: Clock = time.perf_counter) -> list[Lane]:
     """One lane (one keep-alive connection) per request in flight. One shared pool of C connections would cost
     O(C²) per request start and end (httpcore 1.0's pool bookkeeping: ~20 ms at 256 connections, the event loop
     blocked), which delays every other stream's timestamps; bench/stream_truth.py measures the difference."""
-    if tls is None and urlsplit(url).scheme == "https":
-        tls = httpx.create_ssl_context()  # one for all (loading the CA bundle takes ~50 ms), the trust httpx uses
+    tls = trusting(ca_file) if urlsplit(url).scheme == "https" else None  # one context for all lanes
     return [Lane(url, timeout_s, tls, clock) for _ in range(count)]
 
 
@@ -369,8 +369,10 @@ async def sweep_async(base_url: str, api_key: str | None, workload: Workload, le
     deadline = time.perf_counter() + max_duration_s
     results, not_run = [], []
     async with contextlib.AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(c) for c in lanes(url, max(levels), workload.timeout_s)]
-        light = await stack.enter_async_context(httpx.AsyncClient(timeout=workload.timeout_s))
+        clients = [await stack.enter_async_context(c)
+                   for c in lanes(url, max(levels), workload.timeout_s, workload.ca_file)]
+        light = await stack.enter_async_context(httpx.AsyncClient(timeout=workload.timeout_s,
+                                                                  verify=trusting(workload.ca_file)))
         sentences = await sentences_for(light, base_url.rstrip("/").removesuffix("/v1"), workload, headers)
         for concurrency in levels:
             if time.perf_counter() > deadline:

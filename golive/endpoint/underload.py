@@ -18,6 +18,7 @@ import httpx
 
 from golive.endpoint.load import RequestTiming, Workload, lanes, one_request, sentences_for
 from golive.endpoint.timed_http import Lane
+from golive.endpoint.tls import trusting
 
 GET_WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city.",
@@ -97,7 +98,7 @@ async def probes_under_load(base_url: str, api_key: str | None, workload: Worklo
     probing_done = asyncio.Event()
     budget = [max_load_requests]
 
-    async with httpx.AsyncClient(timeout=workload.timeout_s) as client:
+    async with httpx.AsyncClient(timeout=workload.timeout_s, verify=trusting(workload.ca_file)) as client:
         sentences = await sentences_for(client, base_url.rstrip("/").removesuffix("/v1"), workload, headers)
 
         async def worker(lane: Lane) -> None:
@@ -124,7 +125,7 @@ async def probes_under_load(base_url: str, api_key: str | None, workload: Worklo
                     return ProbeOutcome(p, f"{type(exc).__name__}: {str(exc)[:200]}", seen)
                 return ProbeOutcome(p, p.judge(result), seen)
 
-        own_lanes = lanes(url, concurrency, workload.timeout_s)
+        own_lanes = lanes(url, concurrency, workload.timeout_s, workload.ca_file)
         workers = [asyncio.create_task(worker(lane)) for lane in own_lanes]
         try:
             await started.wait()

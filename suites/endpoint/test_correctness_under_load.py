@@ -30,7 +30,8 @@ def test_tool_calls_and_arithmetic_stay_correct_under_load(endpoint, station, pr
     key = os.environ.get(station.api_key_env) if station.api_key_env else None
     model = profile.vllm.served_model_name
     workload = Workload(model=model, prompt_tokens=load.prompt_tokens, output_tokens=load.output_tokens,
-                        reasoning_effort=load.reasoning_effort, timeout_s=profile.endpoint.request_timeout_s)
+                        reasoning_effort=load.reasoning_effort, timeout_s=profile.endpoint.request_timeout_s,
+                        ca_file=endpoint.ca_file)
 
     def ask(probe):
         return endpoint.chat(model, [{"role": "user", "content": probe.question}], tools=probe.tools, temperature=0,

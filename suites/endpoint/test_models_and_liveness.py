@@ -1,4 +1,5 @@
 """The endpoint is up, alive, and serves the recipe's model under the recipe's name [000][002]."""
+import httpx
 import openai
 import pytest
 

@@ -30,7 +30,7 @@ def swept(request, endpoint, station, profile, load) -> Sweep:
     key = os.environ.get(station.api_key_env) if station.api_key_env else None
     workload = Workload(model=profile.vllm.served_model_name, prompt_tokens=load.prompt_tokens,
                         output_tokens=load.output_tokens, reasoning_effort=load.reasoning_effort,
-                        timeout_s=profile.endpoint.request_timeout_s)
+                        timeout_s=profile.endpoint.request_timeout_s, ca_file=endpoint.ca_file)
     capture = request.config.pluginmanager.get_plugin("capturemanager")
 
     def progress(line: str) -> None:  # live, one line per level: a sweep can take minutes

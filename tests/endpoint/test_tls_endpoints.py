@@ -1,6 +1,9 @@
-"""TLS that fails, on loopback: a self-signed certificate, and https:// to a plain-HTTP server. The health check fails
-(the station was reached, but is misconfigured) with one line saying TLS failed and what to do; no traceback."""
+"""TLS on loopback: a self-signed certificate, and https:// to a plain-HTTP server, fail the health check (the station
+was reached, but is misconfigured) with one line saying TLS failed and what to do; no traceback. A certificate signed
+by a site CA (made in the test) passes once the inventory names that CA (`tls_ca_file`), in every client golive makes
+for the endpoint: httpx, the openai client, the load generator's lanes (golive.endpoint.timed_http)."""
 import datetime
+import ipaddress
 import json
 import os
 import shutil
@@ -14,14 +17,37 @@ from pathlib import Path
 import pytest
 
 
+MODEL = "glm-5.3-flash"  # the shipped GB300 profile's served name
+
+
 class _Health(BaseHTTPRequestHandler):
+    """/health, /v1/models and a one-word chat (plain or streamed): enough for the light checks and every client."""
+
     def log_message(self, *args) -> None:
         pass
 
     def do_GET(self) -> None:
+        body = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode() \
+            if self.path == "/v1/models" else b""
+        self._send(body, "application/json")
+
+    def do_POST(self) -> None:
+        stream = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}").get("stream")
+        choice = {"index": 0, "finish_reason": "stop"}
+        head = {"id": "c1", "created": 0, "model": MODEL}
+        if stream:
+            chunk = {**head, "object": "chat.completion.chunk", "choices": [{**choice, "delta": {"content": "Hi"}}]}
+            return self._send(f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode(), "text/event-stream")
+        answer = {**head, "object": "chat.completion", "choices": [{**choice, "message": {"role": "assistant",
+                                                                                          "content": "Hi"}}]}
+        self._send(json.dumps(answer).encode(), "application/json")
+
+    def _send(self, body: bytes, content_type: str) -> None:
         self.send_response(200)
-        self.send_header("Content-Length", "0")
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        self.wfile.write(body)
 
 
 def _self_signed(folder: Path) -> tuple[Path, Path]:
@@ -50,16 +76,51 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
     return cert, key
 
 
+def _site_ca(folder: Path) -> tuple[Path, Path, Path]:
+    """(CA certificate, server certificate for 127.0.0.1 signed by that CA, its key): a site's own CA."""
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def signed(subject, public_key, issuer, issuer_key, ca: bool):
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if ca:
+            builder = builder.add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+                                            critical=True)
+        else:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(
+                ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "golive test site CA")])
+    ca_cert = signed(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
+    server_cert = signed(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), server_key.public_key(),
+                         ca_name, ca_key, ca=False)
+    paths = folder / "site-ca.pem", folder / "server.pem", folder / "server-key.pem"
+    paths[0].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                  serialization.NoEncryption()))
+    return paths
+
+
 @pytest.fixture
 def server(tmp_path):
     servers = []
 
-    def start(tls: bool) -> int:
+    def start(tls: bool | str) -> int:
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Health)
         httpd.daemon_threads = True
         if tls:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(*_self_signed(tmp_path))
+            context.load_cert_chain(*(_site_ca(tmp_path)[1:] if tls == "site-ca" else _self_signed(tmp_path)))
             httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         servers.append(httpd)
@@ -95,3 +156,103 @@ def test_tls_failure_is_one_clear_failure(tmp_path, server, case):
     assert others and {c["outcome"] for c in others} <= {"not_checked", "not_applicable"}, others
     for text in (output, json.dumps(results), (tmp_path / "out" / "junit.xml").read_text()):
         assert "Traceback" not in text and "httpx." not in text and "ssl.SSL" not in text
+
+
+def _golive(tmp_path: Path, url: str, station_extra: str = "", *select: str) -> tuple[subprocess.CompletedProcess,
+                                                                                     dict]:
+    (tmp_path / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
+                                        "  connect_timeout_s: 2\n")
+    (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: tls\n    endpoint: {url}\n"
+                                             f"{station_extra}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
+                             str(tmp_path / "out"), "-m", "endpoint", "-p", "no:cacheprovider", *select],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    path = tmp_path / "out" / "results.json"
+    return result, json.loads(path.read_text()) if path.exists() else {}
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["site-ca-named", "site-ca-not-named"])
+def test_site_ca_in_the_inventory_lets_the_light_checks_past_tls(tmp_path, server, trusted):
+    """A certificate signed by the site's CA: TLS fails until the inventory names the CA, then the checks run."""
+    url = f"https://127.0.0.1:{server(tls='site-ca')}"
+    extra = "    tls_ca_file: site-ca.pem\n" if trusted else ""  # relative to the inventory (_site_ca wrote it there)
+    result, results = _golive(tmp_path, url, extra, "-k", "test_health_endpoint_is_ok or test_models_lists")
+    output = result.stdout + result.stderr
+    outcomes = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
+    if trusted:
+        assert result.returncode == 0, output[-3000:]
+        assert {c["outcome"] for c in outcomes.values()} == {"passed"} and len(outcomes) >= 2, outcomes
+    else:
+        assert result.returncode == 1, output[-3000:]
+        assert "TLS failed" in outcomes["test_health_endpoint_is_ok"]["message"], outcomes
+    assert "Traceback" not in output
+
+
+def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
+    """httpx (light calls), the openai client (chat, plain and streamed) and the load generator's lanes all verify
+    against the named CA; without it, each fails verification (nothing turns verification off)."""
+    import asyncio
+
+    from golive.endpoint import EndpointClient, EndpointError
+    from golive.endpoint.load import Workload, lanes, send
+
+    url = f"https://127.0.0.1:{server(tls='site-ca')}"
+    ca = str(tmp_path / "site-ca.pem")
+    client = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2, ca_file=ca)
+    assert [m["id"] for m in client.models()] == [MODEL]
+    assert client.chat(MODEL, [{"role": "user", "content": "Hi"}]).content == "Hi"
+    assert client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True).content == "Hi"
+
+    async def lane_chat(ca_file):
+        chat = url + "/v1/chat/completions"
+        async with lanes(chat, 1, 5, ca_file)[0] as lane:
+            return await send(lane, chat, Workload(model=MODEL, prompt_tokens=5, output_tokens=1), {}, 1)
+
+    answered = asyncio.run(lane_chat(ca))
+    assert answered.error is None and answered.response.status == 200, answered
+    plain = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2)
+    for call in (plain.models, lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}]),
+                 lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True)):
+        with pytest.raises(EndpointError, match="TLS failed"):
+            call()
+    refused = asyncio.run(lane_chat(None))
+    assert refused.response is None and "CERTIFICATE_VERIFY_FAILED" in refused.error, refused
+
+
+@pytest.mark.parametrize("ca,expected", [("missing.pem", "no such file"), ("garbage.pem", "not a PEM CA certificate")])
+def test_unusable_ca_file_is_one_usage_line(tmp_path, ca, expected):
+    (tmp_path / "garbage.pem").write_text("not a certificate\n")
+    result, _ = _golive(tmp_path, "https://127.0.0.1:1", f"    tls_ca_file: {ca}\n")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 4 and len(lines) == 1, result.stdout[-2000:] + result.stderr
+    assert f"inventory.yaml:5: station tls: tls_ca_file '{ca}': {expected}" in lines[0], lines
+
+
+def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch):
+    """No tls_ca_file, but SSL_CERT_FILE names the CA (the usual way to trust a site CA): every client trusts it."""
+    import asyncio
+
+    from golive.endpoint import EndpointClient
+    from golive.endpoint.load import Workload, lanes, send
+    from golive.endpoint.tls import trusting
+
+    url = f"https://127.0.0.1:{server(tls='site-ca')}"
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "site-ca.pem"))
+    trusting.cache_clear()  # the default context is made once a process: this test changed the environment
+    try:
+        client = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2)
+        assert [m["id"] for m in client.models()] == [MODEL]
+        assert client.chat(MODEL, [{"role": "user", "content": "Hi"}]).content == "Hi"
+        assert client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True).content == "Hi"
+
+        async def lane_chat():
+            chat = url + "/v1/chat/completions"
+            async with lanes(chat, 1, 5)[0] as lane:
+                return await send(lane, chat, Workload(model=MODEL, prompt_tokens=5, output_tokens=1), {}, 1)
+
+        answered = asyncio.run(lane_chat())
+        assert answered.error is None and answered.response.status == 200, answered
+    finally:
+        monkeypatch.undo()
+        trusting.cache_clear()

@@ -78,6 +78,14 @@ def test_inventory_station_takes_any_values(station):
     _one_line_or_loads(load_inventory, yaml.safe_dump({"profile": "reference-cpu", "stations": [station]}))
 
 
+@FEW
+@given(ca_file=st.one_of(ANY_TEXT, st.sampled_from([".", "..", "/", "/dev/null", "/proc/self/mem", "x" * 300])))
+def test_inventory_tls_ca_file_takes_any_text(ca_file):
+    """A CA path golive cannot use (no file, a folder, not PEM, a NUL byte, too long) is one line, never a crash."""
+    _one_line_or_loads(load_inventory, yaml.safe_dump({"profile": "reference-cpu", "stations": [
+        {"name": "s", "endpoint": "https://h:8443/v1", "tls_ca_file": ca_file}]}))
+
+
 ARGV = st.lists(st.one_of(st.sampled_from(["docker", "run", "-c", "sh", "bash", "vllm", "serve", "--gpus", "-e",
                                            "--max-model-len", "--speculative-config", "--host", "-v", "--"]),
                           ANY_TEXT), max_size=8)

@@ -1,0 +1,136 @@
+"""Long waits, watched: a line on the terminal while one check waits long, and the whole run's time bound.
+
+Progress goes to a copy of stderr taken before any test runs, so pytest's output capture does not swallow it; the
+line names the check and its target (password hidden, secrets scrubbed), never a key. The time bound interrupts the
+main thread the way Ctrl-C does (a real SIGINT: a blocking read wakes up), so the run ends through pytest's own
+interrupt path: every report written, INCOMPLETE, with the checks it did not reach not checked for that reason.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from golive.urls import without_password
+
+
+class Watch:
+    """Registered per run by golive.plugin; `every_s` 0 shows no progress, `bound_s` None sets no time bound."""
+
+    def __init__(self, every_s: float, bound_s: float | None, secrets: Callable[[], list[str]],
+                 budget: Callable[[pytest.Item], str] = lambda item: ""):
+        self.every_s, self.bound_s, self._secrets, self._budget = every_s, bound_s, secrets, budget
+        self.started = time.monotonic()
+        self.bound_reached = False
+        self.running: pytest.Item | None = None  # the check that runs now (after an interrupt: the one stopped)
+        self._timer: threading.Timer | None = None
+        self._finishing = False  # the checks are over: the reports are being written, never interrupt that
+        self._lock = threading.Lock()
+        self._out = os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace") \
+            if every_s > 0 or bound_s is not None else None
+
+    # --- the whole run's time bound -----------------------------------------------------------------------------------
+
+    @property
+    def reason(self) -> str:
+        return f"the run's time bound ({self.bound_s:g} s, --max-run-time) was reached"
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.bound_s is not None and threading.current_thread() is threading.main_thread():
+            self._timer = threading.Timer(max(0.0, self.bound_s - (time.monotonic() - self.started)), self._stop_run,
+                                          args=(threading.main_thread().ident,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _stop_run(self, main: int) -> None:
+        with self._lock:
+            if self._finishing:
+                return
+            self.bound_reached = True
+            self._say(f"golive: {self.reason}: stopping the running check, writing the reports (INCOMPLETE)")
+            signal.pthread_kill(main, signal.SIGINT)  # pytest's Ctrl-C path: the session ends, the reports are written
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        try:
+            return (yield)
+        finally:
+            with self._lock:
+                self._finishing = True
+                if self._timer is not None:
+                    self._timer.cancel()
+
+    def pytest_unconfigure(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    # --- progress during one check ---------------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
+        self.running = item
+        done = threading.Event()
+        if self.every_s > 0:
+            threading.Thread(target=self._watch, args=(item, time.monotonic(), done), daemon=True).start()
+        try:
+            result = yield
+        finally:
+            done.set()
+        self.running = None  # finished (an interrupt leaves it set: that check was stopped)
+        return result
+
+    def _watch(self, item: pytest.Item, began: float, done: threading.Event) -> None:
+        while not done.wait(self.every_s):
+            self._say(self.waiting_line(item, time.monotonic() - began))
+
+    def waiting_line(self, item: pytest.Item, waited_s: float) -> str:
+        station = getattr(item, "callspec", None) and item.callspec.params.get("station")
+        target = getattr(station, "endpoint" if item.get_closest_marker("endpoint") else "host", None)
+        line = f"golive: still waiting: {item.name}" + (f" on {without_password(target)}" if target else "")
+        line += f", {waited_s:.0f} s so far" + self._budget(item)
+        if self.bound_s is not None:
+            left = self.bound_s - (time.monotonic() - self.started)
+            line += f"; {max(left, 0):.0f} s left of the run's {self.bound_s:g} s time bound"
+        return self.scrubbed(line)
+
+    def scrubbed(self, line: str) -> str:
+        for secret in self._secrets():
+            line = line.replace(secret, "[REDACTED]")
+        return line
+
+    def _say(self, line: str) -> None:
+        out = self._out
+        if out is None:
+            return
+        line = self.scrubbed(line)
+        try:
+            out.write(f"\n{line}\n")
+        except (OSError, ValueError):  # the terminal went away, or the run is closing: progress is best effort
+            pass
+
+
+def mark_unfinished(recorder, items: list[pytest.Item], stopped: pytest.Item | None, reason: str) -> None:
+    """After an interrupt: the check that was stopped and every check not reached are not checked, saying why
+    (the stopped one may have a record already, from a setup that passed)."""
+    from golive import verdict as rules
+    from golive.report import keys
+    from golive.report.results import CheckRecord
+
+    for item in items:
+        record = recorder.checks.get(item.nodeid)
+        if record is not None and item is not stopped:
+            continue
+        if record is None:
+            props = dict(item.user_properties)
+            record = recorder.checks[item.nodeid] = CheckRecord(
+                nodeid=item.nodeid, layer=props.get(keys.LAYER, ""), rule=props.get(keys.RULE, ""),
+                station=props.get(keys.STATION, ""))
+        record.outcome = rules.NOT_CHECKED
+        record.message = f"not checked because {reason}" + (" while this check ran" if item is stopped else "")
