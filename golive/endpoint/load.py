@@ -86,9 +86,12 @@ class RequestTiming:
 
     @property
     def tpot(self) -> float | None:
+        """(E2E − TTFT) ÷ (tokens − 1), as vLLM's client and AIPerf define it: the end of the stream, not the last
+        token event, since a lagging server merges tokens into fewer events (the last can come with the first)."""
         if self.ttft is None or self.end is None or not self.completion_tokens or self.completion_tokens < 2:
             return None
-        return (self.token_times[-1] - self.ttft) / (self.completion_tokens - 1)
+        decode = self.end - self.ttft
+        return decode / (self.completion_tokens - 1) if decode > 0 else None
 
 
 def read_event(timing: RequestTiming, data: str, at: float) -> bool:

@@ -59,6 +59,18 @@ def _level(swept: Sweep, concurrency: int) -> LevelResult:
     return level
 
 
+SPEED_UNMEASURABLE = ("no successful answer had its tokens spread over time (each arrived in one read: no decode "
+                      "time to divide); longer answers (load.output_tokens) give it one")
+TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
+
+
+def _measured(level: LevelResult, value: float | None, what: str, why: str) -> float:
+    """A number the level's answers could not give is not checked (never GO on it), with why."""
+    if value is None:
+        pytest.skip(f"{what} could not be measured at concurrency {level.concurrency}: {why}")
+    return value
+
+
 def _gate(load) -> int:
     return load.gate_concurrency or max(load.concurrency)
 
@@ -112,7 +124,7 @@ def test_single_user_decode_meets_floor(swept, load, record_metric):
     """One user decodes at least the recipe's single-user speed (145.9 tok/s; alert below 100) [000][001]."""
     floor = _floor(load, load.floors.single_user_decode_tok_s, "single_user_decode_tok_s")
     level = _level(swept, 1)
-    measured = level.per_user_tok_s_p50
+    measured = _measured(level, level.per_user_tok_s_p50, "single-user decode speed", SPEED_UNMEASURABLE)
     record_metric("single_user_decode_tok_s", measured, "tok/s", floor=floor)
     require(measured >= floor,
             found=f"1 user decodes at {measured:.1f} tok/s (p50 over {level.requests} requests; "
@@ -126,7 +138,7 @@ def test_single_user_ttft_within_ceiling(swept, load, record_metric):
     """One user's first token (reasoning counts) arrives within the recipe's TTFT (p50 0.061 s) [000]."""
     ceiling = _ceiling(load, load.floors.single_user_ttft_p50_s, "single_user_ttft_p50_s")
     level = _level(swept, 1)
-    measured = level.ttft_p50_s
+    measured = _measured(level, level.ttft_p50_s, "time to first token", TTFT_UNMEASURABLE)
     record_metric("single_user_ttft_p50_s", measured, "s", ceiling=ceiling)
     require(measured <= ceiling,
             found=f"1 user waits {measured:.3f} s for the first token (p50), above the ceiling {ceiling:.3f} s",
@@ -153,7 +165,7 @@ def test_per_user_speed_meets_floor(swept, load, record_metric):
     floor = _floor(load, load.floors.per_user_tok_s_p50, "per_user_tok_s_p50")
     gate = _gate(load)
     level = _level(swept, gate)
-    measured = level.per_user_tok_s_p50
+    measured = _measured(level, level.per_user_tok_s_p50, "per-user decode speed", SPEED_UNMEASURABLE)
     record_metric(f"per_user_tok_s_p50_at_{gate}", measured, "tok/s", floor=floor)
     require(measured >= floor,
             found=f"at {gate} users each decodes at {measured:.1f} tok/s (median), below the floor {floor:.1f}",
@@ -167,7 +179,7 @@ def test_ttft_under_load_within_ceiling(swept, load, record_metric):
     ceiling = _ceiling(load, load.floors.ttft_p50_s, "ttft_p50_s")
     gate = _gate(load)
     level = _level(swept, gate)
-    measured = level.ttft_p50_s
+    measured = _measured(level, level.ttft_p50_s, "time to first token", TTFT_UNMEASURABLE)
     record_metric(f"ttft_p50_s_at_{gate}", measured, "s", ceiling=ceiling)
     require(measured <= ceiling,
             found=f"at {gate} users the first token takes {measured:.3f} s (p50), above the ceiling {ceiling:.3f} s",

@@ -46,22 +46,27 @@ class DroppingProxy:
         ready.set()
         self.loop.run_forever()
 
+    @staticmethod
+    async def _read_request(reader: asyncio.StreamReader) -> tuple[str, bytes, bytes]:
+        """(request line, body, the head to send upstream). One request per upstream connection: the head says
+        `Connection: close`, so the server closes after answering and says so to the client."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        length = next((int(v) for k, _, v in (line.partition(":") for line in lines) if k.lower() ==
+                       "content-length"), 0)
+        body = await reader.readexactly(length)
+        kept = [line for line in lines[1:] if line and not line.lower().startswith("connection:")]
+        return lines[0], body, "\r\n".join([lines[0], *kept, "Connection: close", "", ""]).encode("latin-1")
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            length = next((int(v) for k, _, v in (line.partition(":") for line in lines) if k.lower() ==
-                           "content-length"), 0)
-            body = await reader.readexactly(length)
-            if lines[0].startswith("POST") and "/chat/completions" in lines[0]:
+            request_line, body, head = await self._read_request(reader)
+            if request_line.startswith("POST") and "/chat/completions" in request_line:
                 self.chat_requests += 1
                 if self.chat_requests >= self.first and (self.chat_requests - self.first) % self.every == 0:
                     self.dropped += 1
                     writer.transport.abort()  # reset, no response
                     return
-            # one request per connection: the server closes after answering, and says so to the client
-            kept = [line for line in lines[1:] if line and not line.lower().startswith("connection:")]
-            head = "\r\n".join([lines[0], *kept, "Connection: close", "", ""]).encode("latin-1")
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
             up_writer.write(head + body)
             await up_writer.drain()
@@ -81,30 +86,26 @@ class DroppingProxy:
 
 
 class CorruptingProxy(DroppingProxy):
-    """A loopback proxy that corrupts non-streamed answers while a streamed request is in flight: batch-dependent
-    corruption, as a kernel wrong only at some batch sizes causes. Replacements keep lengths (Content-Length holds)."""
+    """A loopback proxy that corrupts a non-streamed answer when a streamed request ran at any time while it was being
+    answered (it shared a batch with load): batch-dependent corruption, as a kernel wrong only at some batch sizes
+    causes. Replacements keep lengths (Content-Length holds)."""
 
     SWAPS = ((b"Paris", b"Lyons"), (b"391", b"392"), (b"67", b"76"))
 
     def __init__(self, upstream_port: int):
-        self.streams_in_flight = self.corrupted = 0
+        self.streams_in_flight = self.streams_started = self.corrupted = 0
         super().__init__(upstream_port, every=10**9, first=10**9)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            length = next((int(v) for k, _, v in (line.partition(":") for line in lines) if k.lower() ==
-                           "content-length"), 0)
-            body = await reader.readexactly(length)
+            request_line, body, head = await self._read_request(reader)
             streamed = b'"stream": true' in body or b'"stream":true' in body
-            kept = [line for line in lines[1:] if line and not line.lower().startswith("connection:")]
-            head = "\r\n".join([lines[0], *kept, "Connection: close", "", ""]).encode("latin-1")
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
             up_writer.write(head + body)
             await up_writer.drain()
             if streamed:
                 self.streams_in_flight += 1
+                self.streams_started += 1
                 try:
                     while chunk := await up_reader.read(65536):
                         writer.write(chunk)
@@ -112,8 +113,10 @@ class CorruptingProxy(DroppingProxy):
                 finally:
                     self.streams_in_flight -= 1
             else:
+                overlapped, started = self.streams_in_flight > 0, self.streams_started
                 answer = await up_reader.read()
-                if self.streams_in_flight and b"/chat/completions" in head.split(b"\r\n")[0]:
+                overlapped = overlapped or self.streams_in_flight > 0 or self.streams_started != started
+                if overlapped and "/chat/completions" in request_line:
                     self.corrupted += 1
                     for old, new in self.SWAPS:
                         answer = answer.replace(old, new)

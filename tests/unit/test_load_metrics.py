@@ -95,7 +95,7 @@ def test_timeline_follows_the_definitions():
     assert t.ttft == pytest.approx(0.10)  # first delta of any kind: reasoning counts
     assert t.first_content == pytest.approx(0.20)  # TTFO: first content delta
     assert t.itls == pytest.approx([0.02, 0.03, 0.05, 0.10])
-    assert t.tpot == pytest.approx((0.30 - 0.10) / 4)  # decode time over the server's tokens after the first
+    assert t.tpot == pytest.approx((0.32 - 0.10) / 4)  # E2E − TTFT over the server's tokens after the first
     assert t.end == pytest.approx(0.32)  # E2E: the last byte
     assert (t.prompt_tokens, t.completion_tokens, t.client_tokens) == (42, 5, 5)
 
@@ -158,7 +158,7 @@ def test_level_summary_aggregates_server_tokens_over_wall_time():
     level = summarize(2, timings, started=10.0, ended=12.5)
     assert (level.requests, level.failures, level.output_tokens) == (3, 1, 202)  # failed requests' tokens not counted
     assert level.aggregate_tok_s == pytest.approx(202 / 2.5)
-    assert level.per_user_tok_s_p50 == pytest.approx((100 / 1.0 + 100 / 2.0) / 2)  # median of 1/TPOT
+    assert level.per_user_tok_s_p50 == pytest.approx((100 / 1.1 + 100 / 2.1) / 2)  # median of 1/TPOT
     assert level.ttft_p50_s == pytest.approx(0.2) and level.e2e_p50_s == pytest.approx(1.8)
     assert level.itl_p50_s == pytest.approx(0.015)  # pooled gaps: 100 of 0.01 s and 100 of 0.02 s
     assert level.errors == ["HTTP 500"] and level.client_usage_mismatches == 0
@@ -253,3 +253,11 @@ def test_a_lane_reconnects_when_the_server_ends_its_connection(closing):
     first, second = asyncio.run(serving(answer, work))
     assert first.error is None and second.error is None, (first.error, second.error)
     assert connections == 2
+
+
+def test_an_answer_that_arrives_in_one_read_has_no_tpot():
+    """A lagging server merged every token into one event that came with the end: no decode time to divide."""
+    whole = b"".join(chunk for _, chunk in THINKING_ANSWER[1:])
+    t = run([(0.2, whole)])
+    assert t.error is None and t.ttft == pytest.approx(0.2) and t.end == pytest.approx(0.2)
+    assert t.tpot is None
