@@ -6,13 +6,14 @@ import time
 
 import httpx
 
-from golive.endpoint.load import RequestTiming, SseParser, Workload, read_event, request_body
+from golive.endpoint.load import RequestTiming, SseParser, read_event
 
 
 class HttpxLane:
     """Quacks like golive.endpoint.timed_http.Lane for `one_request`'s callers in the bench."""
 
-    def __init__(self, timeout_s: float, clock=time.perf_counter) -> None:
+    def __init__(self, url: str, timeout_s: float, clock=time.perf_counter) -> None:
+        self.url = url
         one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         self.client = httpx.AsyncClient(timeout=timeout_s, limits=one)
         self.clock = clock
@@ -27,12 +28,12 @@ class HttpxLane:
         await self.aclose()
 
 
-async def httpx_one_request(lane: HttpxLane, url: str, workload: Workload, headers: dict, sentences: int = 4,
-                            prepared: tuple[str, bytes] | None = None) -> RequestTiming:
-    salt, body = prepared or request_body(workload, sentences)
+async def httpx_send(lane: HttpxLane, prepared: tuple[str, bytes], headers: dict) -> RequestTiming:
+    """`golive.endpoint.load.send`'s part, the way golive 0.2.0 did it: parsed while reading, so a timeline comes back."""
+    salt, body = prepared
     timing = RequestTiming(sent=lane.clock(), salt=salt)
     try:
-        async with lane.client.stream("POST", url, content=body,
+        async with lane.client.stream("POST", lane.url, content=body,
                                       headers={**headers, "Content-Type": "application/json"}) as response:
             parser = SseParser()
             async for chunk in response.aiter_raw():

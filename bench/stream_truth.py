@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import platform
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 
 import httpx
-from httpx_lane import HttpxLane, httpx_one_request
+from httpx_lane import HttpxLane, httpx_send
 from scripted_stream import ITL_PATTERN_MS
 
 import golive.endpoint.load as load
@@ -57,16 +56,16 @@ async def measured(url: str, concurrency: int, requests: int, tokens: int, trans
     if transport == "stream":
         clients = lanes(chat, concurrency, 300)
     else:
-        clients = [HttpxLane(300) for _ in range(concurrency)]
+        clients = [HttpxLane(chat, 300) for _ in range(concurrency)]
         # run_level calls these by module name; the httpx reader parses as it reads (as golive 0.2.0 did)
-        load.send, load.read_timeline = httpx_one_request, lambda timing, workload: timing
+        load.send, load.read_timeline = httpx_send, lambda timing, workload: timing
     try:
         async with httpx.AsyncClient() as light:
             if warmup:  # as golive's sweep does: C requests first, not measured (connections open, code paths warm)
-                await run_level(clients, chat, workload, {}, concurrency, concurrency, deadline=float("inf"),
+                await run_level(clients, workload, {}, concurrency, concurrency, deadline=float("inf"),
                                 sentences=4)
                 await light.get(url + "/truth")  # forget the warm-up's
-            timings, started, ended = await run_level(clients, chat, workload, {}, concurrency, requests,
+            timings, started, ended = await run_level(clients, workload, {}, concurrency, requests,
                                                       deadline=float("inf"), sentences=4)
             truth = (await light.get(url + "/truth")).json()
     finally:

@@ -19,7 +19,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -190,14 +189,13 @@ def request_body(workload: Workload, sentences: int) -> tuple[str, bytes]:
     return salt, json.dumps(body).encode()
 
 
-async def send(lane: Lane, url: str, workload: Workload, headers: dict, sentences: int = 4,
-               prepared: tuple[str, bytes] | None = None) -> Attempt:
-    """Send one streamed chat request and wait for its whole response, parsing nothing: parsing it here would delay
-    the timestamps of every other stream whose bytes arrive meanwhile (~5 µs an event)."""
-    salt, body = prepared or request_body(workload, sentences)
+async def send(lane: Lane, prepared: tuple[str, bytes], headers: dict) -> Attempt:
+    """Send one streamed chat request (`request_body`'s salt and body) and wait for its whole response, parsing
+    nothing: parsing it here would delay the timestamps of every other stream whose bytes arrive meanwhile."""
+    salt, body = prepared
     attempt = Attempt(salt=salt, sent=lane.clock())
     try:
-        attempt.response = await lane.post(urlsplit(url).path, body, headers)
+        attempt.response = await lane.post(body, headers)
         attempt.sent = attempt.response.sent
     except StreamError as exc:
         attempt.error = f"StreamError: {exc}"[:300]
@@ -230,8 +228,8 @@ def read_timeline(attempt: Attempt, workload: Workload) -> RequestTiming:
     return timing
 
 
-async def one_request(lane: Lane, url: str, workload: Workload, headers: dict, sentences: int = 4) -> RequestTiming:
-    return read_timeline(await send(lane, url, workload, headers, sentences), workload)
+async def one_request(lane: Lane, workload: Workload, headers: dict, sentences: int = 4) -> RequestTiming:
+    return read_timeline(await send(lane, request_body(workload, sentences), headers), workload)
 
 
 def _percentile(values: list[float], p: float) -> float | None:
@@ -299,11 +297,10 @@ def lanes(url: str, count: int, timeout_s: float, ca_file: str | None = None,
     """One lane (one keep-alive connection) per request in flight. One shared pool of C connections would cost
     O(C²) per request start and end (httpcore 1.0's pool bookkeeping: ~20 ms at 256 connections, the event loop
     blocked), which delays every other stream's timestamps; bench/stream_truth.py measures the difference."""
-    tls = trusting(ca_file) if urlsplit(url).scheme == "https" else None  # one context for all lanes
-    return [Lane(url, timeout_s, tls, clock) for _ in range(count)]
+    return [Lane(url, timeout_s, ca_file, clock) for _ in range(count)]
 
 
-async def run_level(clients: list[Lane], url: str, workload: Workload, headers: dict, concurrency: int,
+async def run_level(clients: list[Lane], workload: Workload, headers: dict, concurrency: int,
                     requests: int, deadline: float, sentences: int,
                     clock: Clock = time.perf_counter) -> tuple[list[RequestTiming], float, float]:
     """`requests` requests with at most `concurrency` in flight (each on its own lane of `clients`); none is
@@ -320,7 +317,7 @@ async def run_level(clients: list[Lane], url: str, workload: Workload, headers: 
         try:
             if clock() > deadline:
                 return None
-            return await send(client, url, workload, headers, sentences, prepared)
+            return await send(client, prepared, headers)
         finally:
             free.put_nowait(client)
 
@@ -383,9 +380,9 @@ async def sweep_async(base_url: str, api_key: str | None, workload: Workload, le
                 continue
             warm = []
             if warmup:
-                warm, _, _ = await run_level(clients, url, workload, headers, concurrency, warmup * concurrency,
+                warm, _, _ = await run_level(clients, workload, headers, concurrency, warmup * concurrency,
                                              deadline, sentences)
-            timings, started, ended = await run_level(clients, url, workload, headers, concurrency,
+            timings, started, ended = await run_level(clients, workload, headers, concurrency,
                                                       repeats * concurrency, deadline, sentences)
             level = summarize(concurrency, timings, started, ended)
             level.warmup_failures = sum(t.error is not None for t in warm)

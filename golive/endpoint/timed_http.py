@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from golive.endpoint.tls import trusting
+
 Clock = Callable[[], float]
 
 
@@ -31,7 +33,6 @@ class StreamedResponse:
     sent: float  # clock time the request's last byte was handed to the socket
     pieces: list[tuple[float, bytes]] = field(default_factory=list)  # (arrival time, body bytes), in order
     end: float | None = None  # arrival of the response's last byte
-    complete: bool = False  # False: the connection closed before the HTTP message ended
 
     def text(self, limit: int = 200) -> str:
         return b"".join(piece for _, piece in self.pieces)[:limit].decode(errors="replace")
@@ -74,7 +75,7 @@ class _Reader(asyncio.Protocol):
         self.response.pieces.append((self._at, body))
 
     def on_message_complete(self) -> None:
-        self.response.end, self.response.complete = self._at, True
+        self.response.end = self._at
         if not self._parser.should_keep_alive():
             self.open = False  # now: the lane's next request must not be written to a closing transport
             self.transport.close()
@@ -102,17 +103,19 @@ class _Reader(asyncio.Protocol):
 
 
 class Lane:
-    """One connection to one origin, reused request after request (keep-alive), one request at a time."""
+    """One connection for one URL, reused request after request (keep-alive), one request at a time. https trusts
+    what every other golive client trusts (golive.endpoint.tls: the station's `tls_ca_file`, else httpx's default)."""
 
-    def __init__(self, url: str, timeout_s: float, tls: ssl.SSLContext | None = None,
+    def __init__(self, url: str, timeout_s: float, ca_file: str | None = None,
                  clock: Clock = time.perf_counter) -> None:
         parts = urlsplit(url)
         self.secure = parts.scheme == "https"
         self.host = parts.hostname or "localhost"
         self.port = parts.port or (443 if self.secure else 80)
         self.authority = parts.netloc.rsplit("@", 1)[-1]
+        self.path = parts.path or "/"
         self.timeout_s = timeout_s
-        self.tls = tls if tls is not None or not self.secure else ssl.create_default_context()
+        self.tls = trusting(ca_file) if self.secure else None  # one context per CA file, shared by every lane
         self.clock = clock
         self._reader: _Reader | None = None
 
@@ -122,7 +125,7 @@ class Lane:
         loop = asyncio.get_running_loop()
         try:
             _, reader = await asyncio.wait_for(loop.create_connection(
-                lambda: _Reader(self.clock), self.host, self.port, ssl=self.tls if self.secure else None,
+                lambda: _Reader(self.clock), self.host, self.port, ssl=self.tls,
                 server_hostname=self.host if self.secure else None), self.timeout_s)
         except TimeoutError as exc:
             raise StreamError(f"no connection to {self.authority} within {self.timeout_s:g} s") from exc
@@ -131,21 +134,21 @@ class Lane:
         self._reader = reader
         return reader
 
-    def request_bytes(self, path: str, body: bytes, headers: dict[str, str]) -> bytes:
-        head = [f"POST {path} HTTP/1.1", f"Host: {self.authority}", "User-Agent: golive",
+    def request_bytes(self, body: bytes, headers: dict[str, str]) -> bytes:
+        head = [f"POST {self.path} HTTP/1.1", f"Host: {self.authority}", "User-Agent: golive",
                 "Accept: text/event-stream", "Content-Type: application/json", f"Content-Length: {len(body)}",
                 *(f"{name}: {value}" for name, value in headers.items())]
         return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
-    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> StreamedResponse:
-        """Send one request, wait for the whole response; StreamError when the connection fails or falls silent
+    async def post(self, body: bytes, headers: dict[str, str]) -> StreamedResponse:
+        """POST `body` to the lane's URL, wait for the whole response; StreamError when the connection fails or falls silent
         for `timeout_s` (a stalled stream)."""
         reader = await self._connected()
         loop = asyncio.get_running_loop()
         done = loop.create_future()
         response = StreamedResponse(status=0, sent=0.0)
         reader.expect(response, done)
-        data = self.request_bytes(path, body, headers)
+        data = self.request_bytes(body, headers)
         response.sent = reader.last_read = self.clock()
         reader.transport.write(data)
         wait = self.timeout_s

@@ -109,7 +109,7 @@ async def probes_under_load(base_url: str, api_key: str | None, workload: Worklo
                 if in_flight == concurrency:
                     started.set()
                 try:
-                    load.append(await one_request(lane, url, workload, headers, sentences=sentences))
+                    load.append(await one_request(lane, workload, headers, sentences=sentences))
                 finally:
                     in_flight -= 1
             started.set()  # the budget or the deadline ran out before the load was up: probe anyway

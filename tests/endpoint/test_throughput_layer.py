@@ -67,17 +67,25 @@ class DroppingProxy:
                     self.dropped += 1
                     writer.transport.abort()  # reset, no response
                     return
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-            up_writer.write(head + body)
-            await up_writer.drain()
-            while chunk := await up_reader.read(65536):
-                writer.write(chunk)
-                await writer.drain()
+            up_reader, up_writer = await self._upstream(head + body)
+            await self._relay(up_reader, writer)
             up_writer.close()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             writer.close()
+
+    async def _upstream(self, request: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        up_writer.write(request)
+        await up_writer.drain()
+        return up_reader, up_writer
+
+    @staticmethod
+    async def _relay(up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while chunk := await up_reader.read(65536):
+            writer.write(chunk)
+            await writer.drain()
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.server.close)
@@ -100,16 +108,12 @@ class CorruptingProxy(DroppingProxy):
         try:
             request_line, body, head = await self._read_request(reader)
             streamed = b'"stream": true' in body or b'"stream":true' in body
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-            up_writer.write(head + body)
-            await up_writer.drain()
+            up_reader, up_writer = await self._upstream(head + body)
             if streamed:
                 self.streams_in_flight += 1
                 self.streams_started += 1
                 try:
-                    while chunk := await up_reader.read(65536):
-                        writer.write(chunk)
-                        await writer.drain()
+                    await self._relay(up_reader, writer)
                 finally:
                     self.streams_in_flight -= 1
             else:

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-
 MODEL = "glm-5.3-flash"  # the shipped GB300 profile's served name
 
 
@@ -195,7 +194,7 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
     import asyncio
 
     from golive.endpoint import EndpointClient, EndpointError
-    from golive.endpoint.load import Workload, lanes, send
+    from golive.endpoint.load import Workload, lanes, request_body, send
 
     url = f"https://127.0.0.1:{server(tls='site-ca')}"
     ca = str(tmp_path / "site-ca.pem")
@@ -207,7 +206,7 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
     async def lane_chat(ca_file):
         chat = url + "/v1/chat/completions"
         async with lanes(chat, 1, 5, ca_file)[0] as lane:
-            return await send(lane, chat, Workload(model=MODEL, prompt_tokens=5, output_tokens=1), {}, 1)
+            return await send(lane, request_body(Workload(model=MODEL, prompt_tokens=5, output_tokens=1), 1), {})
 
     answered = asyncio.run(lane_chat(ca))
     assert answered.error is None and answered.response.status == 200, answered
@@ -234,7 +233,7 @@ def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch
     import asyncio
 
     from golive.endpoint import EndpointClient
-    from golive.endpoint.load import Workload, lanes, send
+    from golive.endpoint.load import Workload, lanes, request_body, send
     from golive.endpoint.tls import trusting
 
     url = f"https://127.0.0.1:{server(tls='site-ca')}"
@@ -249,7 +248,7 @@ def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch
         async def lane_chat():
             chat = url + "/v1/chat/completions"
             async with lanes(chat, 1, 5)[0] as lane:
-                return await send(lane, chat, Workload(model=MODEL, prompt_tokens=5, output_tokens=1), {}, 1)
+                return await send(lane, request_body(Workload(model=MODEL, prompt_tokens=5, output_tokens=1), 1), {})
 
         answered = asyncio.run(lane_chat())
         assert answered.error is None and answered.response.status == 200, answered

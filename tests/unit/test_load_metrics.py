@@ -72,7 +72,7 @@ def run(script: list[tuple[float, bytes]], status: int = 200, output_tokens: int
 
     async def work(url):
         async with lanes(url, 1, 10, clock=clock)[0] as lane:
-            return await one_request(lane, url, Workload(model="m", prompt_tokens=40, output_tokens=output_tokens), {})
+            return await one_request(lane, Workload(model="m", prompt_tokens=40, output_tokens=output_tokens), {})
 
     return asyncio.run(serving(handle, work))
 
@@ -127,7 +127,7 @@ def test_a_dropped_connection_is_a_failure():
 
     async def work(url):
         async with lanes(url, 1, 10)[0] as lane:
-            return await one_request(lane, url, Workload(model="m", prompt_tokens=40, output_tokens=5), {})
+            return await one_request(lane, Workload(model="m", prompt_tokens=40, output_tokens=5), {})
 
     assert "closed before an HTTP response" in asyncio.run(serving(drop, work)).error
 
@@ -142,7 +142,7 @@ def test_a_stream_that_falls_silent_fails_on_its_timeout():
 
     async def work(url):
         async with lanes(url, 1, 0.3)[0] as lane:
-            return await one_request(lane, url, Workload(model="m", prompt_tokens=40, output_tokens=5), {})
+            return await one_request(lane, Workload(model="m", prompt_tokens=40, output_tokens=5), {})
 
     error = asyncio.run(serving(stall, work)).error
     assert "the stream stalled; timeout 0.3 s" in error, error
@@ -213,7 +213,7 @@ def test_run_level_keeps_each_lane_to_one_request_at_a_time():
 
     async def work(url):
         clients = lanes(url, 3, 10)
-        timings, _, _ = await run_level(clients, url, Workload(model="m", prompt_tokens=5, output_tokens=1), {}, 3, 7,
+        timings, _, _ = await run_level(clients, Workload(model="m", prompt_tokens=5, output_tokens=1), {}, 3, 7,
                                         deadline=float("inf"), sentences=1)
         for lane in clients:
             await lane.aclose()
@@ -245,10 +245,10 @@ def test_a_lane_reconnects_when_the_server_ends_its_connection(closing):
     async def work(url):
         workload = Workload(model="m", prompt_tokens=5, output_tokens=1)
         async with lanes(url, 1, 10)[0] as lane:
-            first = await one_request(lane, url, workload, {})
+            first = await one_request(lane, workload, {})
             if closing == "closes-when-idle":
                 await asyncio.sleep(0.05)  # idle: the close reaches the client
-            return first, await one_request(lane, url, workload, {})  # says-close: straight after, no loop turn
+            return first, await one_request(lane, workload, {})  # says-close: straight after, no loop turn
 
     first, second = asyncio.run(serving(answer, work))
     assert first.error is None and second.error is None, (first.error, second.error)
