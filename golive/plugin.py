@@ -21,7 +21,7 @@ from golive.station import StationFacts, chroot_tree, connect, unreachable
 from golive.urls import password_of, without_password
 from golive.verdict import NOT_APPLICABLE, Finding, NotApplicable, cite, not_applicable, printable
 from golive.waivers import expired_message as waiver_expired_message
-from golive.watch import Watch, mark_unfinished
+from golive.progress import Watch, mark_unfinished
 
 LAYERS = {
     "host": "host checks: NUMA page cache, prestart, systemd unit, docker flags, image, served flags, checkpoint, GPU",
@@ -81,7 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if loaded is not None and not hasattr(config, "workerinput"):
         config.pluginmanager.register(Watch(config.getoption("golive_progress_s"),
                                             config.getoption("golive_max_run_time"), lambda: _secrets(config),
-                                            lambda item: _budget(item, loaded)), "golive-watch")
+                                            lambda item: _budget(item, loaded)), "golive-progress")
 
 
 def _budget(item: pytest.Item, loaded: golive_config.LoadedInventory) -> str:
@@ -509,7 +509,7 @@ class _Recording:
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         recorder = self.config.stash[RECORDER]
-        watch = self.config.pluginmanager.get_plugin("golive-watch")
+        watch = self.config.pluginmanager.get_plugin("golive-progress")
         if interrupted and watch is not None:
             mark_unfinished(recorder, session.items, watch.running, watch.reason if watch.bound_reached else
                             "the run was interrupted (Ctrl-C or SIGTERM)")

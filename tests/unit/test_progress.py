@@ -2,7 +2,7 @@
 secret golive knows (keys, passwords) is scrubbed from the line."""
 from types import SimpleNamespace
 
-from golive.watch import Watch
+from golive.progress import Watch
 
 
 def _item(endpoint_check: bool, **station):

@@ -1,4 +1,4 @@
-"""Long waits, watched: a line on the terminal while one check waits long, and the whole run's time bound.
+"""Long waits, watched: progress lines while one check waits long, and the whole run's time bound.
 
 Progress goes to a copy of stderr taken before any test runs, so pytest's output capture does not swallow it; the
 line names the check and its target (password hidden, secrets scrubbed), never a key. The time bound interrupts the
