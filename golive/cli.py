@@ -29,8 +29,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def report_args(out: Path) -> list[str]:
-    return [f"--html={out / 'go-live.html'}", "--self-contained-html", f"--junitxml={out / 'junit.xml'}",
-            f"--golive-json={out / 'results.json'}", "-o", "junit_family=xunit2"]
+    return [f"--golive-output={out}", "-o", "junit_family=xunit2"]
 
 
 def run_suites(inventory: Path, out: Path, pytest_args: list[str]) -> int:

@@ -18,7 +18,7 @@ import pytest
 from golive.urls import without_password
 
 
-class Watch:
+class Progress:
     """Registered per run by golive.plugin; `every_s` 0 shows no progress, `bound_s` None sets no time bound."""
 
     def __init__(self, every_s: float, bound_s: float | None, secrets: Callable[[], list[str]],
@@ -114,23 +114,3 @@ class Watch:
             out.write(f"\n{line}\n")
         except (OSError, ValueError):  # the terminal went away, or the run is closing: progress is best effort
             pass
-
-
-def mark_unfinished(recorder, items: list[pytest.Item], stopped: pytest.Item | None, reason: str) -> None:
-    """After an interrupt: the check that was stopped and every check not reached are not checked, saying why
-    (the stopped one may have a record already, from a setup that passed)."""
-    from golive import verdict as rules
-    from golive.report import keys
-    from golive.report.results import CheckRecord
-
-    for item in items:
-        record = recorder.checks.get(item.nodeid)
-        if record is not None and item is not stopped:
-            continue
-        if record is None:
-            props = dict(item.user_properties)
-            record = recorder.checks[item.nodeid] = CheckRecord(
-                nodeid=item.nodeid, layer=props.get(keys.LAYER, ""), rule=props.get(keys.RULE, ""),
-                station=props.get(keys.STATION, ""))
-        record.outcome = rules.NOT_CHECKED
-        record.message = f"not checked because {reason}" + (" while this check ran" if item is stopped else "")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ipaddress import IPv4Address
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -203,6 +203,7 @@ class Cluster(Strict):
 
 
 Layer = Literal["host", "cluster", "endpoint"]
+LAYERS: tuple[Layer, ...] = get_args(Layer)  # the one list of layers: markers, scope and reports read it
 
 
 class Profile(Strict):

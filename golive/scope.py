@@ -1,13 +1,18 @@
 """Which layers apply to which station: decided by the profile and the inventory, before any check runs."""
 from __future__ import annotations
 
-from golive.schema import Profile, Station
+from golive.schema import Layer, Profile, Station
 from golive.verdict import NOT_APPLICABLE, NOT_CHECKED
 
-LAYERS = ("host", "cluster", "endpoint")
+# the pytest marker of each layer (golive.schema.LAYERS), as `pytest --markers` shows it
+MARKER_HELP: dict[Layer, str] = {
+    "host": "host checks: NUMA page cache, prestart, systemd unit, docker flags, image, served flags, checkpoint, GPU",
+    "cluster": "cluster checks: rails, MTU, RDMA, NCCL, station parity",
+    "endpoint": "endpoint checks through the OpenAI API",
+}
 
 
-def layer_scope(layer: str, station: Station, profile: Profile, profile_name: str) -> tuple[str, str] | None:
+def layer_scope(layer: Layer, station: Station, profile: Profile, profile_name: str) -> tuple[str, str] | None:
     """None when the layer's checks run on this station; else (not_applicable | not_checked, the reason)."""
     if layer not in profile.layers:
         return NOT_APPLICABLE, f"profile {profile_name} has no {layer} layer (layers: {', '.join(profile.layers)})"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NoReturn
 
 import pytest
 
@@ -93,7 +94,7 @@ def require(ok: bool, *, found: str, recipe: str, fix: str) -> None:
         raise Finding(found, recipe, fix)
 
 
-def not_applicable(reason: str) -> None:
+def not_applicable(reason: str) -> NoReturn:
     """End the check as not applicable: only for reasons the profile or the station decide, never for a failure
     elsewhere (a check that cannot run because another failed is not checked: use pytest.skip)."""
     raise NotApplicable(msg=cite(reason), allow_module_level=True, _use_item_location=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from golive.schema import Strict
+from golive.yamlfile import load_yaml, validate
 
 
 class Waiver(Strict):
@@ -62,8 +63,6 @@ class Waivers:
 
 
 def load_waivers(path: Path) -> Waivers:
-    from golive.config import load_yaml, validate
-
     located = load_yaml(path)
     loaded = validate(WaiverFile, located, "waiver file", str(path))
     return Waivers(path=path, entries=list(loaded.waivers))

@@ -1,5 +1,17 @@
-"""The served API: the OpenAI client (client), the tool-call battery (toolcalls), long-context prompts (longctx)."""
-from golive.endpoint.client import ChatResult, EndpointClient, error_body, metric_total
-from golive.endpoint.errors import EndpointError
+"""The served API, reached through its OpenAI-compatible endpoint. Import the module you need; this package imports
+nothing itself, so loading a profile never pays for the HTTP clients.
 
-__all__ = ["ChatResult", "EndpointClient", "EndpointError", "error_body", "metric_total"]
+target       EndpointTarget: one station's URL, key, CA and timeouts, built once per station
+client       EndpointClient: chat (streamed or not, normalised), /health, /metrics, /tokenize
+errors       EndpointError: a sick endpoint as one operator line (transport vs answer)
+stream       the chat stream reader: every value checked, anything a server sends ends as a result or one error
+timed_http   the load generator's HTTP/1.1 lanes, timed at byte arrival
+load         the load generator: concurrency levels, request timelines, level results (docs/metrics.md)
+underload    probes with known answers sent while load runs
+toolcalls    the tool-call battery (batteries/*.yaml) and its judge
+agent        the multi-turn agent battery
+answers      site answer batteries: YAML, scoring rules, floors
+battery_runs repeated battery runs and their spread
+longctx      long-context prompts: filler, needles, calibrated lengths
+tls          which certificates a station's endpoint is trusted with
+"""

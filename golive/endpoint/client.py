@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from golive.endpoint.errors import EndpointError, from_response, from_transport
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
+from golive.endpoint.target import EndpointTarget
 from golive.endpoint.tls import trusting
 from golive.verdict import printable
 
@@ -25,39 +26,41 @@ class ChatResult:
 
 
 class EndpointClient:
-    """One station's endpoint. The API key lives here only; it is never part of a message or a report."""
+    """One station's endpoint (its EndpointTarget). The key travels only in the Authorization header."""
 
-    def __init__(self, base_url: str, api_key: str | None, timeout: float = 120, *, connect_timeout: float = 5,
-                 light_timeout: float = 10, stall_timeout: float = 60, ca_file: str | None = None):
-        self.base_url = base_url.rstrip("/")
-        self.root = self.base_url.removesuffix("/v1")
-        self._api_key = api_key
-        self.timeout = timeout
-        # generation may take `timeout`; a streamed answer may pause `stall_timeout` between chunks; nothing else
-        # waits longer than `light_timeout`, and no connect longer than `connect_timeout`
-        self._generation = httpx.Timeout(timeout, connect=connect_timeout)
-        self._stream = httpx.Timeout(timeout, connect=connect_timeout, read=stall_timeout)
-        self.ca_file = ca_file  # the site CA for https (golive.endpoint.tls); None: httpx's default trust
-        tls = trusting(ca_file)  # one trust for every client: left alone, the openai client would trust the OS store
+    def __init__(self, target: EndpointTarget):
+        self.target = target
+        self.base_url = target.url
+        self.root = target.root
+        self.timeout = target.request_timeout_s
+        # generation may take `request_timeout_s`; a streamed answer may pause `stream_stall_timeout_s` between
+        # chunks; nothing else waits longer than `light_timeout_s`, and no connect longer than `connect_timeout_s`
+        self._generation = httpx.Timeout(target.request_timeout_s, connect=target.connect_timeout_s)
+        self._stream = httpx.Timeout(target.request_timeout_s, connect=target.connect_timeout_s,
+                                     read=target.stream_stall_timeout_s)
+        self.ca_file = target.ca_file
+        tls = trusting(target.ca_file)  # one trust for every client: left alone, the openai client would trust the OS
         # the openai client insists on a key; "EMPTY" is what vLLM's docs use for an open server
-        self.openai = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY", timeout=self._generation,
-                                    max_retries=0, http_client=openai.DefaultHttpxClient(verify=tls))
-        self.http = httpx.Client(timeout=httpx.Timeout(light_timeout, connect=connect_timeout), verify=tls)
+        self.openai = openai.OpenAI(base_url=self.base_url, api_key=target.api_key or "EMPTY",
+                                    timeout=self._generation, max_retries=0,
+                                    http_client=openai.DefaultHttpxClient(verify=tls))
+        self.http = httpx.Client(timeout=httpx.Timeout(target.light_timeout_s, connect=target.connect_timeout_s),
+                                 verify=tls)
 
     @property
     def has_key(self) -> bool:
-        return bool(self._api_key)
+        return bool(self.target.api_key)
 
     def get(self, path: str, with_key: bool = True) -> httpx.Response:
         """Any answer comes back (checks judge the status); no answer at all raises EndpointError."""
-        headers = {"Authorization": f"Bearer {self._api_key}"} if with_key and self._api_key else {}
+        headers = self.target.headers() if with_key else {}
         try:
             return self.http.get(self.root + path, headers=headers)
         except httpx.HTTPError as exc:
             raise from_transport(self.root + path, exc) from None
 
     def post(self, path: str, body: dict, with_key: bool = True, timeout: httpx.Timeout | None = None) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if with_key and self._api_key else {}
+        headers = self.target.headers() if with_key else {}
         try:
             return self.http.post(self.root + path, json=body, headers=headers,
                                   **({"timeout": timeout} if timeout else {}))

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 import httpx
 
 from golive.endpoint.longctx import filler
+from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
 from golive.endpoint.tls import trusting
 
@@ -164,8 +165,6 @@ class Workload:
     prompt_tokens: int
     output_tokens: int
     reasoning_effort: str | None = None
-    timeout_s: float = 120
-    ca_file: str | None = None  # the station's site CA for https (golive.endpoint.tls)
 
 
 @dataclass
@@ -360,20 +359,19 @@ def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool
     return levels[:-1], levels[-1:]
 
 
-async def sweep_async(base_url: str, api_key: str | None, workload: Workload, levels: Iterable[int], repeats: int,
-                      warmup: int, max_duration_s: float, progress: Callable[[str], None] = lambda line: None) -> Sweep:
+async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterable[int], repeats: int, warmup: int,
+                      max_duration_s: float, progress: Callable[[str], None] = lambda line: None) -> Sweep:
     """Each level: `warmup` × C requests (not measured), then `repeats` × C requests measured, C in flight."""
     levels = sorted(set(levels))
-    url = base_url.rstrip("/") + "/chat/completions"
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = target.headers()
     deadline = time.perf_counter() + max_duration_s
     results, not_run = [], []
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(c)
-                   for c in lanes(url, max(levels), workload.timeout_s, workload.ca_file)]
-        light = await stack.enter_async_context(httpx.AsyncClient(timeout=workload.timeout_s,
-                                                                  verify=trusting(workload.ca_file)))
-        sentences = await sentences_for(light, base_url.rstrip("/").removesuffix("/v1"), workload, headers)
+                   for c in lanes(target.chat_url, max(levels), target.request_timeout_s, target.ca_file)]
+        light = await stack.enter_async_context(httpx.AsyncClient(timeout=target.request_timeout_s,
+                                                                  verify=trusting(target.ca_file)))
+        sentences = await sentences_for(light, target.root, workload, headers)
         for concurrency in levels:
             if time.perf_counter() > deadline:
                 not_run.append(concurrency)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from golive.endpoint.load import RequestTiming, Workload, lanes, one_request, sentences_for
+from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane
 from golive.endpoint.tls import trusting
 
@@ -85,21 +86,20 @@ class UnderLoad:
         return sum(t.error is not None for t in self.load)
 
 
-async def probes_under_load(base_url: str, api_key: str | None, workload: Workload, concurrency: int,
+async def probes_under_load(target: EndpointTarget, workload: Workload, concurrency: int,
                             probes: list[Probe], ask: Callable[[Probe], object], max_load_requests: int,
                             deadline: float, probes_in_flight: int) -> UnderLoad:
     """Keep `concurrency` load requests in flight; once they are all going, send the probes (`ask` answers one, in a
     thread; at most `probes_in_flight` at a time); stop the load when the last probe has answered."""
-    url = base_url.rstrip("/") + "/chat/completions"
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = target.headers()
     load: list[RequestTiming] = []
     in_flight = 0
     started = asyncio.Event()
     probing_done = asyncio.Event()
     budget = [max_load_requests]
 
-    async with httpx.AsyncClient(timeout=workload.timeout_s, verify=trusting(workload.ca_file)) as client:
-        sentences = await sentences_for(client, base_url.rstrip("/").removesuffix("/v1"), workload, headers)
+    async with httpx.AsyncClient(timeout=target.request_timeout_s, verify=trusting(target.ca_file)) as client:
+        sentences = await sentences_for(client, target.root, workload, headers)
 
         async def worker(lane: Lane) -> None:
             nonlocal in_flight
@@ -125,7 +125,7 @@ async def probes_under_load(base_url: str, api_key: str | None, workload: Worklo
                     return ProbeOutcome(p, f"{type(exc).__name__}: {str(exc)[:200]}", seen)
                 return ProbeOutcome(p, p.judge(result), seen)
 
-        own_lanes = lanes(url, concurrency, workload.timeout_s, workload.ca_file)
+        own_lanes = lanes(target.chat_url, concurrency, target.request_timeout_s, target.ca_file)
         workers = [asyncio.create_task(worker(lane)) for lane in own_lanes]
         try:
             await started.wait()

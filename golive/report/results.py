@@ -17,7 +17,10 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pytest
+
 from golive import verdict as rules
+from golive.config import LoadedInventory
 from golive.report import keys
 from golive.urls import without_password
 
@@ -41,7 +44,7 @@ class CheckRecord:
 
 @dataclass
 class Recorder:
-    inventory: object | None = None  # LoadedInventory
+    inventory: LoadedInventory | None = None
     checks: dict[str, CheckRecord] = field(default_factory=dict)
     metrics: list[dict] = field(default_factory=list)
     provenance: dict[str, dict] = field(default_factory=dict)  # per station: what the checks learned (keys.PROVENANCE)
@@ -84,6 +87,21 @@ class Recorder:
                 self.provenance.setdefault(record.station, {}).update(value)
             elif name == keys.METRIC and report.when == "call":
                 self.metrics.append({"station": record.station, "check": record.nodeid, **value})
+
+    def mark_unfinished(self, items: list[pytest.Item], stopped: pytest.Item | None, reason: str) -> None:
+        """After an interrupt: the check that was stopped and every check not reached are not checked, saying why
+        (the stopped one may have a record already, from a setup that passed)."""
+        for item in items:
+            record = self.checks.get(item.nodeid)
+            if record is not None and item is not stopped:
+                continue
+            if record is None:
+                props = dict(item.user_properties)
+                record = self.checks[item.nodeid] = CheckRecord(
+                    nodeid=item.nodeid, layer=props.get(keys.LAYER, ""), rule=props.get(keys.RULE, ""),
+                    station=props.get(keys.STATION, ""))
+            record.outcome = rules.NOT_CHECKED
+            record.message = f"not checked because {reason}" + (" while this check ran" if item is stopped else "")
 
     # --- reading the results -------------------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
-from golive.endpoint import error_body
+from golive.endpoint.client import error_body
 from golive.endpoint.agent import load_agent_battery, run_agent_case
 from golive.endpoint.battery_runs import Spread, failing_ids
 from golive.verdict import require

@@ -3,7 +3,7 @@ import uuid
 
 import pytest
 
-from golive.endpoint import metric_total
+from golive.endpoint.client import metric_total
 from golive.endpoint.longctx import filler
 from golive.verdict import not_applicable, require
 

@@ -4,7 +4,6 @@ The load is the throughput sweep's gate level (same workload, golive's load gene
 bounds; the probes are the smoke test's get_weather call and small sums with known answers.
 """
 import asyncio
-import os
 import time
 
 import pytest
@@ -27,18 +26,16 @@ def test_tool_calls_and_arithmetic_stay_correct_under_load(endpoint, station, pr
         not_applicable(f"the gate level ({gate}) already fills load.max_concurrency ({load.max_concurrency}): no "
                        f"room for a probe")
     probes = list(PROBES[:max(0, load.max_requests - gate)])  # every request counts against max_requests
-    key = os.environ.get(station.api_key_env) if station.api_key_env else None
     model = profile.vllm.served_model_name
     workload = Workload(model=model, prompt_tokens=load.prompt_tokens, output_tokens=load.output_tokens,
-                        reasoning_effort=load.reasoning_effort, timeout_s=profile.endpoint.request_timeout_s,
-                        ca_file=endpoint.ca_file)
+                        reasoning_effort=load.reasoning_effort)
 
     def ask(probe):
         return endpoint.chat(model, [{"role": "user", "content": probe.question}], tools=probe.tools, temperature=0,
                              max_tokens=1024)
 
     measured = asyncio.run(probes_under_load(
-        station.endpoint, key, workload, gate, probes, ask, max_load_requests=load.max_requests - len(probes),
+        endpoint.target, workload, gate, probes, ask, max_load_requests=load.max_requests - len(probes),
         deadline=time.perf_counter() + load.max_duration_s, probes_in_flight=min(room, len(probes))))
     loaded = [o for o in measured.outcomes if o.load_in_flight > 0]
     if not loaded:

@@ -3,7 +3,8 @@ import httpx
 import openai
 import pytest
 
-from golive.endpoint import EndpointError, error_body
+from golive.endpoint.client import error_body
+from golive.endpoint.errors import EndpointError
 from golive.endpoint.errors import from_response
 from golive.verdict import require
 

@@ -2,7 +2,7 @@
 import openai
 import pytest
 
-from golive.endpoint import error_body
+from golive.endpoint.client import error_body
 from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.endpoint

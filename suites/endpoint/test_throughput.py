@@ -3,8 +3,6 @@
 Metric definitions: docs/metrics.md. The sweep runs once per station (salted prompts, fixed answer length, warm-up
 excluded) within the profile's load bounds; every check below reads its level of that one sweep.
 """
-import os
-
 import pytest
 
 from golive.endpoint.load import PEAK_REFUSED, LevelResult, Sweep, Workload, levels_to_run, sweep
@@ -27,10 +25,8 @@ def load(profile):
 @pytest.fixture(scope="module")
 def swept(request, endpoint, station, profile, load) -> Sweep:
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    key = os.environ.get(station.api_key_env) if station.api_key_env else None
     workload = Workload(model=profile.vllm.served_model_name, prompt_tokens=load.prompt_tokens,
-                        output_tokens=load.output_tokens, reasoning_effort=load.reasoning_effort,
-                        timeout_s=profile.endpoint.request_timeout_s, ca_file=endpoint.ca_file)
+                        output_tokens=load.output_tokens, reasoning_effort=load.reasoning_effort)
     capture = request.config.pluginmanager.get_plugin("capturemanager")
 
     def progress(line: str) -> None:  # live, one line per level: a sweep can take minutes
@@ -41,7 +37,7 @@ def swept(request, endpoint, station, profile, load) -> Sweep:
     levels, refused = levels_to_run(load.concurrency, station.production, request.config.getoption("allow_peak_load"))
     if not levels:
         return Sweep([], [], refused)
-    measured = sweep(station.endpoint, key, workload, levels, load.repeats, load.warmup, load.max_duration_s,
+    measured = sweep(endpoint.target, workload, levels, load.repeats, load.warmup, load.max_duration_s,
                      progress=progress)
     measured.refused = refused
     return measured

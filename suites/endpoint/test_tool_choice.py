@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
-from golive.endpoint import error_body
+from golive.endpoint.client import error_body
 from golive.endpoint.toolcalls import _schema_problem
 from golive.verdict import require
 

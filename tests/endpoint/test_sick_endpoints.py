@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.endpoint import EndpointClient, EndpointError
+from golive.endpoint.client import EndpointClient
+from golive.endpoint.errors import EndpointError
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "glm-5.3-flash"  # the shipped GB300 profile's served name

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from golive.endpoint import EndpointClient, EndpointError
+from golive.endpoint.client import EndpointClient
+from golive.endpoint.errors import EndpointError
 from golive.endpoint.client import ChatResult
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
 

@@ -193,7 +193,8 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
     against the named CA; without it, each fails verification (nothing turns verification off)."""
     import asyncio
 
-    from golive.endpoint import EndpointClient, EndpointError
+    from golive.endpoint.client import EndpointClient
+    from golive.endpoint.errors import EndpointError
     from golive.endpoint.load import Workload, lanes, request_body, send
 
     url = f"https://127.0.0.1:{server(tls='site-ca')}"
@@ -232,7 +233,7 @@ def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch
     """No tls_ca_file, but SSL_CERT_FILE names the CA (the usual way to trust a site CA): every client trusts it."""
     import asyncio
 
-    from golive.endpoint import EndpointClient
+    from golive.endpoint.client import EndpointClient
     from golive.endpoint.load import Workload, lanes, request_body, send
     from golive.endpoint.tls import trusting
 

@@ -2,7 +2,7 @@
 secret golive knows (keys, passwords) is scrubbed from the line."""
 from types import SimpleNamespace
 
-from golive.progress import Watch
+from golive.progress import Progress
 
 
 def _item(endpoint_check: bool, **station):
@@ -12,7 +12,7 @@ def _item(endpoint_check: bool, **station):
 
 
 def test_progress_line_names_the_target_of_the_checks_layer_without_secrets():
-    watch = Watch(0, None, lambda: ["sk-very-secret", "hunter2"])
+    watch = Progress(0, None, lambda: ["sk-very-secret", "hunter2"])
     station = dict(endpoint="http://gb300-a:8888/v1?k=sk-very-secret", host="ssh://admin:hunter2@gb300-a")
     assert watch.waiting_line(_item(False, **station), 31.4) == \
         "golive: still waiting: test_x[gb300-a] on ssh://admin:***@gb300-a, 31 s so far"
@@ -21,7 +21,7 @@ def test_progress_line_names_the_target_of_the_checks_layer_without_secrets():
 
 
 def test_progress_line_shows_the_time_left_of_the_runs_bound():
-    watch = Watch(0, 600, lambda: [])
+    watch = Progress(0, 600, lambda: [])
     watch.started -= 100
     line = watch.waiting_line(_item(True, endpoint="http://h:8888/v1"), 20)
     assert line.endswith(", 20 s so far; 500 s left of the run's 600 s time bound"), line

@@ -1,0 +1,227 @@
+"""The fixtures a check asks for: its station's profile, host, facts and endpoint, each made once per run; and the
+`record_*` fixtures a check uses to leave metrics, provenance and notes for the reports.
+
+The endpoint chain is ordered so one root cause ends in one failure: `endpoint_client` (configured) → 
+`endpoint_answers` (/health is 200) → `endpoint_reachable` (/v1/models lets golive in) → `endpoint` (serves the
+profile's model). A check that needs a later link is not checked, naming the check that carries the failure.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golive.cluster import ClusterFacts
+from golive.config import LoadedInventory
+from golive.endpoint.client import EndpointClient
+from golive.endpoint.errors import EndpointError
+from golive.endpoint.target import EndpointTarget
+from golive.outcomes import redacted_flags
+from golive.report import keys
+from golive.runstate import CONNECTIONS, NO_INVENTORY, inventory
+from golive.schema import Cluster, Profile, Service, Station
+from golive.scope import layer_scope
+from golive.station import StationFacts, chroot_tree, connect, unreachable
+from golive.urls import without_password
+from golive.verdict import cite, not_applicable
+
+
+def _cached(request: pytest.FixtureRequest, key: tuple[str, str], make: Callable[[], Any]) -> Any:
+    """Session fixtures re-run when pytest switches between stations; connections and gathered facts must not."""
+    cache = request.config.stash[CONNECTIONS]
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+@pytest.fixture(scope="session")
+def golive_inventory(request: pytest.FixtureRequest) -> LoadedInventory:
+    loaded = inventory(request.config)
+    if loaded is None:
+        pytest.skip(NO_INVENTORY)
+    return loaded
+
+
+@pytest.fixture(scope="session")
+def profile(station: Station, golive_inventory: LoadedInventory) -> Profile:
+    """The station's profile: its own where the inventory gives one, else the inventory's."""
+    return golive_inventory.profile_of(station).profile
+
+
+# --- host and cluster ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def station_host(request: pytest.FixtureRequest, station: Station, golive_inventory: LoadedInventory) -> Any:
+    """The station's testinfra host (any testinfra spec: local, ssh://, docker://, ansible://, chroot://).
+
+    Not named `host`: testinfra's own plugin owns that name and parametrizes it over --hosts.
+    """
+    spec = golive_inventory.host_spec(station)
+    if not spec:
+        pytest.skip(f"station {station.name} has no host spec")
+    tree = chroot_tree(spec)
+    if tree and not Path(tree).is_dir():
+        pytest.skip(f"station {station.name}: station tree {tree} does not exist")
+    return _reached_host(request, station, spec, golive_inventory)
+
+
+def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, loaded: LoadedInventory) -> Any:
+    """The station's testinfra host, once it runs a command; otherwise its checks are not checked, one line each."""
+    timeout = loaded.profile_of(station).profile.host.connect_timeout_s
+    host = _cached(request, ("host", spec), lambda: connect(spec, loaded.ssh_config, timeout))
+    problem = None if chroot_tree(spec) else _cached(request, ("reach", spec), lambda: unreachable(host))
+    if problem:
+        pytest.skip(f"not checked because golive cannot run commands on station {station.name}'s host "
+                    f"{without_password(spec)} ({problem}): check the host is up, sshd answers on that port and the "
+                    f"inventory's ssh_config lets golive in (connect timeout {timeout:g} s: host.connect_timeout_s in "
+                    f"the profile)")
+    return host
+
+
+@pytest.fixture(scope="session")
+def facts(request: pytest.FixtureRequest, station: Station, station_host: Any, profile: Profile) -> StationFacts:
+    return _cached(request, ("facts", station.name), lambda: StationFacts(station_host, station, profile))
+
+
+@pytest.fixture(scope="session")
+def cluster(profile: Profile) -> Cluster:
+    """The profile's cluster section (rails, NCCL, what both stations share)."""
+    if profile.cluster is None:
+        not_applicable(f"profile {profile.name} has no cluster section")
+    return profile.cluster
+
+
+@pytest.fixture(scope="session")
+def cluster_facts(request: pytest.FixtureRequest, station: Station, facts: StationFacts,
+                  cluster: Cluster) -> ClusterFacts:
+    return _cached(request, ("cluster", station.name), lambda: ClusterFacts(facts, cluster))
+
+
+@pytest.fixture(scope="session")
+def peer(request: pytest.FixtureRequest, station: Station, cluster: Cluster,
+         golive_inventory: LoadedInventory) -> ClusterFacts:
+    """The role b station's cluster facts, for checks that compare or join both stations (they run on role a)."""
+    others = [s for s in golive_inventory.inventory.stations if s.role == "b"]
+    if not others:
+        not_applicable(f"the inventory names no role b station beside {station.name}: one host, nothing to compare")
+    other = others[0]
+    other_profile = golive_inventory.profile_of(other).profile
+    if layer_scope("cluster", other, other_profile, "") is not None:
+        pytest.skip(f"station {other.name} has no `host:` in the inventory: add a testinfra host spec")
+    spec = golive_inventory.host_spec(other)
+    assert spec is not None
+    host = _reached_host(request, other, spec, golive_inventory)
+    return _cached(request, ("cluster", other.name), lambda: ClusterFacts(
+        _cached(request, ("facts", other.name), lambda: StationFacts(host, other, other_profile)), cluster))
+
+
+@pytest.fixture(scope="session")
+def service(profile: Profile) -> Service:
+    """The profile's systemd service; checks of a unit skip where the recipe has none (a launch script)."""
+    if profile.service is None:
+        not_applicable("the profile declares no systemd unit (service: null): the recipe launches vLLM by script")
+    return profile.service
+
+
+# --- endpoint --------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def endpoint_client(request: pytest.FixtureRequest, station: Station, profile: Profile,
+                    golive_inventory: LoadedInventory) -> EndpointClient:
+    """The station's endpoint as configured, before anyone checked that it lets us in (the auth check uses this)."""
+    if not station.endpoint:
+        pytest.skip(f"station {station.name} has no endpoint URL")
+    return _cached(request, ("endpoint", station.name), lambda: EndpointClient(
+        EndpointTarget.of(station, profile.endpoint, golive_inventory.tls_ca_file(station))))
+
+
+def _health(request: pytest.FixtureRequest, client: EndpointClient, station: Station) -> str | None:
+    """GET /health once per station: None when it answers 200, else why not (the health check reports it)."""
+    def probe() -> str | None:
+        try:
+            status = client.get("/health", with_key=False).status_code
+        except EndpointError as exc:
+            return exc.what
+        return None if status == 200 else f"it answered HTTP {status}"
+    return _cached(request, ("health", station.name), probe)
+
+
+@pytest.fixture(scope="session")
+def endpoint_answers(request: pytest.FixtureRequest, endpoint_client: EndpointClient,
+                     station: Station) -> EndpointClient:
+    """The endpoint, once GET /health answers; otherwise dependent checks are not checked and the health check
+    carries the one failure."""
+    problem = _health(request, endpoint_client, station)
+    if problem:
+        pytest.skip(f"not checked because {endpoint_client.root}/health does not answer 200 ({problem}): see the "
+                    f"/health check")
+    return endpoint_client
+
+
+@pytest.fixture(scope="session")
+def endpoint_reachable(endpoint_answers: EndpointClient, station: Station) -> EndpointClient:
+    """The endpoint, once it answers and accepts our credentials. Otherwise dependent checks skip and the liveness
+    or auth check carries the one failure, with its reason."""
+    try:
+        response = endpoint_answers.get("/v1/models")
+        status = response.status_code
+    except EndpointError as exc:
+        pytest.skip(f"not checked because GET /v1/models failed ({exc.what}): see the auth check")
+    if status == 401:
+        pytest.skip("not checked because the endpoint refused golive's credentials (HTTP 401): see the auth check")
+    if status != 200 or "json" not in response.headers.get("content-type", ""):
+        pytest.skip(f"not checked because GET /v1/models answered HTTP {status} "
+                    f"({response.headers.get('content-type') or 'no content type'}): see the auth check")
+    return endpoint_answers
+
+
+@pytest.fixture(scope="session")
+def endpoint(endpoint_reachable: EndpointClient, profile: Profile) -> EndpointClient:
+    """The endpoint, once it serves the profile's model name (else: see the served-name check)."""
+    try:
+        ids = [m.get("id") for m in endpoint_reachable.models()]
+    except EndpointError as exc:
+        pytest.skip(f"not checked because /v1/models lists no models ({exc.what}): see the served-name check")
+    if profile.vllm.served_model_name not in ids:
+        pytest.skip(f"the endpoint does not serve `{profile.vllm.served_model_name}` (it serves {ids}): see the "
+                    f"served-name check")
+    return endpoint_reachable
+
+
+# --- what a check leaves for the reports (golive.report.keys) --------------------------------------------------------
+
+
+@pytest.fixture
+def record_metric(request: pytest.FixtureRequest) -> Callable[..., bool]:
+    """Record a measured value for results.json and the report: record_metric(name, value, unit, floor=…)."""
+
+    def record(name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None) -> bool:
+        passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
+        request.node.user_properties.append((keys.METRIC, {"name": name, "value": value, "unit": unit,
+                                                           "floor": floor, "ceiling": ceiling, "passed": passed}))
+        return passed
+
+    return record
+
+
+@pytest.fixture
+def record_provenance(request: pytest.FixtureRequest) -> Callable[..., None]:
+    """Record what a check learned about the station (served args, parsers, image, vLLM version) for results.json,
+    the report and the --golive-baseline diff. Values of secret-looking flags (--api-key …) never travel."""
+
+    def record(**learned: Any) -> None:
+        if isinstance(learned.get("served_args"), dict):
+            learned["served_args"] = redacted_flags(learned["served_args"])
+        request.node.user_properties.append((keys.PROVENANCE, learned))
+
+    return record
+
+
+@pytest.fixture
+def record_finding(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """A passed check that the operator must still read (e.g. an endpoint open to anyone)."""
+    return lambda text: request.node.user_properties.append((keys.NOTE, cite(text)))

@@ -1,0 +1,150 @@
+"""How one phase of a check ends in golive's terms (golive.verdict), waivers applied, secrets scrubbed.
+
+pytest says passed / failed / skipped / error; an operator signs passed / failed / waived / not applicable / not
+checked. `classify` decides which, from the exception that ended the phase (a Finding, a NotApplicable, a skip, a
+station that could not give a fact, a sick endpoint, a crash); `apply_waiver` turns a failure a waiver covers into
+waived; `redact` scrubs every secret the run knows from the report before any output sees it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from golive import verdict as rules
+from golive.endpoint.errors import EndpointError
+from golive.facts import FactError
+from golive.report import keys
+from golive.runstate import inventory
+from golive.verdict import Finding, NotApplicable, printable
+from golive.waivers import expired_message
+
+Classified = tuple[str, str]  # (outcome, reason)
+
+
+def record_outcome(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None],
+                   secrets: list[str]) -> None:
+    """Classify this phase, apply a waiver to a failure, put the outcome on the report, scrub every secret."""
+    classified = classify(report, call)
+    if classified is not None and classified[0] == rules.FAILED:
+        classified = apply_waiver(item, report, classified)
+    if classified is not None:
+        report.user_properties.append((keys.OUTCOME, classified))
+    redact(report, secrets)  # after classifying: outcome reasons quote exception text too
+
+
+def classify(report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classified | None:
+    """The golive outcome of one phase (verdict rules in golive.verdict); None for a setup/teardown that passed."""
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if report.passed:
+        return (rules.PASSED, "") if report.when == "call" else None
+    if report.skipped:
+        return _skipped(report, exc)
+    if isinstance(exc, Finding):
+        report.user_properties.append((keys.FINDING, exc.as_dict()))
+        return rules.FAILED, str(exc.msg)
+    if isinstance(exc, EndpointError) and report.when != "call":
+        # a fixture met a sick endpoint: this check is not checked; the check of that call carries the failure
+        reason = f"not checked because {exc.found}"
+        report.outcome, report.longrepr = "skipped", (str(report.location[0]), report.location[1] or 0, reason)
+        return rules.NOT_CHECKED, reason
+    if isinstance(exc, (FactError, EndpointError)):
+        return _station_finding(report, exc)
+    if report.when == "call" and isinstance(exc, (AssertionError, pytest.fail.Exception)):
+        return rules.FAILED, report.longreprtext.strip()
+    # anything else did not decide the check: setup errors, crashes inside a check, unreachable targets
+    what = "could not be set up" if report.when == "setup" else "did not finish"
+    lines = str(exc).strip().splitlines() if exc is not None else report.longreprtext.strip().splitlines()[-1:]
+    detail = f"{type(exc).__name__}: " * (exc is not None) + (lines[0] if lines else "")
+    if printable(report.longreprtext) != report.longreprtext:  # the traceback stays (a golive bug), escaped
+        report.longrepr = printable(report.longreprtext)
+    return rules.NOT_CHECKED, printable(f"the check {what}: {detail[:500]}")
+
+
+def _skipped(report: pytest.TestReport, exc: BaseException | None) -> Classified:
+    if isinstance(exc, pytest.skip.Exception):
+        reason = str(exc.msg)
+        if isinstance(exc, NotApplicable) and isinstance(report.longrepr, tuple):
+            report.longrepr = (*report.longrepr[:2], f"Not applicable: {reason}")
+    else:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+    # reasons quote exception text and server output: escaped like findings, in the terminal's SKIPPED line too
+    reason = printable(reason)
+    if isinstance(report.longrepr, tuple) and printable(report.longrepr[2]) != report.longrepr[2]:
+        report.longrepr = (*report.longrepr[:2], printable(report.longrepr[2]))
+    return (rules.NOT_APPLICABLE if isinstance(exc, NotApplicable) else rules.NOT_CHECKED), reason
+
+
+def _station_finding(report: pytest.TestReport, exc: FactError | EndpointError) -> Classified:
+    """A station that cannot give a fact the recipe needs is a finding about the station, not a golive crash; so is
+    an endpoint that answers what no vLLM server would."""
+    if isinstance(exc, EndpointError):
+        finding = Finding(found=exc.found, recipe=report_rule(report), fix=exc.hint)
+    else:
+        finding = Finding(found=f"could not read what this check needs: {exc}", recipe=report_rule(report),
+                          fix=exc.fix or "make that command or file work on the station (golive only reads), "
+                                         "then re-run")
+    report.longrepr = str(finding.msg)
+    report.user_properties.append((keys.FINDING, finding.as_dict()))
+    report.outcome = "failed"
+    return rules.FAILED, str(finding.msg)
+
+
+def apply_waiver(item: pytest.Item, report: pytest.TestReport, classified: Classified) -> Classified:
+    """A failure a waiver in force covers ends waived (the finding stays in results.json); an expired one stands."""
+    loaded = inventory(item.config)
+    if loaded is None or loaded.waivers is None:
+        return classified
+    props = dict(report.user_properties)
+    waiver = loaded.waivers.find(report.nodeid, props.get(keys.RULE, ""), props.get(keys.STATION, ""))
+    if waiver is None:
+        return classified
+    report.user_properties.append((keys.WAIVER, waiver.as_dict()))
+    if waiver.expired():
+        message = f"{expired_message(waiver)}\n{classified[1]}"
+        report.longrepr = message
+        return rules.FAILED, message
+    reason = f"Waived by '{waiver.name}' (owner {waiver.owner}, until {waiver.expires}): {waiver.justification}"
+    report.outcome = "skipped"  # JUnit and the HTML table show it as not failing, with the waiver as the reason
+    report.longrepr = (str(item.path), item.location[1] or 0, reason)
+    return rules.WAIVED, f"{reason}\n{classified[1]}"
+
+
+def report_rule(report: pytest.TestReport) -> str:
+    return str(dict(report.user_properties).get(keys.RULE, report.nodeid))
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[REDACTED]")
+    return text
+
+
+def _scrub_data(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrub_data(v, secrets) for v in value)
+    if isinstance(value, dict):
+        return {k: _scrub_data(v, secrets) for k, v in value.items()}
+    return value
+
+
+def redact(report: pytest.TestReport, secrets: list[str]) -> None:
+    """Keys never reach a report, a log or JUnit: scrub the failure text and every captured section."""
+    if not secrets:
+        return
+    if report.longrepr is not None and any(secret in str(report.longrepr) for secret in secrets):
+        report.longrepr = scrub(str(report.longrepr), secrets)
+    report.sections = [(title, scrub(body, secrets)) for title, body in report.sections]
+    report.user_properties = [_scrub_data(prop, secrets) for prop in report.user_properties]
+
+
+_SECRET_FLAG_WORDS = ("key", "token", "secret", "password")
+
+
+def redacted_flags(served: dict[str, Any]) -> dict[str, Any]:
+    """Served flags with the values of secret-looking ones (--api-key, --hf-token …) replaced."""
+    return {flag: "[REDACTED]" if any(word in flag.lower() for word in _SECRET_FLAG_WORDS) else value
+            for flag, value in served.items()}

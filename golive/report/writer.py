@@ -1,0 +1,158 @@
+"""The run's reports, written by the plugin whoever started pytest (`golive run` or plain `pytest --golive-inventory`):
+go-live.html (pytest-html), junit.xml (pytest's junitxml), results.json and go-live.md, into one folder, one verdict.
+
+Nothing is written, and nothing claimed, when nothing ran: a usage error, `--collect-only`, or a selection that
+matched no check. JUnit readers see the verdict too: a not-checked check is an <error> there (a CI dashboard must not
+show an INCOMPLETE run green) and the suite carries the verdict as the property `golive_verdict`.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from _pytest.junitxml import mangle_test_address, xml_key
+
+from golive import verdict as rules
+from golive.config import LoadedInventory
+from golive.report.markdown import write_markdown
+from golive.report.results import Recorder, verdict_word
+from golive.runstate import BASELINE, RECORDER, inventory
+
+REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
+INTERRUPTED_REASON = "the run was interrupted (Ctrl-C or SIGTERM)"
+
+
+def output_dir(config: pytest.Config, loaded: LoadedInventory) -> Path:
+    """--golive-output, else the inventory's `output` (relative to the inventory), else ./reports."""
+    chosen = config.getoption("golive_output")
+    if chosen:
+        return Path(chosen)
+    if loaded.inventory.output:
+        return loaded.path.parent / loaded.inventory.output
+    return Path("reports")
+
+
+def configure(config: pytest.Config, loaded: LoadedInventory) -> None:
+    """Point pytest-html and junitxml at the output folder (unless the caller named their own files); runs before
+    their own pytest_configure reads the options."""
+    if config.getoption("collectonly", False) or hasattr(config, "workerinput"):
+        return
+    out = output_dir(config, loaded)
+    if not config.getoption("htmlpath", None):
+        config.option.htmlpath = str(out / "go-live.html")
+        config.option.self_contained_html = True
+    if not config.option.xmlpath:
+        config.option.xmlpath = str(out / "junit.xml")
+    if not config.getoption("golive_json"):
+        config.option.golive_json = str(out / "results.json")
+
+
+def finish(config: pytest.Config, session: pytest.Session, exitstatus: int) -> int:
+    """At the end of the session (before pytest-html and junitxml write): the recorder completed, results.json and
+    go-live.md written, the verdict's exit code returned (README: exit codes)."""
+    recorder = config.stash[RECORDER]
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    progress = config.pluginmanager.get_plugin("golive-progress")
+    if interrupted and progress is not None:
+        recorder.mark_unfinished(session.items, progress.running,
+                                 progress.reason if progress.bound_reached else INTERRUPTED_REASON)
+    if config.getoption("collectonly", False):
+        _write_nothing(config)
+        return exitstatus
+    if exitstatus in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
+        _write_nothing(config)
+        return exitstatus
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED or (not recorder.checks and not interrupted):
+        _write_nothing(config)
+        return rules.EXIT_NOTHING_SELECTED
+    loaded = inventory(config)
+    previous = config.stash[BASELINE]
+    if previous is not None and loaded is not None and not interrupted:
+        recorder.compare_with(previous, loaded.profile.profile.endpoint.baseline_tolerance_pct)
+    path = config.getoption("golive_json")
+    if path:
+        write_markdown(recorder.write(Path(path), interrupted=interrupted), Path(path).with_name("go-live.md"))
+    verdict = recorder.verdict(interrupted)
+    junit = config.stash.get(xml_key, None)
+    if junit is not None:
+        junit.add_global_property("golive_verdict", verdict_word(verdict))
+    if nothing_applies(recorder, interrupted):
+        return rules.EXIT_NOTHING_SELECTED
+    return rules.exit_code(verdict)
+
+
+def nothing_applies(recorder: Recorder, interrupted: bool) -> bool:
+    return not interrupted and {r.outcome for r in recorder.checks.values()} == {rules.NOT_APPLICABLE}
+
+
+def _write_nothing(config: pytest.Config) -> None:
+    """No report for a run that checked nothing: pytest-html and junitxml are told not to write theirs."""
+    config.option.golive_json = None
+    junit = config.stash.get(xml_key, None)
+    if junit is not None:
+        del config.stash[xml_key]
+        config.pluginmanager.unregister(junit)
+    html = config.pluginmanager.getplugin("html-report") or next(
+        (p for p in config.pluginmanager.get_plugins() if type(p).__module__.startswith("pytest_html")
+         and hasattr(p, "_report_path")), None)
+    if html is not None:
+        config.pluginmanager.unregister(html)
+
+
+def mark_junit(config: pytest.Config) -> None:
+    """After junitxml wrote its file: each not-checked check becomes an <error> with golive's reason (JUnit has no
+    "did not run, and that matters"; a <skipped> reads green), and the counts follow."""
+    path = config.option.xmlpath
+    recorder = config.stash.get(RECORDER, None)
+    if not path or recorder is None or not Path(path).is_file():
+        return
+    not_checked = {tuple(_junit_address(r.nodeid)): r.message for r in recorder.of(rules.NOT_CHECKED)}
+    if not not_checked:
+        return
+    tree = ET.parse(path)
+    for suite in tree.iter("testsuite"):
+        changed = 0
+        for case in suite.iter("testcase"):
+            reason = not_checked.get((case.get("classname", ""), case.get("name", "")))
+            skipped = case.find("skipped")
+            if reason is None or skipped is None:
+                continue
+            case.remove(skipped)
+            error = ET.SubElement(case, "error", {"type": "golive.not_checked",
+                                                  "message": f"not checked: {reason.splitlines()[0][:500]}"})
+            error.text = reason
+            changed += 1
+        if changed:
+            suite.set("skipped", str(int(suite.get("skipped", "0")) - changed))
+            suite.set("errors", str(int(suite.get("errors", "0")) + changed))
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _junit_address(nodeid: str) -> tuple[str, str]:
+    """(classname, name) as junitxml writes a test case (its own mangle_test_address)."""
+    names = mangle_test_address(nodeid)
+    return ".".join(names[:-1]), names[-1]
+
+
+def summary_lines(config: pytest.Config, exitstatus: int) -> list[str]:
+    """The terminal's golive section: the verdict, counts per layer and station, reasons grouped."""
+    recorder = config.stash[RECORDER]
+    if config.getoption("collectonly", False):
+        return []
+    if not recorder.checks:
+        return [f"golive: no check selected (exit {rules.EXIT_NOTHING_SELECTED}): the -m/-k selection or the "
+                f"inventory left nothing to run; no report written"]
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    lines = ["", "=" * 30 + " golive verdict " + "=" * 30, *recorder.summary_lines(interrupted=interrupted)]
+    if nothing_applies(recorder, interrupted):
+        lines.append(f"golive: no selected check applies to these stations (exit {rules.EXIT_NOTHING_SELECTED}): "
+                     f"every one is not applicable, reasons above")
+    return lines
+
+
+def html_summary(session: pytest.Session) -> list[str]:
+    from golive.report.html import summary_html  # matplotlib and jinja2 load only when an HTML report is written
+
+    recorder = session.config.stash[RECORDER]
+    return summary_html(recorder, interrupted=session.shouldstop is not False and bool(session.shouldstop))

@@ -1,0 +1,53 @@
+"""What one golive run keeps on pytest's `config.stash`, and how a check says which layer and station it is for.
+
+Shared by the plugin's hooks (golive.plugin), its fixtures (golive.fixtures) and outcome classification
+(golive.outcomes); nothing here talks to a station.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from golive.config import LoadedInventory
+from golive.endpoint.target import api_key_of
+from golive.report.results import Recorder
+from golive.schema import LAYERS, Layer, Station
+from golive.urls import password_of
+
+INVENTORY = pytest.StashKey[LoadedInventory | None]()
+RECORDER = pytest.StashKey[Recorder]()
+BASELINE = pytest.StashKey[dict[str, Any] | None]()  # the last go-live's results.json (--golive-baseline)
+CONNECTIONS = pytest.StashKey[dict[tuple[str, str], Any]]()  # per run: testinfra hosts, facts, endpoint clients
+NO_INVENTORY = "no inventory: pass --golive-inventory PATH (or use `golive run`)"
+
+
+def inventory(config: pytest.Config) -> LoadedInventory | None:
+    return config.stash.get(INVENTORY, None)
+
+
+def layer_of(node: pytest.Item | pytest.Function | Any) -> Layer | None:
+    """The check's layer, from its marker (`pytestmark = pytest.mark.host`); None for anything else."""
+    marks = {m.name for m in node.iter_markers()}
+    return next((name for name in LAYERS if name in marks), None)
+
+
+def station_of(item: pytest.Item) -> Station | None:
+    """The inventory station a check is parametrized with (golive.plugin.pytest_generate_tests), else None."""
+    callspec = getattr(item, "callspec", None)
+    station = callspec.params.get("station") if callspec is not None else None
+    return station if isinstance(station, Station) else None
+
+
+def secrets(config: pytest.Config) -> list[str]:
+    """Every secret the run knows (API keys, passwords in host specs), longest first: scrubbed from every output."""
+    loaded = inventory(config)
+    if loaded is None:
+        return []
+    found: list[str] = []
+    for station in loaded.inventory.stations:
+        key = api_key_of(station)
+        if key:
+            found.append(key)
+        found.extend(password_of(station.host))  # ssh://user:password@host: as written and decoded
+    return sorted({s for s in found if s}, key=len, reverse=True)

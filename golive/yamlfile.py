@@ -1,0 +1,166 @@
+"""YAML as golive reads every file an operator writes: each key's file:line kept, validation errors as one line.
+
+Profiles, inventories, waivers and batteries all load through here, so a typo anywhere reads
+`site.yaml:3: unknown key 'vllm.max_num_seq'; did you mean 'max_num_seqs'?`.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from golive.verdict import printable
+
+
+class ConfigError(Exception):
+    """A bad profile or inventory; str() is the one line the operator sees."""
+
+    def __init__(self, message: str):
+        # a key or value quoted from the file may hold a newline or an escape sequence: one line, shown as text
+        super().__init__(printable(message.replace("\n", "\\n")))
+
+
+# --- YAML with positions ---------------------------------------------------------------------------------------------
+
+Path_ = tuple[Any, ...]
+
+
+@dataclass
+class Located:
+    """YAML data plus where each key/item came from: {(key, 0, key): (file, line)}."""
+
+    data: Any
+    where: dict[Path_, tuple[str, int]] = field(default_factory=dict)
+
+
+def load_yaml(path: Path) -> Located:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x})") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}{line}: YAML syntax error: {exc.problem or exc.context}") from None
+    except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
+        line = text.count("\n", 0, exc.position) + 1
+        raise ConfigError(f"{path}:{line}: YAML syntax error: character {exc.character:#06x} is not allowed") from None
+    if node is None:
+        raise ConfigError(f"{path}: file is empty")
+    located = Located(data=None)
+    located.data = _construct(node, (), str(path), located.where)
+    return located
+
+
+def _construct(node: yaml.Node, at: Path_, file: str, where: dict) -> Any:
+    where[at] = (file, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ConfigError(f"{file}:{key_node.start_mark.line + 1}: a key must be a plain word, not a list "
+                                  f"or a mapping")
+            key = key_node.value
+            if key in out:
+                raise ConfigError(f"{file}:{key_node.start_mark.line + 1}: duplicate key '{key}'")
+            out[key] = _construct(value_node, at + (key,), file, where)
+            where[at + (key,)] = (file, key_node.start_mark.line + 1)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_construct(item, at + (i,), file, where) for i, item in enumerate(node.value)]
+    try:
+        return yaml.SafeLoader(" ").construct_object(node, deep=True)
+    except yaml.constructor.ConstructorError as exc:  # a tag (!python/…, !foo) golive does not read
+        raise ConfigError(f"{file}:{node.start_mark.line + 1}: {exc.problem}") from None
+
+
+# --- validation ----------------------------------------------------------------------------------------------------
+
+
+def validate(model: type[BaseModel], located: Located, what: str, fallback_file: str) -> BaseModel:
+    if not isinstance(located.data, dict):
+        raise ConfigError(f"{fallback_file}:1: a {what} must be a mapping of keys to values")
+    try:
+        return model.model_validate(located.data)
+    except ValidationError as exc:
+        errors = exc.errors()  # a misspelt key also leaves its real key missing: name the misspelling
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        raise ConfigError(_one_line(model, first, located, fallback_file)) from None
+
+
+def _one_line(model: type[BaseModel], error: dict, located: Located, fallback_file: str) -> str:
+    loc = tuple(part for part in error["loc"] if not _is_union_tag(part))
+    if error["type"] == "extra_forbidden":  # the last part is the operator's key, whatever it looks like ("[", "int")
+        loc = tuple(part for part in error["loc"][:-1] if not _is_union_tag(part)) + error["loc"][-1:]
+    file, line = _nearest(located.where, loc, fallback_file)
+    dotted = ".".join(str(p) for p in loc) or "(top level)"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        valid = _fields_at(model, loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else f"; valid keys: {', '.join(valid)}"
+        return f"{file}:{line}: unknown key '{dotted}'{hint}"
+    if kind == "missing":
+        return f"{file}:{line}: missing required key '{dotted}'"
+    got = error.get("input")
+    shown = f" (got {got!r})" if not isinstance(got, (dict, list)) else ""
+    return f"{file}:{line}: '{dotted}': {_expected(error)}{shown}"
+
+
+def _is_union_tag(part: Any) -> bool:
+    # pydantic inserts the union member's type name into loc ("int", "function-after[...]")
+    return isinstance(part, str) and ("[" in part or part in {"int", "float", "str", "bool", "list", "dict"})
+
+
+def _expected(error: dict) -> str:
+    kind, msg = error["type"], error["msg"]
+    names = {"int_type": "integer", "int_parsing": "integer", "float_type": "number", "float_parsing": "number",
+             "bool_type": "true or false", "bool_parsing": "true or false", "string_type": "text",
+             "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping"}
+    if kind in names:
+        return f"expected {names[kind]}"
+    if kind == "value_error":
+        return msg.removeprefix("Value error, ")
+    return msg[0].lower() + msg[1:]
+
+
+def _nearest(where: dict, loc: Path_, fallback_file: str) -> tuple[str, int]:
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in where:
+            return where[loc[:cut]]
+    return fallback_file, 1
+
+
+def _fields_at(model: type[BaseModel], loc: Path_) -> list[str]:
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = current.model_fields.get(part)
+        if info is None:
+            return []
+        current = _model_in(info.annotation)
+        if current is None:
+            return []
+    return list(current.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found:
+            return found
+    return None
