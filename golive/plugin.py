@@ -206,7 +206,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     outcome = dict(report.user_properties).get(keys.OUTCOME)
     if not outcome:
         return None
-    word = {rules.NOT_APPLICABLE: ("n/a", "n", "NOT APPLICABLE"), rules.NOT_CHECKED: ("not checked", "s", "NOT CHECKED"),
+    word = {rules.NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"), rules.NOT_CHECKED: ("not checked", "s", "NOT CHECKED"),
             rules.WAIVED: ("waived", "w", "WAIVED")}.get(outcome[0])
     return word
 
