@@ -5,10 +5,12 @@ import argparse
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import NoReturn
 
 import yaml
 
 from golive import config as golive_config
+from golive import __version__
 from golive.verdict import EXIT_CODES, EXIT_USAGE
 
 COMMANDS_GROUP = "golive.commands"  # other distributions (golive's testbed) add subcommands here
@@ -99,14 +101,28 @@ def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
+class UsageExit(Exception):
+    """argparse refused the command line; its message is the one line shown (exit 4, never INCOMPLETE's 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageExit(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     codes = "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
-    parser = argparse.ArgumentParser(prog="golive", description="Go-live acceptance for self-hosted LLM serving "
-                                     "stations: host, cluster and endpoint checks against a recipe profile.",
-                                     epilog=f"exit codes: {codes}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="golive", description="Go-live acceptance for self-hosted LLM serving "
+                     "stations: host, cluster and endpoint checks against a recipe profile.",
+                     epilog=f"exit codes: {codes}")
+    parser.add_argument("--version", action="version", version=f"golive {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = sub.add_parser("run", help="run the checklist against an inventory's stations (extra args go to pytest)")
+    run = sub.add_parser("run", help="run the checklist against an inventory's stations (extra args go to pytest)",
+                         description="Run the checklist against the inventory's stations and write go-live.html, "
+                                     "go-live.md, results.json and junit.xml. Any argument golive does not know "
+                                     "passes through to pytest: -m host, -k needle, -x, -n 2, -v …",
+                         epilog=f"exit codes: {codes}")
     run.add_argument("inventory")
     run.add_argument("--output", "-o", help="report folder (default: the inventory's `output`, else ./reports)")
     run.add_argument("--profile", help="use this profile instead of the inventory's")
@@ -129,13 +145,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    if argv and argv[0] in TESTBED_COMMANDS and argv[0] not in parser._subparsers._group_actions[0].choices:
+    commands = {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+                for name in action.choices}
+    if argv and argv[0] in TESTBED_COMMANDS and argv[0] not in commands:
         return _fail(f"`golive {argv[0]}` belongs to golive's testbed, which runs from golive's source checkout: "
                      f"run `bash scripts/setup.sh` there, then `.venv/bin/golive {argv[0]}`")
-    ns, extra = parser.parse_known_args(argv)
+    try:
+        ns, extra = parser.parse_known_args(argv)
+    except UsageExit as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
     if extra and ns.command not in ("run", "demo"):
         return _fail(f"unexpected arguments: {' '.join(extra)}")
-    return ns.func(ns, extra)
+    return int(ns.func(ns, extra))
 
 
 if __name__ == "__main__":

@@ -6,11 +6,12 @@ golive.report.writer (the reports) and golive.fleet (stations in parallel).
 """
 from __future__ import annotations
 
+import re
 import signal
 import threading
 from html import escape
 from pathlib import Path
-from types import FrameType
+from types import FrameType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -78,6 +79,27 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Progress(config.getoption("golive_progress_s"),
                                                config.getoption("golive_max_run_time"), lambda: secrets(config),
                                                lambda item: _budget(item, loaded)), "golive-progress")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before any check runs: a run that selected nothing writes and claims no report, and an `-m` naming a marker
+    no check carries (a typo that would select nothing) is a usage error."""
+    config = session.config
+    if inventory(config) is None or hasattr(config, "workerinput"):
+        return
+    unknown = _unknown_markers(config)
+    if unknown or not session.items:
+        report_writer.write_nothing(config)
+    if unknown:
+        raise pytest.UsageError(f"-m {config.option.markexpr!r}: no check carries the marker(s) {', '.join(unknown)}; "
+                                f"golive's markers: {', '.join([*MARKER_HELP, 'perf', 'quality'])}")
+
+
+def _unknown_markers(config: pytest.Config) -> list[str]:
+    if not config.option.markexpr:
+        return []
+    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    return sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", config.option.markexpr)) - {"and", "or", "not"} - known)
 
 
 def _load_inventory(config: pytest.Config) -> golive_config.LoadedInventory | None:
@@ -182,6 +204,15 @@ class _Recording:
         if hasattr(self.config, "workerinput"):
             return
         session.exitstatus = report_writer.finish(self.config, session, exitstatus)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Ctrl-C or SIGTERM ends with one golive line, not pytest's banner and the library frame it landed in."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_keyboardinterrupt_memo"):  # what pytest prints at the end
+            reporter._keyboardinterrupt_memo = SimpleNamespace(reprcrash=SimpleNamespace(
+                message=f"golive: {report_writer.INTERRUPTED_REASON}: reports written, verdict INCOMPLETE "
+                        f"(exit {rules.EXIT_INCOMPLETE})"))
 
 
 @pytest.hookimpl(trylast=True)  # after junitxml wrote junit.xml

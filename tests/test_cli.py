@@ -80,3 +80,49 @@ def test_demo_with_a_dead_reference_station_is_incomplete(tmp_path):
     assert results["verdict"] == "incomplete"
     endpoint = [c for c in results["checks"] if c["layer"] == "endpoint" and c["station"] == "reference-vllm"]
     assert endpoint and {c["outcome"] for c in endpoint} == {"not_checked"}, output
+
+
+HEALTHY = REPO / "fixtures" / "inventories" / "gb300-healthy.yaml"
+
+
+@pytest.mark.parametrize("args", [[], ["run"], ["nosuch"], ["run", "--max-run-time"], ["profile", "nosuch"]])
+def test_every_usage_error_exits_4_with_one_line(args):
+    result = golive(*args)
+    assert result.returncode == 4, result
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("golive"), result.stderr
+
+
+def test_version_and_python_dash_m():
+    from golive import __version__
+
+    for command in ([sys.executable, "-m", "golive", "--version"], [sys.executable, "-m", "golive.cli", "--version"]):
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0 and result.stdout == f"golive {__version__}\n", result
+
+
+def test_run_help_says_pytest_arguments_pass_through():
+    result = golive("run", "--help")
+    assert result.returncode == 0 and "passes through to pytest" in " ".join(result.stdout.split())
+
+
+def test_unknown_marker_is_a_usage_error_and_writes_no_report(tmp_path):
+    result = golive("run", str(HEALTHY), "-o", str(tmp_path / "out"), "-m", "host or hots")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "no check carries the marker(s) hots" in result.stderr
+    assert not list((tmp_path / "out").glob("*")), "a usage error writes no report"
+    assert "no check selected" not in result.stdout
+
+
+def test_selection_of_nothing_exits_5_and_writes_no_report(tmp_path):
+    result = golive("run", str(HEALTHY), "-o", str(tmp_path / "out"), "-k", "no_such_check")
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert "no check selected (exit 5)" in result.stdout
+    assert not list((tmp_path / "out").glob("*")) and "golive: wrote" not in result.stdout
+
+
+def test_collect_only_lists_the_checks_and_exits_0_without_reports(tmp_path):
+    result = golive("run", str(HEALTHY), "-o", str(tmp_path / "out"), "-m", "host", "--co", "-q")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "test_unit_caps_starts_per_interval[gb300-a]" in result.stdout
+    assert not list((tmp_path / "out").glob("*"))

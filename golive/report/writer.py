@@ -58,13 +58,13 @@ def finish(config: pytest.Config, session: pytest.Session, exitstatus: int) -> i
         recorder.mark_unfinished(session.items, progress.running,
                                  progress.reason if progress.bound_reached else INTERRUPTED_REASON)
     if config.getoption("collectonly", False):
-        _write_nothing(config)
+        write_nothing(config)
         return exitstatus
     if exitstatus in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
-        _write_nothing(config)
+        write_nothing(config)
         return exitstatus
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED or (not recorder.checks and not interrupted):
-        _write_nothing(config)
+        write_nothing(config)
         return rules.EXIT_NOTHING_SELECTED
     loaded = inventory(config)
     previous = config.stash[BASELINE]
@@ -86,8 +86,9 @@ def nothing_applies(recorder: Recorder, interrupted: bool) -> bool:
     return not interrupted and {r.outcome for r in recorder.checks.values()} == {rules.NOT_APPLICABLE}
 
 
-def _write_nothing(config: pytest.Config) -> None:
-    """No report for a run that checked nothing: pytest-html and junitxml are told not to write theirs."""
+def write_nothing(config: pytest.Config) -> None:
+    """No report for a run that checked nothing: pytest-html's and junitxml's writers are unregistered (before the
+    session ends: pluggy fixes a hook's callers when the hook is called)."""
     config.option.golive_json = None
     junit = config.stash.get(xml_key, None)
     if junit is not None:
@@ -138,7 +139,7 @@ def _junit_address(nodeid: str) -> tuple[str, str]:
 def summary_lines(config: pytest.Config, exitstatus: int) -> list[str]:
     """The terminal's golive section: the verdict, counts per layer and station, reasons grouped."""
     recorder = config.stash[RECORDER]
-    if config.getoption("collectonly", False):
+    if config.getoption("collectonly", False) or exitstatus == pytest.ExitCode.USAGE_ERROR:
         return []
     if not recorder.checks:
         return [f"golive: no check selected (exit {rules.EXIT_NOTHING_SELECTED}): the -m/-k selection or the "

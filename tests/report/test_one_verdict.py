@@ -1,0 +1,69 @@
+"""One verdict in every output, whoever starts the run: plain pytest writes the same four reports as `golive run`, and
+a JUnit consumer sees an INCOMPLETE or NO-GO run as not green."""
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from golive_testbed.targets import build_station_trees
+
+REPO = Path(__file__).resolve().parents[2]
+HEALTHY = REPO / "fixtures" / "inventories" / "gb300-healthy.yaml"
+REPORTS = ("go-live.html", "go-live.md", "results.json", "junit.xml")
+
+
+@pytest.fixture(scope="module")
+def station_trees():
+    return build_station_trees()
+
+
+def plain_pytest(inventory: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "golive.suites", f"--golive-inventory={inventory}",
+                           f"--golive-output={out}", "-p", "no:cacheprovider", *args],
+                          capture_output=True, text=True, cwd=out.parent, timeout=300)
+
+
+def golive_run(inventory: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "golive", "run", str(inventory), "-o", str(out), *args],
+                          capture_output=True, text=True, cwd=out.parent, timeout=300)
+
+
+def junit_suite(path: Path) -> ET.Element:
+    suite = ET.parse(path).getroot()
+    return suite if suite.tag == "testsuite" else suite.find("testsuite")
+
+
+def test_plain_pytest_writes_the_same_reports_as_golive_run(tmp_path, station_trees):
+    plain = plain_pytest(HEALTHY, tmp_path / "plain", "-m", "host")
+    ran = golive_run(HEALTHY, tmp_path / "run", "-m", "host")
+    assert plain.returncode == ran.returncode == 0, plain.stdout + ran.stdout
+    for name in REPORTS:
+        assert (tmp_path / "plain" / name).is_file() and (tmp_path / "run" / name).is_file(), name
+    a, b = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("plain", "run"))
+    assert a["verdict"] == b["verdict"] == "pass"
+    assert {c["nodeid"].split("::", 1)[1]: c["outcome"] for c in a["checks"]} == \
+           {c["nodeid"].split("::", 1)[1]: c["outcome"] for c in b["checks"]}
+    for out in ("plain", "run"):
+        props = {p.get("name"): p.get("value") for p in junit_suite(tmp_path / out / "junit.xml").iter("property")}
+        assert props["golive_verdict"] == "GO"
+        assert "GO" in (tmp_path / out / "go-live.md").read_text()
+
+
+def test_incomplete_run_is_red_in_junit_with_the_verdict(tmp_path):
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("profile: glm-5.3-flash-gb300\nstations:\n"
+                         "  - {name: gone, host: 'chroot://no-such-tree', phase: serving}\n")
+    result = golive_run(inventory, tmp_path / "out", "-m", "host")
+    assert result.returncode == 2, result.stdout + result.stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    not_checked = [c for c in results["checks"] if c["outcome"] == "not_checked"]
+    assert results["verdict"] == "incomplete" and not_checked
+    suite = junit_suite(tmp_path / "out" / "junit.xml")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["golive_verdict"] == "INCOMPLETE"
+    assert int(suite.get("errors")) == len(not_checked) and int(suite.get("failures")) == 0
+    errors = [case.find("error") for case in suite.iter("testcase") if case.find("error") is not None]
+    assert len(errors) == len(not_checked)
+    assert all(e.get("message").startswith("not checked: ") and "does not exist" in e.get("message") for e in errors)
