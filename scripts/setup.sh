@@ -24,8 +24,9 @@ fi
 # to PIP_EXTRA_INDEX_URL (see README).
 # Two distributions: golive (the product, what operators install) and golive-testbed (reference station, station
 # trees, demo; from this checkout only). The check also catches an older checkout's install (no golive.suites).
-if ! .venv/bin/python -c "import golive.suites, golive_testbed.commands, matplotlib, vllm, testinfra, pytest_html, build, hypothesis, ansible" >/dev/null 2>&1; then
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]' -e './testbed[reference]'
+if ! .venv/bin/python -c "import golive.suites, golive_testbed.commands, matplotlib, vllm, testinfra, pytest_html, build, hypothesis, ansible" >/dev/null 2>&1 \
+   || [ ! -x .venv/bin/ruff ] || [ ! -x .venv/bin/mypy ]; then
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test,lint]' -e './testbed[reference]'
 fi
 # PyPI's torchvision/torchaudio/torchcodec are CUDA builds that fail to import beside the CPU torch, and
 # transformers imports torchvision when present: the server would die at start. Text models need none of them.
