@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -9,8 +10,8 @@ from typing import NoReturn
 
 import yaml
 
-from golive import config as golive_config
 from golive import __version__
+from golive import config as golive_config
 from golive.verdict import EXIT_CODES, EXIT_USAGE
 
 COMMANDS_GROUP = "golive.commands"  # other distributions (golive's testbed) add subcommands here
@@ -20,9 +21,8 @@ REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
 
 def suites_dir() -> Path:
     """The checklist, shipped inside the package (the repo's top-level suites/ is installed as golive.suites)."""
-    import golive.suites
-
-    return Path(golive.suites.__file__).parent
+    suites = importlib.import_module("golive.suites")  # by name: in a checkout it is the top-level suites/
+    return Path(str(suites.__file__)).parent
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:

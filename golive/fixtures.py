@@ -1,7 +1,7 @@
 """The fixtures a check asks for: its station's profile, host, facts and endpoint, each made once per run; and the
 `record_*` fixtures a check uses to leave metrics, provenance and notes for the reports.
 
-The endpoint chain is ordered so one root cause ends in one failure: `endpoint_client` (configured) → 
+The endpoint chain is ordered so one root cause ends in one failure: `endpoint_client` (configured) →
 `endpoint_answers` (/health is 200) → `endpoint_reachable` (/v1/models lets golive in) → `endpoint` (serves the
 profile's model). A check that needs a later link is not checked, naming the check that carries the failure.
 """

@@ -96,7 +96,7 @@ def apply_waiver(item: pytest.Item, report: pytest.TestReport, classified: Class
     loaded = inventory(item.config)
     if loaded is None or loaded.waivers is None:
         return classified
-    props = dict(report.user_properties)
+    props = keys.props(report)
     waiver = loaded.waivers.find(report.nodeid, props.get(keys.RULE, ""), props.get(keys.STATION, ""))
     if waiver is None:
         return classified
@@ -112,7 +112,7 @@ def apply_waiver(item: pytest.Item, report: pytest.TestReport, classified: Class
 
 
 def report_rule(report: pytest.TestReport) -> str:
-    return str(dict(report.user_properties).get(keys.RULE, report.nodeid))
+    return str(keys.props(report).get(keys.RULE, report.nodeid))
 
 
 def scrub(text: str, secrets: list[str]) -> str:

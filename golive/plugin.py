@@ -25,8 +25,17 @@ from golive.report import writer as report_writer
 from golive.report.baseline import load_baseline
 from golive.report.results import Recorder
 from golive.rules import rule_of
-from golive.runstate import BASELINE, CONNECTIONS, INVENTORY, NO_INVENTORY, RECORDER, inventory, layer_of, secrets
-from golive.runstate import station_of
+from golive.runstate import (
+    BASELINE,
+    CONNECTIONS,
+    INVENTORY,
+    NO_INVENTORY,
+    RECORDER,
+    inventory,
+    layer_of,
+    secrets,
+    station_of,
+)
 from golive.scope import MARKER_HELP, layer_scope
 from golive.verdict import not_applicable
 
@@ -234,12 +243,14 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     """The terminal says "not applicable" / "not checked" / "waived" where golive does, never a bare "skipped"."""
     if inventory(config) is None or report.when not in ("setup", "call") or not report.skipped:
         return None
-    outcome = dict(report.user_properties).get(keys.OUTCOME)
+    outcome = keys.props(report).get(keys.OUTCOME)
     if not outcome:
         return None
-    word = {rules.NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"), rules.NOT_CHECKED: ("not checked", "s", "NOT CHECKED"),
-            rules.WAIVED: ("waived", "w", "WAIVED")}.get(outcome[0])
-    return word
+    return _TERMINAL_WORDS.get(outcome[0])
+
+
+_TERMINAL_WORDS = {rules.NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"),
+                   rules.NOT_CHECKED: ("not checked", "s", "NOT CHECKED"), rules.WAIVED: ("waived", "w", "WAIVED")}
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -264,6 +275,6 @@ def pytest_html_results_table_header(cells: list[str]) -> None:
 
 
 def pytest_html_results_table_row(report: pytest.TestReport, cells: list[str]) -> None:
-    props = dict(report.user_properties)
+    props = keys.props(report)
     cells.insert(1, f"<td>{escape(str(props.get(keys.STATION, '')))}</td>")
     cells.insert(2, f"<td>{escape(str(props.get(keys.RULE, '')))}</td>")

@@ -42,7 +42,8 @@ def allowed(command: str) -> bool:
         tokens = list(lexer)
     except ValueError:
         return False
-    stages, stage = [], []
+    stages: list[list[str]] = []
+    stage: list[str] = []
     for token in tokens:
         if token and set(token) <= set("|&;<>()"):
             if token not in _OPERATORS:

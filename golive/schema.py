@@ -210,7 +210,7 @@ class Profile(Strict):
     name: str
     description: str
     sources: list[str] = Field(default_factory=list)
-    layers: list[Layer] = Field(default_factory=lambda: ["host", "endpoint"])  # what a go-live of this recipe checks
+    layers: list[Layer] = Field(default_factory=lambda: list[Layer](["host", "endpoint"]))  # what a go-live of this recipe checks
     service: Service | None = None
     image: Image
     numa: Numa | None = None

@@ -3,6 +3,12 @@
 They travel with the report (also between pytest-xdist workers and the controller) and are read by the recorder;
 nothing is ever re-parsed from failure text.
 """
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
 LAYER = "golive_layer"        # host | cluster | endpoint
 STATION = "golive_station"    # the inventory's station name
 RULE = "golive_rule"          # the check's docstring line, recipe tags expanded
@@ -12,3 +18,8 @@ NOTE = "golive_note"          # a passed check the operator must still read (e.g
 METRIC = "golive_metric"      # {name, value, unit, floor, ceiling, passed}
 WAIVER = "golive_waiver"      # the waiver that matched a failed check {name, owner, justification, expires, expired, …}
 PROVENANCE = "golive_provenance"  # what a check learned about the station: served args, parsers, image, vLLM version
+
+
+def props(report: pytest.TestReport | pytest.Item) -> dict[str, Any]:
+    """A report's (or item's) user properties by key; the last value of a key wins."""
+    return dict(report.user_properties)

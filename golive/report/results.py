@@ -96,14 +96,14 @@ class Recorder:
             if record is not None and item is not stopped:
                 continue
             if record is None:
-                props = dict(item.user_properties)
+                props = keys.props(item)
                 record = self.checks[item.nodeid] = CheckRecord(
                     nodeid=item.nodeid, layer=props.get(keys.LAYER, ""), rule=props.get(keys.RULE, ""),
                     station=props.get(keys.STATION, ""))
             record.outcome = rules.NOT_CHECKED
             record.message = f"not checked because {reason}" + (" while this check ran" if item is stopped else "")
 
-    # --- reading the results -------------------------------------------------------------------------------------------
+    # --- reading the results ------------------------------------------------------------------------------------------
 
     def verdict(self, interrupted: bool = False) -> str:
         return rules.verdict((r.outcome for r in self.checks.values()), interrupted)
