@@ -212,7 +212,10 @@ class _Recording:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput"):
             return
-        session.exitstatus = report_writer.finish(self.config, session, exitstatus)
+        loaded = inventory(self.config)
+        assert loaded is not None  # registered only for a run with an inventory
+        session.exitstatus = report_writer.finish(self.config, session, exitstatus, self.config.stash[RECORDER],
+                                                  loaded, self.config.stash[BASELINE])
 
     @pytest.hookimpl(trylast=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -227,7 +230,7 @@ class _Recording:
 @pytest.hookimpl(trylast=True)  # after junitxml wrote junit.xml
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if inventory(session.config) is not None and not hasattr(session.config, "workerinput"):
-        report_writer.mark_junit(session.config)
+        report_writer.mark_junit(session.config, session.config.stash[RECORDER])
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -256,7 +259,7 @@ _TERMINAL_WORDS = {rules.NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if inventory(config) is None:
         return
-    for line in report_writer.summary_lines(config, exitstatus):
+    for line in report_writer.summary_lines(config, exitstatus, config.stash[RECORDER]):
         terminalreporter.write_line(line)
 
 
@@ -266,7 +269,7 @@ def pytest_html_report_title(report: Any) -> None:
 
 def pytest_html_results_summary(prefix: list[str], summary: list[str], postfix: list[str],
                                 session: pytest.Session) -> None:
-    prefix.extend(report_writer.html_summary(session))
+    prefix.extend(report_writer.html_summary(session, session.config.stash[RECORDER]))
 
 
 def pytest_html_results_table_header(cells: list[str]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _pytest.junitxml import mangle_test_address, xml_key
@@ -17,7 +18,6 @@ from golive import verdict as rules
 from golive.config import LoadedInventory
 from golive.report.markdown import write_markdown
 from golive.report.results import Recorder, verdict_word
-from golive.runstate import BASELINE, RECORDER, inventory
 
 REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
 INTERRUPTED_REASON = "the run was interrupted (Ctrl-C or SIGTERM)"
@@ -48,10 +48,11 @@ def configure(config: pytest.Config, loaded: LoadedInventory) -> None:
         config.option.golive_json = str(out / "results.json")
 
 
-def finish(config: pytest.Config, session: pytest.Session, exitstatus: int) -> int:
-    """At the end of the session (before pytest-html and junitxml write): the recorder completed, results.json and
-    go-live.md written, the verdict's exit code returned (README: exit codes)."""
-    recorder = config.stash[RECORDER]
+def finish(config: pytest.Config, session: pytest.Session, exitstatus: int, recorder: Recorder,
+           loaded: LoadedInventory, previous: dict[str, Any] | None) -> int:
+    """At the end of the session (before pytest-html and junitxml write): the recorder completed (with the post-upgrade
+    diff against `previous`, the last go-live's results), results.json and go-live.md written, the verdict's exit
+    code returned (README: exit codes)."""
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     progress = config.pluginmanager.get_plugin("golive-progress")
     if interrupted and progress is not None:
@@ -66,9 +67,7 @@ def finish(config: pytest.Config, session: pytest.Session, exitstatus: int) -> i
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED or (not recorder.checks and not interrupted):
         write_nothing(config)
         return rules.EXIT_NOTHING_SELECTED
-    loaded = inventory(config)
-    previous = config.stash[BASELINE]
-    if previous is not None and loaded is not None and not interrupted:
+    if previous is not None and not interrupted:
         recorder.compare_with(previous, loaded.profile.profile.endpoint.baseline_tolerance_pct)
     path = config.getoption("golive_json")
     if path:
@@ -101,12 +100,11 @@ def write_nothing(config: pytest.Config) -> None:
         config.pluginmanager.unregister(html)
 
 
-def mark_junit(config: pytest.Config) -> None:
+def mark_junit(config: pytest.Config, recorder: Recorder) -> None:
     """After junitxml wrote its file: each not-checked check becomes an <error> with golive's reason (JUnit has no
     "did not run, and that matters"; a <skipped> reads green), and the counts follow."""
     path = config.option.xmlpath
-    recorder = config.stash.get(RECORDER, None)
-    if not path or recorder is None or not Path(path).is_file():
+    if not path or not Path(path).is_file():
         return
     not_checked = {tuple(_junit_address(r.nodeid)): r.message for r in recorder.of(rules.NOT_CHECKED)}
     if not not_checked:
@@ -136,9 +134,8 @@ def _junit_address(nodeid: str) -> tuple[str, str]:
     return ".".join(names[:-1]), names[-1]
 
 
-def summary_lines(config: pytest.Config, exitstatus: int) -> list[str]:
+def summary_lines(config: pytest.Config, exitstatus: int, recorder: Recorder) -> list[str]:
     """The terminal's golive section: the verdict, counts per layer and station, reasons grouped."""
-    recorder = config.stash[RECORDER]
     if config.getoption("collectonly", False) or exitstatus == pytest.ExitCode.USAGE_ERROR:
         return []
     if not recorder.checks:
@@ -152,8 +149,7 @@ def summary_lines(config: pytest.Config, exitstatus: int) -> list[str]:
     return lines
 
 
-def html_summary(session: pytest.Session) -> list[str]:
-    from golive.report.html import summary_html  # matplotlib and jinja2 load only when an HTML report is written
+def html_summary(session: pytest.Session, recorder: Recorder) -> list[str]:
+    from golive.report.html import summary_html  # matplotlib loads only when an HTML report is written
 
-    recorder = session.config.stash[RECORDER]
     return summary_html(recorder, interrupted=session.shouldstop is not False and bool(session.shouldstop))
