@@ -5,11 +5,12 @@ bounds; the probes are the smoke test's get_weather call and small sums with kno
 """
 import asyncio
 import time
+from collections.abc import Callable
 
 import pytest
 
 from golive.endpoint.load import Workload
-from golive.endpoint.underload import PROBES, probes_under_load
+from golive.endpoint.underload import PROBES, Probe, probes_under_load
 from golive.verdict import not_applicable, require
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
@@ -42,11 +43,32 @@ def test_tool_calls_and_arithmetic_stay_correct_under_load(endpoint, station, pr
         pytest.skip(f"no load request was in flight when the probes were sent ({len(measured.load)} load requests, "
                     f"{measured.load_failures} failed): see the throughput sweep")
     wrong = [o for o in measured.outcomes if o.wrong]
-    require(not wrong,
+    # a probe wrong under load is asked again alone: wrong alone too, it is no load fault, and the functional check
+    # of the same question (the smoke tool call, the chat checks) reports it with its own cause
+    alone = {o.probe.name: judged_alone(o.probe, ask) for o in wrong}
+    under_load_only = [o for o in wrong if alone[o.probe.name] is None]
+    also_alone = [o for o in wrong if alone[o.probe.name] is not None]
+    if also_alone and not under_load_only:
+        pytest.skip(f"not checked under load because {len(also_alone)} probe(s) are wrong without load too ("
+                    + "; ".join(f"{o.probe.name}: {alone[o.probe.name]}" for o in also_alone)
+                    + "): not a load fault; see the tool-call and chat checks, which report it")
+    require(not under_load_only,
             found="; ".join(f"{o.probe.name} (expected {o.probe.expect}, {o.load_in_flight} load requests in "
-                            f"flight) got {o.wrong}" for o in wrong)
-                  + f" — {len(wrong)} of {len(probes)} probes wrong under {gate} concurrent load requests",
-            recipe=f"the smoke tool call and known sums answer right at {gate} users, as they do alone [000]",
-            fix="if the same probes pass alone (the tool and chat checks), the fault is batch-dependent: compare "
-                "--max-num-seqs / --max-num-batched-tokens / CUDA graph capture sizes with the recipe, disable "
-                "suspect kernels one at a time, and re-run; report it to the image's maintainers with this probe")
+                            f"flight) got {o.wrong}" for o in under_load_only)
+                  + f" — {len(under_load_only)} of {len(probes)} probes wrong under {gate} concurrent load requests, "
+                    f"each right when asked again alone"
+                  + (f"; {len(also_alone)} more wrong without load too (reported by the tool-call and chat checks)"
+                     if also_alone else ""),
+            recipe="the smoke tool call and known sums answer right at the gate concurrency "
+                   f"({gate} users), as they do alone [000]",
+            fix="the fault is batch-dependent (right alone, wrong under load): compare --max-num-seqs / "
+                "--max-num-batched-tokens / CUDA graph capture sizes with the recipe, disable suspect kernels one at "
+                "a time, and re-run; report it to the image's maintainers with this probe")
+
+
+def judged_alone(probe: Probe, ask: Callable[[Probe], object]) -> str | None:
+    """What is wrong with the probe's answer with no load in flight (None: right), an HTTP error included."""
+    try:
+        return probe.judge(ask(probe))
+    except Exception as exc:  # noqa: BLE001 - an HTTP error is a wrong answer, named as such (as under load)
+        return f"{type(exc).__name__}: {str(exc)[:200]}"

@@ -4,8 +4,7 @@ import openai
 import pytest
 
 from golive.endpoint.client import error_body
-from golive.endpoint.errors import EndpointError
-from golive.endpoint.errors import from_response
+from golive.endpoint.errors import EndpointError, from_response
 from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
@@ -47,10 +46,20 @@ def test_models_max_model_len_matches_profile(endpoint, profile):
     models = {m.get("id"): m for m in endpoint.models()}
     entry = models.get(profile.vllm.served_model_name) or next(iter(models.values()), {})
     got = entry.get("max_model_len")
-    require(got == profile.vllm.max_model_len,
-            found=f"{entry.get('id')} max_model_len {got}",
-            recipe=f"--max-model-len {profile.vllm.max_model_len}; lowering it changes what the service is for [000]",
-            fix=f"serve with `--max-model-len {profile.vllm.max_model_len}` (and check the KV cache still fits)")
+    want = profile.vllm.max_model_len
+    if isinstance(got, int) and got > want:
+        direction = (f"raised above the recipe's {want:,} tokens: a window the recipe never measured; the KV cache "
+                     f"holds fewer full-length requests, and long prompts may no longer fit at the recipe's load")
+    elif isinstance(got, int):
+        direction = (f"lowered below the recipe's {want:,} tokens: prompts the service is meant to take are "
+                     f"refused")
+    else:
+        direction = "the server does not say its context window"
+    require(got == want,
+            found=f"{entry.get('id')} max_model_len {got if not isinstance(got, int) else f'{got:,}'}: {direction}",
+            recipe=f"--max-model-len {want} [000][002]",
+            fix=f"serve with `--max-model-len {want}` (and check the KV cache still fits), or pin this station's "
+                f"window in its site profile (vllm.max_model_len) if it is meant to differ")
 
 
 def test_one_token_canary_answers(endpoint, profile):

@@ -1,5 +1,4 @@
 """Auth: required when the profile says so; an open endpoint is reported plainly [000][002]."""
-import httpx
 import pytest
 
 from golive.endpoint.errors import from_response
