@@ -168,3 +168,18 @@ def test_profile_demands_more_than_the_station_gives(reference, tmp_path, site, 
     assert len(failed(by_check)) == 1, result.stdout + result.stderr
     [message] = [c["message"] for cs in by_check.values() for c in cs if c["outcome"] == "failed"]
     assert fragment in message, message
+
+
+def test_tool_choice_modes_each_report_what_they_did(reference, tmp_path):
+    """Without the tool parser flags, `none` still answers in text (passed), while auto, required and named are refused
+    for the smoke test's root cause: not checked, pointing at it — one root cause, one failure."""
+    if reference.variant != "no-tool-parser":
+        pytest.skip("runs against the station without tool parser flags")
+    result, results, by_check = golive_endpoint(reference, tmp_path, "-k", "tool_choice or parallel")
+    outcomes = {name: [c["outcome"] for c in checks] for name, checks in by_check.items()}
+    assert outcomes["test_tool_choice_none_answers_in_text"] == ["passed"], result.stdout + result.stderr
+    for name in ("test_tool_choice_auto_calls_when_a_tool_fits", "test_tool_choice_required_forces_a_call",
+                 "test_named_tool_choice_calls_that_function", "test_parallel_calls_are_separate_entries"):
+        [check] = by_check[name]
+        assert check["outcome"] == "not_checked" and "see the smoke-test check" in check["message"], check
+        assert "requires --" in check["message"], check
