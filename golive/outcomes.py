@@ -15,7 +15,7 @@ from golive import verdict as rules
 from golive.endpoint.errors import EndpointError
 from golive.facts import FactError
 from golive.report import keys
-from golive.runstate import inventory
+from golive.runstate import CONNECTIONS, inventory, station_of
 from golive.verdict import Finding, NotApplicable, printable
 from golive.waivers import expired_message
 
@@ -25,7 +25,7 @@ Classified = tuple[str, str]  # (outcome, reason)
 def record_outcome(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None],
                    secrets: list[str]) -> None:
     """Classify this phase, apply a waiver to a failure, put the outcome on the report, scrub every secret."""
-    classified = classify(report, call)
+    classified = same_cause(item, report, call) or classify(report, call)
     if classified is not None and classified[0] == rules.FAILED:
         classified = apply_waiver(item, report, classified)
     if classified is not None:
@@ -59,6 +59,24 @@ def classify(report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classifi
     if printable(report.longreprtext) != report.longreprtext:  # the traceback stays (a golive bug), escaped
         report.longrepr = printable(report.longreprtext)
     return rules.NOT_CHECKED, printable(f"the check {what}: {detail[:500]}")
+
+
+def same_cause(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classified | None:
+    """One root cause, one failure: a fact a station could not give (a missing unit, prestart, checkpoint folder or
+    tool) fails the first check that needs it; every later check of that station that meets the same cause is not
+    checked because of it, naming that check. None when this is the first (or not a fact error)."""
+    exc = call.excinfo.value if call.excinfo is not None else None
+    station = station_of(item)
+    if not isinstance(exc, FactError) or station is None:
+        return None
+    causes = item.config.stash[CONNECTIONS]
+    first = causes.setdefault(("cause", f"{station.name}\0{exc.cause}"), item.nodeid)
+    if first == item.nodeid:
+        return None
+    first = first.split("::")[-1].split("[")[0]  # the check's name, as the report lists it
+    reason = printable(f"not checked because {first} failed on the same cause: {exc.cause}")
+    report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1] or 0, reason)
+    return rules.NOT_CHECKED, reason
 
 
 def _skipped(report: pytest.TestReport, exc: BaseException | None) -> Classified:

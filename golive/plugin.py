@@ -243,8 +243,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
-    """The terminal says "not applicable" / "not checked" / "waived" where golive does, never a bare "skipped"."""
-    if inventory(config) is None or report.when not in ("setup", "call") or not report.skipped:
+    """The terminal counts in golive's words: "not applicable" / "not checked" / "waived", never a bare "skipped",
+    and a check golive failed is "failed" whichever phase failed it (a fixture included), never pytest's "error"."""
+    if inventory(config) is None or report.when not in ("setup", "call") or report.passed:
         return None
     outcome = keys.props(report).get(keys.OUTCOME)
     if not outcome:
@@ -252,7 +253,8 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return _TERMINAL_WORDS.get(outcome[0])
 
 
-_TERMINAL_WORDS = {rules.NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"),
+_TERMINAL_WORDS = {rules.FAILED: ("failed", "F", "FAILED"),
+                   rules.NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"),
                    rules.NOT_CHECKED: ("not checked", "s", "NOT CHECKED"), rules.WAIVED: ("waived", "w", "WAIVED")}
 
 

@@ -42,7 +42,13 @@ class StationFacts:
         result = self.host.run(line)
         if result.rc not in ok_rcs:
             detail = (result.stderr or result.stdout).strip().splitlines()
-            raise FactError(f"`{line}` failed on {self.station.name} (exit {result.rc}): {detail[-1] if detail else ''}")
+            program = shlex.split(line)[0] if line.strip() else line
+            missing = result.rc == 127  # POSIX shells: command not found
+            last = detail[-1] if detail else ""
+            raise FactError(f"`{line}` failed on {self.station.name} (exit {result.rc}): {last}",
+                            fix=f"install `{program}` on {self.station.name} (or put it on the PATH golive's login "
+                                f"sees), then re-run" if missing else None,
+                            cause=f"`{program}` is not installed on {self.station.name}" if missing else None)
         return result.stdout
 
     def read(self, path: str) -> str | None:
@@ -209,10 +215,16 @@ class StationFacts:
 
     @cached_property
     def checkpoint_dir(self) -> str:
+        """The profile's checkpoint.path, once it is a folder on the station (every checkpoint check needs it)."""
         path = self.profile.checkpoint.path
         if not path:
             raise FactError("the profile gives no checkpoint.path",
                             fix="set `checkpoint.path` (where this station keeps the checkpoint) in your site profile")
+        if not self.host.file(path).is_directory:
+            raise FactError(f"checkpoint folder {path} does not exist on {self.station.name}",
+                            fix=f"download the checkpoint into {path} (`numactl --membind=0 huggingface-cli download "
+                                f"{self.profile.checkpoint.repository} --local-dir {path}`), or set checkpoint.path "
+                                f"in the site profile to where this station keeps it")
         return path
 
     @cached_property

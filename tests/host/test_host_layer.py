@@ -3,6 +3,7 @@
 The healthy trees pass every host check; each broken tree fails exactly the check it breaks, with an operator message.
 """
 import json
+import re
 import os
 import subprocess
 import sys
@@ -49,7 +50,13 @@ MESSAGES = {
     "stray-gpu-process": ["pid 52210", "not in a container"],
     "gpu-missing": ["nvidia-smi lists", "1 × GB300 per station"],
     "stopped-hbm-busy": ["GiB in use with the service stopped"],
+    # one root cause, one failure: the first check that needs the missing piece fails, the others are not checked
+    "unit-missing": ["unit glm53-flash.service not found", "install the recipe's unit"],
+    "prestart-missing": ["prestart script /usr/local/sbin/glm53-flash-prestart.sh does not exist", "mode 0755"],
+    "checkpoint-missing": ["checkpoint folder /srv/models/GLM-5.3-Flash-NVFP4 does not exist", "huggingface-cli"],
+    "nvidia-smi-missing": ["nvidia-smi: not found", "install `nvidia-smi`"],
 }
+ONE_ROOT_CAUSE = {"unit-missing": 9, "prestart-missing": 2, "checkpoint-missing": 2, "nvidia-smi-missing": 1}
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
 
@@ -109,6 +116,13 @@ def test_each_tree_fails_exactly_its_rule(trees, tmp_path, variant):
     assert message.startswith("Found: ") and "\nRecipe: " in message and "\nDo: " in message
     for fragment in MESSAGES[variant.name]:
         assert fragment in message, message
+    same_cause = [c for c in checks.values() if "failed on the same cause" in c["message"]]
+    assert len(same_cause) == ONE_ROOT_CAUSE.get(variant.name, 0), output
+    for check in same_cause:
+        assert check["outcome"] == "not_checked", check
+        assert check["message"].startswith(f"not checked because {variant.breaks} failed on the same cause: "), check
+    [counts] = [line for line in output.splitlines() if re.search(r"\d+ failed.* in [\d.]+s", line)]
+    assert "1 failed" in counts and "error" not in counts, counts  # pytest's own summary counts what golive counts
 
 
 def test_needs_more_disk_than_there_is(trees, tmp_path):
