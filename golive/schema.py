@@ -156,6 +156,11 @@ class Load(Strict):
     max_duration_s: float = Field(default=900, gt=0)
     floors: LoadFloors = LoadFloors()
 
+    @property
+    def gate_level(self) -> int:
+        """The users the aggregate, per-user and TTFT-under-load gates read: gate_concurrency, else the top level."""
+        return self.gate_concurrency or max(self.concurrency)
+
     @model_validator(mode="after")
     def _bounded(self):
         if max(self.concurrency) > self.max_concurrency or min(self.concurrency) < 1:
