@@ -46,6 +46,8 @@ def measured(value: object) -> object:
 def shown(value: Any, percent: bool = False) -> str:
     if value is None or value == []:
         return NOT_SET
+    if isinstance(value, bool):
+        return str(value).lower()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{number(round(value * 100, 6))} %" if percent else number(value)
     if isinstance(value, (list, tuple)):
@@ -83,8 +85,8 @@ def first_paragraph(doc: str) -> str:
     return " ".join(paragraph.split())
 
 
-def rule_text(function: Callable[..., Any], profile: Profile | None) -> str | None:
-    """A check function's rule for `profile`: its docstring's first paragraph, rendered and cited (None: no docstring)."""
+def rule_text(function: Callable[..., Any] | None, profile: Profile | None) -> str | None:
+    """A check function's rule for `profile`: its docstring's first paragraph, rendered and cited (None: no doc)."""
     doc = getattr(function, "__doc__", None) if function is not None else None
     return cite(render(first_paragraph(doc), profile)) if doc else None
 

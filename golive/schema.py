@@ -215,7 +215,7 @@ class Profile(Strict):
     name: str
     description: str
     sources: list[str] = Field(default_factory=list)
-    layers: list[Layer] = Field(default_factory=lambda: ["host", "endpoint"])  # what a go-live of this recipe checks
+    layers: list[Layer] = Field(default_factory=lambda: list[Layer](["host", "endpoint"]))  # what a go-live of this recipe checks
     service: Service | None = None
     image: Image
     numa: Numa | None = None
@@ -227,6 +227,12 @@ class Profile(Strict):
     cluster: Cluster | None = None
     load: Load | None = None  # throughput floors; None: the perf checks are not applicable
     host: Host = Host()
+
+    @property
+    def cited(self) -> str:
+        """The profile's sources as citations ("[000][001]"): a rule whose numbers are this profile's cites them."""
+        tags = [s[1:].split("]", 1)[0] if s.startswith("[") and "]" in s else s for s in self.sources]
+        return "".join(f"[{tag}]" for tag in tags) or f"[profile {self.name}]"
 
 
 class Station(Strict):

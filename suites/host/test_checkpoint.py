@@ -12,7 +12,8 @@ SIZE_TOLERANCE = 0.05  # shards of another quantization differ by far more; one 
 def _expected_shards(facts, profile) -> tuple[list[str], str]:
     count = profile.checkpoint.shard_count
     if count:
-        return [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)], f"the profile ({count} shards)"
+        names = [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)]
+        return names, f"the profile ({count} shards)"
     index = facts.checkpoint_json("model.safetensors.index.json")
     require(index is not None and isinstance(index.get("weight_map"), dict),
             found=f"{facts.checkpoint_dir}/model.safetensors.index.json is missing or has no weight_map",
@@ -22,8 +23,8 @@ def _expected_shards(facts, profile) -> tuple[list[str], str]:
 
 
 def test_checkpoint_shards_complete(facts, profile, record_provenance):
-    """Every shard is present and non-empty (e.g. exactly model-00001-of-00050 .. model-00050-of-00050), and together
-    they are the checkpoint's size [002][000]."""
+    """Every shard the checkpoint names is present and non-empty, none is extra, and together they make the
+    checkpoint's {checkpoint.size_gb} GB [002][000]."""
     expected, source = _expected_shards(facts, profile)
     present = {s.name: s.size for s in facts.shards}
     record_provenance(checkpoint_manifest_sha256=facts.shard_manifest_sha256)
@@ -51,7 +52,8 @@ def test_checkpoint_shards_complete(facts, profile, record_provenance):
 
 
 def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
-    """config.json parses with the expected architecture and quantization fields [002][000]."""
+    """The checkpoint's config.json parses with the architecture and quantization fields the profile pins for
+    {checkpoint.repository} [002][000]."""
     config = facts.checkpoint_json("config.json")
     record_provenance(checkpoint_config_sha256=facts.checkpoint_sha256("config.json"),
                       checkpoint_index_sha256=facts.checkpoint_sha256("model.safetensors.index.json"))
@@ -76,7 +78,8 @@ def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
 
 
 def test_checkpoint_disk_space(facts, profile):
-    """The checkpoint fits: bytes already on disk plus free space cover the recipe's need [002][000]."""
+    """The checkpoint fits: bytes already on disk plus free space cover the recipe's {checkpoint.disk_need_gb} GB
+    [002][000]."""
     have = sum(s.size for s in facts.shards)
     free = facts.free_bytes(facts.checkpoint_dir)
     need = profile.checkpoint.disk_need_gb * 1e9

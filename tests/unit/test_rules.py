@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-import golive.suites
 from golive.config import load_profile, shipped_profiles
 from golive.rules import NOT_SET, field_value, fields_in, first_paragraph, number, rule_text
 from golive.schema import LAYERS, Profile
@@ -53,7 +52,7 @@ NOT_APPLICABLE_WHEN_UNSET = {
 
 def checks() -> list[tuple[str, Callable[..., Any]]]:
     """(layer, function) of every check in golive.suites, as pytest collects them (test_* functions of test_* files)."""
-    found = []
+    found: list[tuple[str, Callable[..., Any]]] = []
     for layer in LAYERS:
         package = importlib.import_module(f"golive.suites.{layer}")
         for module_info in pkgutil.iter_modules(package.__path__):
@@ -93,7 +92,7 @@ def profile_numbers(profile: Profile) -> set[str]:
             return
         elif isinstance(value, (int, float)):
             found.update({_key(str(value)), _key(number(value).replace(",", ""))})
-            if 0 < abs(value) < 1:
+            if isinstance(value, float) and 0 < abs(value) <= 1:  # a fraction a rule shows as a percentage
                 found.add(_key(number(round(value * 100, 6)).replace(",", "")))
         elif isinstance(value, str) and key not in PROSE:
             found.update(numbers_in(value))
@@ -122,6 +121,8 @@ def problems(rule: str, layer: str, function: Callable[..., Any], profile_name: 
     found = []
     if not rule.endswith("."):
         found.append("does not end as a sentence (with '.'): cut, or a docstring whose first paragraph runs on")
+    if not re.search(r"\[[^\]]+\]", rule):
+        found.append("cites no source ([000], [field practice], the profile's {cited})")
     if "{" in rule or "}" in rule:
         found.append("has an unrendered `{…}`")
     doc = first_paragraph(function.__doc__ or "")
@@ -142,17 +143,24 @@ def test_every_rule_is_this_profiles_rule(profile_name):
     assert len(CHECKS) > 60  # every layer's checks were found, not an empty list that passes
     bad = []
     for layer, function in CHECKS:
-        rule = rule_text(function, PROFILES[profile_name])
-        assert rule is not None, f"{function.__module__}.{function.__name__} has no docstring: a check names its rule"
+        assert function.__doc__, f"{function.__module__}.{function.__name__} has no docstring: a check names its rule"
+        rule = _rule(function, PROFILES[profile_name])
         bad += [f"{function.__name__}: {p}\n    {rule}" for p in problems(rule, layer, function, profile_name)]
     assert not bad, f"{len(bad)} rule(s) wrong under {profile_name}:\n" + "\n".join(bad)
 
 
 def test_gate_rule_shows_each_profiles_gate_level():
     aggregate = next(f for _, f in CHECKS if f.__name__ == "test_aggregate_throughput_meets_floor")
-    assert "At the gate level (32 users)" in rule_text(aggregate, PROFILES["glm-5.3-flash-gb300"])
-    two_stations = rule_text(aggregate, PROFILES["glm-5.3-2x-station-tp2"])
-    assert "(16 users)" in two_stations and "607.8 tok/s" in two_stations and "less 25 %" in two_stations
+    assert "At the gate level (32 users)" in _rule(aggregate, PROFILES["glm-5.3-flash-gb300"])
+    two_stations = _rule(aggregate, PROFILES["glm-5.3-2x-station-tp2"])
+    assert "(16 users)" in two_stations and "607.8 tok/s" in two_stations and "less 25 % tolerance" in two_stations
+    assert two_stations.endswith("[two-station recipe].")  # the numbers' source, not the single-station recipe
+
+
+def _rule(function: Callable[..., Any], profile: Profile | None) -> str:
+    rule = rule_text(function, profile)
+    assert rule is not None
+    return rule
 
 
 def _old_style_check():
@@ -165,25 +173,26 @@ def _cut_check():
 
 def test_a_number_copied_from_one_profile_is_flagged_under_the_others():
     """Today's docstrings (before placeholders) carried the single-station recipe's numbers: the checker says so."""
-    rule = rule_text(_old_style_check, PROFILES["glm-5.3-2x-station-tp2"])
+    rule = _rule(_old_style_check, PROFILES["glm-5.3-2x-station-tp2"])
     assert problems(rule, "endpoint", _old_style_check, "glm-5.3-2x-station-tp2") == [
         "shows 1464 (a number of glm-5.3-flash-gb300 only)"]
     assert problems(rule, "endpoint", _old_style_check, "glm-5.3-flash-gb300") == []  # its own numbers are fine
 
 
 def test_a_cut_rule_and_an_unset_field_are_flagged():
-    assert problems(rule_text(_cut_check, None), "endpoint", _cut_check, "reference-cpu") == [
-        "does not end as a sentence (with '.'): cut, or a docstring whose first paragraph runs on"]
+    assert problems(_rule(_cut_check, None), "endpoint", _cut_check, "reference-cpu") == [
+        "does not end as a sentence (with '.'): cut, or a docstring whose first paragraph runs on",
+        "cites no source ([000], [field practice], the profile's {cited})"]
 
     def unset_where_it_applies():
         """The checkpoint has {checkpoint.shard_count} shards [000]."""
 
-    rule = rule_text(unset_where_it_applies, PROFILES["glm-5.3-flash-gb300"])
+    rule = _rule(unset_where_it_applies, PROFILES["glm-5.3-flash-gb300"])
     assert rule == f"The checkpoint has {NOT_SET} shards [single-station recipe]."
     assert problems(rule, "host", unset_where_it_applies, "glm-5.3-flash-gb300") == [
         f"names checkpoint.shard_count, unset in glm-5.3-flash-gb300 where the check applies: it shows {NOT_SET!r}"]
     # the same field under a profile whose layers leave the host out: not applicable there, the rule may say so
-    assert problems(rule_text(unset_where_it_applies, PROFILES["reference-cpu"]), "host", unset_where_it_applies,
+    assert problems(_rule(unset_where_it_applies, PROFILES["reference-cpu"]), "host", unset_where_it_applies,
                     "reference-cpu") == []
 
 
@@ -191,7 +200,7 @@ def test_fractions_show_as_percentages_and_numbers_to_four_digits():
     def tolerance_rule():
         """Within {load.tolerance:%} of {load.floors.peak_tok_s} tok/s, levels {load.concurrency} [000]."""
 
-    assert rule_text(tolerance_rule, PROFILES["glm-5.3-flash-gb300"]) == (
+    assert _rule(tolerance_rule, PROFILES["glm-5.3-flash-gb300"]) == (
         "Within 10 % of 2,517 tok/s, levels 1, 32, 256 [single-station recipe].")
     assert [number(v) for v in (279.37329271811655, 0.0612345, 5933986, 1464.0, 12345.6)] == [
         "279.4", "0.06123", "5,933,986", "1,464", "12,346"]
