@@ -64,7 +64,7 @@ def test_markdown_has_the_sweep_table():
     section = record.split("## Concurrency sweep\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert rows[0].startswith("| station | users | aggregate tok/s |") and len(rows) == 2 + 6
-    assert "| gb300-a | 256 | 9100 |" in section and "| station &lt;b&gt;&amp;amp; b | 1 | 144 |" in section
+    assert "| gb300-a | 256 | 9,100 |" in section and "| station &lt;b&gt;&amp;amp; b | 1 | 144 |" in section
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
