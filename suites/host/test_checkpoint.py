@@ -9,6 +9,11 @@ pytestmark = pytest.mark.host
 SIZE_TOLERANCE = 0.05  # shards of another quantization differ by far more; one missing shard of 40 by 2.5 %
 
 
+def _dram_node(profile) -> int:
+    """Where downloads and copies run, so their page cache stays off the GPU's HBM node [000]."""
+    return profile.numa.dram_node if profile.numa else 0
+
+
 def _expected_shards(facts, profile) -> tuple[list[str], str]:
     count = profile.checkpoint.shard_count
     if count:
@@ -18,7 +23,8 @@ def _expected_shards(facts, profile) -> tuple[list[str], str]:
     require(index is not None and isinstance(index.get("weight_map"), dict),
             found=f"{facts.checkpoint_dir}/model.safetensors.index.json is missing or has no weight_map",
             recipe="the checkpoint's index names every shard; the profile pins no shard count",
-            fix="re-download the checkpoint (under `numactl --membind=0`) or set checkpoint.shard_count in the profile")
+            fix=f"re-download the checkpoint (under `numactl --membind={_dram_node(profile)}`) or set "
+                f"checkpoint.shard_count in the profile")
     return sorted(set(index["weight_map"].values())), "model.safetensors.index.json"
 
 
@@ -47,8 +53,8 @@ def test_checkpoint_shards_complete(facts, profile, record_provenance):
                   + "; ".join(problems),
             recipe="the layout check passes (every shard named by the checkpoint, none extra) before launch: a bad "
                    "shard on one rank looks like an NCCL timeout or a CUDA error [002]",
-            fix=f"re-download the missing shards into {facts.checkpoint_dir} (`numactl --membind=0 huggingface-cli "
-                f"download {profile.checkpoint.repository}`), then compare file lists across stations")
+            fix=f"re-download the missing shards into {facts.checkpoint_dir} (`numactl --membind={_dram_node(profile)} "
+                f"huggingface-cli download {profile.checkpoint.repository}`), then compare file lists across stations")
 
 
 def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
@@ -88,4 +94,4 @@ def test_checkpoint_disk_space(facts, profile):
                   f"= {(have + free) / 1e9:.0f} GB",
             recipe=f"at least {profile.checkpoint.disk_need_gb:g} GB for the checkpoint alone [002]",
             fix="free space on that filesystem or move the checkpoint to a larger disk (copy under "
-                "`numactl --membind=0`, then drop caches)")
+                f"`numactl --membind={_dram_node(profile)}`, then drop caches)")
