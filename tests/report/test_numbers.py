@@ -52,3 +52,16 @@ def test_html_summary_shows_the_same_numbers():
 def test_results_json_keeps_every_digit():
     data = json.loads(json.dumps(numbers_recorder().as_dict()))
     assert [m["value"] for m in data["metrics"]][:2] == [AGGREGATE, 0.0612345]
+
+
+def test_results_json_states_the_fixed_verdict_rules_and_readme_its_verdict_values():
+    from pathlib import Path
+
+    from golive.report.results import verdict_word
+    from golive.verdict import GO, INCOMPLETE, NO_GO, VERDICT_RULES
+
+    data = numbers_recorder().as_dict()
+    assert data["verdict_rules"] == VERDICT_RULES and data["verdict"] == GO
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    for value in (GO, NO_GO, INCOMPLETE):
+        assert f"`{value}` = {verdict_word(value)}" in readme
