@@ -204,3 +204,20 @@ def test_fractions_show_as_percentages_and_numbers_to_four_digits():
         "Within 10 % of 2,517 tok/s, levels 1, 32, 256 [single-station recipe].")
     assert [number(v) for v in (279.37329271811655, 0.0612345, 5933986, 1464.0, 12345.6)] == [
         "279.4", "0.06123", "5,933,986", "1,464", "12,346"]
+
+
+def test_site_profiles_of_the_self_tests_leave_no_field_unset_where_the_check_applies():
+    """Site profiles extend the shipped ones and change sections (rails, env files, gates): still no rule that applies
+    shows '(not set in this profile)'."""
+    from pathlib import Path
+
+    sites = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "profiles").glob("*.yaml"))
+    assert sites
+    bad = []
+    for path in sites:
+        profile = load_profile(path).profile
+        for layer, function in CHECKS:
+            for field in fields_in(first_paragraph(function.__doc__ or "")):
+                if field_value(profile, field) in (None, []) and applies(layer, function, profile, field):
+                    bad.append(f"{path.name}: {function.__name__} names {field}, unset where the check applies")
+    assert not bad, "\n".join(bad)
