@@ -115,6 +115,13 @@ def applies(layer: str, function: Callable[..., Any], profile: Profile, path: st
     return not any(p in excused and field_value(profile, p) in (None, []) for p in prefixes)
 
 
+def _rule(function: Callable[..., Any], profile: Profile | None) -> str:
+    """The rendered Rule line of a check function (it has a docstring)."""
+    rule = rule_text(function, profile)
+    assert rule is not None
+    return rule
+
+
 def problems(rule: str, layer: str, function: Callable[..., Any], profile_name: str) -> list[str]:
     """What is wrong with `rule` (the rendered Rule line of `function`) under the shipped profile `profile_name`."""
     profile = PROFILES[profile_name]
@@ -155,12 +162,6 @@ def test_gate_rule_shows_each_profiles_gate_level():
     two_stations = _rule(aggregate, PROFILES["glm-5.3-2x-station-tp2"])
     assert "(16 users)" in two_stations and "607.8 tok/s" in two_stations and "less 25 % tolerance" in two_stations
     assert two_stations.endswith("[two-station recipe].")  # the numbers' source, not the single-station recipe
-
-
-def _rule(function: Callable[..., Any], profile: Profile | None) -> str:
-    rule = rule_text(function, profile)
-    assert rule is not None
-    return rule
 
 
 def _old_style_check():
