@@ -1,12 +1,19 @@
 """A check's Rule line: its docstring's first paragraph, rendered with the numbers of the profile in force.
 
 A docstring names the rule in words and takes its numbers from the profile with `{field.path}` placeholders, so the
-same check reads right under every profile: "At {load.gate_concurrency} users the station delivers at least
-{load.floors.aggregate_tok_s} tok/s aggregate [000]." Numbers are shown to 4 significant digits, thousands grouped.
+same check reads right under every profile: "At {load.gate_level} users the station delivers at least
+{load.floors.aggregate_tok_s} tok/s aggregate [000]." `{field.path:%}` shows a fraction as a percentage (0.1 → 10 %).
+Numbers are shown to 4 significant digits, thousands grouped (`number`, which every report uses for measured numbers).
+
+A field that is not set (None, or an empty list) shows as "(not set in this profile)": a check whose rule names such a
+field is not applicable under that profile (its fixture or body says so, with the reason), and the Rule line says why
+its numbers are missing. tests/unit/test_rules.py renders every check under every shipped profile and holds that
+line: no unset field where the check applies, no number of another profile, no rule cut mid-sentence.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,7 +21,8 @@ import pytest
 from golive.schema import Profile
 from golive.verdict import cite
 
-_FIELD = re.compile(r"\{([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)\}")
+_FIELD = re.compile(r"\{([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)(:%)?\}")
+NOT_SET = "(not set in this profile)"
 
 
 def number(value: float | int) -> str:
@@ -28,13 +36,22 @@ def number(value: float | int) -> str:
     return f"{value:,.4g}"
 
 
-def shown(value: Any) -> str:
-    if value is None:
-        return "(not set in this profile)"
-    if isinstance(value, (int, float)):
+def measured(value: object) -> object:
+    """A report cell: numbers through `number` (results.json keeps them whole), anything else as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return number(value)
+    return value
+
+
+def shown(value: Any, percent: bool = False) -> str:
+    if value is None or value == []:
+        return NOT_SET
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{number(round(value * 100, 6))} %" if percent else number(value)
     if isinstance(value, (list, tuple)):
-        return ", ".join(shown(v) for v in value)
+        return ", ".join(shown(v, percent) for v in value)
     return str(value)
 
 
@@ -50,11 +67,16 @@ def field_value(profile: Profile, path: str) -> Any:
     return value
 
 
+def fields_in(text: str) -> list[str]:
+    """The profile fields a rule's text names."""
+    return [m.group(1) for m in _FIELD.finditer(text)]
+
+
 def render(text: str, profile: Profile | None) -> str:
     """The text with `{field.path}` placeholders filled from `profile`; without a profile, the paths stay named."""
     if profile is None:
         return _FIELD.sub(lambda m: f"<{m.group(1)}>", text)
-    return _FIELD.sub(lambda m: shown(field_value(profile, m.group(1))), text)
+    return _FIELD.sub(lambda m: shown(field_value(profile, m.group(1)), percent=bool(m.group(2))), text)
 
 
 def first_paragraph(doc: str) -> str:
@@ -63,10 +85,12 @@ def first_paragraph(doc: str) -> str:
     return " ".join(paragraph.split())
 
 
+def rule_text(function: Callable[..., Any] | None, profile: Profile | None) -> str | None:
+    """A check function's rule for `profile`: its docstring's first paragraph, rendered and cited (None: no doc)."""
+    doc = getattr(function, "__doc__", None) if function is not None else None
+    return cite(render(first_paragraph(doc), profile)) if doc else None
+
+
 def rule_of(item: pytest.Item, profile: Profile | None) -> str:
     """The Rule line of a check for the station's profile: its docstring's first paragraph, rendered and cited."""
-    function = getattr(item, "function", None)
-    doc = getattr(function, "__doc__", None)
-    if not doc:
-        return item.name
-    return cite(render(first_paragraph(doc), profile))
+    return rule_text(getattr(item, "function", None), profile) or item.name

@@ -156,6 +156,11 @@ class Load(Strict):
     max_duration_s: float = Field(default=900, gt=0)
     floors: LoadFloors = LoadFloors()
 
+    @property
+    def gate_level(self) -> int:
+        """The users the aggregate, per-user and TTFT-under-load gates read: gate_concurrency, else the top level."""
+        return self.gate_concurrency or max(self.concurrency)
+
     @model_validator(mode="after")
     def _bounded(self):
         if max(self.concurrency) > self.max_concurrency or min(self.concurrency) < 1:
@@ -222,6 +227,12 @@ class Profile(Strict):
     cluster: Cluster | None = None
     load: Load | None = None  # throughput floors; None: the perf checks are not applicable
     host: Host = Host()
+
+    @property
+    def cited(self) -> str:
+        """The profile's sources as citations ("[000][001]"): a rule whose numbers are this profile's cites them."""
+        tags = [s[1:].split("]", 1)[0] if s.startswith("[") and "]" in s else s for s in self.sources]
+        return "".join(f"[{tag}]" for tag in tags) or f"[profile {self.name}]"
 
 
 class Station(Strict):

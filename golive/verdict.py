@@ -15,6 +15,11 @@ import pytest
 PASSED, FAILED, WAIVED, NOT_APPLICABLE, NOT_CHECKED = "passed", "failed", "waived", "not_applicable", "not_checked"
 OUTCOMES = (PASSED, FAILED, WAIVED, NOT_APPLICABLE, NOT_CHECKED)
 GO, NO_GO, INCOMPLETE = "pass", "fail", "incomplete"
+# the rules a verdict follows, as results.json (`verdict_rules`) and every report state them
+VERDICT_RULES = ("A check ends passed, failed, waived, not applicable (the profile and the station say it cannot "
+                 "apply; listed with the reason) or not checked (anything else that did not run). GO only when every "
+                 "check is passed, waived or not applicable; any failure is NO-GO; otherwise anything not checked, or "
+                 "an interrupted run, is INCOMPLETE.")
 
 EXIT_GO, EXIT_NO_GO, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_NOTHING_SELECTED = 0, 1, 2, 4, 5
 EXIT_CODES = {

@@ -7,6 +7,7 @@ from markupsafe import Markup
 from golive import verdict as rules
 from golive.report.plots import SWEEP_COLUMNS, SWEEP_METRIC, sweep_rows, sweep_svg
 from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
+from golive.rules import measured
 from golive.verdict import printable
 
 
@@ -15,16 +16,9 @@ def shown(value: object) -> object:
     return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
-def measured(value: object) -> object:
-    """A measured number as an operator reads it: 4 significant digits, thousands grouped."""
-    if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
-
-
 # every value is text: a model or a station may answer with markup, or with control characters
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=True, finalize=shown)
-_ENV.filters["measured"] = measured
+_ENV.filters["measured"] = measured  # the one number format of every report (results.json keeps them whole)
 
 
 def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
@@ -36,7 +30,8 @@ def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
         failures=recorder.of(rules.FAILED), notes=[r for r in recorder.of(rules.PASSED) if r.note],
         not_checked=grouped_by_reason(recorder.of(rules.NOT_CHECKED)),
         not_applicable=grouped_by_reason(recorder.of(rules.NOT_APPLICABLE)),
-        profile=data["profile"], stations=data["stations"], metrics=[m for m in recorder.metrics if not SWEEP_METRIC.match(str(m.get("name", "")))],
+        profile=data["profile"], stations=data["stations"],
+        metrics=[m for m in recorder.metrics if not SWEEP_METRIC.match(str(m.get("name", "")))],
         interrupted=interrupted,
         recipes=rules.RECIPES, rules_text=data["verdict_rules"], waived=recorder.of(rules.WAIVED),
         baseline=recorder.baseline, run=data["provenance"], provenance=any(s["provenance"] for s in data["stations"]),

@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader
 from golive import verdict as rules
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
 from golive.report.results import verdict_word
+from golive.rules import measured
 from golive.verdict import printable
 
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=False, keep_trailing_newline=True,
@@ -39,7 +40,7 @@ def block(value: object) -> str:
     return "\n".join("    " + line for line in lines)
 
 
-_ENV.filters.update(text=text, cell=cell, block=block)
+_ENV.filters.update(text=text, cell=cell, block=block, measured=measured)  # measured: 4 significant digits
 
 
 def render_markdown(results: dict) -> str:
@@ -52,7 +53,8 @@ def render_markdown(results: dict) -> str:
     return _ENV.get_template("go-live.md.j2").render(
         r=results, verdict_word=verdict_word(results["verdict"]), outcomes=rules.OUTCOMES,
         counts=dict(sorted(counts.items())), by_outcome=by_outcome,
-        sweep=sweep_rows(results.get("metrics", [])), sweep_columns=SWEEP_COLUMNS, checks=sorted(checks, key=lambda c: c["nodeid"]))
+        sweep=sweep_rows(results.get("metrics", [])), sweep_columns=SWEEP_COLUMNS,
+        checks=sorted(checks, key=lambda c: c["nodeid"]))
 
 
 def write_markdown(results: dict, path: Path) -> None:

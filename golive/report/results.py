@@ -145,7 +145,7 @@ class Recorder:
         return {
             "schema": SCHEMA,
             "verdict": self.verdict(interrupted),
-            "verdict_rules": rules.__doc__.split("\n\n", 1)[1].strip().replace("\n", " "),
+            "verdict_rules": rules.VERDICT_RULES,
             "profile": profile,
             "stations": stations,
             "provenance": {

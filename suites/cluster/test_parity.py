@@ -10,7 +10,7 @@ pytestmark = pytest.mark.cluster
 
 
 def test_stations_run_the_same_image(cluster_facts, peer, cluster):
-    """The image is pulled on both stations with matching architecture and digests [002]."""
+    """The image {cluster.image_ref} is pulled on both stations with matching architecture and digests [002]."""
     if not cluster.image_ref:
         not_applicable("the profile names no image reference (cluster.image_ref)")
     mine, theirs = cluster_facts.image, peer.image
@@ -49,7 +49,7 @@ def test_stations_hold_the_same_checkpoint(cluster_facts, peer):
 
 
 def test_stations_share_the_env_file(cluster_facts, peer, cluster):
-    """The pinned environment file is the same on both stations, byte for byte [002]."""
+    """The pinned environment file, {cluster.env_file}, is the same on both stations, byte for byte [002]."""
     if not cluster.env_file:
         not_applicable("the profile names no environment file (cluster.env_file)")
     mine, theirs = cluster_facts.env_bytes, peer.env_bytes
@@ -62,12 +62,13 @@ def test_stations_share_the_env_file(cluster_facts, peer, cluster):
                                                      or "only in whitespace or line endings"),
             recipe="rail interface, RDMA device and both IPv4 addresses pinned in one environment file, the same on "
                    "both stations [002]",
-            fix=f"copy {cluster.env_file} from the station that is right to the other one, then restart the serving run "
-                f"on both")
+            fix=f"copy {cluster.env_file} from the station that is right to the other one, then restart the serving "
+                f"run on both")
 
 
 def test_all_reduce_bus_bandwidth_floor(cluster_facts, peer, cluster, record_metric):
-    """nccl-tests all_reduce_perf across both stations reaches the profile's bus bandwidth floor [002]."""
+    """nccl-tests all_reduce_perf across both stations reaches the profile's bus bandwidth floor,
+    {cluster.busbw_floor_gbs} GB/s [002]."""
     if cluster.busbw_floor_gbs is None or not cluster.all_reduce_perf:
         not_applicable("the profile sets no all-reduce bandwidth gate (cluster.busbw_floor_gbs, "
                        "cluster.all_reduce_perf)")

@@ -1,5 +1,5 @@
-"""Every rail on every station: up, addressed, MTU 9000, 400 Gb/s, the route to the peer by that rail; jumbo frames
-end to end [002]. If either station drops off the rail, GLM-5.3 stops answering."""
+"""Every rail on every station: up, addressed, at the profile's MTU and speed, the route to the peer by that rail;
+jumbo frames end to end [002]. If either station drops off the rail, the model stops answering."""
 import pytest
 
 from golive.facts.net import PingVerdict
@@ -27,14 +27,15 @@ def _present(cluster_facts, rails):
 def test_rail_link_up(cluster_facts, rails, station):
     """Every rail interface exists and is UP [002]."""
     interfaces = cluster_facts.interfaces
-    bad = [f"{r.interface} " + (f"is {interfaces[r.interface].operstate}" if r.interface in interfaces else "does not exist")
+    bad = [f"{r.interface} "
+           + (f"is {interfaces[r.interface].operstate}" if r.interface in interfaces else "does not exist")
            for r in rails if r.interface not in interfaces or not interfaces[r.interface].up]
     require(not bad,
             found=f"on {station.name}: " + "; ".join(bad) + f" (ip -j addr show lists {', '.join(interfaces)})",
             recipe=f"both stations stay on every rail ({', '.join(r.interface for r in rails)}): if either drops off, "
-                   f"GLM-5.3 stops answering [002]",
-            fix="check the cable and the switch port, then `ip link set IF up`; a renamed interface means the profile's "
-                "rail names no longer match this station")
+                   f"the model stops answering [002]",
+            fix="check the cable and the switch port, then `ip link set IF up`; a renamed interface means the "
+                "profile's rail names no longer match this station")
 
 
 def test_rail_holds_its_address(cluster_facts, rails, station):
@@ -53,7 +54,7 @@ def test_rail_holds_its_address(cluster_facts, rails, station):
 
 
 def test_rail_mtu(cluster_facts, rails, cluster, station):
-    """Every rail runs MTU 9000 [002]."""
+    """Every rail runs MTU {cluster.mtu} [002]."""
     bad = [f"{r.interface} MTU {cluster_facts.interfaces[r.interface].mtu}" for r in _present(cluster_facts, rails)
            if cluster_facts.interfaces[r.interface].mtu != cluster.mtu]
     require(not bad,
@@ -64,7 +65,7 @@ def test_rail_mtu(cluster_facts, rails, cluster, station):
 
 
 def test_rail_speed(cluster_facts, rails, cluster, station):
-    """Every rail links at 400 Gb/s [002]."""
+    """Every rail links at {cluster.speed_gbps} Gb/s [002]."""
     want = round(cluster.speed_gbps * 1000)
     bad = []
     for rail in _present(cluster_facts, rails):
@@ -76,7 +77,7 @@ def test_rail_speed(cluster_facts, rails, cluster, station):
             found=f"on {station.name}: " + "; ".join(bad),
             recipe=f"expected {cluster.speed_gbps:g} Gb/s on every rail [002]",
             fix="reseat or replace the cable/transceiver and check the switch port's speed; a link that trained down "
-                "(200 Gb/s) halves the all-reduce bandwidth")
+                "(half the speed) halves the all-reduce bandwidth")
 
 
 def test_rail_route_to_peer_leaves_by_the_rail(cluster_facts, rails, station):
@@ -91,7 +92,8 @@ def test_rail_route_to_peer_leaves_by_the_rail(cluster_facts, rails, station):
         if route is None:
             bad.append(f"no route to {peer}")
         elif route.dev != rail.interface or route.gateway:
-            bad.append(f"{peer} is reached via {route.dev}" + (f" and gateway {route.gateway}" if route.gateway else ""))
+            bad.append(f"{peer} is reached via {route.dev}"
+                       + (f" and gateway {route.gateway}" if route.gateway else ""))
     require(not bad,
             found=f"on {station.name}: " + "; ".join(bad) + " (ip -j route get)",
             recipe="each rail reaches the peer's address on that rail directly: NCCL's bootstrap and RoCE traffic "
@@ -101,7 +103,8 @@ def test_rail_route_to_peer_leaves_by_the_rail(cluster_facts, rails, station):
 
 
 def test_jumbo_frames_cross_every_rail_both_ways(rails, cluster_facts, peer, cluster, station):
-    """Jumbo frames end to end: `ping -M do -s 8972` to the peer on every rail, from each side [002]."""
+    """Jumbo frames end to end: a don't-fragment ping filling the {cluster.mtu}-byte MTU (`ping -M do`) reaches the
+    peer on every rail, from each side [002]."""
     for side in (cluster_facts, peer):   # one root cause, one failure: a rail the checks above fail is not pinged
         for rail in rails:
             if why := side.rail_ready(rail):
@@ -116,7 +119,8 @@ def test_jumbo_frames_cross_every_rail_both_ways(rails, cluster_facts, peer, clu
                        PingVerdict.DROPPED: "dropped on the path (the peer, or a switch between, is at a smaller MTU)",
                        PingVerdict.UNREACHABLE: "unreachable"}[ping.verdict]
                 bad.append(f"{side.station.name} → {side.peer_address(rail)} on {rail.interface}: {why}; "
-                           f"{ping.received}/{ping.transmitted} replies" + (f", `{ping.message}`" if ping.message else ""))
+                           f"{ping.received}/{ping.transmitted} replies"
+                           + (f", `{ping.message}`" if ping.message else ""))
     require(not bad,
             found="; ".join(bad),
             recipe=f"link validated with jumbo-frame pings of {cluster.mtu - 28} bytes (don't fragment) before "

@@ -1,5 +1,5 @@
 """RDMA ports and NCCL as the serving run loads them: RoCE v2 on an active Ethernet port, the pinned GID index,
-NCCL 2.30.7 with GPU Direct RDMA, never sockets, no warnings [002]."""
+the profile's NCCL with GPU Direct RDMA, never sockets, no warnings [002]."""
 import pytest
 
 from golive.verdict import not_applicable, require
@@ -35,7 +35,8 @@ def test_rdma_port_active_on_ethernet(cluster_facts, rdma_rails, station):
             bad.append(f"{rail.rdma_device} port {rail.port} is {port.state}, link layer {port.link_layer}")
     require(not bad,
             found=f"on {station.name}: " + "; ".join(bad),
-            recipe="two 400 G RoCEv2 rails (mlx5_0, mlx5_1), every port active [002]",
+            recipe=f"{len(rdma_rails)} RoCEv2 rail(s) ({', '.join(r.rdma_device or '' for r in rdma_rails)}), every "
+                   f"port active with link layer Ethernet [002]",
             fix="check the rail's link (`ip link`, cable, switch port); a port in InfiniBand mode needs "
                 "`mlxconfig -d DEV set LINK_TYPE_P1=2` (Ethernet) and a reboot")
 
@@ -50,7 +51,8 @@ def test_rdma_roce_v2_gid_is_the_pinned_index(cluster_facts, rdma_rails, cluster
     for rail in rdma_rails:
         port = _port(cluster_facts, rail)
         if port is None or not port.active:
-            pytest.skip(f"{rail.rdma_device} port {rail.port} is missing or down: see test_rdma_port_active_on_ethernet")
+            pytest.skip(f"{rail.rdma_device} port {rail.port} is missing or down: see "
+                        f"test_rdma_port_active_on_ethernet")
         address = cluster_facts.local_address(rail)
         index = port.gid_index(address, "RoCE v2")
         if index is None:
@@ -70,7 +72,7 @@ def test_rdma_roce_v2_gid_is_the_pinned_index(cluster_facts, rdma_rails, cluster
 
 
 def test_nccl_version_matches_profile(cluster_facts, cluster, station, record_provenance):
-    """The NCCL the serving run loaded (its `NCCL version` line) is the profile's 2.30.7 [002]."""
+    """The NCCL the serving run loaded (its `NCCL version` line) is the profile's {cluster.nccl_version} [002]."""
     log = cluster_facts.nccl_log
     record_provenance(nccl_version=", ".join(log.versions) or None)
     require(log.version == cluster.nccl_version,
@@ -83,8 +85,8 @@ def test_nccl_version_matches_profile(cluster_facts, cluster, station, record_pr
 
 
 def test_nccl_environment_is_pinned(cluster_facts, cluster, station):
-    """The environment file pins NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_SOCKET_IFNAME and the all-reduce switches as
-    the profile says [002]."""
+    """The environment file {cluster.env_file} pins every variable of the profile's cluster.env (NCCL HCA, GID index,
+    socket interface, all-reduce switches), value for value [002]."""
     if not cluster.env_file:
         not_applicable("the profile names no environment file (cluster.env_file)")
     values = cluster_facts.env_file.values
@@ -92,7 +94,7 @@ def test_nccl_environment_is_pinned(cluster_facts, cluster, station):
            if values.get(k) != v]
     require(not bad,
             found=f"{cluster.env_file} on {station.name}: " + "; ".join(bad),
-            recipe="rail, RDMA device, NCCL HCA and GID index, custom and FlashInfer all-reduce off and the 1800 s "
+            recipe="rail, RDMA device, NCCL HCA and GID index, custom and FlashInfer all-reduce off and the "
                    "distributed timeout pinned in an environment file [002]",
             fix=f"set {', '.join(f'{k}={v}' for k, v in cluster.env.items())} in {cluster.env_file} on both "
                 f"stations, then restart the serving run")

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.endpoint
 
 def test_agent_battery_meets_floor(endpoint, profile, record_metric, record_finding, record_provenance):
     """The agent battery (single, parallel and chained calls, tool errors, no tool needed, numbers worked out from
-    results), streamed and not, scores ≥ the floor on calls and final answers [000]."""
+    results), streamed and not, scores at least {endpoint.agent_battery_floor:%} on calls and final answers [000]."""
     sampling = profile.endpoint.battery_sampling
     cases = load_agent_battery()
 
@@ -33,7 +33,7 @@ def test_agent_battery_meets_floor(endpoint, profile, record_metric, record_find
         except openai.BadRequestError as exc:
             pytest.skip(f"the server refuses tool requests (HTTP 400: {error_body(exc)}): see the smoke-test check")
         failing = {}
-        for (case, stream), outcome in zip(jobs, outcomes):
+        for (case, stream), outcome in zip(jobs, outcomes, strict=True):
             if not outcome.passed:
                 failing.setdefault(case.id, f"{case.id} ({case.category}, {'streamed' if stream else 'non-streamed'}"
                                             f"): {outcome.reason}")
@@ -47,6 +47,6 @@ def test_agent_battery_meets_floor(endpoint, profile, record_metric, record_find
     require(spread.mean >= floor,
             found=f"{len(cases) - len(worst)}/{len(cases)} cases pass streamed and not (score {spread.text()}); "
                   f"failing: " + "; ".join(list(worst.values())[:6]) + (" …" if len(worst) > 6 else ""),
-            recipe=f"agent battery ≥ {floor:.0%} (15/15 at go-live, vendor sampling) [000]",
+            recipe=f"agent battery ≥ {floor:.0%} of its {len(cases)} cases, streamed and not [000]",
             fix="an agent that ignores tool results or loops is not fit for go-live: compare the checkpoint, chat "
                 "template and parser flags with the recipe's")

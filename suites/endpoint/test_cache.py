@@ -16,7 +16,7 @@ def _cache_config(endpoint) -> dict:
 
 
 def test_kv_cache_capacity_meets_floor(endpoint, profile, record_metric):
-    """KV cache capacity (from /metrics) holds at least the recipe's tokens (5,933,986 = 5.66 × 1M) [000]."""
+    """KV cache capacity (from /metrics) holds at least the recipe's {endpoint.kv_cache_tokens_floor} tokens {cited}."""
     floor = profile.endpoint.kv_cache_tokens_floor
     if floor is None:
         not_applicable("the profile sets no kv_cache_tokens_floor")
@@ -26,13 +26,14 @@ def test_kv_cache_capacity_meets_floor(endpoint, profile, record_metric):
         tokens = int(info["num_gpu_blocks"]) * int(info.get("block_size") or 0)
     require(tokens not in (None, "", "None"),
             found=f"/metrics has no vllm:cache_config_info capacity (labels: {sorted(info)})",
-            recipe=f"KV cache ≥ {floor:,} tokens [000]", fix="enable /metrics (it is on by default in vLLM)")
+            recipe=f"KV cache ≥ {floor:,} tokens {profile.cited}", fix="enable /metrics (it is on by default in vLLM)")
     tokens = int(tokens)
     record_metric("kv_cache_tokens", tokens, "tokens", floor=floor)
     require(tokens >= floor,
             found=f"KV cache holds {tokens:,} tokens ({tokens / profile.vllm.max_model_len:.2f} full-context requests; "
                   f"cache dtype {info.get('cache_dtype', '?')})",
-            recipe=f"KV cache ≥ {floor:,} tokens ({floor / profile.vllm.max_model_len:.2f} full-context requests) [000]",
+            recipe=f"KV cache ≥ {floor:,} tokens ({floor / profile.vllm.max_model_len:.2f} full-context requests) "
+                   f"{profile.cited}",
             fix="check --gpu-memory-utilization, the checkpoint's fp8 KV config, and that nothing else holds HBM "
                 "(page cache on the HBM node, a stray process)")
 

@@ -20,7 +20,8 @@ def test_chat_answers_and_stops(endpoint, profile):
 
 
 def test_sales_question_gets_trend_and_increase(endpoint, profile):
-    """The recipe's real request: quarterly sales, temperature 0 → a trend summary and the 50 % increase [002]."""
+    """The recipe's real request (quarterly sales, temperature 0) gets a trend summary and the right Q1-to-Q4
+    increase [002]."""
     question = ("Our quarterly sales were Q1 100, Q2 110, Q3 130 and Q4 150 (thousand USD). "
                 "Summarise the trend and compute the percentage increase from Q1 to Q4.")
     params = {"temperature": 0, "max_tokens": 1024}

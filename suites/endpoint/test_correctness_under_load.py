@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 
 
 def test_tool_calls_and_arithmetic_stay_correct_under_load(endpoint, station, profile):
-    """Tool calls and arithmetic come back right while the gate concurrency's load runs [000]."""
+    """Tool calls and arithmetic come back right while the gate level's load ({load.gate_level} users) runs [000]."""
     load = profile.load
     if load is None:
         not_applicable("the profile sets no load section (no load to probe under)")

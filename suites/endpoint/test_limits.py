@@ -20,7 +20,8 @@ def _outcome(call) -> tuple[int | str, str]:
 
 
 def test_over_long_prompt_refused_cleanly(endpoint, profile):
-    """A prompt longer than max_model_len is refused with HTTP 400, not a 500 or a hang [field practice]."""
+    """A prompt longer than the {vllm.max_model_len}-token context is refused with HTTP 400, not a 500 or a hang
+    [field practice]."""
     limit = profile.vllm.max_model_len
     name = profile.vllm.served_model_name
     text = repeat_to(lambda t: endpoint.tokenize(name, t), limit + 64)
@@ -32,7 +33,7 @@ def test_over_long_prompt_refused_cleanly(endpoint, profile):
 
 
 def test_max_tokens_over_limit_refused_cleanly(endpoint, profile):
-    """max_tokens beyond max_model_len is refused with HTTP 400 [field practice]."""
+    """max_tokens beyond the {vllm.max_model_len}-token context is refused with HTTP 400 [field practice]."""
     limit = profile.vllm.max_model_len
     status, detail = _outcome(lambda: endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": "Hi"}],
                                                     max_tokens=limit + 1))

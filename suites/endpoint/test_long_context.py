@@ -11,7 +11,8 @@ pytestmark = pytest.mark.endpoint
 
 @pytest.mark.parametrize("depth", [0.1, 0.5, 0.9], ids=["depth10", "depth50", "depth90"])
 def test_needle_retrieved_near_full_context(endpoint, profile, depth, record_metric):
-    """A needle planted at 10/50/90 % depth of a ~90 %-of-context prompt is retrieved (3/3 at 968,377 tokens) [000]."""
+    """A needle planted near the start, middle or end of a prompt filling {endpoint.needle_fraction_of_context:%} of
+    the {vllm.max_model_len}-token context is retrieved [000]."""
     name = profile.vllm.served_model_name
     fraction = profile.endpoint.needle_fraction_of_context
     target = int(profile.vllm.max_model_len * fraction)

@@ -11,7 +11,8 @@ pytestmark = pytest.mark.endpoint
 
 
 def test_health_endpoint_is_ok(endpoint_client, station):
-    """GET /health answers 200: the engine is alive (503 while /v1/models may still say 200) [002]."""
+    """GET /health answers HTTP 200: the engine is alive (a dead one answers HTTP 503 while /v1/models may still
+    answer HTTP 200) [002]."""
     try:
         response = endpoint_client.get("/health", with_key=False)
         problem = None if response.status_code == 200 else from_response(response, "GET /health is not 200")
@@ -27,7 +28,7 @@ def test_health_endpoint_is_ok(endpoint_client, station):
 
 
 def test_models_lists_served_name(endpoint_reachable, profile, record_provenance):
-    """/v1/models lists the served model name the recipe publishes [000][002]."""
+    """/v1/models lists the served model name the recipe publishes, {vllm.served_model_name} [000][002]."""
     ids = [m.get("id") for m in endpoint_reachable.models()]
     try:  # vLLM's /version; other servers may not have it
         version = endpoint_reachable.get("/version").json().get("version")
@@ -42,7 +43,8 @@ def test_models_lists_served_name(endpoint_reachable, profile, record_provenance
 
 
 def test_models_max_model_len_matches_profile(endpoint, profile):
-    """The served model's max_model_len equals the recipe's context window [000][002]."""
+    """The served model's max_model_len equals the recipe's context window, {vllm.max_model_len} tokens
+    [000][002]."""
     models = {m.get("id"): m for m in endpoint.models()}
     entry = models.get(profile.vllm.served_model_name) or next(iter(models.values()), {})
     got = entry.get("max_model_len")
@@ -63,7 +65,7 @@ def test_models_max_model_len_matches_profile(endpoint, profile):
 
 
 def test_one_token_canary_answers(endpoint, profile):
-    """A one-token chat completes: /v1/models can answer 200 while the engine is dead [field practice]."""
+    """A one-token chat completes: /v1/models can answer HTTP 200 while the engine is dead [field practice]."""
     try:
         result = endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": "Hi"}], max_tokens=1)
         found, ok = f"finish_reason {result.finish_reason}, {result.usage.get('completion_tokens')} token", \

@@ -10,7 +10,8 @@ QUESTION = [{"role": "user", "content": "What is 12 * 12?"}]
 
 
 def test_reasoning_arrives_separately_from_content(endpoint, profile):
-    """Reasoning arrives in `reasoning` (or `reasoning_content`), and no <think>/</think> reaches content [000]."""
+    """With the {vllm.reasoning_parser} parser, reasoning arrives in `reasoning` (or `reasoning_content`), and no
+    <think>/</think> reaches content [000]."""
     if not profile.vllm.reasoning_parser:
         not_applicable("the profile serves no reasoning parser")
     for stream in (False, True):
@@ -27,7 +28,8 @@ def test_reasoning_arrives_separately_from_content(endpoint, profile):
 
 
 def test_reasoning_effort_levels_accepted(endpoint, profile, record_metric):
-    """Every reasoning effort level the recipe uses (low, high, max) is accepted and answered [002]."""
+    """Every reasoning effort level the recipe uses is accepted and answered: {endpoint.reasoning_effort_levels}
+    [002]."""
     levels = profile.endpoint.reasoning_effort_levels
     if not levels:
         not_applicable("the profile lists no reasoning effort levels")
@@ -46,5 +48,5 @@ def test_reasoning_effort_levels_accepted(endpoint, profile, record_metric):
             refused.append(f"{level}: empty answer (finish_reason {result.finish_reason})")
     require(not refused,
             found="; ".join(refused),
-            recipe=f"reasoning effort levels {', '.join(levels)} accepted; default max [002]",
+            recipe=f"reasoning effort levels {', '.join(levels)} accepted [002]",
             fix="the build or chat template does not know these levels: use the recipe's image and template")

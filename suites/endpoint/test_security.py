@@ -8,7 +8,8 @@ pytestmark = pytest.mark.endpoint
 
 
 def test_auth_matches_profile(endpoint_answers, station, profile, record_finding):
-    """Auth as the profile asks: without the key a request gets 401; an open endpoint is a finding [000][002]."""
+    """Auth as the profile asks (require_auth: {security.require_auth}): without the key a request gets HTTP 401; an
+    open endpoint is a finding [000][002]."""
     response = endpoint_answers.get("/v1/models", with_key=False)
     anonymous = response.status_code
     problem = None

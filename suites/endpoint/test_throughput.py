@@ -88,8 +88,9 @@ def _workload(load, concurrency: int) -> str:
             f"{load.repeats} × {concurrency} requests after warm-up")
 
 
-def test_sweep_runs_every_level_without_failures(swept, load, record_metric):
-    """The concurrency sweep runs every level with 0 failed requests (the [002]-style table, as data) [000]."""
+def test_sweep_runs_every_level_without_failures(swept, load, profile, record_metric):
+    """The concurrency sweep runs every level ({load.concurrency} users) with 0 failed requests (the [002]-style
+    table, as data) {cited}."""
     if not swept.levels and swept.refused:
         pytest.skip(PEAK_REFUSED.format(levels=", ".join(map(str, swept.refused))))
     for level in swept.levels:
@@ -105,19 +106,20 @@ def test_sweep_runs_every_level_without_failures(swept, load, record_metric):
     total = sum(lv.requests for lv in swept.levels)
     require(not swept.not_run,
             found=f"concurrency {swept.not_run} not run: the sweep reached max_duration_s ({load.max_duration_s:g} s)",
-            recipe="the go-live sweep covers 1, 32 and 256 users [000]",
+            recipe=f"the go-live sweep covers {', '.join(map(str, load.concurrency))} users {profile.cited}",
             fix="raise load.max_duration_s in the site profile, or find why requests are this slow (TTFT/E2E in "
                 "the sweep table)")
     require(sum(failures.values()) == 0,
             found=f"{sum(failures.values())} of {total} measured (+ warm-up) requests failed "
                   f"(by level: {failures}); first errors: {errors}",
-            recipe="0 failures under load (32 users) [000]",
+            recipe=f"0 failures at every level ({', '.join(map(str, load.concurrency))} users) {profile.cited}",
             fix="read the server log around those requests: dropped connections (a proxy or load balancer timeout), "
                 "HTTP 5xx (engine errors, KV cache exhausted), or answers shorter than asked (ignore_eos not honoured)")
 
 
-def test_single_user_decode_meets_floor(swept, load, record_metric):
-    """One user decodes at least the recipe's single-user speed (145.9 tok/s; alert below 100) [000][001]."""
+def test_single_user_decode_meets_floor(swept, load, profile, record_metric):
+    """One user decodes at least the recipe's single-user speed, {load.floors.single_user_decode_tok_s} tok/s less
+    {load.tolerance:%} tolerance {cited}."""
     floor = _floor(load, load.floors.single_user_decode_tok_s, "single_user_decode_tok_s")
     level = _level(swept, 1)
     measured = _measured(level, level.per_user_tok_s_p50, "single-user decode speed", SPEED_UNMEASURABLE)
@@ -126,12 +128,13 @@ def test_single_user_decode_meets_floor(swept, load, record_metric):
             found=f"1 user decodes at {measured:.1f} tok/s (p50 over {level.requests} requests; "
                   f"{level.aggregate_tok_s:,.1f} tok/s aggregate), below the floor {floor:,.1f} tok/s",
             recipe=f"1 user {load.floors.single_user_decode_tok_s:g} tok/s, less {load.tolerance:.0%} tolerance "
-                   f"({_workload(load, 1)}) [000]",
+                   f"({_workload(load, 1)}) {profile.cited}",
             fix=CAUSES)
 
 
-def test_single_user_ttft_within_ceiling(swept, load, record_metric):
-    """One user's first token (reasoning counts) arrives within the recipe's TTFT (p50 0.061 s) [000]."""
+def test_single_user_ttft_within_ceiling(swept, load, profile, record_metric):
+    """One user's first token (reasoning counts) arrives within the recipe's TTFT, p50
+    {load.floors.single_user_ttft_p50_s} s plus {load.tolerance:%} tolerance {cited}."""
     ceiling = _ceiling(load, load.floors.single_user_ttft_p50_s, "single_user_ttft_p50_s")
     level = _level(swept, 1)
     measured = _measured(level, level.ttft_p50_s, "time to first token", TTFT_UNMEASURABLE)
@@ -139,12 +142,13 @@ def test_single_user_ttft_within_ceiling(swept, load, record_metric):
     require(measured <= ceiling,
             found=f"1 user waits {measured:.3f} s for the first token (p50), above the ceiling {ceiling:.3f} s",
             recipe=f"TTFT p50 {load.floors.single_user_ttft_p50_s:g} s at 1 user, plus {load.tolerance:.0%} "
-                   f"tolerance [000]",
+                   f"tolerance {profile.cited}",
             fix=CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the network path")
 
 
-def test_aggregate_throughput_meets_floor(swept, load, record_metric):
-    """At the recipe's concurrency (32 users) the station delivers at least its aggregate tok/s (1,464) [000]."""
+def test_aggregate_throughput_meets_floor(swept, load, profile, record_metric):
+    """At the gate level ({load.gate_level} users) the station delivers at least the recipe's aggregate
+    {load.floors.aggregate_tok_s} tok/s, less {load.tolerance:%} tolerance {cited}."""
     floor = _floor(load, load.floors.aggregate_tok_s, "aggregate_tok_s")
     gate = _gate(load)
     level = _level(swept, gate)
@@ -152,12 +156,13 @@ def test_aggregate_throughput_meets_floor(swept, load, record_metric):
     require(level.aggregate_tok_s >= floor,
             found=f"{gate} users get {level.aggregate_tok_s:,.1f} tok/s aggregate, below the floor {floor:,.1f}",
             recipe=f"{load.floors.aggregate_tok_s:,g} tok/s aggregate at {gate} users, less {load.tolerance:.0%} "
-                   f"({_workload(load, gate)}) [000]",
+                   f"({_workload(load, gate)}) {profile.cited}",
             fix=CAUSES)
 
 
-def test_per_user_speed_meets_floor(swept, load, record_metric):
-    """At the recipe's concurrency each user still decodes at the recipe's median (55.6 tok/s at 32) [000][001]."""
+def test_per_user_speed_meets_floor(swept, load, profile, record_metric):
+    """At the gate level ({load.gate_level} users) each user still decodes at the recipe's median,
+    {load.floors.per_user_tok_s_p50} tok/s less {load.tolerance:%} tolerance {cited}."""
     floor = _floor(load, load.floors.per_user_tok_s_p50, "per_user_tok_s_p50")
     gate = _gate(load)
     level = _level(swept, gate)
@@ -166,12 +171,13 @@ def test_per_user_speed_meets_floor(swept, load, record_metric):
     require(measured >= floor,
             found=f"at {gate} users each decodes at {measured:.1f} tok/s (median), below the floor {floor:.1f}",
             recipe=f"{load.floors.per_user_tok_s_p50:g} tok/s per user (median) at {gate} users, less "
-                   f"{load.tolerance:.0%} [000]",
+                   f"{load.tolerance:.0%} {profile.cited}",
             fix=CAUSES)
 
 
-def test_ttft_under_load_within_ceiling(swept, load, record_metric):
-    """At the recipe's concurrency the first token (reasoning counts) arrives within its TTFT (p50 0.985 s) [000]."""
+def test_ttft_under_load_within_ceiling(swept, load, profile, record_metric):
+    """At the gate level ({load.gate_level} users) the first token (reasoning counts) arrives within the recipe's
+    TTFT, p50 {load.floors.ttft_p50_s} s plus {load.tolerance:%} tolerance {cited}."""
     ceiling = _ceiling(load, load.floors.ttft_p50_s, "ttft_p50_s")
     gate = _gate(load)
     level = _level(swept, gate)
@@ -179,12 +185,14 @@ def test_ttft_under_load_within_ceiling(swept, load, record_metric):
     record_metric(f"ttft_p50_s_at_{gate}", measured, "s", ceiling=ceiling)
     require(measured <= ceiling,
             found=f"at {gate} users the first token takes {measured:.3f} s (p50), above the ceiling {ceiling:.3f} s",
-            recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {gate} users, plus {load.tolerance:.0%} [000]",
+            recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {gate} users, plus {load.tolerance:.0%} "
+                   f"{profile.cited}",
             fix=CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill settings")
 
 
-def test_peak_throughput_meets_floor(swept, load, record_metric):
-    """The sweep's best aggregate reaches the recipe's peak (2,517 tok/s at 256 users) [000]."""
+def test_peak_throughput_meets_floor(swept, load, profile, record_metric):
+    """The sweep's best aggregate, at any of {load.concurrency} users, reaches the recipe's peak,
+    {load.floors.peak_tok_s} tok/s less {load.tolerance:%} tolerance {cited}."""
     floor = _floor(load, load.floors.peak_tok_s, "peak_tok_s")
     top = max(load.concurrency)
     _level(swept, top)
@@ -194,5 +202,5 @@ def test_peak_throughput_meets_floor(swept, load, record_metric):
             found=f"the best aggregate is {best.aggregate_tok_s:,.1f} tok/s (at {best.concurrency} users; "
                   f"{top} users: {swept.at(top).aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
             recipe=f"peak {load.floors.peak_tok_s:,g} tok/s, less {load.tolerance:.0%} (levels "
-                   f"{load.concurrency}) [000]",
+                   f"{load.concurrency}) {profile.cited}",
             fix=CAUSES + "; a peak that stops rising early usually means --max-num-seqs or the KV cache caps the batch")

@@ -9,21 +9,28 @@ pytestmark = pytest.mark.host
 SIZE_TOLERANCE = 0.05  # shards of another quantization differ by far more; one missing shard of 40 by 2.5 %
 
 
+def _dram_node(profile) -> int:
+    """Where downloads and copies run, so their page cache stays off the GPU's HBM node [000]."""
+    return profile.numa.dram_node if profile.numa else 0
+
+
 def _expected_shards(facts, profile) -> tuple[list[str], str]:
     count = profile.checkpoint.shard_count
     if count:
-        return [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)], f"the profile ({count} shards)"
+        names = [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)]
+        return names, f"the profile ({count} shards)"
     index = facts.checkpoint_json("model.safetensors.index.json")
     require(index is not None and isinstance(index.get("weight_map"), dict),
             found=f"{facts.checkpoint_dir}/model.safetensors.index.json is missing or has no weight_map",
             recipe="the checkpoint's index names every shard; the profile pins no shard count",
-            fix="re-download the checkpoint (under `numactl --membind=0`) or set checkpoint.shard_count in the profile")
+            fix=f"re-download the checkpoint (under `numactl --membind={_dram_node(profile)}`) or set "
+                f"checkpoint.shard_count in the profile")
     return sorted(set(index["weight_map"].values())), "model.safetensors.index.json"
 
 
 def test_checkpoint_shards_complete(facts, profile, record_provenance):
-    """Every shard is present and non-empty (e.g. exactly model-00001-of-00050 .. model-00050-of-00050), and together
-    they are the checkpoint's size [002][000]."""
+    """Every shard the checkpoint names is present and non-empty, none is extra, and together they make the
+    checkpoint's {checkpoint.size_gb} GB [002][000]."""
     expected, source = _expected_shards(facts, profile)
     present = {s.name: s.size for s in facts.shards}
     record_provenance(checkpoint_manifest_sha256=facts.shard_manifest_sha256)
@@ -46,12 +53,13 @@ def test_checkpoint_shards_complete(facts, profile, record_provenance):
                   + "; ".join(problems),
             recipe="the layout check passes (every shard named by the checkpoint, none extra) before launch: a bad "
                    "shard on one rank looks like an NCCL timeout or a CUDA error [002]",
-            fix=f"re-download the missing shards into {facts.checkpoint_dir} (`numactl --membind=0 huggingface-cli "
-                f"download {profile.checkpoint.repository}`), then compare file lists across stations")
+            fix=f"re-download the missing shards into {facts.checkpoint_dir} (`numactl --membind={_dram_node(profile)} "
+                f"huggingface-cli download {profile.checkpoint.repository}`), then compare file lists across stations")
 
 
 def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
-    """config.json parses with the expected architecture and quantization fields [002][000]."""
+    """The checkpoint's config.json parses with the architecture and quantization fields the profile pins for
+    {checkpoint.repository} [002][000]."""
     config = facts.checkpoint_json("config.json")
     record_provenance(checkpoint_config_sha256=facts.checkpoint_sha256("config.json"),
                       checkpoint_index_sha256=facts.checkpoint_sha256("model.safetensors.index.json"))
@@ -76,7 +84,8 @@ def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
 
 
 def test_checkpoint_disk_space(facts, profile):
-    """The checkpoint fits: bytes already on disk plus free space cover the recipe's need [002][000]."""
+    """The checkpoint fits: bytes already on disk plus free space cover the recipe's {checkpoint.disk_need_gb} GB
+    [002][000]."""
     have = sum(s.size for s in facts.shards)
     free = facts.free_bytes(facts.checkpoint_dir)
     need = profile.checkpoint.disk_need_gb * 1e9
@@ -85,4 +94,4 @@ def test_checkpoint_disk_space(facts, profile):
                   f"= {(have + free) / 1e9:.0f} GB",
             recipe=f"at least {profile.checkpoint.disk_need_gb:g} GB for the checkpoint alone [002]",
             fix="free space on that filesystem or move the checkpoint to a larger disk (copy under "
-                "`numactl --membind=0`, then drop caches)")
+                f"`numactl --membind={_dram_node(profile)}`, then drop caches)")

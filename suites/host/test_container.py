@@ -26,13 +26,14 @@ def test_docker_has_no_restart_policy(facts, docker_run, profile):
     require(not flags and running_policy in ("no", ""),
             found=f"docker restart policy {flags[0] if flags else running_policy!r} "
                   f"({'docker run line' if flags else 'docker inspect HostConfig.RestartPolicy'})",
-            recipe="no `--restart` on the docker run line: a docker restart skips the prestart and its drop_caches [000]",
+            recipe="no `--restart` on the docker run line: a docker restart skips the prestart and its drop_caches "
+                   "[000]",
             fix=f"remove `--restart=…` from ExecStart of {profile.service.unit} (or use --restart=no), then "
                 f"`systemctl daemon-reload && systemctl restart {profile.service.unit}`")
 
 
 def test_container_not_pinned_to_dram_node(facts, docker_run, profile):
-    """The vLLM container is NOT confined to the DRAM node (--cpuset-mems 0 fails CUDA init, Error 802) [000]."""
+    """The vLLM container is NOT confined to the DRAM node (confined there, CUDA init fails with Error 802) [000]."""
     dram = str(profile.numa.dram_node if profile.numa else 0)
     values = [v for v in docker_run.values("--cpuset-mems") if v]
     container = facts.container
@@ -136,8 +137,8 @@ def test_served_flags_match_profile(facts, docker_run, profile, station, record_
     require(not wrong,
             found=f"served flags differ ({source}): " + "; ".join(wrong),
             recipe="the served flags are the recipe's; parser names are pinned to the vLLM build [000]",
-            fix=f"fix the flags in ExecStart of {profile.service.unit}, `systemctl daemon-reload`, restart, then re-run "
-                f"the endpoint layer (tool calls are a launch blocker)")
+            fix=f"fix the flags in ExecStart of {profile.service.unit}, `systemctl daemon-reload`, restart, then "
+                f"re-run the endpoint layer (tool calls are a launch blocker)")
     if host == ALL_INTERFACES and not profile.security.require_auth:
         record_finding(f"OPEN BIND: vLLM listens on every interface ({host}:{profile.vllm.port}, {source}) with no "
                        f"API key required, as published [000]. Firewall the port, add auth and TLS before wider "

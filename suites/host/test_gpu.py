@@ -8,7 +8,7 @@ pytestmark = pytest.mark.host
 
 
 def test_serving_gpu_present(facts, profile, record_provenance):
-    """The station shows its serving GPU(s) (the GB300, not the display GPU) [000][002]."""
+    """The station shows its {gpu.per_station} serving {gpu.name_contains} GPU(s), not the display GPU [000][002]."""
     serving = facts.serving_gpus()
     record_provenance(gpu=", ".join(sorted({g["name"] for g in serving})) or None, **facts.smi_versions)
     seen = [f"{g['name']} ({g['pci.bus_id']})" for g in facts.gpus]
@@ -43,7 +43,8 @@ def test_gpu_compute_processes_belong_to_serving_container(facts, profile, stati
 
 
 def test_idle_hbm_below_ceiling_before_start(facts, profile, station):
-    """Before a start (service stopped), HBM in use is below the idle ceiling, so vLLM can claim its share [000]."""
+    """Before a start (service stopped), HBM in use is below the idle ceiling of {gpu.idle_hbm_used_ceiling_mib} MiB,
+    so vLLM can claim its share [000]."""
     if station.phase != "pre-start":
         not_applicable("serving phase: HBM is meant to be in use (this check runs with phase: pre-start)")
     ceiling = profile.gpu.idle_hbm_used_ceiling_mib

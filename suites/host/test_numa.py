@@ -7,7 +7,8 @@ pytestmark = pytest.mark.host
 
 
 def test_hbm_node_page_cache_is_near_empty(facts, profile):
-    """The GPU's HBM NUMA node holds next to no page cache (FilePages near 0) before a start [000][001]."""
+    """The GPU's HBM NUMA node holds next to no page cache (FilePages at most {numa.hbm_file_pages_ceiling_mib} MiB)
+    before a start [000][001]."""
     if profile.numa is None:
         not_applicable("the profile declares no coherent GPU memory (numa: null)")
     hbm = facts.hbm_nodes
@@ -24,5 +25,5 @@ def test_hbm_node_page_cache_is_near_empty(facts, profile):
             recipe=f"FilePages on the HBM node near 0 (ceiling {ceiling:g} MiB) before vLLM allocates its KV cache; "
                    f"otherwise it dies with a self-contradicting OOM [000]",
             fix="run `sync; echo 1 > /proc/sys/vm/drop_caches` before starting, and run downloads/copies under "
-                "`numactl --membind=0` so their cache stays in LPDDR [000]",
+                f"`numactl --membind={profile.numa.dram_node}` so their cache stays in LPDDR [000]",
         )

@@ -7,7 +7,8 @@ pytestmark = pytest.mark.host
 
 
 def test_prestart_is_what_the_unit_runs_before_start(facts, service):
-    """The unit's ExecStartPre runs the recipe's prestart script (executable; its failure stops the start) [000]."""
+    """The unit's ExecStartPre runs the recipe's prestart script, {service.prestart} (executable; its failure stops
+    the start) [000]."""
     facts.prestart  # noqa: B018 - a missing script fails here, once; the other prestart checks are not checked
     pre = [" ".join(c.argv) for c in facts.unit.exec_start_pre]
     runs_it = [c for c in facts.unit.exec_start_pre if service.prestart in c.argv]
@@ -69,8 +70,8 @@ def test_prestart_saves_logs_before_removing_container(facts, service):
                    + (f"before saving logs (first `docker logs` at line {commands[saves[0]].line})" if saves
                       else "and never saves the container's logs")),
             recipe="save the previous container's logs before `docker rm`: the crash evidence goes with it [000]",
-            fix=f"in {service.prestart}, run `docker logs {container} > {service.log_dir or '<log dir>'}/<timestamp>.log "
-                f"2>&1` before `docker rm {container}`")
+            fix=f"in {service.prestart}, run `docker logs {container} > "
+                f"{service.log_dir or '<log dir>'}/<timestamp>.log 2>&1` before `docker rm {container}`")
     if service.log_dir:
         save = commands[saves[0]]
         targets = [t for op, t in save.redirects if op in (">", ">>", ">|", "&>")]

@@ -7,7 +7,8 @@ pytestmark = pytest.mark.host
 
 
 def test_unit_restarts_on_failure_after_delay(facts, service):
-    """systemd restarts a crashed service after a delay (Restart=on-failure, RestartSec=60 s in the recipe) [000]."""
+    """systemd restarts a crashed service after a delay (Restart={service.restart}, RestartSec={service.restart_sec_s}
+    s) [000]."""
     unit = facts.unit
     require(unit.restart == service.restart and unit.restart_sec_s == service.restart_sec_s,
             found=f"Restart={unit.restart}, RestartSec={unit.restart_sec_s:g} s ({unit.source} of {service.unit})",
@@ -17,7 +18,8 @@ def test_unit_restarts_on_failure_after_delay(facts, service):
 
 
 def test_unit_caps_starts_per_interval(facts, service):
-    """Starts are capped per interval (3 per hour in the recipe), then the unit stays down [000]."""
+    """Starts are capped at {service.start_limit_burst} per {service.start_limit_interval_s} s, then the unit stays
+    down [000]."""
     unit = facts.unit
     require(unit.start_limit_burst == service.start_limit_burst
             and unit.start_limit_interval_s == service.start_limit_interval_s,

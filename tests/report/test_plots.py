@@ -16,7 +16,7 @@ STATIONS = ("gb300-a", "station <b>&amp; b")  # a station name with markup stays
 
 def sweep_metrics() -> list[dict]:
     metrics = []
-    for station, scale in zip(STATIONS, (1.0, 0.8)):
+    for station, scale in zip(STATIONS, (1.0, 0.8), strict=True):
         for users, tok_s, ttft in ((1, 180.0, 0.08), (32, 2900.0, 0.35), (256, 9100.0, 1.9)):
             for name, value, unit in (("aggregate_tok_s", tok_s * scale, "tok/s"), ("ttft_p50_s", ttft / scale, "s"),
                                       ("requests", users * 2, "requests"), ("failures", 0, "requests")):
@@ -30,8 +30,9 @@ def sweep_metrics() -> list[dict]:
 
 def test_sweep_svg_is_valid_xml_with_one_line_per_station():
     svg = sweep_svg(sweep_metrics())
+    assert svg is not None
     root = ET.fromstring(svg)  # parses: well-formed, and the station's markup was escaped
-    assert root.tag == f"{SVG}svg" and float(root.get("width").removesuffix("pt")) > 0
+    assert root.tag == f"{SVG}svg" and float(root.get("width", "").removesuffix("pt")) > 0
     texts = {"".join(t.itertext()) for t in root.iter(f"{SVG}text")}
     assert set(STATIONS) <= texts  # both series' legend labels, as text (svg.fonttype none)
     assert {"Aggregate throughput vs concurrent users", "TTFT p50 vs concurrent users"} <= texts
@@ -64,7 +65,7 @@ def test_markdown_has_the_sweep_table():
     section = record.split("## Concurrency sweep\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert rows[0].startswith("| station | users | aggregate tok/s |") and len(rows) == 2 + 6
-    assert "| gb300-a | 256 | 9100 |" in section and "| station &lt;b&gt;&amp;amp; b | 1 | 144 |" in section
+    assert "| gb300-a | 256 | 9,100 |" in section and "| station &lt;b&gt;&amp;amp; b | 1 | 144 |" in section
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
