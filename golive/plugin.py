@@ -221,10 +221,11 @@ class _Recording:
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Ctrl-C or SIGTERM ends with one golive line, not pytest's banner and the library frame it landed in."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        progress = self.config.pluginmanager.get_plugin("golive-progress")
+        why = progress.reason if progress is not None and progress.bound_reached else report_writer.INTERRUPTED_REASON
         if reporter is not None and hasattr(reporter, "_keyboardinterrupt_memo"):  # what pytest prints at the end
             reporter._keyboardinterrupt_memo = SimpleNamespace(reprcrash=SimpleNamespace(
-                message=f"golive: {report_writer.INTERRUPTED_REASON}: reports written, verdict INCOMPLETE "
-                        f"(exit {rules.EXIT_INCOMPLETE})"))
+                message=f"golive: {why}: reports written, verdict INCOMPLETE (exit {rules.EXIT_INCOMPLETE})"))
 
 
 @pytest.hookimpl(trylast=True)  # after junitxml wrote junit.xml

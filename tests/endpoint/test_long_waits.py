@@ -102,6 +102,9 @@ def test_max_run_time_stops_the_run_and_keeps_what_was_measured(tmp_path, slow_s
     assert unreached["outcome"] == "not_checked" and unreached["message"] == bound, unreached
     assert "GO-LIVE: INCOMPLETE" in (out / "go-live.html").read_text() and (out / "junit.xml").exists()
     assert "golive: the run's time bound (5 s, --max-run-time) was reached" in output
+    # Ctrl-C's ending is one golive line: no pytest banner, no library frame the interrupt landed in
+    assert "KeyboardInterrupt" not in output and "site-packages" not in output, output[-3000:]
+    assert "reports written, verdict INCOMPLETE (exit 2)" in output
     assert SECRET not in output
 
 
