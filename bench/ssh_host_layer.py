@@ -5,7 +5,8 @@
 A real sshd on 127.0.0.1 (golive_testbed.sshd, its own config, keys and log) serves two pairs, run alternately:
   - the machine itself: `ssh://` to loopback against `local://` (issue 16 measured 24–26 s against 2.4 s),
   - the healthy GB300 station tree: `ssh://` into the tree (sshd's ForceCommand chroots every command into it) against
-    `chroot://TREE`, so both runs see the same station and say GO.
+    `chroot://TREE`, so both runs see the same station and say GO; and, for the "before" column, the same ssh run
+    with golive's multiplexing switched off (one ssh connection per command, as before issue 16).
 Each run is `golive run INVENTORY -m host` as an operator starts it (wall time, Python start-up included), with the
 sum of the checks' own durations beside it; sshd's log counts the ssh connections each run opened. Goal (issue 16):
 ssh within 2× of local. Ratios in one run, not absolute promises: the machines are shared and noisy. Needs root.
@@ -41,10 +42,16 @@ def inventory(work: Path, name: str, host: str, ssh_config: Path | None) -> Path
     return path
 
 
-def timed_run(inv: Path, out: Path, commands: Path) -> dict:
+# golive as before issue 16 (no ControlPath: testinfra's ssh backend opens one connection per command), for the
+# "before" column of the same run
+WITHOUT_MUX = "import sys, golive.station as s, golive.cli as c; s.MUX_SCHEMES = (); sys.exit(c.main())"
+
+
+def timed_run(inv: Path, out: Path, commands: Path, multiplexed: bool = True) -> dict:
     commands.unlink(missing_ok=True)
+    golive = ["-m", "golive.cli"] if multiplexed else ["-c", WITHOUT_MUX]
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inv), "-o", str(out), "-m", "host", "-q",
+    result = subprocess.run([sys.executable, *golive, "run", str(inv), "-o", str(out), "-m", "host", "-q",
                              "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=out.parent,
                             env={**os.environ, "GOLIVE_COMMAND_LOG": str(commands)})
     wall = time.perf_counter() - started
@@ -65,8 +72,9 @@ def main() -> int:
         print(f"bench: {reason}", file=sys.stderr)
         return 2
     tree = build_station_trees()["gb300-healthy"]
-    runs: dict[str, list[dict]] = {"local": [], "ssh-loopback": [], "chroot-tree": [], "ssh-tree": []}
-    connections: dict[str, list[int]] = {"ssh-loopback": [], "ssh-tree": []}
+    runs: dict[str, list[dict]] = {"local": [], "ssh-loopback": [], "chroot-tree": [], "ssh-tree": [],
+                                   "ssh-tree-without-multiplexing": []}
+    connections: dict[str, list[int]] = {"ssh-loopback": [], "ssh-tree": [], "ssh-tree-without-multiplexing": []}
     with tempfile.TemporaryDirectory(prefix="golive-bench-ssh-") as tmp:
         work = Path(tmp)
         for pair, chrooted in (("loopback", None), ("tree", tree)):
@@ -82,6 +90,14 @@ def main() -> int:
                     print(f"bench: round {i + 1}/{args.repeats} {pair}: {runs[plain][-1]} vs "
                           f"{runs[f'ssh-{pair}'][-1]}, {connections[f'ssh-{pair}'][-1]} ssh connection(s)",
                           file=sys.stderr)
+                    if chrooted is not None:  # before issue 16, on the station tree
+                        before = sshd.connections()
+                        runs["ssh-tree-without-multiplexing"].append(
+                            timed_run(ssh_inv, work / f"out-ssh-nomux-{i}", work / "commands.log", multiplexed=False))
+                        connections["ssh-tree-without-multiplexing"].append(sshd.connections() - before)
+                        print(f"bench: round {i + 1}/{args.repeats} without multiplexing: "
+                              f"{runs['ssh-tree-without-multiplexing'][-1]}, "
+                              f"{connections['ssh-tree-without-multiplexing'][-1]} ssh connection(s)", file=sys.stderr)
     median = {name: {key: statistics.median(r[key] for r in rs) for key in ("wall_s", "checks_s")}
               for name, rs in runs.items()}
     ratios = {
@@ -90,6 +106,8 @@ def main() -> int:
         "ssh-loopback / local (checks)": round(median["ssh-loopback"]["checks_s"] / median["local"]["checks_s"], 2),
         "ssh-tree / chroot-tree (checks)": round(median["ssh-tree"]["checks_s"] / median["chroot-tree"]["checks_s"],
                                                  2),
+        "ssh-tree without multiplexing / chroot-tree (wall)": round(
+            median["ssh-tree-without-multiplexing"]["wall_s"] / median["chroot-tree"]["wall_s"], 2),
     }
     report = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": platform.node(),
               "cpus": os.cpu_count(), "load_average": os.getloadavg(), "repeats": args.repeats, "median": median,
