@@ -108,3 +108,17 @@ def test_station_ssh_config_wins_over_the_inventorys_and_is_relative_to_it(tmp_p
     a, b = loaded.inventory.stations
     assert loaded.ssh_config_of(a) == str(tmp_path / "a_ssh")
     assert loaded.ssh_config_of(b) == str(tmp_path / "inv" / "site_ssh")
+
+
+def test_the_control_socket_carries_no_credentials_and_closing_an_unused_one_is_quiet():
+    """The socket's path names neither user, host nor password (not ssh's %r@%h:%p), and disconnect() of a host that
+    never connected removes its private dir without a word."""
+    host = connect("ssh://admin:hunter2@gb300-a.example:2222", None, 1)
+    control = host.backend.golive_control_path
+    extra = host.backend.ssh_extra_args
+    for secret in ("admin", "hunter2", "gb300-a", "2222"):
+        assert secret not in str(control) and secret not in extra, (control, extra)
+    assert "ControlMaster=auto" in extra and f"ControlPath={control}" in extra and "ControlPersist=120s" in extra
+    assert control.parent.is_dir() and not control.exists()
+    disconnect(host)
+    assert not control.parent.exists()
