@@ -6,6 +6,7 @@ over ssh sees the station that `chroot://` sees and must say GO, as it does ther
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,14 @@ from golive_testbed.targets import build_station_trees
 from golive.config import load_inventory
 from golive.station import connect, disconnect
 
-PORT = int(os.environ.get("GOLIVE_TEST_PORT", "8795")) + 7  # golive's own test ports stay free
+
+def _free_port() -> int:
+    """A port nothing listens on now (the kernel's pick), so parallel sessions' sshds never collide."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 PROFILE = Path(__file__).resolve().parents[2] / "fixtures" / "profiles" / "gb300-site.yaml"
 
 
@@ -28,7 +36,7 @@ def healthy_over_ssh():
     reason = available()
     if reason:
         pytest.skip(reason)
-    with loopback_sshd(PORT, tree=build_station_trees()["gb300-healthy"]) as sshd:
+    with loopback_sshd(_free_port(), tree=build_station_trees()["gb300-healthy"]) as sshd:
         yield sshd
 
 
