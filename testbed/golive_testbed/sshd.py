@@ -59,6 +59,8 @@ def available() -> str | None:
     for tool in ("sshd", "ssh", "ssh-keygen", "chroot", "unshare"):
         if not shutil.which(tool):
             return f"`{tool}` is not installed (scripts/setup.sh installs openssh-server)"
+    if subprocess.run(["unshare", "--mount", "true"], check=False, capture_output=True).returncode != 0:
+        return "`unshare --mount` fails here (no mount namespaces for the sshd's own view of ~/.bashrc)"
     return None
 
 
