@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import math
@@ -334,9 +335,11 @@ def disconnect(host) -> None:
         return
     host.backend.golive_control_path = None
     if control.exists():
-        # -F /dev/null: only the socket is needed; the operator's ssh_config is not read again
-        subprocess.run(["ssh", "-F", "/dev/null", "-o", f"ControlPath={control}", "-O", "exit", "golive-master"],
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
+        # -F /dev/null: only the socket is needed; the operator's ssh_config is not read again. Best effort: a master
+        # that does not answer exits by itself after ControlPersist.
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["ssh", "-F", "/dev/null", "-o", f"ControlPath={control}", "-O", "exit", "golive-master"],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
     shutil.rmtree(control.parent, ignore_errors=True)
 
 
