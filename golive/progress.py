@@ -99,7 +99,8 @@ class Progress:
             self._say(self.waiting_line(item, time.monotonic() - began))
 
     def waiting_line(self, item: pytest.Item, waited_s: float) -> str:
-        station = getattr(item, "callspec", None) and item.callspec.params.get("station")
+        callspec = getattr(item, "callspec", None)  # a parametrized check's (pytest.Function) parameters
+        station = callspec and callspec.params.get("station")
         target = getattr(station, "endpoint" if item.get_closest_marker("endpoint") else "host", None)
         n, total = self._position.get(getattr(item, "nodeid", "")), len(self._position)
         line = f"golive: still waiting: {item.name}" + (f" (check {n} of {total})" if n else "")

@@ -75,8 +75,8 @@ def test_idle_hbm_below_ceiling_before_start(facts, profile, station):
     if station.phase != "pre-start":
         not_applicable("serving phase: HBM is meant to be in use (this check runs with phase: pre-start)")
     ceiling = profile.gpu.idle_hbm_used_ceiling_mib
-    busy = [(g, mib(g["memory.used"])) for g in facts.serving_gpus()]
-    busy = [(g, used) for g, used in busy if used is not None and used > ceiling]
+    used_mib = [(g, mib(g["memory.used"])) for g in facts.serving_gpus()]
+    busy = [(g, used) for g, used in used_mib if used is not None and used > ceiling]
     require(not busy,
             found="; ".join(f"{g['name']} {g['pci.bus_id']} has {used / 1024:.1f} GiB in use with the service stopped"
                             for g, used in busy),

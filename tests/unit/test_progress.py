@@ -31,7 +31,7 @@ def test_progress_line_shows_the_time_left_of_the_runs_bound():
 def test_progress_line_says_which_check_of_how_many_and_the_runs_estimated_time_left():
     watch = Progress(0, None, lambda: [])
     items = [SimpleNamespace(nodeid=f"suites/t.py::test_{i}") for i in range(40)]
-    watch.pytest_collection_finish(SimpleNamespace(items=items))
+    watch.pytest_collection_finish(SimpleNamespace(items=items))  # type: ignore[arg-type]
     item = _item(True, endpoint="http://h:8888/v1")
     item.nodeid = "suites/t.py::test_2"  # the third check of 40
     # nothing finished yet: no estimate
