@@ -168,6 +168,12 @@ class LoadedInventory:
         path = self.inventory.ssh_config
         return str((self.path.parent / path).resolve()) if path else None
 
+    def ssh_config_of(self, station: Station) -> str | None:
+        """The station's own ssh_config, else the inventory's; relative to the inventory file."""
+        if station.ssh_config:
+            return str((self.path.parent / station.ssh_config).resolve())
+        return self.ssh_config
+
 
 def _profile_at(ref: str, inventory: Path, located: Located, at: Path_) -> LoadedProfile:
     try:

@@ -23,7 +23,7 @@ from golive.report import keys
 from golive.runstate import CONNECTIONS, NO_INVENTORY, inventory
 from golive.schema import Cluster, Profile, Service, Station
 from golive.scope import layer_scope
-from golive.station import StationFacts, chroot_tree, connect, unreachable
+from golive.station import StationFacts, chroot_tree, connect, disconnect, unreachable
 from golive.urls import without_password
 from golive.verdict import cite, not_applicable
 
@@ -71,13 +71,21 @@ def station_host(request: pytest.FixtureRequest, station: Station, golive_invent
 def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, loaded: LoadedInventory) -> Any:
     """The station's testinfra host, once it runs a command; otherwise its checks are not checked, one line each."""
     timeout = loaded.profile_of(station).profile.host.connect_timeout_s
-    host = _cached(request, ("host", spec), lambda: connect(spec, loaded.ssh_config, timeout))
-    problem = None if chroot_tree(spec) else _cached(request, ("reach", spec), lambda: unreachable(host))
+    ssh_config = loaded.ssh_config_of(station)
+
+    def connected() -> Any:
+        host = connect(spec, ssh_config, timeout)
+        request.config.add_cleanup(lambda: disconnect(host))  # the ssh master ends with the run
+        return host
+
+    reached_as = f"{spec} -F {ssh_config}" if ssh_config else spec  # one host per spec and ssh_config
+    host = _cached(request, ("host", reached_as), connected)
+    problem = None if chroot_tree(spec) else _cached(request, ("reach", reached_as), lambda: unreachable(host))
     if problem:
         pytest.skip(f"not checked because golive cannot run commands on station {station.name}'s host "
                     f"{without_password(spec)} ({problem}): check the host is up, sshd answers on that port and the "
-                    f"inventory's ssh_config lets golive in (connect timeout {timeout:g} s: host.connect_timeout_s in "
-                    f"the profile)")
+                    f"station's or inventory's ssh_config lets golive in (connect timeout {timeout:g} s: "
+                    f"host.connect_timeout_s in the profile)")
     return host
 
 

@@ -29,6 +29,8 @@ class Progress:
         self.running: pytest.Item | None = None  # the check that runs now (after an interrupt: the one stopped)
         self._timer: threading.Timer | None = None
         self._finishing = False  # the checks are over: the reports are being written, never interrupt that
+        self._position: dict[str, int] = {}  # nodeid → n of the run's N checks, in the order pytest runs them
+        self._finished, self._finished_s = 0, 0.0  # checks finished so far and their summed wall time
         self._lock = threading.Lock()
         self._out = os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace") \
             if every_s > 0 or bound_s is not None else None
@@ -73,16 +75,22 @@ class Progress:
 
     # --- progress during one check ---------------------------------------------------------------------------------
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._position = {item.nodeid: n for n, item in enumerate(session.items, 1)}
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
         self.running = item
         done = threading.Event()
         if self.every_s > 0:
             threading.Thread(target=self._watch, args=(item, time.monotonic(), done), daemon=True).start()
+        began = time.monotonic()
         try:
             result = yield
         finally:
             done.set()
+        self._finished += 1
+        self._finished_s += time.monotonic() - began
         self.running = None  # finished (an interrupt leaves it set: that check was stopped)
         return result
 
@@ -91,14 +99,29 @@ class Progress:
             self._say(self.waiting_line(item, time.monotonic() - began))
 
     def waiting_line(self, item: pytest.Item, waited_s: float) -> str:
-        station = getattr(item, "callspec", None) and item.callspec.params.get("station")
+        callspec = getattr(item, "callspec", None)  # a parametrized check's (pytest.Function) parameters
+        station = callspec and callspec.params.get("station")
         target = getattr(station, "endpoint" if item.get_closest_marker("endpoint") else "host", None)
-        line = f"golive: still waiting: {item.name}" + (f" on {without_password(target)}" if target else "")
+        n, total = self._position.get(getattr(item, "nodeid", "")), len(self._position)
+        line = f"golive: still waiting: {item.name}" + (f" (check {n} of {total})" if n else "")
+        line += f" on {without_password(target)}" if target else ""
         line += f", {waited_s:.0f} s so far" + self._budget(item)
+        if n and self._finished:
+            line += "; " + self.run_estimate(total - n)
         if self.bound_s is not None:
             left = self.bound_s - (time.monotonic() - self.started)
             line += f"; {max(left, 0):.0f} s left of the run's {self.bound_s:g} s time bound"
         return self.scrubbed(line)
+
+    def run_estimate(self, after: int) -> str:
+        """The run's time left after this check, estimated simply: the checks after it × the mean wall time of the
+        checks finished so far (checks differ a lot, so this is a guide, and it says how it was made)."""
+        if after == 0:
+            return "the run's last check"
+        mean = self._finished_s / self._finished
+        left = mean * after
+        return (f"{_duration(left)} left in the run after this check ({after} more × {mean:.1f} s, the mean of "
+                f"the {self._finished} finished)")
 
     def scrubbed(self, line: str) -> str:
         for secret in self._secrets():
@@ -114,3 +137,9 @@ class Progress:
             out.write(f"\n{line}\n")
         except (OSError, ValueError):  # the terminal went away, or the run is closing: progress is best effort
             pass
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under 1 s"
+    return f"about {seconds:.0f} s" if seconds < 120 else f"about {seconds / 60:.0f} min"

@@ -246,6 +246,7 @@ class Station(Strict):
     profile: str | None = None  # this station's own profile, where it differs from the inventory's
     production: bool = False  # serving users now: the peak-load level runs only with --allow-peak-load
     tls_ca_file: str | None = None  # the CA that signed an https endpoint's certificate (relative to the inventory)
+    ssh_config: str | None = None  # this station's ssh_config for ssh:// hosts, else the inventory's (relative to it)
 
     @field_validator("endpoint")
     @classmethod

@@ -22,8 +22,9 @@ def parse_query_csv(text: str, fields: list[str]) -> list[dict[str, str]]:
         if row[0].startswith("No ") and len(row) == 1:  # "No running processes found" on older drivers
             continue
         if len(row) != len(fields):
-            raise FactError(f"nvidia-smi row has {len(row)} columns, expected {len(fields)} ({', '.join(fields)}): {row}")
-        rows.append({name: value.strip() for name, value in zip(fields, row)})
+            raise FactError(f"nvidia-smi row has {len(row)} columns, expected {len(fields)} "
+                            f"({', '.join(fields)}): {row}")
+        rows.append({name: value.strip() for name, value in zip(fields, row, strict=True)})
     return rows
 
 
@@ -53,13 +54,26 @@ class SmiGpu:
     addressing_mode: str | None
     fb_total_mib: float | None
     fb_used_mib: float | None
+    brand: str | None = None  # `Product Brand`: "NVIDIA" (H200, GB300), "NVIDIA RTX" (a workstation/display GPU), …
+
+
+# nvidia-smi prints NVML's brand (nvml.h nvmlBrandType_t): Quadro, NVS, GeForce, Titan and the *RTX brands are
+# workstation and display GPUs; "NVIDIA" (NVML_BRAND_NVIDIA: H100, H200, GB300), "Tesla" and the virtual-GPU brands are
+# the data-centre GPUs a serving profile is written for.
+WORKSTATION_BRANDS = frozenset({"quadro", "quadro rtx", "nvidia rtx", "nvs", "geforce", "geforce rtx", "titan",
+                                "titan rtx"})
+
+
+def is_workstation_brand(brand: str | None) -> bool:
+    """A display/workstation GPU (never the serving GPU of a data-centre profile); False when the brand is unknown."""
+    return (brand or "").strip().lower() in WORKSTATION_BRANDS
 
 
 def parse_smi_q(text: str) -> list[SmiGpu]:
     """`nvidia-smi -q`: one block per `GPU 00000009:01:00.0` header."""
     gpus: list[SmiGpu] = []
     blocks = re.split(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.\d)\s*$", text, flags=re.MULTILINE)
-    for bus_id, body in zip(blocks[1::2], blocks[2::2]):
+    for bus_id, body in zip(blocks[1::2], blocks[2::2], strict=True):  # re.split: text, (group, text)*
         def field(name: str, within: str = body) -> str | None:
             match = re.search(rf"^\s*{re.escape(name)}\s*:\s*(.*?)\s*$", within, flags=re.MULTILINE)
             return match.group(1) if match else None
@@ -73,6 +87,7 @@ def parse_smi_q(text: str) -> list[SmiGpu]:
             addressing_mode=field("Addressing Mode"),
             fb_total_mib=mib(total.split()[0]) if total else None,
             fb_used_mib=mib(used.split()[0]) if used else None,
+            brand=field("Product Brand"),
         ))
     if not gpus and "GPU" in text:
         raise FactError("`nvidia-smi -q` output has no `GPU <bus id>` sections")

@@ -1,7 +1,10 @@
 """The GPU: present, used by the serving container only, idle before a start [000][002]."""
+from collections import Counter
+
 import pytest
 
-from golive.facts.gpu import mib, normalize_bus_id
+from golive.facts import FactError
+from golive.facts.gpu import is_workstation_brand, mib, normalize_bus_id
 from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
@@ -10,13 +13,38 @@ pytestmark = pytest.mark.host
 def test_serving_gpu_present(facts, profile, record_provenance):
     """The station shows its {gpu.per_station} serving {gpu.name_contains} GPU(s), not the display GPU [000][002]."""
     serving = facts.serving_gpus()
-    record_provenance(gpu=", ".join(sorted({g["name"] for g in serving})) or None, **facts.smi_versions)
-    seen = [f"{g['name']} ({g['pci.bus_id']})" for g in facts.gpus]
+    listed = facts.gpus
+    counts = Counter(g["name"] for g in listed)
+    # provenance names the GPUs the station has, whatever they are: the serving ones, else every GPU listed
+    record_provenance(gpu=", ".join(sorted({g["name"] for g in serving or listed})) or None,
+                      gpus=", ".join(f"{n} × {name}" for name, n in sorted(counts.items())) or None,
+                      **facts.smi_versions)
+    seen = [f"{g['name']} ({g['pci.bus_id']})" for g in listed]
+    want = profile.gpu.name_contains
+    try:
+        brands = {g.bus_id: g.brand for g in facts.smi_q}
+    except FactError:
+        brands = {}
+    # Another data-centre GPU where the profile's should be: this is other hardware, not a GPU the driver lost.
+    # Only display GPUs (or none) listed: the serving GPU is there but did not come up — the driver advice.
+    others = [g for g in listed if g not in serving and normalize_bus_id(g["pci.bus_id"]) in brands
+              and not is_workstation_brand(brands[normalize_bus_id(g["pci.bus_id"])])]
+    if not serving and others:
+        other_counts = Counter(g["name"] for g in others)
+        has = ", ".join(f"{n} × {name}" for name, n in sorted(other_counts.items()))
+        require(False,
+                found=f"nvidia-smi lists {', '.join(seen)}: this station has {has}, no {want}",
+                recipe=f"profile {profile.name} is written for {profile.gpu.per_station} × {want} per station "
+                       f"[000][002]",
+                fix=f"this profile does not fit this hardware: check this station with a profile written for its "
+                    f"{' / '.join(sorted(other_counts))} (`golive profile list`, or a site profile that `extends:` "
+                    f"one and sets gpu.name_contains, the checkpoint and the vLLM flags that station serves with), "
+                    f"or run this profile on a {want} station")
     require(len(serving) >= profile.gpu.per_station,
             found=f"nvidia-smi lists {', '.join(seen) or 'no GPU'}",
-            recipe=f"{profile.gpu.per_station} × {profile.gpu.name_contains} per station [000][002]",
+            recipe=f"{profile.gpu.per_station} × {want} per station [000][002]",
             fix="check `nvidia-smi -q` and `dmesg | grep -i nvrm`; reseat/reboot or reinstall the driver until the "
-                f"{profile.gpu.name_contains} is listed")
+                f"{want} is listed")
 
 
 def test_gpu_compute_processes_belong_to_serving_container(facts, profile, station):
@@ -48,8 +76,8 @@ def test_idle_hbm_below_ceiling_before_start(facts, profile, station):
     if station.phase != "pre-start":
         not_applicable("serving phase: HBM is meant to be in use (this check runs with phase: pre-start)")
     ceiling = profile.gpu.idle_hbm_used_ceiling_mib
-    busy = [(g, mib(g["memory.used"])) for g in facts.serving_gpus()]
-    busy = [(g, used) for g, used in busy if used is not None and used > ceiling]
+    used_mib = [(g, mib(g["memory.used"])) for g in facts.serving_gpus()]
+    busy = [(g, used) for g, used in used_mib if used is not None and used > ceiling]
     require(not busy,
             found="; ".join(f"{g['name']} {g['pci.bus_id']} has {used / 1024:.1f} GiB in use with the service stopped"
                             for g, used in busy),

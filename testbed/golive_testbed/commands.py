@@ -7,20 +7,61 @@ from pathlib import Path
 
 from golive.cli import _fail
 
+# golive_testbed.reference.launcher.DEFAULT_PORT, not imported: that pulls httpx into every `golive` start
+REFERENCE_PORT = 8765
+STATE_DIR = os.environ.get("GOLIVE_STATE_DIR", str(Path.home() / ".cache/golive"))
+
+
+def _variants() -> str:
+    """The reference station's variants, one a line (imported only when asked: help or a wrong name)."""
+    from golive_testbed.reference.launcher import VARIANTS
+
+    width = max(map(len, VARIANTS))
+    return "\n".join(f"  {name:<{width}}  {variant.description}" for name, variant in VARIANTS.items())
+
+
+class _HelpWithVariants(argparse.Action):
+    """-h/--help for `golive reference`: argparse's help, then the variants."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            variants = _variants()
+        except ImportError as exc:
+            variants = f"  (not listed: the reference station needs vLLM, and {exc.name} is missing)"
+        print(f"{parser.format_help()}\nvariants (--variant):\n{variants}")
+        parser.exit()
+
 
 def add_demo(sub) -> None:
-    demo = sub.add_parser("demo", help="bring up the bundled reference station and station trees, run, report")
-    demo.add_argument("--output", "-o", default="reports")
-    demo.add_argument("--keep", action="store_true", help="leave the reference station running afterwards")
+    from golive_testbed.demo import DEMO_PORT
+
+    demo = sub.add_parser(
+        "demo", help="bring up the bundled reference station and station trees, run, report",
+        description="Check golive's bundled targets end to end: the healthy GB300 station tree (host layer, through "
+                    f"chroot: needs root) and the real vLLM reference station (endpoint layer), started on "
+                    f"127.0.0.1:{DEMO_PORT} (GOLIVE_DEMO_PORT sets the port) and stopped afterwards. Any other "
+                    "argument is passed to pytest (-k, -x, -m …).")
+    demo.add_argument("--output", "-o", default="reports", metavar="DIR",
+                      help="report folder (default: %(default)s)")
+    demo.add_argument("--keep", action="store_true", help="leave the reference station running afterwards "
+                      "(stop it with `golive reference down`)")
     demo.set_defaults(func=cmd_demo)
 
 
 def add_reference(sub) -> None:
-    ref = sub.add_parser("reference", help="start or stop the reference station (real vLLM on CPU)")
-    ref.add_argument("action", choices=["up", "down"])
-    ref.add_argument("--variant", default="healthy")
-    ref.add_argument("--port", type=int, default=8765)
-    ref.add_argument("--state-dir", default=os.environ.get("GOLIVE_STATE_DIR", str(Path.home() / ".cache/golive")))
+    ref = sub.add_parser("reference", help="start or stop the reference station (real vLLM on CPU)", add_help=False,
+                         description="Start (up) or stop (down) the reference station: real vLLM on CPU serving a "
+                                     "tiny GLM-shaped model, in the background, on 127.0.0.1.")
+    ref.add_argument("-h", "--help", action=_HelpWithVariants, help="show this help and the variants, then exit")
+    ref.add_argument("action", choices=["up", "down"], help="up: start and wait until it serves; down: stop it")
+    ref.add_argument("--variant", default="healthy", help="how the station is (mis)configured (default: "
+                     "%(default)s; the list is below)")
+    ref.add_argument("--port", type=int, default=REFERENCE_PORT, help="port on 127.0.0.1 (default: %(default)s)")
+    ref.add_argument("--state-dir", default=STATE_DIR, metavar="DIR", help="where the running station is recorded "
+                     "(default: GOLIVE_STATE_DIR, else ~/.cache/golive)")
     ref.set_defaults(func=cmd_reference)
 
 
@@ -38,11 +79,15 @@ def cmd_reference(ns: argparse.Namespace, extra: list[str]) -> int:
     state = Path(ns.state_dir)
     try:
         if ns.action == "up":
+            if ns.variant not in launcher.VARIANTS:
+                return _fail(f"unknown variant '{ns.variant}'; the variants are: {', '.join(launcher.VARIANTS)} "
+                             f"(`golive reference --help` says what each is)")
             station = launcher.up(state, variant=ns.variant, port=ns.port)
             print(f"golive: reference station '{ns.variant}' serving at {station['base_url']}")
-        else:
-            launcher.down(state)
+        elif launcher.down(state):
             print("golive: reference station stopped")
+        else:
+            print(f"golive: no reference station was up (none recorded in {state}); nothing to stop")
     except launcher.ReferenceStationError as exc:
         return _fail(str(exc), code=1)
     return 0

@@ -72,12 +72,17 @@ def _run(tmp_path: Path, url: str, request_timeout_s: float, *args: str) -> tupl
 
 def test_a_long_wait_shows_progress(tmp_path, slow_station):
     """A generation that takes long: a line every interval names the check, the URL and the time so far."""
-    result, _ = _run(tmp_path, slow_station, 4, "--golive-progress-s", "1", "-k", "test_sales_question")
+    result, _ = _run(tmp_path, slow_station, 4, "--golive-progress-s", "1", "-k",
+                     "test_chat_answers_and_stops or test_sales_question or test_models_lists_served_name")
     output = result.stdout + result.stderr
     lines = [line for line in output.splitlines() if line.startswith("golive: still waiting:")]
     assert len(lines) >= 2, output[-3000:]
-    assert lines[0] == (f"golive: still waiting: test_sales_question_gets_trend_and_increase[slow] on {slow_station}, "
-                        f"1 s so far; one request may take 4 s (endpoint.request_timeout_s)"), lines
+    # which check of how many, and the run's time left estimated from the check that finished before it
+    head, estimate = lines[0].split(" left in the run after this check ")
+    assert head.startswith(f"golive: still waiting: test_sales_question_gets_trend_and_increase[slow] (check 2 of 3) "
+                           f"on {slow_station}, 1 s so far; one request may take 4 s (endpoint.request_timeout_s); "
+                           ), lines
+    assert estimate.startswith("(1 more × ") and estimate.endswith(" s, the mean of the 1 finished)"), lines
     assert result.returncode == 1 and "no answer within the timeout" in output, output[-3000:]  # the wait still ends
     assert SECRET not in output
 

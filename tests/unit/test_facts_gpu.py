@@ -67,3 +67,16 @@ def test_smi_q_header_gives_driver_and_cuda_version():
 
     assert parse_smi_versions((RECORDED / "nvidia-smi-q.txt").read_text()) == {"driver": "580.159.04", "cuda": "13.0"}
     assert parse_smi_versions("==============NVSMI LOG==============\n") == {"driver": None, "cuda": None}
+
+
+def test_product_brand_tells_a_display_gpu_from_a_data_centre_gpu():
+    """nvidia-smi -q's `Product Brand` (NVML's nvmlBrandType_t), on the real H200 recording and the GB300 tree's."""
+    from golive.facts.gpu import is_workstation_brand, parse_smi_q
+    [h200] = parse_smi_q((RECORDED / "nvidia-smi-q.txt").read_text())
+    assert (h200.product_name, h200.brand) == ("NVIDIA H200", "NVIDIA") and not is_workstation_brand(h200.brand)
+    tree = Path(__file__).resolve().parents[2] / "fixtures/stations/gb300-healthy/opt/golive-recorded/nvidia-smi-q.txt"
+    gb300, display = parse_smi_q(tree.read_text())
+    assert gb300.brand == "NVIDIA" and not is_workstation_brand(gb300.brand)
+    assert display.brand == "NVIDIA RTX" and is_workstation_brand(display.brand)
+    assert all(is_workstation_brand(b) for b in ("Quadro", "GeForce RTX", "Titan", "NVS", " quadro rtx "))
+    assert not any(is_workstation_brand(b) for b in ("Tesla", "NVIDIA", None, ""))

@@ -26,3 +26,24 @@ def test_progress_line_shows_the_time_left_of_the_runs_bound():
     line = watch.waiting_line(_item(True, endpoint="http://h:8888/v1"), 20)
     assert line.endswith(", 20 s so far; 500 s left of the run's 600 s time bound"), line
     watch.pytest_unconfigure()
+
+
+def test_progress_line_says_which_check_of_how_many_and_the_runs_estimated_time_left():
+    watch = Progress(0, None, lambda: [])
+    items = [SimpleNamespace(nodeid=f"suites/t.py::test_{i}") for i in range(40)]
+    watch.pytest_collection_finish(SimpleNamespace(items=items))  # type: ignore[arg-type]
+    item = _item(True, endpoint="http://h:8888/v1")
+    item.nodeid = "suites/t.py::test_2"  # the third check of 40
+    # nothing finished yet: no estimate
+    assert watch.waiting_line(item, 31) == \
+        "golive: still waiting: test_x[gb300-a] (check 3 of 40) on http://h:8888/v1, 31 s so far"
+    watch._finished, watch._finished_s = 2, 9.0  # two checks took 4.5 s each
+    assert watch.waiting_line(item, 31) == (
+        "golive: still waiting: test_x[gb300-a] (check 3 of 40) on http://h:8888/v1, 31 s so far; about 3 min left in "
+        "the run after this check (37 more × 4.5 s, the mean of the 2 finished)")
+    item.nodeid = "suites/t.py::test_39"
+    assert watch.waiting_line(item, 5).endswith("(check 40 of 40) on http://h:8888/v1, 5 s so far; "
+                                                "the run's last check")
+    watch._finished, watch._finished_s = 1, 100.0
+    item.nodeid = "suites/t.py::test_0"
+    assert "about 65 min left in the run after this check (39 more × 100.0 s" in watch.waiting_line(item, 5)
