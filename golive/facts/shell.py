@@ -367,7 +367,8 @@ def _chunks(text: str):
         return
     except Exception:  # noqa: BLE001 - fall back to line groups below
         pass
-    start, depth, buf = 0, 0, []
+    start, depth = 0, 0
+    buf: list[str] = []
     pos = 0
     for line in text.splitlines(keepends=True):
         stripped = line.strip()
