@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 import re
 
 from golive.facts import FactError
@@ -91,7 +92,7 @@ def describe_tokens(text: str, value: int) -> str:
 
 
 # The value types vLLM 0.32 gives the flags golive compares (argparse `type=`): what it would refuse to start with.
-VALUE_TYPES = {
+VALUE_TYPES: dict[str, Callable[[str], float]] = {
     "max-model-len": parse_max_model_len, "max-num-batched-tokens": parse_human_int, "max-num-seqs": int,
     "port": int, "tensor-parallel-size": int, "pipeline-parallel-size": int, "gpu-memory-utilization": float,
 }
