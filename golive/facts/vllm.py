@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 import re
+from collections.abc import Callable
 
 from golive.facts import FactError
 
