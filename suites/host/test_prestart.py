@@ -12,20 +12,28 @@ def test_prestart_is_what_the_unit_runs_before_start(facts, service):
             found=f"{service.prestart} does not exist",
             recipe="a prestart script installed to /usr/local/sbin runs before every start [000]",
             fix=f"install the prestart script as {service.prestart} (mode 0755)")
-    pre = [" ".join(c.argv) for c in facts.unit.exec_start_pre]
-    runs_it = [c for c in facts.unit.exec_start_pre if service.prestart in c.argv]
+    unit = facts.unit
+    home = unit.files[0] if unit.files else service.unit
+    pre = [" ".join(c.argv) for c in unit.exec_start_pre]
+    runs_it = [c for c in unit.exec_start_pre if service.prestart in c.argv]
     require(bool(runs_it),
-            found=f"{service.unit} ExecStartPre runs {pre or 'nothing'} ({facts.unit.source})",
+            found=f"{service.unit} ExecStartPre runs {pre or 'nothing'} ({unit.source}"
+                  + (f"; ExecStartPre= {unit.origin('ExecStartPre')}" if "ExecStartPre" in unit.set_at else "") + ")",
             recipe=f"ExecStartPre={service.prestart}, so the page cache is cleared on EVERY start, "
                    f"restarts included [000]",
-            fix=f"add `ExecStartPre={service.prestart}` to [Service] of {service.unit}, then `systemctl daemon-reload`")
+            fix=(unit.fix_at("ExecStartPre", service.unit, f"ExecStartPre={service.prestart}")
+                 if "ExecStartPre" in unit.set_at else
+                 f"add `ExecStartPre={service.prestart}` to [Service] of {home}, then `systemctl daemon-reload`"))
     line = runs_it[0]
+    at = f" ({line.where})" if line.where else ""
     require(not line.ignore_errors,
-            found=f"{service.unit} runs `ExecStartPre=-{' '.join(line.argv)}` ({facts.unit.source}): the `-` prefix "
+            found=f"{service.unit} runs `ExecStartPre=-{' '.join(line.argv)}`{at} ({unit.source}): the `-` prefix "
                   f"ignores the prestart's failure, so vLLM starts even when the prestart refused (HBM still full)",
             recipe="the prestart's refusal stops the start: a failed ExecStartPre must fail the start [000]",
-            fix=f"remove the `-` in front of `ExecStartPre={service.prestart}` in {service.unit}, then "
-                f"`systemctl daemon-reload`")
+            fix=f"remove the `-` in front of `ExecStartPre={service.prestart}` in "
+                f"{line.where.replace(':', ' line ') if line.where else service.unit}, then `systemctl daemon-reload`"
+                + (f" (or `systemctl revert {service.unit}` to drop the drop-in)"
+                   if line.where.rsplit(':', 1)[0] in unit.dropins else ""))
     if line.path == service.prestart:  # systemd executes it itself (not `sh script`): it needs its x bit
         mode = facts.prestart_mode
         require(mode is not None and mode & 0o100,

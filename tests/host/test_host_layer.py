@@ -47,8 +47,23 @@ MESSAGES = {
                            "Recipe: vllm/vllm-openai@sha256:adfb5fb0"],
     "container-stale-image": ["sha256:6fd5bb80ea3bc534e29daf8353968b760e8a33d972e061b31a2bfaa05bc3851e",
                               "Do: `systemctl restart glm53-flash.service`"],
-    "start-limit-burst-5": ["StartLimitBurst=5 within StartLimitIntervalSec=3600 s", "reset-failed"],
-    "restart-always": ["Restart=always, RestartSec=60 s", "Do: set `Restart=on-failure`"],
+    "start-limit-burst-5": ["StartLimitBurst=5 (set at /etc/systemd/system/glm53-flash.service:10) within "
+                            "StartLimitIntervalSec=3600 s", "reset-failed",
+                            "Do: in [Unit]: set `StartLimitBurst=3` in /etc/systemd/system/glm53-flash.service "
+                            "(line 10)"],
+    "restart-always": ["Restart=always (set at /etc/systemd/system/glm53-flash.service:36), RestartSec=60 s",
+                       "Do: set `Restart=on-failure` in /etc/systemd/system/glm53-flash.service (line 36)"],
+    "restart-always-drop-in": [
+        "Restart=always (set at /etc/systemd/system/glm53-flash.service.d/override.conf:2)",
+        "Do: the drop-in /etc/systemd/system/glm53-flash.service.d/override.conf sets it (line 2)",
+        "`systemctl revert glm53-flash.service`"],
+    "restart-always-drop-in-no-systemd": [
+        "Restart=always (set at /etc/systemd/system/glm53-flash.service.d/override.conf:2)",
+        "unit file and drop-ins of glm53-flash.service", "`systemctl revert glm53-flash.service`"],
+    "prestart-unwired-by-drop-in": [
+        "ExecStartPre runs nothing",
+        "ExecStartPre= set at /etc/systemd/system/glm53-flash.service.d/10-no-prestart.conf:3",
+        "Do: the drop-in /etc/systemd/system/glm53-flash.service.d/10-no-prestart.conf sets it (line 3)"],
     "unit-disabled": ["glm53-flash.service is disabled", "Do: systemctl enable glm53-flash.service"],
     "hbm-filepages-high": ["NUMA node 1 (the GPU's HBM, found by driver numa_status of 0009:01:00.0)",
                            "numactl --membind=0"],
