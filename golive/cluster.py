@@ -133,8 +133,9 @@ class ClusterFacts:
 
     @cached_property
     def nccl_topology_problems(self) -> list[str]:
-        """How the NCCL log's topology differs from the profile's: `nNodes` (one per station: 2 where rails are
-        declared, 1 without), `nRanks` (the tensor-parallel size) and whether any channel crosses a network.
+        """How the NCCL log's topology differs from the profile's: `nNodes` (2 where rails join two stations; without
+        rails not compared: NCCL counts each rank as a node when P2P and SHM are off on one host), `nRanks` (the
+        tensor-parallel size) and whether any channel crosses a network.
         [] when it matches, and for a run that died before init (nothing to compare: see `NcclLog.died_at_init`)."""
         log = self.nccl_log
         if log.died_at_init is not None:
@@ -154,8 +155,6 @@ class ClusterFacts:
                 problems.append(f"nNodes {log.nodes}{at}, where the profile declares two stations")
             elif log.channels and not log.net_transports:
                 problems.append(f"no channel crosses a network ({shown} only), although nNodes is 2{at}")
-        elif log.nodes not in (None, 1):
-            problems.append(f"nNodes {log.nodes}{at}, where the profile declares no rail (one host)")
         if log.ranks is not None and log.ranks != tp:
             problems.append(f"nRanks {log.ranks}{'' if problems else at}, where the profile serves tensor parallel "
                             f"{tp}")

@@ -140,8 +140,9 @@ def test_nccl_log_matches_declared_topology(cluster_facts, cluster, station, pro
     require(not problems,
             found=f"{cluster.nccl_log} on {station.name}: " + "; ".join(problems),
             recipe=f"the recipe serves tensor parallel {profile.vllm.tensor_parallel_size} on {stations}: the serving "
-                   f"run's log shows nNodes {2 if cluster.rails else 1}, nRanks {profile.vllm.tensor_parallel_size}"
-                   + (" and NET/IB channels [002]" if cluster.rails else " [002]"),
+                   f"run's log shows " + ("nNodes 2, " if cluster.rails else "")
+                   + f"nRanks {profile.vllm.tensor_parallel_size}" + (" and NET/IB channels" if cluster.rails else "")
+                   + " [002]",
             fix=("the two-station recipe needs the serving run's log: point cluster.nccl_log at the file the serving "
                  "run on this station writes (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=… in its environment, or the container's "
                  "log), not a one-host test; take it after the run printed `Init COMPLETE`") if cluster.rails else
