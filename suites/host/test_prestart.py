@@ -6,6 +6,12 @@ from golive.verdict import not_applicable, require
 pytestmark = pytest.mark.host
 
 
+def _file_and_line(where: str) -> str:
+    """`/etc/systemd/system/x.service:14` → `/etc/systemd/system/x.service (line 14)`."""
+    path, _, line = where.rpartition(":")
+    return f"{path} (line {line})"
+
+
 def test_prestart_is_what_the_unit_runs_before_start(facts, service):
     """The unit's ExecStartPre runs the recipe's prestart script (executable; its failure stops the start) [000]."""
     require(facts.prestart_text is not None,
@@ -31,7 +37,7 @@ def test_prestart_is_what_the_unit_runs_before_start(facts, service):
                   f"ignores the prestart's failure, so vLLM starts even when the prestart refused (HBM still full)",
             recipe="the prestart's refusal stops the start: a failed ExecStartPre must fail the start [000]",
             fix=f"remove the `-` in front of `ExecStartPre={service.prestart}` in "
-                f"{line.where.replace(':', ' line ') if line.where else service.unit}, then `systemctl daemon-reload`"
+                f"{_file_and_line(line.where) if line.where else service.unit}, then `systemctl daemon-reload`"
                 + (f" (or `systemctl revert {service.unit}` to drop the drop-in)"
                    if line.where.rsplit(':', 1)[0] in unit.dropins else ""))
     if line.path == service.prestart:  # systemd executes it itself (not `sh script`): it needs its x bit

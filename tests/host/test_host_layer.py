@@ -162,7 +162,8 @@ def test_no_coherent_memory_skips_the_numa_check(trees, tmp_path):
 
 def test_open_bind_is_a_finding_on_a_passing_check(trees, tmp_path):
     """The healthy tree serves on 0.0.0.0 without auth, as published: the check passes and carries the finding."""
-    code, results, output = golive_run(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path, "-k", "served_flags")
+    code, results, output = golive_run(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path, "-k",
+                                       "served_flags_match")
     [check] = results["checks"]
     assert check["outcome"] == "passed", output
     assert check["note"].startswith("OPEN BIND: vLLM listens on every interface"), output
