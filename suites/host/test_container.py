@@ -17,6 +17,12 @@ from golive.verdict import not_applicable, require
 pytestmark = pytest.mark.host
 
 
+def _exec_start(facts, unit_name: str) -> str:
+    """`ExecStart of UNIT (FILE:LINE)`: where to edit the docker run line, a drop-in's if one set it."""
+    where = facts.unit.set_at.get("ExecStart")
+    return f"ExecStart of {unit_name}" + (f" ({where})" if where else "")
+
+
 @pytest.fixture
 def docker_run(facts, service):
     run = facts.docker_run
@@ -24,7 +30,7 @@ def docker_run(facts, service):
             found=f"ExecStart of {service.unit} does not run `docker run`: "
                   f"{[' '.join(c.argv) for c in facts.unit.exec_start]}",
             recipe="systemd starts the vLLM container with `docker run` in ExecStart [000]",
-            fix=f"make ExecStart of {service.unit} the recipe's `docker run … IMAGE@sha256:… --model …` line")
+            fix=f"make {_exec_start(facts, service.unit)} the recipe's `docker run … IMAGE@sha256:… --model …` line")
     return run
 
 
@@ -38,7 +44,7 @@ def test_docker_has_no_restart_policy(facts, docker_run, profile):
                   f"({'docker run line' if flags else 'docker inspect HostConfig.RestartPolicy'})",
             recipe="no `--restart` on the docker run line: a docker restart skips the prestart and its drop_caches "
                    "[000]",
-            fix=f"remove `--restart=…` from ExecStart of {profile.service.unit} (or use --restart=no), then "
+            fix=f"remove `--restart=…` from {_exec_start(facts, profile.service.unit)} (or use --restart=no), then "
                 f"`systemctl daemon-reload && systemctl restart {profile.service.unit}`")
 
 
@@ -57,7 +63,7 @@ def test_container_not_pinned_to_dram_node(facts, docker_run, profile):
                 f"`numactl --membind={dram}` for downloads and copies only")
 
 
-def test_image_pinned_by_digest(docker_run, profile):
+def test_image_pinned_by_digest(facts, docker_run, profile):
     """The image is referenced by @sha256 digest, the one the profile pins [000][002]."""
     image = docker_run.image
     pin = profile.image.digest
@@ -69,7 +75,8 @@ def test_image_pinned_by_digest(docker_run, profile):
     require(image.digest == pin,
             found=f"the unit runs {image}" + ("" if image.digest else " (a tag: it moves under you)"),
             recipe=f"{profile.image.repository}@{pin} [000]",
-            fix=f"reference the image as {profile.image.repository}@{pin} in ExecStart of {profile.service.unit}; "
+            fix=f"reference the image as {profile.image.repository}@{pin} in "
+                f"{_exec_start(facts, profile.service.unit)}; "
                 f"if you upgraded on purpose, re-run the whole suite and then update image.digest in the profile")
 
 
@@ -152,9 +159,9 @@ def test_served_flags_are_accepted_by_vllm(facts, docker_run, profile, station):
     require(not refused,
             found=f"vLLM would refuse the served arguments ({source}): " + "; ".join(refused),
             recipe="vLLM starts with the recipe's flags; a value its parser refuses ends `vllm serve` at once [000]",
-            fix=f"correct the value in ExecStart of {profile.service.unit} as vLLM spells it (lowercase k/m/g/t = "
-                f"powers of 10, uppercase K/M/G/T = powers of 2, whole numbers only with K/M/G/T; switches take no "
-                f"value), `systemctl daemon-reload`, restart")
+            fix=f"correct the value in {_exec_start(facts, profile.service.unit)} as vLLM spells it (lowercase "
+                f"k/m/g/t = powers of 10, uppercase K/M/G/T = powers of 2, whole numbers only with K/M/G/T; switches "
+                f"take no value), `systemctl daemon-reload`, restart")
 
 
 def test_served_flags_match_profile(facts, docker_run, profile, station, record_finding, record_provenance):
@@ -185,8 +192,8 @@ def test_served_flags_match_profile(facts, docker_run, profile, station, record_
     require(not wrong,
             found=f"served flags differ ({source}): " + "; ".join(wrong),
             recipe="the served flags are the recipe's; parser names are pinned to the vLLM build [000]",
-            fix=f"fix the flags in ExecStart of {profile.service.unit}, `systemctl daemon-reload`, restart, then "
-                f"re-run the endpoint layer (tool calls are a launch blocker)")
+            fix=f"fix the flags in {_exec_start(facts, profile.service.unit)}, `systemctl daemon-reload`, restart, "
+                f"then re-run the endpoint layer (tool calls are a launch blocker)")
     if unreadable:
         pytest.skip(f"not checked: {', '.join(unreadable)} (vLLM refuses the value: see "
                     f"test_served_flags_are_accepted_by_vllm); every other served flag matches")
