@@ -206,6 +206,7 @@ class UnitFacts:
     # empty assignment → where the reset is; a key set nowhere is absent (systemd's default)
     set_at: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # the unit file, then the drop-ins systemd applied, in order
+    emptied: frozenset[str] = frozenset()  # keys whose set_at is an empty assignment (`ExecStartPre=`) that reset them
 
     @property
     def dropins(self) -> list[str]:
@@ -213,6 +214,8 @@ class UnitFacts:
 
     def origin(self, key: str) -> str:
         """`set at FILE:LINE` / `systemd's default: not set in FILE…`, for findings."""
+        if key in self.emptied:
+            return f"emptied by `{key}=` at {self.set_at[key]}"
         if key in self.set_at:
             return f"set at {self.set_at[key]}"
         return f"systemd's default: not set in {' or '.join(self.files) or 'the unit'}"
@@ -234,7 +237,7 @@ class UnitFacts:
             # `systemctl show` may print argv unquoted (systemd < 248): match on the words joined
             wheres = {" ".join(c.argv): c.where for c in theirs}
             return [replace(c, where=wheres.get(" ".join(c.argv), "")) for c in mine]
-        return replace(self, set_at=other.set_at, files=other.files,
+        return replace(self, set_at=other.set_at, files=other.files, emptied=other.emptied,
                        exec_start_pre=located(self.exec_start_pre, other.exec_start_pre),
                        exec_start=located(self.exec_start, other.exec_start),
                        exec_start_post=located(self.exec_start_post, other.exec_start_post))
@@ -277,6 +280,7 @@ def unit_from_file(sections: Sections, enabled: bool | None, active: str | None,
                    cleared: dict[tuple[str, str], str] | None = None, files: list[str] | None = None) -> UnitFacts:
     unit, service = sections.get("Unit", {}), sections.get("Service", {})
     set_at: dict[str, str] = {}
+    emptied: set[str] = set()
 
     def last(section: dict[str, list[Value]], *keys: str) -> Value | None:
         for key in keys:
@@ -301,6 +305,7 @@ def unit_from_file(sections: Sections, enabled: bool | None, active: str | None,
             set_at[key] = values[-1].where
         elif (cleared or {}).get(("Service", key)):
             set_at[key] = (cleared or {})[("Service", key)]
+            emptied.add(key)
     return UnitFacts(
         source="unit file" if not files or len(files) == 1 else "unit file and drop-ins",
         restart=restart or "no",
@@ -314,6 +319,7 @@ def unit_from_file(sections: Sections, enabled: bool | None, active: str | None,
         active=active,
         set_at=set_at,
         files=list(files or []),
+        emptied=frozenset(emptied),
     )
 
 

@@ -24,7 +24,7 @@ def test_prestart_is_what_the_unit_runs_before_start(facts, service):
     runs_it = [c for c in unit.exec_start_pre if service.prestart in c.argv]
     require(bool(runs_it),
             found=f"{service.unit} ExecStartPre runs {pre or 'nothing'} ({unit.source}"
-                  + (f"; ExecStartPre= {unit.origin('ExecStartPre')}" if "ExecStartPre" in unit.set_at else "") + ")",
+                  + (f"; ExecStartPre {unit.origin('ExecStartPre')}" if "ExecStartPre" in unit.set_at else "") + ")",
             recipe=f"ExecStartPre={service.prestart}, so the page cache is cleared on EVERY start, "
                    f"restarts included [000]",
             fix=(unit.fix_at("ExecStartPre", service.unit, f"ExecStartPre={service.prestart}")

@@ -62,7 +62,7 @@ MESSAGES = {
         "unit file and drop-ins of glm53-flash.service", "`systemctl revert glm53-flash.service`"],
     "prestart-unwired-by-drop-in": [
         "ExecStartPre runs nothing",
-        "ExecStartPre= set at /etc/systemd/system/glm53-flash.service.d/10-no-prestart.conf:3",
+        "ExecStartPre emptied by `ExecStartPre=` at /etc/systemd/system/glm53-flash.service.d/10-no-prestart.conf:3",
         "Do: the drop-in /etc/systemd/system/glm53-flash.service.d/10-no-prestart.conf sets it (line 3)"],
     "unit-disabled": ["glm53-flash.service is disabled", "Do: systemctl enable glm53-flash.service"],
     "hbm-filepages-high": ["NUMA node 1 (the GPU's HBM, found by driver numa_status of 0009:01:00.0)",

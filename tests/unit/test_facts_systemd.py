@@ -198,3 +198,10 @@ def test_a_finding_points_at_the_file_that_set_the_value():
 def test_a_bad_line_names_its_file_and_line():
     with pytest.raises(FactError, match=f"{E}/{D}/x.conf:3: unit file line outside a section"):
         merge_unit_files([FRAGMENT, (f"{E}/{D}/x.conf", "# c\n\nRestart=always\n")])
+
+
+def test_an_emptied_list_says_so():
+    files = [FRAGMENT, (f"{E}/{D}/10-off.conf", "[Service]\nExecStartPre=\n")]
+    sections, cleared = merge_unit_files(files)
+    unit = unit_from_file(sections, True, "active", cleared, [p for p, _ in files])
+    assert unit.origin("ExecStartPre") == f"emptied by `ExecStartPre=` at {E}/{D}/10-off.conf:2"
