@@ -44,7 +44,7 @@ class ClusterFacts:
     def peer_address(self, rail: Rail) -> str:
         return str(rail.addresses["b" if self.station.role == "a" else "a"])
 
-    # --- rails ---------------------------------------------------------------------------------------------------------
+    # --- rails --------------------------------------------------------------------------------------------------------
 
     @cached_property
     def interfaces(self) -> dict[str, net.Interface]:
@@ -78,7 +78,8 @@ class ClusterFacts:
     def speed_mbps(self, ifname: str) -> tuple[int | None, str]:
         """The link speed and where it was read: ethtool first, /sys/class/net/IF/speed where ethtool is missing."""
         if self.host.exists("ethtool"):
-            return net.parse_ethtool(self.station_facts.run(BOUND + "ethtool %s", ifname)).speed_mbps, f"ethtool {ifname}"
+            ethtool = net.parse_ethtool(self.station_facts.run(BOUND + "ethtool %s", ifname))
+            return ethtool.speed_mbps, f"ethtool {ifname}"
         path = f"/sys/class/net/{ifname}/speed"
         text = self.station_facts.run("cat %s 2>/dev/null || echo -1", path)
         return net.parse_sys_speed(text), path
@@ -91,11 +92,12 @@ class ClusterFacts:
                                rail.interface, self.peer_address(rail))
         if result.rc in (124, 127) or (result.rc == 2 and "ping:" not in result.stdout + result.stderr
                                 and "statistics" not in result.stdout):
-            raise FactError(f"ping did not run on {self.station.name} (exit {result.rc}): {result.stderr.strip()[:200]}",
+            raise FactError(f"ping did not run on {self.station.name} (exit {result.rc}): "
+                            f"{result.stderr.strip()[:200]}",
                             fix="install iputils-ping on the station (golive uses `ping -M do`, which busybox lacks)")
         return net.parse_ping(result.stdout + result.stderr, result.rc)
 
-    # --- RDMA ----------------------------------------------------------------------------------------------------------
+    # --- RDMA ---------------------------------------------------------------------------------------------------------
 
     @cached_property
     def ib_devices(self) -> dict[str, net.IbDevice]:
@@ -105,7 +107,7 @@ class ClusterFacts:
         result = self.host.run(BOUND + "ibv_devinfo -v")
         return {d.hca_id: d for d in net.parse_ibv_devinfo(result.stdout + result.stderr)}
 
-    # --- NCCL and the pinned environment -------------------------------------------------------------------------------
+    # --- NCCL and the pinned environment ------------------------------------------------------------------------------
 
     @cached_property
     def nccl_log_text(self) -> str:
@@ -126,7 +128,37 @@ class ClusterFacts:
         return nccl.parse_nccl_log(self.nccl_log_text)
 
     def log_line(self, number: int) -> str:
-        return self.nccl_log_text.splitlines()[number - 1].strip()
+        """Line `number` of the NCCL log as NCCL wrote it (colours and CR removed)."""
+        return self.nccl_log.text_of(number)
+
+    @cached_property
+    def nccl_topology_problems(self) -> list[str]:
+        """How the NCCL log's topology differs from the profile's: `nNodes` (2 where rails join two stations; without
+        rails not compared: NCCL counts each rank as a node when P2P and SHM are off on one host), `nRanks` (the
+        tensor-parallel size) and whether any channel crosses a network.
+        [] when it matches, and for a run that died before init (nothing to compare: see `NcclLog.died_at_init`)."""
+        log = self.nccl_log
+        if log.died_at_init is not None:
+            return []
+        tp = self.station_facts.profile.vllm.tensor_parallel_size
+        at = f" (line {log.topology.number}: `{self.log_line(log.topology.number)}`)" if log.topology else ""
+        shown = ", ".join(sorted(log.transports)) or "no channel"
+        problems = []
+        if self.cluster.rails:
+            if log.nodes is None:
+                problems.append("NCCL printed no `comm … nRanks … nNodes …` line: the log does not say how many hosts "
+                                "the run spanned")
+            elif log.one_host:
+                problems.append(f"this log comes from a one-host run: nNodes 1, nRanks {log.ranks}, {shown} channels "
+                                f"only{at}")
+            elif log.nodes != 2:
+                problems.append(f"nNodes {log.nodes}{at}, where the profile declares two stations")
+            elif log.channels and not log.net_transports:
+                problems.append(f"no channel crosses a network ({shown} only), although nNodes is 2{at}")
+        if log.ranks is not None and log.ranks != tp:
+            problems.append(f"nRanks {log.ranks}{'' if problems else at}, where the profile serves tensor parallel "
+                            f"{tp}")
+        return problems
 
     @cached_property
     def env_bytes(self) -> bytes:
@@ -147,6 +179,9 @@ class ClusterFacts:
 
     @cached_property
     def perf(self) -> nccl.PerfResult:
+        if not self.cluster.all_reduce_perf:
+            raise FactError("the profile gives no cluster.all_reduce_perf",
+                            fix="set `cluster.all_reduce_perf` (where station a keeps the all_reduce_perf output)")
         text = self.station_facts.read(self.cluster.all_reduce_perf)
         if text is None:
             raise FactError(f"{self.cluster.all_reduce_perf} does not exist on {self.station.name}",
@@ -154,7 +189,7 @@ class ClusterFacts:
                                 "its output there")
         return nccl.parse_perf(text)
 
-    # --- what must be identical on both stations -----------------------------------------------------------------------
+    # --- what must be identical on both stations ----------------------------------------------------------------------
 
     @cached_property
     def image(self) -> docker.ImageFacts:

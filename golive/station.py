@@ -16,9 +16,9 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from golive.facts import FactError, docker, gpu, shell, systemd
-from golive.schema import Profile, Station
+from golive.schema import Profile, Service, Station
 
-UNIT_DIRS = ("/etc/systemd/system", "/usr/local/lib/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
+UNIT_DIRS = systemd.UNIT_DIRS
 QUERY_GPU = ["index", "name", "pci.bus_id", "memory.used", "memory.total"]
 QUERY_APPS = ["pid", "process_name", "gpu_bus_id", "used_gpu_memory"]
 
@@ -41,7 +41,7 @@ class StationFacts:
     def __init__(self, host, station: Station, profile: Profile):
         self.host, self.station, self.profile = host, station, profile
 
-    # --- plumbing ------------------------------------------------------------------------------------------------------
+    # --- plumbing -----------------------------------------------------------------------------------------------------
 
     def run(self, command: str, *args: str, ok_rcs: tuple[int, ...] = (0,)) -> str:
         line = command % tuple(shlex.quote(a) for a in args) if args else command
@@ -61,7 +61,15 @@ class StationFacts:
         f = self.host.file(path)
         return f.content_string if f.exists and f.is_file else None
 
-    # --- systemd -------------------------------------------------------------------------------------------------------
+    @property
+    def service(self) -> Service:
+        """The profile's service section; a profile without one has no unit or prestart to read."""
+        if self.profile.service is None:
+            raise FactError("the profile has no `service:` section (unit, prestart, container)",
+                            fix="add the service section of your recipe to the site profile")
+        return self.profile.service
+
+    # --- systemd ------------------------------------------------------------------------------------------------------
 
     @cached_property
     def systemd_running(self) -> bool:
@@ -70,7 +78,8 @@ class StationFacts:
 
     @cached_property
     def unit_path(self) -> str | None:
-        unit = self.profile.service.unit
+        """The unit file systemd loads: the first of the unit directories that holds it."""
+        unit = self.service.unit
         for folder in UNIT_DIRS:
             path = f"{folder}/{unit}"
             if self.host.file(path).exists:
@@ -78,20 +87,48 @@ class StationFacts:
         return None
 
     @cached_property
-    def unit(self) -> systemd.UnitFacts:
-        unit = self.profile.service.unit
-        if self.systemd_running:
-            return systemd.unit_from_show(systemd.parse_show(self.run("systemctl show %s", unit)))
+    def unit_dropin_paths(self) -> list[str]:
+        """The drop-ins systemd applies to the unit, in its order (`NAME.service.d/*.conf` in every unit directory)."""
+        unit = self.service.unit
+        names = systemd.dropin_dir_names(unit)
+        folders = [f"{d}/{n}" for d in UNIT_DIRS for n in names]
+        listing = self.run("find " + " ".join("%s" for _ in folders) + " -maxdepth 1 -name '*.conf' 2>/dev/null",
+                           *folders, ok_rcs=(0, 1))
+        return systemd.order_dropins(listing.split(), unit)
+
+    @cached_property
+    def unit_from_files(self) -> systemd.UnitFacts:
+        """The effective unit as systemd builds it from the files: the unit file, then each drop-in on top."""
+        unit = self.service.unit
         if self.unit_path is None:
             raise FactError(f"unit {unit} not found in {', '.join(UNIT_DIRS)}",
-                            fix=f"install the recipe's unit as /etc/systemd/system/{unit}, then `systemctl daemon-reload`"
-                                f" and `systemctl enable {unit}`")
-        sections = systemd.parse_unit_file(self.read(self.unit_path) or "")
+                            fix=f"install the recipe's unit as /etc/systemd/system/{unit}, then "
+                                f"`systemctl daemon-reload` and `systemctl enable {unit}`")
+        return self._unit_of_files([self.unit_path, *self.unit_dropin_paths])
+
+    def _unit_of_files(self, paths: list[str]) -> systemd.UnitFacts:
+        unit = self.service.unit
+        sections, cleared = systemd.merge_unit_files([(path, self.read(path) or "") for path in paths])
         wants = self.run("ls -1 /etc/systemd/system/*.wants/ 2>/dev/null", ok_rcs=(0, 1, 2))
         enabled = unit in wants.split()
         container = self.container
         active = "active" if container and container.running else "inactive"
-        return systemd.unit_from_file(sections, enabled=enabled, active=active)
+        return systemd.unit_from_file(sections, enabled=enabled, active=active, cleared=cleared, files=paths)
+
+    @cached_property
+    def unit(self) -> systemd.UnitFacts:
+        """The unit as systemd runs it: `systemctl show` where systemd is PID 1 (with the file and line of each value,
+        from FragmentPath= and DropInPaths=), else the unit file merged with its drop-ins."""
+        unit = self.service.unit
+        if not self.systemd_running:
+            return self.unit_from_files
+        props = systemd.parse_show(self.run("systemctl show %s", unit))
+        shown = systemd.unit_from_show(props)
+        fragment = (props.get("FragmentPath") or [""])[-1]
+        dropins = " ".join(props.get("DropInPaths", [])).split()
+        if not fragment:
+            return shown
+        return shown.with_origins(self._unit_of_files([fragment, *dropins]))
 
     @cached_property
     def docker_run(self) -> docker.DockerRun | None:
@@ -102,34 +139,34 @@ class StationFacts:
                     return docker.parse_run(candidate.argv)
         return None
 
-    # --- prestart ------------------------------------------------------------------------------------------------------
+    # --- prestart -----------------------------------------------------------------------------------------------------
 
     @cached_property
     def prestart_text(self) -> str | None:
-        return self.read(self.profile.service.prestart)
+        return self.read(self.service.prestart)
 
     @cached_property
     def prestart_mode(self) -> int | None:
         """Permission bits of the prestart script (`stat`), None when it does not exist."""
-        f = self.host.file(self.profile.service.prestart)
+        f = self.host.file(self.service.prestart)
         return f.mode if f.exists else None
 
     @cached_property
     def prestart(self) -> shell.Script:
         if self.prestart_text is None:
-            raise FactError(f"prestart script {self.profile.service.prestart} does not exist",
-                            fix=f"install the recipe's prestart script as {self.profile.service.prestart} (mode 0755)")
-        return shell.parse_script(self.prestart_text, origin=self.profile.service.prestart)
+            raise FactError(f"prestart script {self.service.prestart} does not exist",
+                            fix=f"install the recipe's prestart script as {self.service.prestart} (mode 0755)")
+        return shell.parse_script(self.prestart_text, origin=self.service.prestart)
 
     def start_sequence(self) -> list[shell.ShellCommand]:
         """What one start attempt runs, in order: the prestart's commands, ExecStart, ExecStartPost."""
         sequence = list(self.prestart.commands)
         for label, commands in (("ExecStart", self.unit.exec_start), ("ExecStartPost", self.unit.exec_start_post)):
             for command in commands:
-                sequence.extend(shell.commands_of(command.argv, origin=f"{label} of {self.profile.service.unit}"))
+                sequence.extend(shell.commands_of(command.argv, origin=f"{label} of {self.service.unit}"))
         return sequence
 
-    # --- docker --------------------------------------------------------------------------------------------------------
+    # --- docker -------------------------------------------------------------------------------------------------------
 
     @cached_property
     def container_name(self) -> str:
@@ -143,13 +180,14 @@ class StationFacts:
         if result.rc != 0:
             if "No such" in result.stderr or "no such" in result.stderr:
                 return None
-            raise FactError(f"`docker inspect {self.container_name}` failed (exit {result.rc}): {result.stderr.strip()}")
+            raise FactError(f"`docker inspect {self.container_name}` failed (exit {result.rc}): "
+                            f"{result.stderr.strip()}")
         return docker.parse_container_inspect(result.stdout)
 
     def image(self, image_id: str) -> docker.ImageFacts:
         return docker.parse_image_inspect(self.run("docker image inspect %s", image_id))
 
-    # --- GPUs and NUMA -------------------------------------------------------------------------------------------------
+    # --- GPUs and NUMA ------------------------------------------------------------------------------------------------
 
     @cached_property
     def gpus(self) -> list[dict[str, str]]:
@@ -206,18 +244,20 @@ class StationFacts:
                 found.append(HbmNode(node, f"driver numa_status of {bdf}"))
         if found:
             return found
-        memory_only = [n for n, info in self.nodes.items() if not info["cpus"] and info["meminfo"].get("MemTotal", 0) > 0]
+        memory_only = [n for n, info in self.nodes.items()
+                       if not info["cpus"] and info["meminfo"].get("MemTotal", 0) > 0]
         if not memory_only or not self.host.exists("nvidia-smi"):
             return []
         ats = [g.bus_id for g in self.smi_q if (g.addressing_mode or "").upper() == "ATS"]
-        how = f"memory-only node, GPU {ats[0]} in ATS addressing mode" if ats else "memory-only node beside an NVIDIA GPU"
+        how = (f"memory-only node, GPU {ats[0]} in ATS addressing mode" if ats
+               else "memory-only node beside an NVIDIA GPU")
         return [HbmNode(n, how) for n in memory_only]
 
     def pid_container(self, pid: str) -> str | None:
         text = self.read(f"/proc/{pid}/cgroup")
         return gpu.container_id_in_cgroup(gpu.parse_cgroup(text)) if text else None
 
-    # --- checkpoint ----------------------------------------------------------------------------------------------------
+    # --- checkpoint ---------------------------------------------------------------------------------------------------
 
     @cached_property
     def checkpoint_dir(self) -> str:

@@ -6,6 +6,9 @@ src/transport/net.cc (`Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA(PC
 (`via P2P/CUMEM`, `P2P/IPC`, `P2P/direct pointer`), src/transport/shm.cc (`via SHM/direct`), src/misc/param.cc
 (`NCCL_IB_GID_INDEX set by environment to 3.`), src/transport/net_ib/init.cc (`NET/IB : Using [0]mlx5_0:1/RoCE …`,
 `NCCL_IB_HCA set to …`); nccl-tests v2.19.6 src/util.cu for the table.
+
+Lines are found by NCCL's own tokens wherever they sit: after the `host:pid:tid [dev]` prefix or without it (pasted),
+behind `docker logs --timestamps` or journald prefixes, with CRLF endings or ANSI colours (stripped first).
 """
 from __future__ import annotations
 
@@ -14,9 +17,14 @@ from dataclasses import dataclass
 
 from golive.facts import FactError
 
-_PREFIX = r"^(?:\[[^\]]*\] )?\S+:\d+:\d+ \[\d+\] "   # optional NCCL_DEBUG_TIMESTAMP_FORMAT, then host:pid:tid [dev]
-_CHANNEL = re.compile(_PREFIX + r"NCCL INFO Channel (\d+)(?:/\d+)? : (\d+)\[\d+\] -> (\d+)\[\d+\]"
-                                r"(?: \[(send|receive)\])? via (\S+(?: pointer\S*)?)")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_LEVEL = re.compile(r"\bNCCL (INFO|WARN)\b ?")
+# NCCL messages that identify themselves even where a shipper dropped `NCCL INFO` (src/init.cc, src/transport.cc)
+_BARE = re.compile(r"NCCL version \S+|Channel \d+(?:/\d+)? : \d+\[\d+\] -> \d+\[\d+\]"
+                   r"|comm 0x[0-9a-f]+ rank \d+ nRanks \d+ nNodes \d+")
+_CHANNEL = re.compile(r"Channel (\d+)(?:/\d+)? : (\d+)\[\d+\] -> (\d+)\[\d+\]"
+                      r"(?: \[(send|receive)\])? via (\S+(?: pointer\S*)?)")
+_COMM = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+)")
 
 
 @dataclass(frozen=True)
@@ -49,10 +57,26 @@ class Channel:
 class NcclLog:
     versions: tuple[str, ...]         # every distinct `NCCL version …` seen, e.g. ("2.30.7+cuda13.0",)
     channels: tuple[Channel, ...]
-    networks: tuple[Line, ...]        # `NET/IB : Using …`, `NET/Socket : Using …`, `Using network IB`, `NET/IB : No device found.`
+    networks: tuple[Line, ...]        # `NET/IB : Using …`, `NET/Socket : Using …`, `Using network IB`, …
     warnings: tuple[Line, ...]        # `NCCL WARN` lines
     env: dict[str, str]               # `NCCL_X set by environment to V.` / `NCCL_IB_HCA set to V`
     nodes: int | None                 # `nNodes N` from the comm summary line
+    ranks: int | None = None          # `nRanks N` from the same line
+    topology: Line | None = None      # that line (`comm 0x… rank 0 nRanks 2 nNodes 2 …`)
+    complete: Line | None = None      # the first `Init COMPLETE`: the communicator was ready
+    lines: tuple[str, ...] = ()       # every line as read (colours and CR removed), for quoting by number
+    last: Line | None = None          # the last NCCL line: where a run that stopped early stopped
+
+    def text_of(self, number: int) -> str:
+        return self.lines[number - 1].strip() if 0 < number <= len(self.lines) else ""
+
+    @property
+    def died_at_init(self) -> Line | None:
+        """The run never finished NCCL init (no `Init COMPLETE`): the line that says why (its first WARN), else the
+        last NCCL line it printed; None when init completed."""
+        if self.complete is not None:
+            return None
+        return self.warnings[0] if self.warnings else self.last
 
     @property
     def version(self) -> str | None:
@@ -70,8 +94,11 @@ class NcclLog:
 
     @property
     def one_host(self) -> bool:
-        """All ranks on one host: no channel goes over a network (NCCL prints `nNodes 1` too)."""
-        return not self.net_transports and self.nodes in (None, 1)
+        """All ranks on one host: NCCL says `nNodes 1`, or (without that line) channels exist and none crosses a
+        network. A log with neither says nothing about hosts (a run that died at bootstrap): False."""
+        if self.nodes is not None:
+            return self.nodes == 1
+        return bool(self.channels) and not self.net_transports
 
     @property
     def gdrdma(self) -> bool | None:
@@ -81,35 +108,61 @@ class NcclLog:
 
 
 def parse_nccl_log(text: str) -> NcclLog:
-    """An NCCL INFO log (one or many ranks interleaved, as vLLM or torchrun print it)."""
+    """An NCCL INFO log (one or many ranks interleaved, as vLLM or torchrun print it), from any source."""
     versions: list[str] = []
-    channels, networks, warnings = [], [], []
+    channels: list[Channel] = []
+    networks: list[Line] = []
+    warnings: list[Line] = []
     env: dict[str, str] = {}
-    nodes = None
-    seen_nccl = False
-    for number, line in enumerate(text.splitlines(), 1):
-        if " NCCL INFO " not in line and " NCCL WARN " not in line:
+    nodes: int | None = None
+    ranks: int | None = None
+    topology: Line | None = None
+    complete: Line | None = None
+    last: Line | None = None
+    lines = tuple(_ANSI.sub("", raw).rstrip("\r") for raw in text.split("\n"))
+    for number, line in enumerate(lines, 1):
+        if level := _LEVEL.search(line):
+            kind, message = level.group(1), line[level.end():].strip()
+        elif bare := _BARE.search(line):
+            kind, message = "INFO", line[bare.start():].strip()
+        else:
             continue
-        seen_nccl = True
-        if " NCCL WARN " in line:
-            warnings.append(Line(number, line.strip()))
+        last = Line(number, line.strip())
+        if kind == "WARN":
+            warnings.append(last)
             continue
-        message = line.split(" NCCL INFO ", 1)[1].rstrip()
-        if match := re.fullmatch(r"NCCL version (\S+)", message):
+        if match := re.fullmatch(r"NCCL version (\S+)(?: .*)?", message):
             if match.group(1) not in versions:
                 versions.append(match.group(1))
-        elif match := _CHANNEL.match(line):
+        elif match := _CHANNEL.match(message):
             channels.append(Channel(number, int(match.group(1)), int(match.group(2)), int(match.group(3)),
                                     match.group(4), match.group(5)))
         elif re.match(r"NET/\S+ : (Using|No device)|Using network ", message):
             networks.append(Line(number, message))
         elif match := re.fullmatch(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?", message):
             env[match.group(1)] = match.group(2)
-        elif match := re.search(r" nNodes (\d+) ", message):
-            nodes = int(match.group(1))
-    if not seen_nccl:
-        raise FactError("no `NCCL INFO` lines in the log (was NCCL_DEBUG=INFO set?)")
-    return NcclLog(tuple(versions), tuple(channels), tuple(networks), tuple(warnings), env, nodes)
+        elif match := _COMM.search(message):
+            ranks, nodes = int(match.group(2)), int(match.group(3))
+            topology = topology or last
+        elif "Init COMPLETE" in message and complete is None:
+            complete = last
+    if last is None:
+        raise FactError(_unreadable(text, lines))
+    return NcclLog(tuple(versions), tuple(channels), tuple(networks), tuple(warnings), env, nodes, ranks, topology,
+                   complete, lines, last)
+
+
+def _unreadable(text: str, lines: tuple[str, ...]) -> str:
+    """One line: what an NCCL log looks like, and what this file holds instead."""
+    expected = ("expected NCCL_DEBUG=INFO lines (`… NCCL INFO NCCL version 2.30.7+cuda13.0`, `… NCCL INFO Channel "
+                "00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`)")
+    if not text.strip():
+        return f"no NCCL line in the log: {expected}; found an empty file"
+    if text.startswith("\x1f\ufffd") or "\x00" in text[:4096]:
+        return f"no NCCL line in the log: {expected}; found binary data (compressed? decompress it first)"
+    shown = [line.strip() for line in lines if line.strip()]
+    return (f"no NCCL line in the log: {expected}; found {len(shown)} other line(s), the first: "
+            f"`{shown[0][:120]}` (was NCCL_DEBUG=INFO set for this run?)")
 
 
 @dataclass(frozen=True)

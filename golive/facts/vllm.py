@@ -3,27 +3,127 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from golive.facts import FactError
 
-_SUFFIX = {"k": 1000, "m": 1000**2, "g": 1000**3, "K": 1024, "M": 1024**2, "G": 1024**3}
+# vLLM 0.32.0, vllm/utils/argparse_utils.py `human_readable_int`: lowercase suffixes are decimal and take decimals
+# (truncated), uppercase are binary and take whole numbers only; no suffix is Python's int().
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+AUTO = -1  # `--max-model-len auto` / `-1`: vLLM fits the context to the GPU memory it finds
+
+# vLLM 0.32.0's boolean flags (`vllm serve --help`: argparse.BooleanOptionalAction, so `--x` / `--no-x`, no value), and
+# its store_true flags (`--x` only); read from `make_arg_parser(FlexibleArgumentParser())` of that release.
+BOOLEAN_FLAGS = frozenset((
+    "allow-credentials", "allow-deprecated-quantization", "async-scheduling", "cohere-is-reasoning-model",
+    "cudagraph-metrics", "data-parallel-external-lb", "data-parallel-hybrid-lb", "dcp-q-replicate",
+    "disable-cascade-attn", "disable-chunked-mm-input", "disable-custom-all-reduce", "disable-fastapi-docs",
+    "disable-hybrid-kv-cache-manager", "disable-nccl-for-dp-synchronization", "disable-sliding-window",
+    "disable-uvicorn-access-log", "enable-auto-tool-choice", "enable-batch-sharded-sampling",
+    "enable-chunked-prefill", "enable-cumem-allocator", "enable-dbo", "enable-elastic-ep", "enable-ep-weight-filter",
+    "enable-eplb", "enable-expert-parallel", "enable-fault-tolerance", "enable-flash-late-interaction",
+    "enable-flashinfer-autotune", "enable-force-include-usage", "enable-hc-sp", "enable-layerwise-nvtx-tracing",
+    "enable-log-deltas", "enable-log-outputs", "enable-log-requests", "enable-logging-iteration-details",
+    "enable-lora", "enable-mamba-cache-stochastic-rounding", "enable-mamba-shared-prefix-checkpoint",
+    "enable-mfu-metrics", "enable-mixed-moe-lora-format", "enable-mm-embeds", "enable-moe-shared-loras",
+    "enable-nccl-comm-suspend", "enable-offline-docs", "enable-per-request-metrics", "enable-prefix-caching",
+    "enable-prompt-embeds", "enable-prompt-tokens-details", "enable-request-id-headers",
+    "enable-return-routed-experts", "enable-scale-out", "enable-server-load-tracking", "enable-shm-tensor-arena",
+    "enable-sleep-mode", "enable-ssl-refresh", "enable-tokenizer-info-endpoint", "enable-tower-connector-lora",
+    "enable-trace-replay", "enforce-eager", "exclude-tools-when-tool-choice-none", "fail-on-environ-validation",
+    "fully-sharded-loras", "interleave-mm-strings", "jit-monitor-verbose", "kv-cache-metrics",
+    "kv-sharing-fast-prefill", "language-model-only", "log-error-stack", "long-prefill-token-threshold-adaptive",
+    "mm-device-do-normalize", "mm-encoder-only", "numa-bind", "ray-workers-use-nsight", "return-sampling-mask",
+    "return-tokens-as-token-ids", "scheduler-reserve-full-isl", "skip-mm-profiling", "skip-tokenizer-init",
+    "sleep-mode-offload-cudagraph", "specialize-active-lora", "swa-bounded-replay", "tokens-only",
+    "trust-remote-code", "trust-request-chat-template", "trust-request-mm-kwargs", "use-fp64-gumbel",
+    "use-replayssm", "use-tqdm-on-load",
+))
+STORE_TRUE_FLAGS = frozenset((
+    "aggregate-engine-logging", "data-parallel-multi-port-external-lb", "disable-log-stats",
+    "grpc", "headless",
+))
+# flags with nargs="+": every word up to the next flag is theirs
+MULTI_VALUE_FLAGS = frozenset((
+    "allowed-media-domains", "api-key", "collect-detailed-traces", "cpu-offload-params", "cudagraph-capture-sizes",
+    "ignore-patterns", "kv-cache-dtype-skip-layers", "logits-processors", "lora-modules", "lora-target-modules",
+    "numa-bind-cpus", "numa-bind-nodes", "offload-params", "served-model-name", "sleep-preserve-parameter-names",
+))
+
+
+class RejectedValue(FactError):
+    """A value vLLM's own argument parser refuses: `vllm serve` exits before serving."""
 
 
 def parse_human_int(text: str) -> int:
-    """vLLM accepts `1048576`, `1m` (10^6) and `1M` (2^20) for token counts."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgKMG]?)", text.strip())
-    if not match:
-        raise FactError(f"not a token count: {text!r}")
-    number, suffix = match.groups()
-    return int(float(number) * _SUFFIX.get(suffix, 1))
+    """vLLM's `human_readable_int` (`--max-num-batched-tokens` …): `1k` = 1,000, `1K` = 1,024, `10.2k` = 10,200,
+    `1.5K` refused; anything else goes through int(), as vLLM does."""
+    value = text.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", value)
+    if match:
+        number, suffix = match.groups()
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix])
+        if "." in number:
+            raise RejectedValue(f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean to use "
+                                f"{number}{suffix.lower()} instead?")
+        return int(number) * _BINARY[suffix]
+    try:
+        return int(value)
+    except ValueError:
+        raise RejectedValue(f"invalid human_readable_int value: {text!r}") from None
+
+
+def parse_max_model_len(text: str) -> int:
+    """vLLM's `human_readable_int_or_auto` (`--max-model-len`): `-1` and `auto` (any case) give -1, else
+    human_readable_int."""
+    value = text.strip()
+    if value == "-1" or value.lower() == "auto":
+        return AUTO
+    return parse_human_int(value)
+
+
+def describe_tokens(text: str, value: int) -> str:
+    """How vLLM reads a token count, for findings: `1m = 1,000,000 tokens`, `auto (vLLM fits it to GPU memory)`."""
+    if value == AUTO:
+        return f"{text} (vLLM fits the context to the GPU memory it finds)"
+    return f"{value:,} tokens" if text.strip() == str(value) else f"{text} = {value:,} tokens"
+
+
+# The value types vLLM 0.32 gives the flags golive compares (argparse `type=`): what it would refuse to start with.
+VALUE_TYPES: dict[str, Callable[[str], float]] = {
+    "max-model-len": parse_max_model_len, "max-num-batched-tokens": parse_human_int, "max-num-seqs": int,
+    "port": int, "tensor-parallel-size": int, "pipeline-parallel-size": int, "gpu-memory-utilization": float,
+}
 
 
 def parse_serve_args(args: list[str]) -> dict[str, str | bool]:
-    """`[serve] [MODEL] --flag value --bool-flag --no-bool-flag …` → {"max-model-len": "1048576", …}.
-
-    Keys lose their leading dashes and use dashes (vLLM accepts `--max_model_len` too); `--no-x` gives x=False.
+    """`[serve] [MODEL] --flag value --bool-flag --no-bool-flag …` → {"max-model-len": "1048576", …}, as vLLM's
+    FlexibleArgumentParser reads them: `--max_model_len` = `--max-model-len`, `--x=v` = `--x v`, the last of a
+    repeated flag wins, a boolean flag takes no value (`--no-x` gives x=False). See `rejected_args` for what it refuses.
     """
+    return _read_args(args)[0]
+
+
+def rejected_args(args: list[str]) -> list[str]:
+    """What `vllm serve` would refuse in these arguments, one line each (it exits before serving)."""
+    flags, problems = _read_args(args)
+    for name, parse in VALUE_TYPES.items():
+        value = flags.get(name)
+        if isinstance(value, str):
+            try:
+                parse(value)
+            except RejectedValue as exc:
+                problems.append(f"--{name} {value}: {exc}")
+            except ValueError:
+                problems.append(f"--{name} {value}: not {'a number' if parse is float else 'an integer'}")
+    return problems
+
+
+def _read_args(args: list[str]) -> tuple[dict[str, str | bool], list[str]]:
     flags: dict[str, str | bool] = {}
+    problems: list[str] = []
     tokens = list(args)
     if tokens[:1] == ["serve"] or tokens[:2] == ["vllm", "serve"]:
         tokens = tokens[tokens.index("serve") + 1:]
@@ -31,22 +131,36 @@ def parse_serve_args(args: list[str]) -> dict[str, str | bool]:
     while i < len(tokens):
         token = tokens[i]
         if not token.startswith("--"):
-            flags.setdefault("model", token)  # the positional model of `vllm serve MODEL`
+            if "model" in flags:  # `vllm serve` has one positional, the model
+                problems.append(f"`{token}`: no flag takes this word (vLLM: unrecognized arguments)")
+            flags.setdefault("model", token)
             i += 1
             continue
         name, eq, value = token[2:].partition("=")
-        name = name.replace("_", "-")
-        if eq:
+        name = name.split(".", 1)[0].replace("_", "-") + ("." + name.split(".", 1)[1] if "." in name else "")
+        negated = name.startswith("no-") and name[3:] in BOOLEAN_FLAGS
+        if name in BOOLEAN_FLAGS or negated or name in STORE_TRUE_FLAGS:
+            if eq:  # argparse: "ignored explicit argument"
+                problems.append(f"--{name}={value}: a switch takes no value (write --{name}"
+                                + (f" or --no-{name})" if name in BOOLEAN_FLAGS else ")"))
+            flags[name[3:] if negated else name] = not negated
+        elif eq:
             flags[name] = value
+        elif name in MULTI_VALUE_FLAGS:
+            words = []
+            while i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+                words.append(tokens[i + 1])
+                i += 1
+            flags[name] = " ".join(words) if words else True
         elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
             flags[name] = tokens[i + 1]
             i += 1
-        elif name.startswith("no-"):
+        elif name.startswith("no-"):  # a flag this table does not know: read it the way it is spelled
             flags[name[3:]] = False
         else:
             flags[name] = True
         i += 1
-    return flags
+    return flags, problems
 
 
 def speculative_tokens(flags: dict[str, str | bool]) -> int:

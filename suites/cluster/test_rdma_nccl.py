@@ -7,6 +7,22 @@ from golive.verdict import not_applicable, require
 pytestmark = pytest.mark.cluster
 
 GID_INDEX = "NCCL_IB_GID_INDEX"
+TOPOLOGY_CHECK = "test_nccl_log_matches_declared_topology"
+
+
+def _serving_log(cluster_facts, cluster, needs_init: bool = True):
+    """The NCCL log, when it is the serving run's log of the declared topology (and, with `needs_init`, of a run that
+    finished init); otherwise the reading check ends not checked, pointing at the one check that fails for it."""
+    log = cluster_facts.nccl_log
+    problems = cluster_facts.nccl_topology_problems
+    if problems:
+        pytest.skip(f"not checked: {cluster.nccl_log} is not the serving run's log of this topology ({problems[0]}): "
+                    f"see {TOPOLOGY_CHECK}")
+    died = log.died_at_init
+    if needs_init and died is not None:
+        pytest.skip(f"not checked: the run died before NCCL finished init, so no channel was set up (line "
+                    f"{died.number}: `{died.text}`): see {TOPOLOGY_CHECK}")
+    return log
 
 
 @pytest.fixture(scope="session")
@@ -73,7 +89,7 @@ def test_rdma_roce_v2_gid_is_the_pinned_index(cluster_facts, rdma_rails, cluster
 
 def test_nccl_version_matches_profile(cluster_facts, cluster, station, record_provenance):
     """The NCCL the serving run loaded (its `NCCL version` line) is the profile's {cluster.nccl_version} [002]."""
-    log = cluster_facts.nccl_log
+    log = _serving_log(cluster_facts, cluster, needs_init=False)  # printed before the bootstrap: a dead run says it too
     record_provenance(nccl_version=", ".join(log.versions) or None)
     require(log.version == cluster.nccl_version,
             found=f"{cluster.nccl_log} on {station.name}: "
@@ -100,24 +116,50 @@ def test_nccl_environment_is_pinned(cluster_facts, cluster, station):
                 f"stations, then restart the serving run")
 
 
-def _socket_lines(cluster_facts):
+def _socket_lines(log):
     """Channels over NET/Socket. NCCL initialises its socket plugin even where every channel is P2P (`NET/Socket :
     Using eth0` on one host), so that line counts only in a log that shows no channel at all."""
-    log = cluster_facts.nccl_log
     if log.channels:
         return [c for c in log.channels if c.transport == "NET/Socket"]
     return [n for n in log.networks if n.text.startswith(("NET/Socket : Using", "Using network Socket"))]
 
 
+def test_nccl_log_matches_declared_topology(cluster_facts, cluster, station, profile):
+    """The NCCL log is the serving run's, of the topology the profile declares: NCCL finished init, `nNodes` is one
+    per station (2 where rails are declared), `nRanks` the tensor-parallel size, and channels cross the rails [002]."""
+    log = cluster_facts.nccl_log
+    died = log.died_at_init
+    require(died is None,
+            found=f"{cluster.nccl_log} on {station.name}: the run died before NCCL finished init (no `Init COMPLETE`); "
+                  f"the line that says so, line {died.number if died else 0}: `{died.text if died else ''}`",
+            recipe="the serving run's NCCL communicator comes up over the rails, one rank per station [002]",
+            fix="read that line: a bootstrap that cannot connect is NCCL_SOCKET_IFNAME on the wrong interface, a "
+                "firewall on the bootstrap port, or the other station not started; fix it, restart the serving run on "
+                "both stations and check its new log")
+    problems = cluster_facts.nccl_topology_problems
+    stations = "two stations, one rank on each, over the rails" if cluster.rails else "one host"
+    require(not problems,
+            found=f"{cluster.nccl_log} on {station.name}: " + "; ".join(problems),
+            recipe=f"the recipe serves tensor parallel {profile.vllm.tensor_parallel_size} on {stations}: the serving "
+                   f"run's log shows " + ("nNodes 2, " if cluster.rails else "")
+                   + f"nRanks {profile.vllm.tensor_parallel_size}" + (" and NET/IB channels" if cluster.rails else "")
+                   + " [002]",
+            fix=("the two-station recipe needs the serving run's log: point cluster.nccl_log at the file the serving "
+                 "run on this station writes (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=… in its environment, or the container's "
+                 "log), not a one-host test; take it after the run printed `Init COMPLETE`") if cluster.rails else
+                "point cluster.nccl_log at this host's serving run's log, or declare the rails in the profile")
+
+
 def test_nccl_uses_gpu_direct_rdma(cluster_facts, cluster, station):
     """Every network channel in the NCCL log runs GPU Direct RDMA (`GDRDMA`, `GDRDMA(PCI)` on coherent GPUs) [002]."""
-    log = cluster_facts.nccl_log
+    log = _serving_log(cluster_facts, cluster)
     if log.one_host:
-        not_applicable(f"both ranks share one host ({', '.join(sorted(log.transports)) or 'no channel'} in "
-                       f"{cluster.nccl_log}): no network, so GPU Direct RDMA does not apply")
+        not_applicable(f"the profile declares no rail and both ranks share one host "
+                       f"({', '.join(sorted(log.transports)) or 'no channel'} in {cluster.nccl_log}): no network, so "
+                       f"GPU Direct RDMA does not apply")
     if not cluster.gdrdma_required:
         not_applicable("the profile does not require GPU Direct RDMA (cluster.gdrdma_required: false)")
-    if _socket_lines(cluster_facts):
+    if _socket_lines(log):
         pytest.skip("NCCL runs over sockets: see test_nccl_never_falls_back_to_sockets")
     plain = [c for c in log.channels if c.transport.startswith("NET/") and not c.gdrdma]
     require(not plain,
@@ -131,7 +173,7 @@ def test_nccl_uses_gpu_direct_rdma(cluster_facts, cluster, station):
 
 def test_nccl_never_falls_back_to_sockets(cluster_facts, cluster, station):
     """No `NET/Socket` transport in the NCCL log: RoCE, never sockets [002]."""
-    found = _socket_lines(cluster_facts)
+    found = _socket_lines(_serving_log(cluster_facts, cluster))
     require(not found,
             found=f"{cluster.nccl_log} on {station.name} line {found[0].number if found else 0}: "
                   f"`{cluster_facts.log_line(found[0].number) if found else ''}`",
@@ -142,7 +184,7 @@ def test_nccl_never_falls_back_to_sockets(cluster_facts, cluster, station):
 
 def test_nccl_log_has_no_warnings(cluster_facts, cluster, station):
     """No `NCCL WARN` line in the NCCL log [002]."""
-    warnings = cluster_facts.nccl_log.warnings
+    warnings = _serving_log(cluster_facts, cluster).warnings
     require(not warnings,
             found=f"{cluster.nccl_log} on {station.name}: {len(warnings)} NCCL WARN line(s), first at line "
                   f"{warnings[0].number if warnings else 0}: `{warnings[0].text if warnings else ''}`",

@@ -6,24 +6,38 @@ from golive.verdict import not_applicable, require
 pytestmark = pytest.mark.host
 
 
+def _file_and_line(where: str) -> str:
+    """`/etc/systemd/system/x.service:14` → `/etc/systemd/system/x.service (line 14)`."""
+    path, _, line = where.rpartition(":")
+    return f"{path} (line {line})"
+
+
 def test_prestart_is_what_the_unit_runs_before_start(facts, service):
     """The unit's ExecStartPre runs the recipe's prestart script, {service.prestart} (executable; its failure stops
     the start) [000]."""
     facts.prestart  # noqa: B018 - a missing script fails here, once; the other prestart checks are not checked
-    pre = [" ".join(c.argv) for c in facts.unit.exec_start_pre]
-    runs_it = [c for c in facts.unit.exec_start_pre if service.prestart in c.argv]
+    unit = facts.unit
+    home = unit.files[0] if unit.files else service.unit
+    pre = [" ".join(c.argv) for c in unit.exec_start_pre]
+    runs_it = [c for c in unit.exec_start_pre if service.prestart in c.argv]
     require(bool(runs_it),
-            found=f"{service.unit} ExecStartPre runs {pre or 'nothing'} ({facts.unit.source})",
+            found=f"{service.unit} ExecStartPre runs {pre or 'nothing'} ({unit.source}"
+                  + (f"; ExecStartPre {unit.origin('ExecStartPre')}" if "ExecStartPre" in unit.set_at else "") + ")",
             recipe=f"ExecStartPre={service.prestart}, so the page cache is cleared on EVERY start, "
                    f"restarts included [000]",
-            fix=f"add `ExecStartPre={service.prestart}` to [Service] of {service.unit}, then `systemctl daemon-reload`")
+            fix=(unit.fix_at("ExecStartPre", service.unit, f"ExecStartPre={service.prestart}")
+                 if "ExecStartPre" in unit.set_at else
+                 f"add `ExecStartPre={service.prestart}` to [Service] of {home}, then `systemctl daemon-reload`"))
     line = runs_it[0]
+    at = f" ({line.where})" if line.where else ""
     require(not line.ignore_errors,
-            found=f"{service.unit} runs `ExecStartPre=-{' '.join(line.argv)}` ({facts.unit.source}): the `-` prefix "
+            found=f"{service.unit} runs `ExecStartPre=-{' '.join(line.argv)}`{at} ({unit.source}): the `-` prefix "
                   f"ignores the prestart's failure, so vLLM starts even when the prestart refused (HBM still full)",
             recipe="the prestart's refusal stops the start: a failed ExecStartPre must fail the start [000]",
-            fix=f"remove the `-` in front of `ExecStartPre={service.prestart}` in {service.unit}, then "
-                f"`systemctl daemon-reload`")
+            fix=f"remove the `-` in front of `ExecStartPre={service.prestart}` in "
+                f"{_file_and_line(line.where) if line.where else service.unit}, then `systemctl daemon-reload`"
+                + (f" (or `systemctl revert {service.unit}` to drop the drop-in)"
+                   if line.where.rsplit(':', 1)[0] in unit.dropins else ""))
     if line.path == service.prestart:  # systemd executes it itself (not `sh script`): it needs its x bit
         mode = facts.prestart_mode
         require(mode is not None and mode & 0o100,
@@ -34,13 +48,23 @@ def test_prestart_is_what_the_unit_runs_before_start(facts, service):
 
 
 def test_prestart_syncs_then_drops_page_cache(facts, service):
-    """Before every start: `sync`, then drop the page cache (echo 1 or stronger), before the container starts [000]."""
+    """Before every start: `sync`, then drop the page cache (echo 1 or stronger), before the container starts; both
+    on every path through the prestart, not in a branch, loop or `&&` that may skip them [000]."""
     sequence = facts.start_sequence()
-    drops = [i for i, c in enumerate(sequence) if c.drops_page_cache()]
+    written = [i for i, c in enumerate(sequence) if c.drops_page_cache()]
+    drops = [i for i in written if sequence[i].always_runs]
     starts = [i for i, c in enumerate(sequence) if (c.docker_verb() or ("",))[0] in ("run", "start")]
-    recipe = "the prestart runs `sync; echo 1 > /proc/sys/vm/drop_caches` before the container starts [000]"
+    recipe = "the prestart runs `sync; echo 1 > /proc/sys/vm/drop_caches` before the container starts, on every " \
+             "start [000]"
     fix = f"put `sync` then `echo 1 > /proc/sys/vm/drop_caches` in {service.prestart}, before anything starts vLLM"
     weak = [c for c in sequence if c.writes_drop_caches() and not c.drops_page_cache()]
+    if written and not drops:
+        skipped = sequence[written[0]]
+        require(False,
+                found=f"{skipped.where()} drops the page cache, but may not run: {skipped.why_it_may_not_run()}",
+                recipe=recipe,
+                fix=f"move `{skipped.text()}` out of that condition in {service.prestart}, so it runs on every start "
+                    f"(after `sync`, before anything starts vLLM)")
     require(bool(drops),
             found=f"nothing in {service.prestart} or the unit drops the page cache"
                   + (f": {weak[0].where()} writes drop_caches with another value (2 frees slab only)" if weak else ""),
@@ -50,11 +74,13 @@ def test_prestart_syncs_then_drops_page_cache(facts, service):
             found=f"the page cache is dropped at {sequence[first_drop].where()} AFTER the container starts at "
                   f"{sequence[starts[0]].where()}: vLLM has already allocated its KV cache against a full page cache",
             recipe=recipe, fix=fix)
-    synced = any(c.is_sync() for c in sequence[:first_drop])
-    require(synced,
-            found=f"{sequence[first_drop].where()} drops the page cache without a `sync` before it: dirty pages stay "
-                  f"cached",
-            recipe=recipe, fix=f"add `sync` before the drop_caches line in {service.prestart}")
+    syncs = [c for c in sequence[:first_drop] if c.is_sync()]
+    unsure = [c for c in syncs if not c.always_runs]
+    require(any(c.always_runs for c in syncs),
+            found=f"{sequence[first_drop].where()} drops the page cache without a `sync` before it"
+                  + (f" that always runs ({unsure[0].where()} may not run: {unsure[0].why_it_may_not_run()})"
+                     if unsure else "") + ": dirty pages stay cached",
+            recipe=recipe, fix=f"add `sync` before the drop_caches line in {service.prestart}, outside any condition")
 
 
 def test_prestart_saves_logs_before_removing_container(facts, service):
@@ -65,13 +91,20 @@ def test_prestart_saves_logs_before_removing_container(facts, service):
     saves = [i for i, c in enumerate(commands) if container in c.docker_targets("logs")]
     if not removes:
         not_applicable(f"{service.prestart} never removes {container}; nothing to lose")
-    require(bool(saves) and saves[0] < removes[0],
-            found=(f"{service.prestart}:{commands[removes[0]].line} runs `{commands[removes[0]].text()}` "
-                   + (f"before saving logs (first `docker logs` at line {commands[saves[0]].line})" if saves
+    # every removal must have a save that ran on every path to it (a save in a branch the removal is outside does not)
+    unsaved = [r for r in removes if not any(commands[s].always_runs_before(commands[r], commands) for s in saves)]
+    first = unsaved[0] if unsaved else removes[0]
+    earlier = [s for s in saves if s < first]
+    require(not unsaved,
+            found=(f"{service.prestart}:{commands[first].line} runs `{commands[first].text()}` "
+                   + (f"but the save at line {commands[earlier[0]].line} may not run first: "
+                      f"{commands[earlier[0]].why_it_may_not_run()}" if earlier
+                      else f"before saving logs (first `docker logs` at line {commands[saves[0]].line})" if saves
                       else "and never saves the container's logs")),
-            recipe="save the previous container's logs before `docker rm`: the crash evidence goes with it [000]",
-            fix=f"in {service.prestart}, run `docker logs {container} > "
-                f"{service.log_dir or '<log dir>'}/<timestamp>.log 2>&1` before `docker rm {container}`")
+            recipe="save the previous container's logs before `docker rm`, on every path that removes it: the crash "
+                   "evidence goes with it [000]",
+            fix=f"in {service.prestart}, run `docker logs {container} > {service.log_dir or '<log dir>'}/"
+                f"<timestamp>.log 2>&1` before `docker rm {container}`, unconditionally where the removal is")
     if service.log_dir:
         save = commands[saves[0]]
         targets = [t for op, t in save.redirects if op in (">", ">>", ">|", "&>")]

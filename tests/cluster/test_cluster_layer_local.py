@@ -18,19 +18,22 @@ def golive_run(tmp_path: Path, log: Path) -> dict[str, dict]:
     (tmp_path / "inventory.yaml").write_text("profile: site.yaml\nstations:\n  - {name: h200x2, role: a, "
                                              "host: 'local://', phase: pre-start}\n")
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o", str(out),
-                             "-m", "cluster", "-k", "test_nccl", "-q"], capture_output=True, text=True, cwd=REPO,
-                            timeout=120, check=False)
+    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
+                             str(out), "-m", "cluster", "-k", "test_nccl", "-q"], capture_output=True, text=True,
+                            cwd=REPO, timeout=120, check=False)
     assert (out / "results.json").exists(), result.stdout + result.stderr
     checks = json.loads((out / "results.json").read_text())["checks"]
     return {c["nodeid"].split("::")[-1].split("[")[0]: c for c in checks}
 
 
 @pytest.mark.parametrize(("log", "expected"), [
-    ("nccl-p2p.txt", {"test_nccl_uses_gpu_direct_rdma": "not_applicable", "test_nccl_never_falls_back_to_sockets":
-                      "passed", "test_nccl_log_has_no_warnings": "passed", "test_nccl_version_matches_profile": "failed",
+    ("nccl-p2p.txt", {"test_nccl_log_matches_declared_topology": "passed",
+                      "test_nccl_uses_gpu_direct_rdma": "not_applicable",
+                      "test_nccl_never_falls_back_to_sockets": "passed", "test_nccl_log_has_no_warnings": "passed",
+                      "test_nccl_version_matches_profile": "failed",
                       "test_nccl_environment_is_pinned": "not_applicable"}),
-    ("nccl-socket.txt", {"test_nccl_uses_gpu_direct_rdma": "not_checked", "test_nccl_never_falls_back_to_sockets":
+    ("nccl-socket.txt", {"test_nccl_log_matches_declared_topology": "passed",
+                         "test_nccl_uses_gpu_direct_rdma": "not_checked", "test_nccl_never_falls_back_to_sockets":
                          "failed", "test_nccl_log_has_no_warnings": "passed", "test_nccl_version_matches_profile":
                          "failed", "test_nccl_environment_is_pinned": "not_applicable"}),
 ])
@@ -41,5 +44,6 @@ def test_nccl_checks_on_the_real_two_gpu_capture(tmp_path, log, expected):
     if log == "nccl-p2p.txt":
         assert "both ranks share one host (P2P in" in checks["test_nccl_uses_gpu_direct_rdma"]["message"]
     else:
-        assert "line 80: `vm:868:868 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/Socket/0`" in checks["test_nccl_never_falls_back_to_sockets"]["message"]
+        assert "line 80: `vm:868:868 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/Socket/0`" in \
+            checks["test_nccl_never_falls_back_to_sockets"]["message"]
         assert "see test_nccl_never_falls_back_to_sockets" in checks["test_nccl_uses_gpu_direct_rdma"]["message"]

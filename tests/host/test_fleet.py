@@ -40,7 +40,7 @@ def test_two_stations_in_parallel_one_report(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["verdict"] == "fail"
     by_station = {name: [c for c in results["checks"] if c["station"] == name] for name in ("gb300-a", "gb300-b")}
-    assert len(by_station["gb300-a"]) == len(by_station["gb300-b"]) == 18 and len(results["checks"]) == 36
+    assert len(by_station["gb300-a"]) == len(by_station["gb300-b"]) == 19 and len(results["checks"]) == 38
     failed = [(c["station"], c["nodeid"].split("::")[-1]) for c in results["checks"] if c["outcome"] == "failed"]
     assert failed == [("gb300-b", "test_served_flags_match_profile[gb300-b]")]
     assert all(s["provenance"]["driver"] == "580.159.04" for s in results["stations"])

@@ -16,9 +16,11 @@ REPO = Path(__file__).resolve().parents[2]
 HOST_CHECKS = {
     "test_hbm_node_page_cache_is_near_empty", "test_prestart_is_what_the_unit_runs_before_start",
     "test_prestart_syncs_then_drops_page_cache", "test_prestart_saves_logs_before_removing_container",
-    "test_unit_restarts_on_failure_after_delay", "test_unit_caps_starts_per_interval", "test_unit_is_enabled_and_active",
+    "test_unit_restarts_on_failure_after_delay", "test_unit_caps_starts_per_interval",
+    "test_unit_is_enabled_and_active",
     "test_docker_has_no_restart_policy", "test_container_not_pinned_to_dram_node", "test_image_pinned_by_digest",
-    "test_running_container_runs_pinned_image", "test_served_flags_match_profile", "test_checkpoint_shards_complete",
+    "test_running_container_runs_pinned_image", "test_served_flags_match_profile",
+    "test_served_flags_are_accepted_by_vllm", "test_checkpoint_shards_complete",
     "test_checkpoint_config_matches_profile", "test_checkpoint_disk_space", "test_serving_gpu_present",
     "test_gpu_compute_processes_belong_to_serving_container", "test_idle_hbm_below_ceiling_before_start",
 }
@@ -28,10 +30,17 @@ MESSAGES = {
                                 "Do: put `sync` then `echo 1 > /proc/sys/vm/drop_caches`"],
     "drop-caches-after-start": ["AFTER the container starts", "ExecStartPost of glm53-flash.service"],
     "prestart-rm-before-logs": ["runs `docker rm -f glm53-flash` before saving logs", "[single-station recipe]"],
-    "prestart-not-wired": ["ExecStartPre runs nothing", "Do: add `ExecStartPre=/usr/local/sbin/glm53-flash-prestart.sh`"],
+    "prestart-not-wired": ["ExecStartPre runs nothing",
+                           "Do: add `ExecStartPre=/usr/local/sbin/glm53-flash-prestart.sh`"],
     "prestart-failure-ignored": ["the `-` prefix ignores the prestart's failure", "Do: remove the `-` in front of"],
     "prestart-not-executable": ["has mode 0644: not executable", "203/EXEC", "Do: chmod 0755"],
-    "prestart-drops-slab-only": ["glm53-flash-prestart.sh:31 writes drop_caches with another value (2 frees slab only)"],
+    "prestart-drops-slab-only": [
+        "glm53-flash-prestart.sh:31 writes drop_caches with another value (2 frees slab only)"],
+    "prestart-drop-caches-never-runs": ["glm53-flash-prestart.sh:33 drops the page cache, but may not run",
+                                        "inside the `if` at /usr/local/sbin/glm53-flash-prestart.sh:31",
+                                        "Do: move `echo 1 > /proc/sys/vm/drop_caches` out of that condition"],
+    "prestart-logs-saved-only-when-debugging": ["runs `docker rm -f glm53-flash` but the save at line 27 may not run",
+                                                "on the right of `&&`"],
     "docker-restart-always": ["docker restart policy 'always'", "Do: remove `--restart=…`"],
     "docker-cpuset-mems-0": ["confined to memory node(s) 0", "Error 802"],
     "image-by-tag": ["vllm/vllm-openai:nightly-aarch64 (a tag: it moves under you)"],
@@ -39,13 +48,31 @@ MESSAGES = {
                            "Recipe: vllm/vllm-openai@sha256:adfb5fb0"],
     "container-stale-image": ["sha256:6fd5bb80ea3bc534e29daf8353968b760e8a33d972e061b31a2bfaa05bc3851e",
                               "Do: `systemctl restart glm53-flash.service`"],
-    "start-limit-burst-5": ["StartLimitBurst=5 within StartLimitIntervalSec=3600 s", "reset-failed"],
-    "restart-always": ["Restart=always, RestartSec=60 s", "Do: set `Restart=on-failure`"],
+    "start-limit-burst-5": ["StartLimitBurst=5 (set at /etc/systemd/system/glm53-flash.service:10) within "
+                            "StartLimitIntervalSec=3600 s", "reset-failed",
+                            "Do: in [Unit]: set `StartLimitBurst=3` in /etc/systemd/system/glm53-flash.service "
+                            "(line 10)"],
+    "restart-always": ["Restart=always (set at /etc/systemd/system/glm53-flash.service:36), RestartSec=60 s",
+                       "Do: set `Restart=on-failure` in /etc/systemd/system/glm53-flash.service (line 36)"],
+    "restart-always-drop-in": [
+        "Restart=always (set at /etc/systemd/system/glm53-flash.service.d/override.conf:2)",
+        "Do: the drop-in /etc/systemd/system/glm53-flash.service.d/override.conf sets it (line 2)",
+        "`systemctl revert glm53-flash.service`"],
+    "restart-always-drop-in-no-systemd": [
+        "Restart=always (set at /etc/systemd/system/glm53-flash.service.d/override.conf:2)",
+        "unit file and drop-ins of glm53-flash.service", "`systemctl revert glm53-flash.service`"],
+    "prestart-unwired-by-drop-in": [
+        "ExecStartPre runs nothing",
+        "ExecStartPre emptied by `ExecStartPre=` at /etc/systemd/system/glm53-flash.service.d/10-no-prestart.conf:3",
+        "Do: the drop-in /etc/systemd/system/glm53-flash.service.d/10-no-prestart.conf sets it (line 3)"],
     "unit-disabled": ["glm53-flash.service is disabled", "Do: systemctl enable glm53-flash.service"],
     "hbm-filepages-high": ["NUMA node 1 (the GPU's HBM, found by driver numa_status of 0009:01:00.0)",
                            "numactl --membind=0"],
     "shard-missing": ["1 missing (model-000", "model.safetensors.index.json"],
     "wrong-quantization": ["quant_algo 'FP8', expected 'NVFP4'"],
+    "max-model-len-1m-decimal": ["--max-model-len: 1m = 1,000,000 tokens; the recipe serves 1,048,576"],
+    "max-model-len-refused-by-vllm": ["--max-model-len 1.5M: Decimals are not allowed with binary suffixes like M",
+                                      "uppercase K/M/G/T = powers of 2"],
     "tool-parser-wrong": ["--tool-call-parser: hermes, recipe glm47"],
     "stray-gpu-process": ["pid 52210", "not in a container"],
     "gpu-missing": ["nvidia-smi lists", "1 × GB300 per station"],
@@ -149,9 +176,11 @@ def test_no_coherent_memory_skips_the_numa_check(trees, tmp_path):
 
 def test_open_bind_is_a_finding_on_a_passing_check(trees, tmp_path):
     """The healthy tree serves on 0.0.0.0 without auth, as published: the check passes and carries the finding."""
-    code, results, output = golive_run(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path, "-k", "served_flags")
+    code, results, output = golive_run(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path, "-k",
+                                       "served_flags_match")
     [check] = results["checks"]
-    assert check["outcome"] == "passed" and check["note"].startswith("OPEN BIND: vLLM listens on every interface"), output
+    assert check["outcome"] == "passed", output
+    assert check["note"].startswith("OPEN BIND: vLLM listens on every interface"), output
 
 
 # A site profile that disagrees with the healthy tree in each value a check reads: every such check must fail on it.
@@ -176,8 +205,10 @@ def test_every_profile_value_is_checked(trees, tmp_path):
                                         + "".join(head + "\n" + body for head, body in sections.items()))
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"profile: site.yaml\nstations:\n  - {{name: gb300-a, host: 'chroot://{trees['gb300-healthy']}'}}\n")
-    code, results, output = golive_run(inventory, tmp_path / "out", "-k", "served_flags or saves_logs or shards_complete")
+    code, results, output = golive_run(inventory, tmp_path / "out", "-k",
+                                       "served_flags or saves_logs or shards_complete")
     checks = outcomes(results)
-    assert {n for n, c in checks.items() if c["outcome"] == "failed"} == {c for _, c, _ in PROFILE_VALUES.values()}, output
+    failed = {n for n, c in checks.items() if c["outcome"] == "failed"}
+    assert failed == {c for _, c, _ in PROFILE_VALUES.values()}, output
     for field, (_, check, fragment) in PROFILE_VALUES.items():
         assert fragment in checks[check]["message"], (field, checks[check]["message"])

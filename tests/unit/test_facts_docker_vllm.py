@@ -1,11 +1,22 @@
 """docker run lines, docker inspect (Engine API shape), vLLM serve args."""
+import argparse
 import json
 
 import pytest
 
 from golive.facts import FactError
 from golive.facts.docker import ImageRef, parse_container_inspect, parse_image_inspect, parse_run
-from golive.facts.vllm import parse_human_int, parse_serve_args, served_host, speculative_tokens
+from golive.facts.vllm import (
+    BOOLEAN_FLAGS,
+    STORE_TRUE_FLAGS,
+    RejectedValue,
+    describe_tokens,
+    parse_max_model_len,
+    parse_serve_args,
+    rejected_args,
+    served_host,
+    speculative_tokens,
+)
 
 RUN = ["/usr/bin/docker", "run", "--name", "glm53-flash", "--gpus", "all", "--ipc=host", "-it", "--rm",
        "-v", "/srv/models:/models:ro", "--cpuset-mems", "0", "vllm/vllm-openai@sha256:" + "a" * 64,
@@ -64,9 +75,86 @@ def test_serve_args():
                      "enable-prefix-caching": False, "tool-call-parser": "glm47"}
 
 
-@pytest.mark.parametrize("text,value", [("1048576", 1048576), ("1M", 1048576), ("1m", 1000000), ("128k", 128000)])
-def test_human_ints(text, value):
-    assert parse_human_int(text) == value
+# vLLM 0.32.0 tests/engine/test_arg_utils.py::test_human_readable_model_len, case for case
+VLLM_MAX_MODEL_LEN = [
+    ("1024", 1024), ("1m", 1_000_000), ("10k", 10_000), ("2g", 2_000_000_000), ("2t", 2_000_000_000_000),
+    ("3K", 2**10 * 3), ("10M", 2**20 * 10), ("4G", 2**30 * 4), ("4T", 2**40 * 4),
+    ("10.2k", 10200), ("10.2123451234567k", 10212), ("10.2123451234567m", 10212345),
+    ("10.2123451234567g", 10212345123), ("10.2123451234567t", 10212345123456),
+    ("-1", -1), ("auto", -1), ("AUTO", -1),
+    # and the recipe's spellings
+    ("1048576", 1048576), ("1M", 1048576), (" 1M ", 1048576), ("1_048_576", 1048576),
+]
+VLLM_REJECTS = ["1a", "pwd", "10.24", "1.23M", "1.22T", "1.5M", "", "1 M", "1Mi", "0x100000"]
+
+
+@pytest.mark.parametrize("text, value", VLLM_MAX_MODEL_LEN)
+def test_max_model_len_reads_as_vllm_reads_it(text, value):
+    assert parse_max_model_len(text) == value
+
+
+@pytest.mark.parametrize("text", VLLM_REJECTS)
+def test_max_model_len_vllm_refuses_is_refused(text):
+    with pytest.raises(RejectedValue):
+        parse_max_model_len(text)
+
+
+def test_the_table_is_vllms_own_parser():
+    """Where vLLM 0.32 is installed (the reference station's environment), its own function agrees on every row."""
+    argparse_utils = pytest.importorskip("vllm.utils.argparse_utils")
+    for text, value in VLLM_MAX_MODEL_LEN:
+        assert argparse_utils.human_readable_int_or_auto(text) == value, text
+    for text in VLLM_REJECTS:
+        with pytest.raises((ValueError, argparse.ArgumentTypeError)):  # its refusal, or int()'s
+            argparse_utils.human_readable_int_or_auto(text)
+
+
+def test_findings_show_the_parsed_value():
+    assert describe_tokens("1m", 1_000_000) == "1m = 1,000,000 tokens"
+    assert describe_tokens("1048576", 1048576) == "1,048,576 tokens"
+    assert "fits the context to the GPU memory" in describe_tokens("auto", -1)
+
+
+SERVED = [  # (argv after the image, flags as vLLM reads them, what vLLM refuses)
+    (["--max-model-len", "1m"], {"max-model-len": "1m"}, []),
+    (["--max_model_len=1M"], {"max-model-len": "1M"}, []),
+    (["--max-model-len", "8k", "--max-model-len", "1M"], {"max-model-len": "1M"}, []),  # last wins
+    (["--max-model-len", "-1"], {"max-model-len": "-1"}, []),
+    (["--enable-prefix-caching", "--no-enable-prefix-caching"], {"enable-prefix-caching": False}, []),
+    (["--no-enable-chunked-prefill", "--enable-chunked-prefill"], {"enable-chunked-prefill": True}, []),
+    (["--enable-auto-tool-choice", "--tool-call-parser", "glm47"],
+     {"enable-auto-tool-choice": True, "tool-call-parser": "glm47"}, []),
+    (["--served-model-name", "a", "b", "--port", "8888"], {"served-model-name": "a b", "port": "8888"}, []),
+    (["--max-model-len", "1.5M"], {"max-model-len": "1.5M"},
+     ["--max-model-len 1.5M: Decimals are not allowed with binary suffixes like M. Did you mean to use 1.5m instead?"]),
+    (["--enable-prefix-caching=true"], {"enable-prefix-caching": True},
+     ["--enable-prefix-caching=true: a switch takes no value"]),
+    (["/m", "--enable-prefix-caching", "true"], {"model": "/m", "enable-prefix-caching": True},
+     ["`true`: no flag takes this word"]),
+    (["--max-num-seqs", "256.0"], {"max-num-seqs": "256.0"}, ["--max-num-seqs 256.0: not an integer"]),
+    (["--gpu-memory-utilization", "94%"], {"gpu-memory-utilization": "94%"}, ["not a number"]),
+]
+
+
+@pytest.mark.parametrize("argv, flags, refused", SERVED, ids=[" ".join(a) for a, _, _ in SERVED])
+def test_served_flags_read_as_vllm_reads_them(argv, flags, refused):
+    assert parse_serve_args(argv) == flags
+    problems = rejected_args(argv)
+    assert len(problems) == len(refused), problems
+    for problem, fragment in zip(problems, refused, strict=True):
+        assert fragment in problem, problem
+
+
+def test_boolean_flags_are_vllms():
+    """The switch table is vLLM 0.32's own parser's, where that parser is installed."""
+    pytest.importorskip("vllm.entrypoints.launchers.cli_args")
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = make_arg_parser(FlexibleArgumentParser())
+    kinds = {a.option_strings[0][2:]: type(a).__name__ for a in parser._actions if a.option_strings}
+    assert {n for n, k in kinds.items() if k == "BooleanOptionalAction"} == BOOLEAN_FLAGS
+    assert {n for n, k in kinds.items() if k == "_StoreTrueAction"} == STORE_TRUE_FLAGS
 
 
 @pytest.mark.parametrize("restart", [["--restart", "no"], ["--restart=no"]])

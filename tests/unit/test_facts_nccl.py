@@ -1,5 +1,6 @@
 """NCCL log and nccl-tests parsers: real two-GPU logs from the device machine (fixtures/recorded/h200x2-device) and
 the two-station RoCE formats (fixtures/recorded/gb300-rail, reconstructed from NCCL's source: see PROVENANCE.md)."""
+import re
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,108 @@ def test_all_reduce_perf_unchecked_and_truncated():
     assert perf.rows[0].wrong is None and perf.out_of_bounds is None
     with pytest.raises(FactError, match="Avg bus bandwidth"):
         parse_perf((RECORDED / "gb300-rail/all_reduce_perf-truncated.txt").read_text())
+
+
+# --- logs from any source: the real logs re-emitted as operators hand them over -----------------------------------------
+# Each re-emission is generated here from the recorded logs, one function per source; it keeps the lines in place, so
+# the parse must give the same facts at the same line numbers.
+
+REAL_LOGS = sorted(str(p.relative_to(RECORDED)) for pattern in ("gb300-rail/nccl-*.log", "h200x2-device/nccl-[ps]*.txt")
+                   for p in RECORDED.glob(pattern))
+
+
+def docker_timestamps(text: str) -> str:
+    """`docker logs --timestamps`: RFC 3339 nanosecond timestamp and a space before every line."""
+    return "".join(f"2026-09-30T10:00:{n % 60:02d}.{n:09d}Z {line}\n" for n, line in enumerate(text.splitlines()))
+
+
+def journald(text: str) -> str:
+    """`journalctl -u glm53-flash -o short-iso`: timestamp, host, unit[pid]: before every line."""
+    return "".join(f"2026-09-30T10:00:00+0000 gb300-a docker[4107]: {line}\n" for line in text.splitlines())
+
+
+def without_prefix(text: str) -> str:
+    """Pasted or shipped without NCCL's `host:pid:tid [dev] ` prefix."""
+    return "".join(re.sub(r"^\S+:\d+:\d+ \[\d+\] ", "", line) + "\n" for line in text.splitlines())
+
+
+def shipped_plain(text: str) -> str:
+    """A shipper that kept only the message: no prefix and no `NCCL INFO` either (`NCCL WARN` lines kept)."""
+    return "".join(re.sub(r"^\S+:\d+:\d+ \[\d+\] NCCL INFO ", "", line) + "\n" for line in text.splitlines())
+
+
+def crlf(text: str) -> str:
+    return text.replace("\n", "\r\n")
+
+
+def ansi(text: str) -> str:
+    """A coloured console: NCCL INFO in green, WARN in red, a reset at the end of each line."""
+    return "".join(line.replace("NCCL INFO", "\x1b[32mNCCL INFO\x1b[0m").replace("NCCL WARN", "\x1b[1;31mNCCL WARN")
+                   + "\x1b[0m\n" for line in text.splitlines())
+
+
+SOURCES = [docker_timestamps, journald, without_prefix, shipped_plain, crlf, ansi,
+           lambda text: journald(ansi(crlf(text)))]
+
+
+def facts(nccl) -> tuple:
+    return (nccl.versions, [(c.number, c.channel, c.src, c.dst, c.direction, c.via) for c in nccl.channels],
+            [(n.number, n.text) for n in nccl.networks], [w.number for w in nccl.warnings], nccl.env, nccl.nodes,
+            nccl.ranks, nccl.complete.number if nccl.complete else None, nccl.one_host, nccl.gdrdma)
+
+
+@pytest.mark.parametrize("name", REAL_LOGS)
+@pytest.mark.parametrize("source", SOURCES, ids=["docker-timestamps", "journald", "no-prefix", "shipped-plain", "crlf",
+                                                 "ansi", "journald+ansi+crlf"])
+def test_a_log_reads_the_same_from_any_source(name, source):
+    original = log(name)
+    assert original.channels or original.versions  # the original itself is a real NCCL log, not an empty one
+    again = parse_nccl_log(source((RECORDED / name).read_text()))
+    mine, theirs = facts(original), facts(again)
+    if source is shipped_plain:  # only messages that name themselves survive without `NCCL INFO`
+        assert (theirs[0], theirs[1], theirs[5], theirs[6], theirs[8]) == (mine[0], mine[1], mine[5], mine[6], mine[8])
+        return
+    assert theirs == mine
+    for warning in again.warnings:
+        assert "NCCL WARN" in again.text_of(warning.number) and "\x1b" not in again.text_of(warning.number)
+
+
+def test_the_first_lines_of_real_logs_cover_every_kind():
+    """The table above is not vacuous: P2P, SHM, Socket, IB with GDRDMA, a WARN and a bootstrap death are in it."""
+    kinds = {t for name in REAL_LOGS for t in log(name).transports}
+    assert {"P2P", "SHM", "NET/Socket", "NET/IB"} <= kinds
+    assert any(log(name).warnings for name in REAL_LOGS) and any(log(name).died_at_init for name in REAL_LOGS)
+
+
+@pytest.mark.parametrize("text, found", [
+    ("", "found an empty file"),
+    ("\n\n", "found an empty file"),
+    ("INFO 09-30 10:00:00 api_server.py:1 vLLM API server version 0.32.0\nINFO ready\n",
+     "found 2 other line(s), the first: `INFO 09-30 10:00:00 api_server.py:1 vLLM API server version 0.32.0`"),
+    ("\x00\x01binary", "found binary data"),
+])
+def test_a_log_golive_cannot_read_is_one_line_saying_what_it_expected(text, found):
+    with pytest.raises(FactError) as caught:
+        parse_nccl_log(text)
+    message = str(caught.value)
+    assert "\n" not in message and "expected NCCL_DEBUG=INFO lines" in message and found in message, message
+
+
+# --- the topology a log shows -----------------------------------------------------------------------------------------
+
+
+def test_topology_of_real_runs():
+    p2p, socket, gdr = log("h200x2-device/nccl-p2p.txt"), log("h200x2-device/nccl-socket.txt"), \
+        log("gb300-rail/nccl-gdrdma.log")
+    assert (p2p.nodes, p2p.ranks, p2p.one_host) == (1, 2, True)
+    assert "nNodes 1" in p2p.text_of(p2p.topology.number)
+    assert (socket.nodes, socket.ranks, socket.one_host) == (2, 2, False)
+    assert (gdr.nodes, gdr.ranks, gdr.one_host, gdr.died_at_init) == (2, 2, False, None)
+    assert "Init COMPLETE" in gdr.text_of(gdr.complete.number)
+
+
+def test_a_run_that_died_at_bootstrap_is_not_a_one_host_run():
+    died = log("gb300-rail/nccl-bootstrap-died.log")
+    assert died.nodes is None and died.channels == () and not died.one_host
+    assert died.died_at_init is not None and "socketStartConnect: Connect to 192.168.100.2" in died.died_at_init.text
+    assert died.version == "2.30.7"  # printed before the bootstrap: still the run's version

@@ -1,4 +1,4 @@
-"""golive_testbed.targets: station trees built from fixtures/stations, and reached the way the host checks reach them."""
+"""golive_testbed.targets: station trees built from fixtures/stations, reached the way the host checks reach them."""
 from __future__ import annotations
 
 import json
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from golive.facts import docker
 from golive_testbed import targets
 from golive_testbed.targets import TargetsError, build_station_trees, load_variants
+
+from golive.facts import docker, systemd
 
 SRC = targets.DEFAULT_SRC
 REPO = targets.REPO
@@ -21,9 +22,10 @@ HEALTHY = "gb300-healthy"
 PIN = "sha256:adfb5fb0570860760c6334c818692ad883c9c3dd8d916b7f1f424d50567c2f09"
 REC = "opt/golive-recorded"
 UNIT = "etc/systemd/system/glm53-flash.service"
+UNIT_NAME = "glm53-flash.service"
 WANTS = "etc/systemd/system/multi-user.target.wants/glm53-flash.service"
 MODEL = "srv/models/GLM-5.3-Flash-NVFP4"
-HEALTHY_VARIANTS = {"stopped", "no-systemd", "docker-restart-no"}
+HEALTHY_VARIANTS = {"stopped", "no-systemd", "docker-restart-no", "drop-ins-masked-and-ordered"}
 
 needs_busybox = pytest.mark.skipif(not targets.BUSYBOX.is_file(), reason="apt-get install busybox-static")
 needs_chroot = pytest.mark.skipif(
@@ -282,7 +284,8 @@ def test_missing_busybox_says_how_to_install_it(tmp_path):
         ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\ndelete: [../etc]\n", "without '..'"),
         ("base: bad\nphase: serving\nbreaks: null\nwhy: x\n", "cycle"),
         ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {bin/x: 644}\n", "octal string in quotes"),
-        ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {/bin/x: '0644'}\n", "relative to the tree"),
+        ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {/bin/x: '0644'}\n",
+         "relative to the tree"),
     ],
 )
 def test_bad_variant_is_refused_with_its_file(tmp_path, yaml_text, error):
@@ -303,7 +306,7 @@ def test_deleting_a_path_the_base_lacks_is_refused(tmp_path):
         build_station_trees(tmp_path, tmp_path / "built")
 
 
-# --- the recordings agree with the trees' files ------------------------------------------------------------------------
+# --- the recordings agree with the trees' files -----------------------------------------------------------------------
 
 
 @needs_busybox
@@ -318,17 +321,31 @@ def gb300(trees: dict) -> dict:
     return {n: t for n, t in trees.items() if n in names}
 
 
+def tree_dropins(tree: Path) -> list[str]:
+    """The drop-ins of the tree's unit, in the order systemd applies them (golive's reading of systemd.unit(5))."""
+    found = [f"/{p.relative_to(tree)}" for d in systemd.UNIT_DIRS for name in systemd.dropin_dir_names(UNIT_NAME)
+             for p in sorted((tree / d.lstrip("/") / name).glob("*.conf"))]
+    return systemd.order_dropins(found, UNIT_NAME)
+
+
 @needs_busybox
 def test_systemctl_recordings_match_the_unit_files(trees):
+    """The recording of `systemctl show` is what systemd would load: the unit file merged with its drop-ins, which it
+    lists in DropInPaths= in the order it applies them."""
     for name, tree in gb300(trees).items():
         if not (tree / REC / "systemctl-show-glm53-flash.txt").exists():
             continue
-        unit, show = unit_directives((tree / UNIT).read_text()), show_props(tree)
-        assert argv_of(show["ExecStart"]) == unit["ExecStart"][0], name
-        assert ("ExecStartPre" in show) == ("ExecStartPre" in unit), name
-        assert ("ExecStartPost" in show) == ("ExecStartPost" in unit), name
-        assert show["Restart"] == unit["Restart"][0], name
-        assert show["StartLimitBurst"] == unit["StartLimitBurst"][0], name
+        show = show_props(tree)
+        dropins = tree_dropins(tree)
+        assert show.get("DropInPaths", "").split() == dropins, name
+        files = [(p, (tree / p.lstrip("/")).read_text()) for p in [f"/{UNIT}", *dropins]]
+        sections, _ = systemd.merge_unit_files(files)
+        service, unit = sections.get("Service", {}), sections.get("Unit", {})
+        assert argv_of(show["ExecStart"]) == re.sub(r"\s+", " ", service["ExecStart"][-1]), name
+        assert ("ExecStartPre" in show) == bool(service.get("ExecStartPre")), name
+        assert ("ExecStartPost" in show) == bool(service.get("ExecStartPost")), name
+        assert show["Restart"] == service["Restart"][-1], name
+        assert show["StartLimitBurst"] == unit["StartLimitBurst"][-1], name
         assert (show["UnitFileState"] == "enabled") == (tree / WANTS).is_symlink(), name
 
 
@@ -356,7 +373,8 @@ def test_gpu_recordings_agree_with_proc_and_sys(trees):
         used = smi_fb_used(tree)
         rows = [line.split(", ") for line in (tree / REC / "nvidia-smi-query-gpu.csv").read_text().splitlines()]
         assert {r[2]: int(r[3]) for r in rows} == used, name
-        apps = [line.split(", ") for line in (tree / REC / "nvidia-smi-query-compute-apps.csv").read_text().splitlines()]
+        apps = [line.split(", ")
+                for line in (tree / REC / "nvidia-smi-query-compute-apps.csv").read_text().splitlines()]
         for pid, _, bus, mib in apps:
             assert (tree / "proc" / pid / "cgroup").is_file(), name
             assert int(mib) <= used[bus], name
@@ -391,7 +409,8 @@ def test_testinfra_reads_a_serving_tree(trees):
     assert svc.is_running and svc.is_enabled and svc.systemd_properties["RestartUSec"] == "1min"
 
     prestart = h.file("/usr/local/sbin/glm53-flash-prestart.sh")
-    assert prestart.is_file and prestart.mode == 0o755 and "echo 1 > /proc/sys/vm/drop_caches" in prestart.content_string
+    assert prestart.is_file and prestart.mode == 0o755
+    assert "echo 1 > /proc/sys/vm/drop_caches" in prestart.content_string
     assert h.file("/etc/systemd/system/multi-user.target.wants/glm53-flash.service").linked_to == "/" + UNIT
     shard = h.file(f"/{MODEL}/model-00001-of-00040.safetensors")
     assert shard.size == manifest(trees[HEALTHY])["model-00001-of-00040.safetensors"]

@@ -1,0 +1,85 @@
+"""The unit as systemd runs it, read two ways on the same station trees: from `systemctl show` (systemd is PID 1) and
+from the unit file merged with its drop-ins (pre-start trees, chroot, no systemd). Both must give the same answers,
+and both must name the same file and line for each value (systemd.unit(5): drop-ins, masking, empty assignments)."""
+import os
+from pathlib import Path
+
+import pytest
+from golive_testbed.targets import build_station_trees, load_variants
+
+from golive.config import load_inventory
+from golive.station import StationFacts, connect
+
+REPO = Path(__file__).resolve().parents[2]
+INVENTORIES = REPO / "fixtures" / "inventories"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+
+
+def trees_with_systemd() -> list[str]:
+    """Every GB300 tree whose recording answers `systemctl show` (systemd as PID 1)."""
+    names = ["gb300-healthy"] + [v.name for v in load_variants()]
+    src = REPO / "fixtures" / "stations"
+    return [n for n in names if _has_show(src, n)]
+
+
+def _has_show(src: Path, name: str) -> bool:
+    variants = {v.name: v for v in load_variants()}
+    rec = "opt/golive-recorded/systemctl-show-glm53-flash.txt"
+    while name in variants:
+        if rec in variants[name].delete:
+            return False
+        if (src / "variants" / name / rec).exists():
+            return True
+        name = variants[name].base
+    return (src / name / rec).exists()
+
+
+@pytest.fixture(scope="module")
+def trees():
+    return build_station_trees()
+
+
+def facts_of(name: str) -> StationFacts:
+    loaded = load_inventory(INVENTORIES / f"{name}.yaml")
+    [station] = loaded.inventory.stations
+    host_spec = station.host
+    tree = (INVENTORIES / host_spec.removeprefix("chroot://")).resolve()
+    return StationFacts(connect(f"chroot://{tree}"), station, loaded.profile.profile)
+
+
+def answers(unit) -> dict:
+    # older `systemctl show` prints argv unquoted: the words joined are what both sources agree on
+    execs = {k: [(" ".join(c.argv), c.ignore_errors, c.where) for c in getattr(unit, k)]
+             for k in ("exec_start_pre", "exec_start", "exec_start_post")}
+    return dict(restart=unit.restart, restart_sec_s=unit.restart_sec_s, burst=unit.start_limit_burst,
+                interval=unit.start_limit_interval_s, enabled=unit.enabled, set_at=unit.set_at, files=unit.files,
+                **execs)
+
+
+@pytest.mark.parametrize("name", trees_with_systemd())
+def test_systemctl_show_and_the_files_agree(trees, name):
+    facts = facts_of(name)
+    assert facts.systemd_running, name
+    shown, from_files = facts.unit, facts.unit_from_files
+    assert shown.source == "systemctl show" and from_files.source.startswith("unit file")
+    assert answers(shown) == answers(from_files)
+    assert shown.set_at["ExecStart"].startswith("/etc/systemd/system/glm53-flash.service:")
+
+
+def test_the_trees_cover_the_drop_in_cases(trees):
+    """The agreement above is not vacuous: it covers a drop-in, a masked drop-in and an emptied list."""
+    cases = {name: facts_of(name).unit_from_files for name in ("restart-always-drop-in", "drop-ins-masked-and-ordered",
+                                                              "prestart-unwired-by-drop-in", "gb300-healthy")}
+    assert cases["restart-always-drop-in"].restart == "always"
+    assert cases["restart-always-drop-in"].set_at["Restart"] == \
+        "/etc/systemd/system/glm53-flash.service.d/override.conf:2"
+    masked = cases["drop-ins-masked-and-ordered"]
+    assert masked.dropins == ["/etc/systemd/system/glm53-flash.service.d/50-restart.conf",
+                              "/usr/lib/systemd/system/glm53-flash.service.d/60-delay.conf"]
+    assert (masked.restart, masked.restart_sec_s) == ("on-failure", 60)
+    assert masked.set_at["RestartSec"] == "/usr/lib/systemd/system/glm53-flash.service.d/60-delay.conf:3"
+    unwired = cases["prestart-unwired-by-drop-in"]
+    assert unwired.exec_start_pre == []
+    assert unwired.set_at["ExecStartPre"] == "/etc/systemd/system/glm53-flash.service.d/10-no-prestart.conf:3"
+    assert cases["gb300-healthy"].dropins == [] and cases["gb300-healthy"].restart == "on-failure"
