@@ -125,8 +125,9 @@ def _socket_lines(log):
 
 
 def test_nccl_log_matches_declared_topology(cluster_facts, cluster, station, profile):
-    """The NCCL log is the serving run's, of the topology the profile declares: NCCL finished init, `nNodes` is one
-    per station (2 where rails are declared), `nRanks` the tensor-parallel size, and channels cross the rails [002]."""
+    """The NCCL log is the serving run's, of the topology the profile declares: NCCL finished init, `nNodes` counts
+    one node per station where rails are declared, `nRanks` is the tensor-parallel size ({vllm.tensor_parallel_size}),
+    and channels cross the rails [002]."""
     log = cluster_facts.nccl_log
     died = log.died_at_init
     require(died is None,
