@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from golive_testbed.targets import build_station_trees
 
 from golive.readonly import allowed
+from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,9 +1,9 @@
 """The needle prompt is sized with at most 3 /tokenize calls to ±0.5 % of its target, by a real tokenizer's count."""
 import pytest
-from golive_testbed.reference.model import build_model_dir
 from tokenizers import Tokenizer
 
 from golive.endpoint import longctx
+from golive_testbed.reference.model import build_model_dir
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ import inspect
 import json
 
 import pytest
-from golive_testbed.reference import solver
-from golive_testbed.reference.solver import Answer, ToolCall, decide
 
 from golive.endpoint.toolcalls import load_battery, score_calls
+from golive_testbed.reference import solver
+from golive_testbed.reference.solver import Answer, ToolCall, decide
 
 CASES = load_battery()
 ALL_TOOLS = list({t["function"]["name"]: t for c in CASES for t in c.tools}.values())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from golive.facts import docker
 from golive_testbed import targets
 from golive_testbed.targets import TargetsError, build_station_trees, load_variants
