@@ -26,11 +26,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from golive.endpoint.load import Workload, sweep_async
+from golive_testbed.reference.launcher import ReferenceStation, default_model_dir
+from golive_testbed.reference.model import SERVED_NAME
 
-from golive.endpoint.load import Workload, sweep_async  # noqa: E402
-from golive_testbed.reference.launcher import ReferenceStation, default_model_dir  # noqa: E402
-from golive_testbed.reference.model import SERVED_NAME  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 MODEL = SERVED_NAME  # the served name every client asks for ("scripted" with --server scripted)
 

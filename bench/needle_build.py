@@ -23,13 +23,12 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
 from golive.endpoint import longctx
 from golive.endpoint.client import EndpointClient
 from golive_testbed.reference.launcher import ReferenceStation
 from golive_testbed.reference.model import SERVED_NAME
+
+REPO = Path(__file__).resolve().parents[1]
 
 CONTEXT = 1_048_576
 TARGET = 968_377  # the recipe's needle [000]

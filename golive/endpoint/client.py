@@ -59,7 +59,8 @@ class EndpointClient:
         except httpx.HTTPError as exc:
             raise from_transport(self.root + path, exc) from None
 
-    def post(self, path: str, body: dict, with_key: bool = True, timeout: httpx.Timeout | None = None) -> httpx.Response:
+    def post(self, path: str, body: dict, with_key: bool = True,
+             timeout: httpx.Timeout | None = None) -> httpx.Response:
         headers = self.target.headers() if with_key else {}
         try:
             return self.http.post(self.root + path, json=body, headers=headers,

@@ -141,8 +141,8 @@ class Lane:
         return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
     async def post(self, body: bytes, headers: dict[str, str]) -> StreamedResponse:
-        """POST `body` to the lane's URL, wait for the whole response; StreamError when the connection fails or falls silent
-        for `timeout_s` (a stalled stream)."""
+        """POST `body` to the lane's URL, wait for the whole response; StreamError when the connection fails or falls
+        silent for `timeout_s` (a stalled stream)."""
         reader = await self._connected()
         loop = asyncio.get_running_loop()
         done = loop.create_future()

@@ -78,7 +78,8 @@ def failed(by_check) -> set[str]:
 
 # Checks that cost most of a run on 2 cores; a broken station's quick run leaves them out unless it breaks them, and the
 # slow run proves that they too stay green there.
-EXPENSIVE = {"test_tool_call_battery_meets_floor": "battery", "test_streaming_and_non_streaming_give_same_calls": "streaming",
+EXPENSIVE = {"test_tool_call_battery_meets_floor": "battery",
+             "test_streaming_and_non_streaming_give_same_calls": "streaming",
              "test_needle_retrieved_near_full_context": "needle",
              **dict.fromkeys(("test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
                               "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
@@ -154,7 +155,8 @@ def test_keys_never_reach_a_report(reference, tmp_path):
     ("endpoint:\n  reasoning_effort_levels: [low, ultra]\n", "effort", "ultra: HTTP 400"),
     ("endpoint:\n  kv_cache_tokens_floor: 1000000000\n", "kv_cache", "KV cache ≥ 1,000,000,000 tokens"),
     ("endpoint:\n  tool_battery_floor: 1.01\n", "battery", "cases pass (100%)"),
-], ids=["auth-required-but-open", "prompt-limit-not-enforced", "max-tokens-limit-not-enforced", "unknown-effort-level", "kv-below-floor", "battery-floor"])
+], ids=["auth-required-but-open", "prompt-limit-not-enforced", "max-tokens-limit-not-enforced", "unknown-effort-level",
+        "kv-below-floor", "battery-floor"])
 def test_profile_demands_more_than_the_station_gives(reference, tmp_path, site, selection, fragment):
     """The healthy station against a stricter site profile: the one check that compares fails, with its reason."""
     if reference.variant != "healthy":

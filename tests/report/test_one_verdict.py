@@ -21,8 +21,9 @@ def station_trees():
 
 
 def plain_pytest(inventory: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "golive.suites", f"--golive-inventory={inventory}",
-                           f"--golive-output={out}", "-p", "no:cacheprovider", *args],
+    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "golive.suites",
+                           f"--golive-inventory={inventory}", f"--golive-output={out}", "-p", "no:cacheprovider",
+                           *args],
                           capture_output=True, text=True, cwd=out.parent, timeout=300)
 
 

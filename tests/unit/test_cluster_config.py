@@ -12,7 +12,8 @@ def test_two_station_profile_pins_both_rails_and_nccl():
     assert [(r.interface, r.rdma_device, r.addresses["a"], r.addresses["b"]) for r in cluster.rails] == [
         ("enp1s0f0np0", "mlx5_0", IPv4Address("192.168.100.1"), IPv4Address("192.168.100.2")),
         ("enp1s0f1np1", "mlx5_1", IPv4Address("192.168.101.1"), IPv4Address("192.168.101.2"))]
-    assert (cluster.mtu, cluster.speed_gbps, cluster.nccl_version, cluster.gdrdma_required) == (9000, 400, "2.30.7", True)
+    assert ((cluster.mtu, cluster.speed_gbps, cluster.nccl_version, cluster.gdrdma_required)
+            == (9000, 400, "2.30.7", True))
     assert cluster.env["NCCL_IB_GID_INDEX"] == "3" and cluster.env["VLLM_ALLREDUCE_USE_FLASHINFER"] == "0"
     assert cluster.env["VLLM_DISTRIBUTED_TIMEOUT_SECONDS"] == "1800" and cluster.busbw_floor_gbs is None
 
