@@ -25,6 +25,7 @@ import psutil
 
 from golive.endpoint import longctx
 from golive.endpoint.client import EndpointClient
+from golive.endpoint.target import EndpointTarget
 from golive_testbed.reference.launcher import ReferenceStation
 from golive_testbed.reference.model import SERVED_NAME
 
@@ -61,7 +62,7 @@ def main() -> int:
     runs = []
     with station:
         startup = time.perf_counter() - started
-        client = EndpointClient(station.base_url, None, timeout=600)
+        client = EndpointClient(EndpointTarget(station.base_url, request_timeout_s=600))
         served = {m.get("id"): m.get("max_model_len") for m in client.models()}.get(SERVED_NAME)
         print(f"station up in {startup:.0f} s, context {served:,}, {station_rss_gib(station.pid):.1f} GiB resident",
               flush=True)
