@@ -137,7 +137,7 @@ def _load_variant(d: Path) -> Variant:
 
 def _chain(name: str, src: Path, variants: dict[str, Variant]) -> list[tuple[Path, Variant | None]]:
     """Layers to stack for a tree, base tree first: [(dir, None), (variant dir, variant), ...]."""
-    layers = []
+    layers: list[tuple[Path, Variant | None]] = []
     while name in variants:
         layers.append((src / VARIANTS_DIR / name, variants[name]))
         name = variants[name].base

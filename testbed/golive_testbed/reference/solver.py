@@ -14,7 +14,9 @@ import itertools
 import json
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -105,7 +107,9 @@ def _tool_results_since_user(messages: list[dict]) -> list[tuple[str, str]]:
 
     A result is named by its tool_call_id when present, else by position (the oracle's decoded prompt has no ids).
     """
-    by_id, pending, out = {}, [], []
+    by_id: dict[str | None, str | None] = {}
+    pending: list[str | None] = []
+    out: list[tuple[str, str]] = []
     for m in messages:
         if m.get("role") == "user":
             out = []
@@ -293,7 +297,7 @@ def _blank(text: str, spans) -> str:
 
 
 def _dates(text: str) -> list[tuple[int, int, str]]:
-    found = []
+    found: list[tuple[int, int, str]] = []
     for pattern, fields in _DATES:
         for m in pattern.finditer(text):
             if any(s <= m.start() < e for s, e, _ in found):
@@ -379,7 +383,7 @@ def _plan_calls(request: str, fns: list[dict], known: dict | None = None) -> tup
         params = fn.get("parameters") or {}
         for args in _arguments(fn, request[start:end]):
             for p in params.get("required", []):
-                if p not in args and p in (known or {}):
+                if p not in args and known and p in known:
                     args[p] = known[p]
             lacking = [p for p in params.get("required", []) if p not in args]
             if lacking:
@@ -589,7 +593,7 @@ def _qualified(masked: str, m: re.Match) -> str:
 
 def _places(masked: str, enum_words: set[str]) -> list[str]:
     """Capitalised names after a place cue ("in Paris"), and names listed after one ("in Paris and Tokyo")."""
-    places = []
+    places: list[str] = []
     for m in re.finditer(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*\b", masked):
         name = m.group(0)
         head = masked[: m.start()].rstrip()
@@ -604,7 +608,7 @@ def _quoted_text(text: str, quotes: list, params: list[str], kinds: dict, requir
     """Quoted strings go to the parameter named just before them ("subject 'X'"), else to required text params."""
     slots = [p for p in params if kinds[p] in ("text", "array")]
     named: dict[str, list] = {}
-    loose = []
+    loose: list[str] = []
     hidden = _blank(text, quotes)
     for start, _, value in quotes:
         before = _words(hidden[:start])[-3:]
@@ -669,7 +673,8 @@ def _numbers(masked: str, params: dict, kinds: dict, required: list, found: dict
             score = 3 if keys[p] & after else 2 if keys[p] & before else 0
             if score:
                 scored.append((-score, n, p))
-    used, best = set(), {}
+    used: set[int] = set()
+    best: dict[str, int] = {}
     for score, n, p in sorted(scored):  # strongest first; a weaker match never adds a second value
         if n not in used and best.setdefault(p, score) == score:
             used.add(n)
@@ -717,8 +722,10 @@ _QUARTERS = [  # "Q1: $100k" and "100 in Q1"
     (re.compile(r"\bQ([1-4])\b[^\d\n$€£]{0,20}?" + _AMOUNT), 1, 2),
     (re.compile(_AMOUNT + r"\s*(?:in|for|during)\s+(?:the\s+)?Q([1-4])\b"), 2, 1),
 ]
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.Pow: operator.pow, ast.Mod: operator.mod, ast.USub: operator.neg, ast.UAdd: operator.pos}  # fmt: skip
+_OPS: dict[type[ast.operator | ast.unaryop], Callable[..., Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.Pow: operator.pow, ast.Mod: operator.mod, ast.USub: operator.neg, ast.UAdd: operator.pos,
+}  # fmt: skip
 
 
 def _direct_answer(messages: list[dict], request: str) -> str:
