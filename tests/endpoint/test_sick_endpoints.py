@@ -40,7 +40,13 @@ BEHAVIOURS = dict([
 ])
 
 
+class _SickServer(ThreadingHTTPServer):
+    behaviour: str  # which sickness _Handler plays (a key of BEHAVIOURS)
+
+
 class _Handler(BaseHTTPRequestHandler):
+    server: _SickServer
+
     behaviour = "healthy"
 
     def log_message(self, *args) -> None:  # keep the test output clean
@@ -107,7 +113,7 @@ def serve():
     servers = []
 
     def start(behaviour: str) -> str:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        server = _SickServer(("127.0.0.1", 0), _Handler)
         server.behaviour = behaviour
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -19,8 +19,8 @@ from golive.endpoint.errors import EndpointError
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
 from golive.endpoint.target import EndpointTarget
 
-BOUNDED = dict(deadline=None, derandomize=True, database=None,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+BOUNDED = settings(deadline=None, derandomize=True, database=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 MODEL = "fuzz-model"
 
 JSON = st.recursive(
@@ -51,7 +51,13 @@ SSE = st.builds(
 BODY = st.one_of(SSE, st.binary(max_size=300))
 
 
+class _ReplayServer(ThreadingHTTPServer):
+    body: bytes = b""  # what _Replay answers every POST with
+
+
 class _Replay(BaseHTTPRequestHandler):
+    server: _ReplayServer
+
     def log_message(self, *args) -> None:
         pass
 
@@ -66,7 +72,7 @@ class _Replay(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def replay():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Replay)
+    server = _ReplayServer(("127.0.0.1", 0), _Replay)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -97,7 +103,7 @@ def _judge(url: str, ask, body: bytes) -> None:
     assert all(isinstance(n, str) and isinstance(a, str) for n, a in result.tool_calls)
 
 
-@settings(max_examples=150, **BOUNDED)
+@settings(BOUNDED, max_examples=150)
 @given(body=BODY)
 @example(body=b"data: " + json.dumps(GOOD[0]).encode() + b"\n\ndata: " + b"x" * 1_000_000 + b"\n\n")  # a huge line
 @example(body=b"data: \xff\xfe" + json.dumps(GOOD[1]).encode()[2:] + b"\n\n")  # invalid UTF-8
@@ -114,7 +120,7 @@ def test_a_healthy_stream_still_assembles(replay):
     assert (result.content, result.finish_reason, result.usage["completion_tokens"]) == ("Hello", "stop", 2)
 
 
-@settings(max_examples=400, **BOUNDED)
+@settings(BOUNDED, max_examples=400)
 @given(events=st.lists(JSON, max_size=5))
 def test_assembly_takes_any_json_events(events):
     answer = StreamedAnswer()

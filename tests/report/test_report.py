@@ -24,6 +24,7 @@ BROWSER_HOSTS = re.compile(r"^https?://([a-z0-9-]+\.)*(google\.com|googleapis\.c
 def chromium_dom(html: Path, tmp_path: Path) -> str:
     """The DOM after pytest-html's scripts ran, as headless Chromium renders it; the page made no network request and
     logged nothing to the console (the report opens offline, without errors)."""
+    assert CHROMIUM is not None  # its callers skip without it
     net_log = tmp_path / "chromium-net.json"
     result = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                              "--no-first-run", "--disable-background-networking", "--disable-component-update",

@@ -17,7 +17,8 @@ class Counter:
     """A `tokenize` callable that counts like the server (no special tokens added) and counts its calls."""
 
     def __init__(self, tokenizer, overhead: int = 0):
-        self.tokenizer, self.overhead, self.calls, self.sizes = tokenizer, overhead, 0, []
+        self.tokenizer, self.overhead, self.calls = tokenizer, overhead, 0
+        self.sizes: list[int] = []
 
     def __call__(self, text: str) -> int:
         self.calls += 1

@@ -64,7 +64,9 @@ def show_props(tree: Path) -> dict[str, str]:
 
 
 def argv_of(exec_prop: str) -> str:
-    return re.search(r"argv\[\]=(.*?) ; ", exec_prop).group(1)
+    found = re.search(r"argv\[\]=(.*?) ; ", exec_prop)
+    assert found, exec_prop
+    return found.group(1)
 
 
 def container(tree: Path) -> dict:
@@ -78,7 +80,8 @@ def manifest(tree: Path) -> dict[str, int]:
 
 def smi_fb_used(tree: Path) -> dict[str, int]:
     """{bus id: FB used MiB} from the nvidia-smi -q recording."""
-    used, bus, section = {}, None, None
+    used: dict[str, int] = {}
+    bus, section = "", None
     for line in (tree / REC / "nvidia-smi-q.txt").read_text().splitlines():
         if line.startswith("GPU "):
             bus = line[4:]

@@ -44,6 +44,7 @@ def test_battery_cases_are_well_formed():
 
 def test_battery_has_the_recipe_smoke_tool():
     weather = CASES["simple_weather_smoke"].parameters("get_weather")
+    assert weather is not None
     assert weather["required"] == ["city"]
     assert weather["properties"]["city"]["type"] == "string"
     assert weather["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
