@@ -62,6 +62,7 @@ def main() -> int:
     runs = []
     with station:
         startup = time.perf_counter() - started
+        assert station.pid is not None  # a started station has its server's pid
         client = EndpointClient(EndpointTarget(station.base_url, request_timeout_s=600))
         served = {m.get("id"): m.get("max_model_len") for m in client.models()}.get(SERVED_NAME)
         print(f"station up in {startup:.0f} s, context {served:,}, {station_rss_gib(station.pid):.1f} GiB resident",
