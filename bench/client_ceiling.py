@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"ceiling (timings correct): {ceiling:,.0f} tok/s" if ceiling else "no run kept its timings correct")
     result = {"bench": "client-ceiling", "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "python": platform.python_version(), "cpus": os.cpu_count(), "load_average": list(os.getloadavg()),
-              "streams": args.streams, "tokens_per_event": args.tokens_per_event, "transport": args.transport, "loop": args.loop,
+              "streams": args.streams, "tokens_per_event": args.tokens_per_event, "transport": args.transport,
+              "loop": args.loop,
               "correct_means": f"|per-token error| p50 <= {P50_LIMIT_MS} ms, p99 <= {P99_LIMIT_MS} ms, 0 failures, "
                                f"0 client/usage mismatches",
               "ceiling_tok_s": ceiling, "runs": runs}

@@ -29,7 +29,8 @@ class HttpxLane:
 
 
 async def httpx_send(lane: HttpxLane, prepared: tuple[str, bytes], headers: dict) -> RequestTiming:
-    """`golive.endpoint.load.send`'s part, the way golive 0.2.0 did it: parsed while reading, so a timeline comes back."""
+    """`golive.endpoint.load.send`'s part, the way golive 0.2.0 did it: parsed while reading, so a timeline comes
+    back."""
     salt, body = prepared
     timing = RequestTiming(sent=lane.clock(), salt=salt)
     try:

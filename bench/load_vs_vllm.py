@@ -26,12 +26,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from golive.endpoint.load import Workload, sweep_async
+from golive_testbed.reference.launcher import ReferenceStation, default_model_dir
+from golive_testbed.reference.model import SERVED_NAME
+
 REPO = Path(__file__).resolve().parents[1]
-
-from golive.endpoint.load import Workload, sweep_async  # noqa: E402
-from golive_testbed.reference.launcher import ReferenceStation, default_model_dir  # noqa: E402
-from golive_testbed.reference.model import SERVED_NAME  # noqa: E402
-
 
 MODEL = SERVED_NAME  # the served name every client asks for ("scripted" with --server scripted)
 

@@ -23,14 +23,13 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
+from golive.endpoint import longctx
+from golive.endpoint.client import EndpointClient
+from golive.endpoint.target import EndpointTarget
 from golive_testbed.reference.launcher import ReferenceStation
 from golive_testbed.reference.model import SERVED_NAME
 
-from golive.endpoint import longctx
-from golive.endpoint.client import EndpointClient
+REPO = Path(__file__).resolve().parents[1]
 
 CONTEXT = 1_048_576
 TARGET = 968_377  # the recipe's needle [000]
@@ -63,7 +62,8 @@ def main() -> int:
     runs = []
     with station:
         startup = time.perf_counter() - started
-        client = EndpointClient(station.base_url, None, timeout=600)
+        assert station.pid is not None  # a started station has its server's pid
+        client = EndpointClient(EndpointTarget(station.base_url, request_timeout_s=600))
         served = {m.get("id"): m.get("max_model_len") for m in client.models()}.get(SERVED_NAME)
         print(f"station up in {startup:.0f} s, context {served:,}, {station_rss_gib(station.pid):.1f} GiB resident",
               flush=True)

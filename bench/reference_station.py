@@ -19,10 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from golive_testbed.reference.launcher import ReferenceStation
 
-from golive_testbed.reference.launcher import ReferenceStation  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def timed_run(inventory: Path, out: Path, *args: str) -> tuple[float, dict]:
@@ -49,7 +48,8 @@ def main() -> int:
         startup = time.perf_counter() - started
         try:
             inventory = work / "inventory.yaml"
-            inventory.write_text(f"profile: reference-cpu\nstations:\n  - {{name: ref, endpoint: '{station.base_url}'}}\n")
+            inventory.write_text("profile: reference-cpu\nstations:\n"
+                                 f"  - {{name: ref, endpoint: '{station.base_url}'}}\n")
             functional, results = timed_run(inventory, work / f"functional-{attempt}", "-k", "not needle")
             needles, needle_results = timed_run(inventory, work / f"needles-{attempt}", "-k", "needle")
         finally:

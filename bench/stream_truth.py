@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -50,7 +51,8 @@ class Server:
 async def measured(url: str, concurrency: int, requests: int, tokens: int, transport: str = "stream",
                    warmup: bool = True) -> tuple:
     """`requests` requests through golive's `run_level`, `concurrency` in flight: [(timing, true send times)], start,
-    end. `transport` "stream" is golive's (golive.endpoint.timed_http); "httpx" the one it replaced (bench/httpx_lane.py)."""
+    end. `transport` "stream" is golive's (golive.endpoint.timed_http); "httpx" the one it replaced
+    (bench/httpx_lane.py)."""
     workload = Workload(model="scripted", prompt_tokens=40, output_tokens=tokens, timeout_s=300)
     chat = url + "/v1/chat/completions"
     if transport == "stream":
@@ -85,9 +87,10 @@ def errors(pairs: list) -> dict:
         assert timing.error is None, timing.error
         assert len(timing.token_times) == len(sent), (len(timing.token_times), len(sent))
         true_times = [t - timing.sent for t in sent]
-        arrival += [m - t for m, t in zip(timing.token_times, true_times)]
+        arrival += [m - t for m, t in zip(timing.token_times, true_times, strict=True)]  # lengths asserted above
         ttft.append(timing.ttft - true_times[0])
-        itl += [m - t for m, t in zip(timing.itls, [b - a for a, b in zip(true_times, true_times[1:])])]
+        true_gaps = [b - a for a, b in itertools.pairwise(true_times)]
+        itl += [m - t for m, t in zip(timing.itls, true_gaps, strict=True)]
     return {"arrival": arrival, "ttft": ttft, "itl": itl}
 
 
@@ -118,7 +121,8 @@ def run_case(url: str, concurrency: int, requests: int, tokens: int, transport: 
     pairs, started, ended = run(measured(url, concurrency, requests, tokens, transport), loop)
     level = summarize(concurrency, [t for t, _ in pairs], started, ended)
     found = errors(pairs)
-    return {"transport": transport, "loop": loop, "concurrency": concurrency, "requests": requests, "tokens_per_request": tokens,
+    return {"transport": transport, "loop": loop, "concurrency": concurrency, "requests": requests,
+            "tokens_per_request": tokens,
             "failures": level.failures, "client_usage_mismatches": level.client_usage_mismatches,
             "aggregate_tok_s": level.aggregate_tok_s, "ttft_p50_s": level.ttft_p50_s, "itl_p50_s": level.itl_p50_s,
             "error": {name: quantiles_ms(values) for name, values in found.items()}}
@@ -145,8 +149,8 @@ def main(argv: list[str] | None = None) -> None:
             case["itl_pattern_ms"] = [ms * scale for ms in ITL_PATTERN_MS]
             cases.append(case)
             e = case["error"]
-            print(f"c={concurrency:>4} {transport:>6}: {case['aggregate_tok_s']:,.0f} tok/s, failures {case['failures']}; "
-                  f"error ms "
+            print(f"c={concurrency:>4} {transport:>6}: {case['aggregate_tok_s']:,.0f} tok/s, "
+                  f"failures {case['failures']}; error ms "
                   f"(golive − truth) TTFT p50 {e['ttft']['p50_ms']:.3f} p99 {e['ttft']['p99_ms']:.3f}, "
                   f"ITL p50 {e['itl']['p50_ms']:.3f} p99 {e['itl']['p99_ms']:.3f}, "
                   f"per-token p50 {e['arrival']['p50_ms']:.3f} p99 {e['arrival']['p99_ms']:.3f}")

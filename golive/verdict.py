@@ -10,7 +10,8 @@ import re
 from collections.abc import Iterable
 from typing import NoReturn
 
-import pytest
+# The classes pytest names pytest.fail.Exception and pytest.skip.Exception, imported by a name a type checker reads
+from _pytest.outcomes import Failed, Skipped
 
 PASSED, FAILED, WAIVED, NOT_APPLICABLE, NOT_CHECKED = "passed", "failed", "waived", "not_applicable", "not_checked"
 OUTCOMES = (PASSED, FAILED, WAIVED, NOT_APPLICABLE, NOT_CHECKED)
@@ -77,7 +78,7 @@ def exit_code(verdict_: str) -> int:
     return {GO: EXIT_GO, NO_GO: EXIT_NO_GO}.get(verdict_, EXIT_INCOMPLETE)
 
 
-class Finding(pytest.fail.Exception):
+class Finding(Failed):
     """A failed check, with its parts as data: they travel to results.json and the report as fields."""
 
     def __init__(self, found: str, recipe: str, fix: str):
@@ -89,7 +90,7 @@ class Finding(pytest.fail.Exception):
         return {"found": self.found, "recipe": self.recipe, "fix": self.fix, "sources": self.sources}
 
 
-class NotApplicable(pytest.skip.Exception):
+class NotApplicable(Skipped):
     """The profile and the station say this check cannot apply here (listed in the report with the reason)."""
 
 

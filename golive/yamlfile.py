@@ -8,10 +8,11 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from golive.verdict import printable
 
@@ -51,8 +52,8 @@ def load_yaml(path: Path) -> Located:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}{line}: YAML syntax error: {exc.problem or exc.context}") from None
+        at_line = f":{mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}{at_line}: YAML syntax error: {exc.problem or exc.context}") from None
     except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
         line = text.count("\n", 0, exc.position) + 1
         raise ConfigError(f"{path}:{line}: YAML syntax error: character {exc.character:#06x} is not allowed") from None
@@ -88,7 +89,10 @@ def _construct(node: yaml.Node, at: Path_, file: str, where: dict) -> Any:
 # --- validation ----------------------------------------------------------------------------------------------------
 
 
-def validate(model: type[BaseModel], located: Located, what: str, fallback_file: str) -> BaseModel:
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validate(model: type[Model], located: Located, what: str, fallback_file: str) -> Model:
     if not isinstance(located.data, dict):
         raise ConfigError(f"{fallback_file}:1: a {what} must be a mapping of keys to values")
     try:
@@ -99,7 +103,7 @@ def validate(model: type[BaseModel], located: Located, what: str, fallback_file:
         raise ConfigError(_one_line(model, first, located, fallback_file)) from None
 
 
-def _one_line(model: type[BaseModel], error: dict, located: Located, fallback_file: str) -> str:
+def _one_line(model: type[BaseModel], error: ErrorDetails, located: Located, fallback_file: str) -> str:
     loc = tuple(part for part in error["loc"] if not _is_union_tag(part))
     if error["type"] == "extra_forbidden":  # the last part is the operator's key, whatever it looks like ("[", "int")
         loc = tuple(part for part in error["loc"][:-1] if not _is_union_tag(part)) + error["loc"][-1:]
@@ -123,7 +127,7 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and ("[" in part or part in {"int", "float", "str", "bool", "list", "dict"})
 
 
-def _expected(error: dict) -> str:
+def _expected(error: ErrorDetails) -> str:
     kind, msg = error["type"], error["msg"]
     names = {"int_type": "integer", "int_parsing": "integer", "float_type": "number", "float_parsing": "number",
              "bool_type": "true or false", "bool_parsing": "true or false", "string_type": "text",

@@ -24,7 +24,8 @@ def worker(rank: int, world: int, port: int, maps_out: str | None) -> None:
     if rank == 0:
         with open("/proc/self/maps") as maps:
             libs = sorted({line.split()[-1] for line in maps if "nccl" in line.lower() and "/" in line})
-        report = [f"# pid: {os.getpid()}", f"torch {torch.__version__} torch.cuda.nccl.version() = {torch.cuda.nccl.version()}",
+        report = [f"# pid: {os.getpid()}",
+                  f"torch {torch.__version__} torch.cuda.nccl.version() = {torch.cuda.nccl.version()}",
                   *libs, f"all_reduce of {x.numel()} fp32 = {x[0].item()} (expected {expected})"]
         text = "\n".join(report) + "\n"
         if maps_out:

@@ -9,11 +9,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from golive.endpoint.answers import Expect, score_answer
 from golive.endpoint.toolcalls import ToolCase, _norm, score_calls
+
+if TYPE_CHECKING:  # agent.py scores answers; it needs the client only to name what a chat returns
+    from golive.endpoint.client import ChatResult
 
 BATTERY = Path(__file__).parent / "batteries" / "agent.yaml"
 MAX_TURNS = 6  # an agent loop that keeps calling past this is a failure, not a hang
@@ -67,7 +71,7 @@ def load_agent_battery(path: Path | None = None) -> list[AgentCase]:
     return cases
 
 
-Chat = Callable[[list[dict], list[dict]], "object"]  # (messages, tools) -> ChatResult
+Chat = Callable[[list[dict], list[dict]], "ChatResult"]  # (messages, tools) -> the server's answer
 
 
 def run_agent_case(case: AgentCase, chat: Chat) -> Outcome:
@@ -89,9 +93,9 @@ def run_agent_case(case: AgentCase, chat: Chat) -> Outcome:
         ids = [f"call_{turn}_{i}" for i in range(len(result.tool_calls))]
         messages.append({"role": "assistant", "content": result.content or "", "tool_calls": [
             {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-            for i, (n, a) in zip(ids, result.tool_calls)]})
+            for i, (n, a) in zip(ids, result.tool_calls, strict=True)]})  # one id per call
         messages += [{"role": "tool", "tool_call_id": i, "content": case.result_for(n, a)}
-                     for i, (n, a) in zip(ids, result.tool_calls)]
+                     for i, (n, a) in zip(ids, result.tool_calls, strict=True)]
     else:
         return Outcome(False, f"still calling tools after {MAX_TURNS} turns", seen)
     if len(seen) < len(case.turns):

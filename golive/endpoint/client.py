@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import httpx
@@ -35,14 +36,16 @@ class EndpointClient:
         self.timeout = target.request_timeout_s
         # generation may take `request_timeout_s`; a streamed answer may pause `stream_stall_timeout_s` between
         # chunks; nothing else waits longer than `light_timeout_s`, and no connect longer than `connect_timeout_s`
+        # openai.Timeout is the HTTP library's Timeout that this openai release types and sends with (httpx2 today)
         self._generation = httpx.Timeout(target.request_timeout_s, connect=target.connect_timeout_s)
-        self._stream = httpx.Timeout(target.request_timeout_s, connect=target.connect_timeout_s,
-                                     read=target.stream_stall_timeout_s)
+        self._openai_generation = openai.Timeout(target.request_timeout_s, connect=target.connect_timeout_s)
+        self._stream = openai.Timeout(target.request_timeout_s, connect=target.connect_timeout_s,
+                                      read=target.stream_stall_timeout_s)
         self.ca_file = target.ca_file
         tls = trusting(target.ca_file)  # one trust for every client: left alone, the openai client would trust the OS
         # the openai client insists on a key; "EMPTY" is what vLLM's docs use for an open server
         self.openai = openai.OpenAI(base_url=self.base_url, api_key=target.api_key or "EMPTY",
-                                    timeout=self._generation, max_retries=0,
+                                    timeout=self._openai_generation, max_retries=0,
                                     http_client=openai.DefaultHttpxClient(verify=tls))
         self.http = httpx.Client(timeout=httpx.Timeout(target.light_timeout_s, connect=target.connect_timeout_s),
                                  verify=tls)
@@ -59,11 +62,12 @@ class EndpointClient:
         except httpx.HTTPError as exc:
             raise from_transport(self.root + path, exc) from None
 
-    def post(self, path: str, body: dict, with_key: bool = True, timeout: httpx.Timeout | None = None) -> httpx.Response:
+    def post(self, path: str, body: dict, with_key: bool = True,
+             timeout: httpx.Timeout | None = None) -> httpx.Response:
         headers = self.target.headers() if with_key else {}
         try:
             return self.http.post(self.root + path, json=body, headers=headers,
-                                  **({"timeout": timeout} if timeout else {}))
+                                  timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout)
         except httpx.HTTPError as exc:
             raise from_transport(self.root + path, exc) from None
 
@@ -168,15 +172,16 @@ class EndpointClient:
         self.openai.close()
 
 
-def _events(stream):
+def _events(stream: openai.Stream[object]) -> Iterator[object]:
     """The stream's events as decoded JSON; an event that is not valid JSON (cut in half) or not UTF-8 is an error,
     not a crash."""
+    request = stream.response.request
     try:
         yield from stream
     except json.JSONDecodeError as exc:
-        raise openai.APIError(f"an event is not valid JSON ({exc.msg})", request=None, body=None) from None
+        raise openai.APIError(f"an event is not valid JSON ({exc.msg})", request=request, body=None) from None
     except UnicodeDecodeError:
-        raise openai.APIError("an event is not UTF-8 text", request=None, body=None) from None
+        raise openai.APIError("an event is not UTF-8 text", request=request, body=None) from None
     finally:
         stream.close()
 

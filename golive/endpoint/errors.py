@@ -1,20 +1,23 @@
 """A sick endpoint as one operator line: which URL, what came back (status, content type, first bytes), what to do."""
 from __future__ import annotations
 
+from types import ModuleType
+
 import httpx
 import openai
 
 try:  # the openai client makes its requests with httpx2 (a fork): its errors are the same kinds under other classes
     import httpx2
+
+    _HTTP_LIBS: tuple[ModuleType, ...] = (httpx, httpx2)
 except ImportError:  # an openai release that still uses httpx
-    httpx2 = None
+    _HTTP_LIBS = (httpx,)
 
 FIRST_BYTES = 120
 
 
 def _kinds(*names: str) -> tuple[type, ...]:
-    return tuple(getattr(lib, name) for lib in (httpx, httpx2) if lib is not None for name in names
-                 if hasattr(lib, name))
+    return tuple(getattr(lib, name) for lib in _HTTP_LIBS for name in names if hasattr(lib, name))
 
 
 class EndpointError(Exception):

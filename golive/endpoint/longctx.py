@@ -13,7 +13,8 @@ _SUBJECTS = ["The harbour office", "A night-shift engineer", "The quarterly audi
 _VERBS = ["reviewed", "rescheduled", "measured", "repainted", "catalogued", "rerouted", "inspected", "summarised"]
 _OBJECTS = ["the spare parts inventory", "three old maintenance logs", "the lobby lighting", "a shipment of cables",
             "the visitor badges", "the backup generator", "a box of printed manuals", "the parking rota"]
-_WHEN = ["on Monday", "before lunch", "after the storm", "during the holidays", "late in the evening", "in early spring"]
+_WHEN = ["on Monday", "before lunch", "after the storm", "during the holidays", "late in the evening",
+         "in early spring"]
 _ADJ = ["amber", "cobalt", "silent", "northern", "velvet", "granite", "lunar", "copper"]
 _NOUN = ["falcon", "harbor", "lantern", "meadow", "compass", "glacier", "orchid", "beacon"]
 

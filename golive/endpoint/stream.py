@@ -71,4 +71,4 @@ class StreamedAnswer:
         return value or ""
 
     def tool_calls(self) -> list[tuple[str, str]]:
-        return [tuple(self.calls[i]) for i in sorted(self.calls)]
+        return [(self.calls[i][0], self.calls[i][1]) for i in sorted(self.calls)]

@@ -14,6 +14,7 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -41,26 +42,31 @@ class StreamedResponse:
 class _Reader(asyncio.Protocol):
     """Takes the arrival time of every read before anything else, then lets httptools frame it."""
 
+    # Set by connection_made (the loop calls it before create_connection hands the reader over) and by expect()
+    # (before the request is written, so before any byte or httptools callback): never read unset.
+    transport: asyncio.Transport
+    response: StreamedResponse
+    _parser: httptools.HttpResponseParser
+
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self.transport: asyncio.Transport | None = None
         self.open = True
-        self.response: StreamedResponse | None = None
-        self.done: asyncio.Future | None = None
+        self.done: asyncio.Future | None = None  # None until the first request is expected
         self.last_read = 0.0
         self._at = 0.0
-        self._parser: httptools.HttpResponseParser | None = None
 
     def expect(self, response: StreamedResponse, done: asyncio.Future) -> None:
         self.response, self.done = response, done
         self._parser = httptools.HttpResponseParser(self)
 
-    def connection_made(self, transport) -> None:
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # create_connection makes a stream transport; cast, not isinstance: uvloop's TCPTransport (bench/) has
+        # asyncio.Transport's methods without subclassing it
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self._at = self.last_read = self.clock()
-        if self._parser is None or self.done is None or self.done.done():
+        if self.done is None or self.done.done():  # expect() sets done and the parser together
             return  # bytes nobody asked for (after a complete response): the lane is closed below
         try:
             self._parser.feed_data(data)
@@ -79,6 +85,7 @@ class _Reader(asyncio.Protocol):
         if not self._parser.should_keep_alive():
             self.open = False  # now: the lane's next request must not be written to a closing transport
             self.transport.close()
+        assert self.done is not None  # httptools calls back only from data_received, which checked it
         self.done.set_result(self.response)
 
     def eof_received(self) -> None:
@@ -98,8 +105,7 @@ class _Reader(asyncio.Protocol):
     def _fail(self, error: StreamError) -> None:
         if self.done is not None and not self.done.done():
             self.done.set_exception(error)
-        if self.transport is not None:
-            self.transport.close()
+        self.transport.close()
 
 
 class Lane:
@@ -141,8 +147,8 @@ class Lane:
         return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
     async def post(self, body: bytes, headers: dict[str, str]) -> StreamedResponse:
-        """POST `body` to the lane's URL, wait for the whole response; StreamError when the connection fails or falls silent
-        for `timeout_s` (a stalled stream)."""
+        """POST `body` to the lane's URL, wait for the whole response; StreamError when the connection fails or falls
+        silent for `timeout_s` (a stalled stream)."""
         reader = await self._connected()
         loop = asyncio.get_running_loop()
         done = loop.create_future()

@@ -47,36 +47,38 @@ def load_battery(path: Path | None = None) -> list[ToolCase]:
     """Read a battery file; typos in it (unknown tool, undeclared argument, bare value) raise ValueError."""
     path = Path(path or BATTERY)
     data = yaml.safe_load(path.read_text())
-    defs = data["tools"]
-    cases, seen = [], set()
-    for raw in data["cases"]:
-        cid = raw["id"]
+    seen: set[str] = set()
+    return [_read_case(path, raw, data["tools"], seen) for raw in data["cases"]]
 
-        def bad(msg: str) -> ValueError:
-            return ValueError(f"{path}: case {cid}: {msg}")
 
-        if cid in seen:
-            raise bad("duplicate id")
-        seen.add(cid)
-        unknown = [t for t in raw["tools"] if t not in defs]
-        if unknown:
-            raise bad(f"unknown tools {unknown}")
-        if not isinstance(raw.get("expected"), list):  # a forgotten key must not turn into "no call expected"
-            raise bad("'expected' must be a list of calls ([] when no tool fits)")
-        tools = [{"type": "function", "function": {"name": t, **defs[t]}} for t in raw["tools"]]
-        case = ToolCase(cid, raw["category"], raw["messages"], tools, raw["expected"])
-        for call in case.expected:
-            params = case.parameters(call["name"])
-            if params is None:
-                raise bad(f"expects {call['name']!r}, which the case does not offer")
-            for arg, ok in call.get("arguments", {}).items():
-                if arg not in params.get("properties", {}):
-                    raise bad(f"{call['name']}: argument {arg!r} is not in the schema")
-                # YAML turns unquoted dates into datetime.date; the server only ever returns JSON types.
-                if not isinstance(ok, list) or any(_json_type(v) is None for v in ok):
-                    raise bad(f"{call['name']}: {arg!r} must map to a list of JSON values, got {ok!r}")
-        cases.append(case)
-    return cases
+def _read_case(path: Path, raw: dict, defs: dict, seen: set[str]) -> ToolCase:
+    """One case of the battery, checked against the tool definitions; `seen` holds the ids read before it."""
+    cid = raw["id"]
+
+    def bad(msg: str) -> ValueError:
+        return ValueError(f"{path}: case {cid}: {msg}")
+
+    if cid in seen:
+        raise bad("duplicate id")
+    seen.add(cid)
+    unknown = [t for t in raw["tools"] if t not in defs]
+    if unknown:
+        raise bad(f"unknown tools {unknown}")
+    if not isinstance(raw.get("expected"), list):  # a forgotten key must not turn into "no call expected"
+        raise bad("'expected' must be a list of calls ([] when no tool fits)")
+    tools = [{"type": "function", "function": {"name": t, **defs[t]}} for t in raw["tools"]]
+    case = ToolCase(cid, raw["category"], raw["messages"], tools, raw["expected"])
+    for call in case.expected:
+        params = case.parameters(call["name"])
+        if params is None:
+            raise bad(f"expects {call['name']!r}, which the case does not offer")
+        for arg, ok in call.get("arguments", {}).items():
+            if arg not in params.get("properties", {}):
+                raise bad(f"{call['name']}: argument {arg!r} is not in the schema")
+            # YAML turns unquoted dates into datetime.date; the server only ever returns JSON types.
+            if not isinstance(ok, list) or any(_json_type(v) is None for v in ok):
+                raise bad(f"{call['name']}: {arg!r} must map to a list of JSON values, got {ok!r}")
+    return case
 
 
 def score_calls(case: ToolCase, calls: list[tuple[str, str]]) -> Verdict:
@@ -117,7 +119,9 @@ def score_calls(case: ToolCase, calls: list[tuple[str, str]]) -> Verdict:
         free = [k for k in range(len(parsed)) if k not in pair and parsed[k][0] == want[i]]
         if not free:
             return Verdict(False, f"expected a call to {want[i]!r}, got {names}")
-        return Verdict(False, problems[i][free[0]])
+        problem = problems[i][free[0]]
+        assert problem is not None  # a maximum matching leaves no free call that would fit expected call i
+        return Verdict(False, problem)
     return Verdict(True, f"{len(parsed)} call(s) matched")
 
 

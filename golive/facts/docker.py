@@ -135,7 +135,7 @@ class ImageFacts:
     architecture: str
 
     def digests(self) -> set[str]:
-        return {ImageRef.parse(d).digest for d in self.repo_digests if "@" in d}
+        return {digest for d in self.repo_digests if (digest := ImageRef.parse(d).digest)}
 
 
 def parse_image_inspect(text: str) -> ImageFacts:

@@ -7,7 +7,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from golive.facts import FactError
 
@@ -108,7 +108,7 @@ def parse_sys_speed(text: str) -> int | None:
     return int(value) if int(value) >= 0 else None
 
 
-class PingVerdict(str, Enum):
+class PingVerdict(StrEnum):
     OK = "ok"
     LOCAL_MTU = "local MTU too small"
     DROPPED = "dropped on the path"
@@ -216,7 +216,7 @@ def parse_ibv_devinfo(text: str) -> list[IbDevice]:
     if len(blocks) < 3:
         raise FactError(f"ibv_devinfo output has no `hca_id:` line: {text.strip()[:80]!r}")
     devices = []
-    for hca_id, body in zip(blocks[1::2], blocks[2::2]):
+    for hca_id, body in zip(blocks[1::2], blocks[2::2], strict=True):  # split on one group: id, body, id, body
         head, *port_blocks = re.split(r"^\t\tport:\t(\d+)\s*$", body, flags=re.MULTILINE)
 
         def value(key: str, within: str) -> str | None:
@@ -224,7 +224,7 @@ def parse_ibv_devinfo(text: str) -> list[IbDevice]:
             return match.group(1) if match else None
 
         ports = {}
-        for number, port in zip(port_blocks[0::2], port_blocks[1::2]):
+        for number, port in zip(port_blocks[0::2], port_blocks[1::2], strict=True):
             state, layer = value("state", port), value("link_layer", port)
             if state is None or layer is None:
                 raise FactError(f"ibv_devinfo {hca_id} port {number} has no state or link_layer line")

@@ -1,8 +1,9 @@
 """The post-upgrade gate: what changed between the last go-live's results.json and this one (pure functions).
 
 Four kinds of change: checks whose outcome flipped, metrics that moved more than the tolerance, battery cases that
-flipped (each battery's failing case ids), and provenance the stations reported (served args, parsers, image, vLLM version, GPU, driver, CUDA, NCCL, checkpoint hashes). A served
-flag or parser that changed without the new profile pinning its new value is unannounced: that fails the gate.
+flipped (each battery's failing case ids), and provenance the stations reported (served args, parsers, image, vLLM
+version, GPU, driver, CUDA, NCCL, checkpoint hashes). A served flag or parser that changed without the new profile
+pinning its new value is unannounced: that fails the gate.
 Everything else is listed for the operator to read.
 """
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`golive demo`: the bundled targets — a GB300 station tree and the real vLLM reference station — checked end to end."""
+"""`golive demo`: the bundled targets — a GB300 station tree and the real vLLM reference station — checked end to
+end."""
 from __future__ import annotations
 
 import os

@@ -40,7 +40,13 @@ MANIFEST = "shards.manifest"
 BUILDER_VERSION = "2"
 
 # What the host checks and testinfra's modules call inside a tree. Only applets the installed busybox has are linked.
-APPLETS = ["sh", "ash", "cat", "ls", "stat", "grep", "egrep", "fgrep", "sed", "awk", "test", "[", "[[", "find", "head", "tail", "wc", "df", "du", "sha256sum", "md5sum", "readlink", "realpath", "date", "mkdir", "echo", "printf", "env", "sort", "uniq", "cut", "tr", "true", "false", "timeout", "xargs", "basename", "dirname", "uname", "id", "which", "expr", "seq", "tee", "sleep", "touch", "rm", "cp", "mv", "ln", "chmod", "od", "hexdump", "xxd", "diff", "cmp", "tac", "nproc", "hostname", "whoami", "mktemp", "sync"]
+APPLETS = [
+    "sh", "ash", "cat", "ls", "stat", "grep", "egrep", "fgrep", "sed", "awk", "test", "[", "[[", "find", "head", "tail",
+    "wc", "df", "du", "sha256sum", "md5sum", "readlink", "realpath", "date", "mkdir", "echo", "printf", "env", "sort",
+    "uniq", "cut", "tr", "true", "false", "timeout", "xargs", "basename", "dirname", "uname", "id", "which", "expr",
+    "seq", "tee", "sleep", "touch", "rm", "cp", "mv", "ln", "chmod", "od", "hexdump", "xxd", "diff", "cmp", "tac",
+    "nproc", "hostname", "whoami", "mktemp", "sync",
+]
 
 
 class TargetsError(Exception):
@@ -75,7 +81,8 @@ def load_variants(src: Path = DEFAULT_SRC) -> list[Variant]:
     names = set(base_trees(src)) | {v.name for v in variants}
     for v in variants:
         if v.base not in names:
-            raise TargetsError(f"{vdir / v.name / 'variant.yaml'}: base '{v.base}' is neither a base tree nor a variant")
+            raise TargetsError(f"{vdir / v.name / 'variant.yaml'}: base '{v.base}' is neither a base tree "
+                               "nor a variant")
         if v.name in base_trees(src):
             raise TargetsError(f"{vdir / v.name}: a variant may not have the name of a base tree")
     by_name = {v.name: v for v in variants}
@@ -130,7 +137,7 @@ def _load_variant(d: Path) -> Variant:
 
 def _chain(name: str, src: Path, variants: dict[str, Variant]) -> list[tuple[Path, Variant | None]]:
     """Layers to stack for a tree, base tree first: [(dir, None), (variant dir, variant), ...]."""
-    layers = []
+    layers: list[tuple[Path, Variant | None]] = []
     while name in variants:
         layers.append((src / VARIANTS_DIR / name, variants[name]))
         name = variants[name].base

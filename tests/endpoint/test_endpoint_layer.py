@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from golive_testbed.reference.launcher import ReferenceStation
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,7 +79,8 @@ def failed(by_check) -> set[str]:
 
 # Checks that cost most of a run on 2 cores; a broken station's quick run leaves them out unless it breaks them, and the
 # slow run proves that they too stay green there.
-EXPENSIVE = {"test_tool_call_battery_meets_floor": "battery", "test_streaming_and_non_streaming_give_same_calls": "streaming",
+EXPENSIVE = {"test_tool_call_battery_meets_floor": "battery",
+             "test_streaming_and_non_streaming_give_same_calls": "streaming",
              "test_needle_retrieved_near_full_context": "needle",
              **dict.fromkeys(("test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
                               "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",

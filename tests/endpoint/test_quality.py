@@ -3,8 +3,9 @@
 One station start per variant; the oracle faults (each breaks one tool_choice mode) are the slow matrix.
 """
 import pytest
-from golive_testbed.reference.launcher import ReferenceStation
 from test_endpoint_layer import PORT, failed, golive_endpoint
+
+from golive_testbed.reference.launcher import ReferenceStation
 
 QUALITY = "tool_choice or parallel or site_batteries or agent"
 # variant -> (the checks it must fail, fragments of the failure message naming the failing cases)

@@ -12,6 +12,7 @@ import pytest
 
 from golive.endpoint.client import EndpointClient
 from golive.endpoint.errors import EndpointError
+from golive.endpoint.target import EndpointTarget
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "glm-5.3-flash"  # the shipped GB300 profile's served name
@@ -39,7 +40,13 @@ BEHAVIOURS = dict([
 ])
 
 
+class _SickServer(ThreadingHTTPServer):
+    behaviour: str  # which sickness _Handler plays (a key of BEHAVIOURS)
+
+
 class _Handler(BaseHTTPRequestHandler):
+    server: _SickServer
+
     behaviour = "healthy"
 
     def log_message(self, *args) -> None:  # keep the test output clean
@@ -106,7 +113,7 @@ def serve():
     servers = []
 
     def start(behaviour: str) -> str:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        server = _SickServer(("127.0.0.1", 0), _Handler)
         server.behaviour = behaviour
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -135,8 +142,8 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_golive(tmp_path: Path, endpoint: str, *extra: str, host: str | None = None) -> tuple[subprocess.CompletedProcess,
-                                                                                             dict, float]:
+def run_golive(tmp_path: Path, endpoint: str, *extra: str,
+               host: str | None = None) -> tuple[subprocess.CompletedProcess, dict, float]:
     (tmp_path / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 1\n"
                                         "  connect_timeout_s: 1\n")
     station = f"  - name: sick\n    endpoint: {endpoint}\n    api_key_env: GOLIVE_SICK_KEY\n"
@@ -201,7 +208,8 @@ def test_sick_endpoint_is_one_clear_failure(tmp_path, serve, silent_listener, ta
 
 
 def test_silent_listener_fails_light_call_within_its_timeout(silent_listener):
-    client = EndpointClient(silent_listener, "k", timeout=120, connect_timeout=1, light_timeout=1)
+    client = EndpointClient(EndpointTarget(silent_listener, api_key="k", request_timeout_s=120, connect_timeout_s=1,
+                                           light_timeout_s=1))
     started = time.monotonic()
     with pytest.raises(EndpointError, match="no answer within the timeout"):
         client.models()
@@ -216,7 +224,8 @@ def test_silent_listener_fails_light_call_within_its_timeout(silent_listener):
 def test_broken_stream_is_one_clear_error(serve, behaviour, expected):
     """A stream without [DONE], cut mid-event, or stalled mid-answer: one EndpointError naming the URL."""
     url = serve(behaviour) + "/v1"
-    client = EndpointClient(url, SECRET, timeout=120, connect_timeout=1, light_timeout=1, stall_timeout=1)
+    client = EndpointClient(EndpointTarget(url, api_key=SECRET, request_timeout_s=120, connect_timeout_s=1,
+                                           light_timeout_s=1, stream_stall_timeout_s=1))
     started = time.monotonic()
     with pytest.raises(EndpointError) as caught:
         client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True)

@@ -65,7 +65,7 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
         return cert, key
     private = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "golive-test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private.public_key())
                    .serial_number(x509.random_serial_number()).not_valid_before(now)
                    .not_valid_after(now + datetime.timedelta(days=1)).sign(private, hashes.SHA256()))
@@ -82,7 +82,7 @@ def _site_ca(folder: Path) -> tuple[Path, Path, Path]:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
 
     def signed(subject, public_key, issuer, issuer_key, ca: bool):
         builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
@@ -196,10 +196,12 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
     from golive.endpoint.client import EndpointClient
     from golive.endpoint.errors import EndpointError
     from golive.endpoint.load import Workload, lanes, request_body, send
+    from golive.endpoint.target import EndpointTarget
 
     url = f"https://127.0.0.1:{server(tls='site-ca')}"
     ca = str(tmp_path / "site-ca.pem")
-    client = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2, ca_file=ca)
+    client = EndpointClient(EndpointTarget(url + "/v1", request_timeout_s=5, connect_timeout_s=2, light_timeout_s=2,
+                                           ca_file=ca))
     assert [m["id"] for m in client.models()] == [MODEL]
     assert client.chat(MODEL, [{"role": "user", "content": "Hi"}]).content == "Hi"
     assert client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True).content == "Hi"
@@ -211,7 +213,7 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
 
     answered = asyncio.run(lane_chat(ca))
     assert answered.error is None and answered.response.status == 200, answered
-    plain = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2)
+    plain = EndpointClient(EndpointTarget(url + "/v1", request_timeout_s=5, connect_timeout_s=2, light_timeout_s=2))
     for call in (plain.models, lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}]),
                  lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True)):
         with pytest.raises(EndpointError, match="TLS failed"):
@@ -235,13 +237,15 @@ def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch
 
     from golive.endpoint.client import EndpointClient
     from golive.endpoint.load import Workload, lanes, request_body, send
+    from golive.endpoint.target import EndpointTarget
     from golive.endpoint.tls import trusting
 
     url = f"https://127.0.0.1:{server(tls='site-ca')}"
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "site-ca.pem"))
     trusting.cache_clear()  # the default context is made once a process: this test changed the environment
     try:
-        client = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2)
+        client = EndpointClient(EndpointTarget(url + "/v1", request_timeout_s=5, connect_timeout_s=2,
+                                               light_timeout_s=2))
         assert [m["id"] for m in client.models()] == [MODEL]
         assert client.chat(MODEL, [{"role": "user", "content": "Hi"}]).content == "Hi"
         assert client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True).content == "Hi"

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from golive_testbed.reference.launcher import ReferenceStation
 
 REPO = Path(__file__).resolve().parents[2]

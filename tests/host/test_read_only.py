@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from golive_testbed.targets import build_station_trees
 
 from golive.readonly import allowed
+from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,8 @@ def test_host_layer_changes_nothing_and_sends_only_allowed_commands(tmp_path):
     tree = trees["gb300-healthy"]
     before = tree_state(tree)
     log = tmp_path / "commands.log"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(REPO / "fixtures/inventories/gb300-healthy.yaml"),
+    inventory = REPO / "fixtures/inventories/gb300-healthy.yaml"
+    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory),
                              "-o", str(tmp_path / "out"), "-m", "host", "-q", "-p", "no:cacheprovider"],
                             capture_output=True, text=True, cwd=REPO, timeout=300,
                             env={**os.environ, "GOLIVE_COMMAND_LOG": str(log)})
@@ -60,8 +61,10 @@ def test_allow_list_refuses_anything_that_could_write(command):
 
 
 @pytest.mark.parametrize("command", [
-    "ls -1 /proc/driver/nvidia/gpus 2>/dev/null", "find /srv/m -maxdepth 1 -name '*.safetensors' -exec stat -c '%n|%s' {} +",
-    "nvidia-smi --query-gpu=index,name --format=csv,noheader", "ip -j link show", "ethtool -i eth0", "cat -- /etc/os-release",
+    "ls -1 /proc/driver/nvidia/gpus 2>/dev/null",
+    "find /srv/m -maxdepth 1 -name '*.safetensors' -exec stat -c '%n|%s' {} +",
+    "nvidia-smi --query-gpu=index,name --format=csv,noheader", "ip -j link show", "ethtool -i eth0",
+    "cat -- /etc/os-release",
 ])
 def test_allow_list_lets_reads_through(command):
     assert allowed(command)

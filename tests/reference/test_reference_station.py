@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
+
 from golive_testbed.reference import ReferenceStation, build_model_dir
 from golive_testbed.reference.model import EOS, ROLE_TOKENS, SERVED_NAME, TAG_TOKENS
 
@@ -49,8 +50,9 @@ def test_glm_tags_are_single_tokens_and_any_text_encodes(tmp_path):
 
 
 def test_oracle_reads_back_the_rendered_conversation(tmp_path):
-    from golive_testbed.reference.oracle import parse_prompt
     from transformers import AutoTokenizer
+
+    from golive_testbed.reference.oracle import parse_prompt
 
     hf = AutoTokenizer.from_pretrained(str(build_model_dir(tmp_path)))
     messages = [
@@ -93,6 +95,7 @@ def test_faults_break_the_answer_the_way_an_operator_would_see():
 
 def test_oracle_forces_its_script_and_yields_to_the_grammar(tmp_path):
     import torch
+
     from golive_testbed.reference.oracle import GlmOracle, _Script
 
     model = build_model_dir(tmp_path)

@@ -47,6 +47,7 @@ def test_html_summary_shows_hostile_output_as_text():
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
 def test_hostile_output_never_runs_in_chromium(tmp_path):
+    assert CHROMIUM is not None  # skipped above without it
     page = tmp_path / "summary.html"
     page.write_text("<!DOCTYPE html><html><head><title>golive</title></head><body>"
                     + "".join(summary_html(hostile_recorder())) + "</body></html>")

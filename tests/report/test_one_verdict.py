@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
 from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,8 +21,9 @@ def station_trees():
 
 
 def plain_pytest(inventory: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "golive.suites", f"--golive-inventory={inventory}",
-                           f"--golive-output={out}", "-p", "no:cacheprovider", *args],
+    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "golive.suites",
+                           f"--golive-inventory={inventory}", f"--golive-output={out}", "-p", "no:cacheprovider",
+                           *args],
                           capture_output=True, text=True, cwd=out.parent, timeout=300)
 
 
@@ -31,8 +33,10 @@ def golive_run(inventory: Path, out: Path, *args: str) -> subprocess.CompletedPr
 
 
 def junit_suite(path: Path) -> ET.Element:
-    suite = ET.parse(path).getroot()
-    return suite if suite.tag == "testsuite" else suite.find("testsuite")
+    root = ET.parse(path).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    assert suite is not None, f"{path} has no <testsuite>"
+    return suite
 
 
 def test_plain_pytest_writes_the_same_reports_as_golive_run(tmp_path, station_trees):
@@ -63,7 +67,8 @@ def test_incomplete_run_is_red_in_junit_with_the_verdict(tmp_path):
     suite = junit_suite(tmp_path / "out" / "junit.xml")
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["golive_verdict"] == "INCOMPLETE"
-    assert int(suite.get("errors")) == len(not_checked) and int(suite.get("failures")) == 0
-    errors = [case.find("error") for case in suite.iter("testcase") if case.find("error") is not None]
-    assert len(errors) == len(not_checked)
-    assert all(e.get("message").startswith("not checked: ") and "does not exist" in e.get("message") for e in errors)
+    assert int(suite.get("errors", "")) == len(not_checked) and int(suite.get("failures", "")) == 0
+    messages = [error.get("message", "") for case in suite.iter("testcase")
+                if (error := case.find("error")) is not None]
+    assert len(messages) == len(not_checked)
+    assert all(m.startswith("not checked: ") and "does not exist" in m for m in messages)

@@ -24,6 +24,7 @@ BROWSER_HOSTS = re.compile(r"^https?://([a-z0-9-]+\.)*(google\.com|googleapis\.c
 def chromium_dom(html: Path, tmp_path: Path) -> str:
     """The DOM after pytest-html's scripts ran, as headless Chromium renders it; the page made no network request and
     logged nothing to the console (the report opens offline, without errors)."""
+    assert CHROMIUM is not None  # its callers skip without it
     net_log = tmp_path / "chromium-net.json"
     result = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                              "--no-first-run", "--disable-background-networking", "--disable-component-update",
@@ -43,7 +44,8 @@ def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
     from golive_testbed.targets import build_station_trees
 
     build_station_trees()
-    subprocess.run([sys.executable, "-m", "golive.cli", "run", str(REPO / "fixtures/inventories/hbm-filepages-high.yaml"),
+    inventory = REPO / "fixtures/inventories/hbm-filepages-high.yaml"
+    subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory),
                     "-o", str(tmp_path), "-m", "host", "-q"], capture_output=True, cwd=REPO, timeout=300)
     dom = chromium_dom(tmp_path / "go-live.html", tmp_path)
     assert 'id="golive-verdict"' in dom and "GO-LIVE: NO-GO" in dom
@@ -55,7 +57,9 @@ def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
     assert "numactl --membind=0" in dom
     # pytest-html builds the results table with JavaScript: rows exist only if the page really rendered
     assert dom.count('<tbody class="results-table-row failed"') == 1
-    assert dom.count('<tbody class="results-table-row passed"') + dom.count('<tbody class="results-table-row skipped"') == 18
+    passed_or_skipped = (dom.count('<tbody class="results-table-row passed"')
+                         + dom.count('<tbody class="results-table-row skipped"'))
+    assert passed_or_skipped == 18
     junit = (tmp_path / "junit.xml").read_text()
     assert 'failures="1"' in junit and "holds 150.0 GiB of page cache" in junit
 
@@ -85,7 +89,8 @@ def test_interrupted_run_still_writes_every_report(tmp_path, signum):
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"profile: reference-cpu\nstations:\n  - {{name: hung, endpoint: 'http://127.0.0.1:{port}/v1'}}\n")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "endpoint"],
+    proc = subprocess.Popen([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out),
+                             "-m", "endpoint"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120

@@ -7,15 +7,16 @@ from golive.endpoint.client import ChatResult
 CASES = {c.id: c for c in load_agent_battery()}
 
 
-def replay(*results):
+class Replay:
     """A chat that returns the given results in turn and records the messages it was sent."""
-    sent, queue = [], list(results)
 
-    def chat(messages, tools):
-        sent.append([dict(m) for m in messages])
-        return queue.pop(0)
-    chat.sent = sent
-    return chat
+    def __init__(self, *results: ChatResult):
+        self.sent: list[list[dict]] = []
+        self._queue = list(results)
+
+    def __call__(self, messages: list[dict], tools: list[dict]) -> ChatResult:
+        self.sent.append([dict(m) for m in messages])
+        return self._queue.pop(0)
 
 
 def call(name, args):
@@ -31,7 +32,7 @@ def test_battery_covers_every_category():
 
 
 def test_single_call_then_answer_passes_and_sends_the_result_as_a_tool_message():
-    chat = replay(call("get_weather", '{"city": "Oslo"}'),
+    chat = Replay(call("get_weather", '{"city": "Oslo"}'),
                   text("Here is what I found: get_weather returned temperature c -4, condition snow."))
     outcome = run_agent_case(CASES["single-call-then-answer"], chat)
     assert outcome.passed, outcome.reason
@@ -42,7 +43,7 @@ def test_single_call_then_answer_passes_and_sends_the_result_as_a_tool_message()
 
 
 def test_parallel_results_follow_the_call_arguments():
-    chat = replay(ChatResult("", "", [("get_weather", '{"city": "Tokyo"}'), ("get_weather", '{"city": "Paris"}')],
+    chat = Replay(ChatResult("", "", [("get_weather", '{"city": "Tokyo"}'), ("get_weather", '{"city": "Paris"}')],
                              "tool_calls"),
                   text("Tokyo 27 humid, Paris 18 sunny."))
     assert run_agent_case(CASES["parallel-calls-then-answer"], chat).passed
@@ -66,6 +67,6 @@ def test_parallel_results_follow_the_call_arguments():
 ], ids=["ignores-result", "stops-mid-chain", "wrong-chained-value", "invents-despite-error", "calls-needlessly",
         "loops"])
 def test_agent_failure_is_named(case, responses, fragment):
-    outcome = run_agent_case(CASES[case], replay(*responses))
+    outcome = run_agent_case(CASES[case], Replay(*responses))
     assert not outcome.passed
     assert fragment in outcome.reason, outcome.reason

@@ -42,6 +42,7 @@ def test_exactly_one_check_one_metric_one_flag_appear_and_the_flag_fails_the_gat
     assert result.changes[1].why == "moved 20.0% (tolerance 10%)"
     assert result.as_dict()["passed"] is False
     finding = gate_finding(result)
+    assert finding is not None
     assert "gb300-a: flag --max-num-batched-tokens: '8192' → '2048' (unannounced" in finding["found"]
     assert "pin the new value in the site profile" in finding["fix"]
 

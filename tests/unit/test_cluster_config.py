@@ -9,10 +9,12 @@ from golive.config import ConfigError, load_inventory, load_profile
 
 def test_two_station_profile_pins_both_rails_and_nccl():
     cluster = load_profile("glm-5.3-2x-station-tp2").profile.cluster
+    assert cluster is not None
     assert [(r.interface, r.rdma_device, r.addresses["a"], r.addresses["b"]) for r in cluster.rails] == [
         ("enp1s0f0np0", "mlx5_0", IPv4Address("192.168.100.1"), IPv4Address("192.168.100.2")),
         ("enp1s0f1np1", "mlx5_1", IPv4Address("192.168.101.1"), IPv4Address("192.168.101.2"))]
-    assert (cluster.mtu, cluster.speed_gbps, cluster.nccl_version, cluster.gdrdma_required) == (9000, 400, "2.30.7", True)
+    assert ((cluster.mtu, cluster.speed_gbps, cluster.nccl_version, cluster.gdrdma_required)
+            == (9000, 400, "2.30.7", True))
     assert cluster.env["NCCL_IB_GID_INDEX"] == "3" and cluster.env["VLLM_ALLREDUCE_USE_FLASHINFER"] == "0"
     assert cluster.env["VLLM_DISTRIBUTED_TIMEOUT_SECONDS"] == "1800" and cluster.busbw_floor_gbs is None
 
@@ -21,6 +23,7 @@ def test_a_site_replaces_the_rails_and_keeps_the_rest(tmp_path: Path):
     site = tmp_path / "site.yaml"
     site.write_text("extends: glm-5.3-2x-station-tp2\ncluster:\n  rails: []\n  nccl_log: /tmp/nccl.log\n")
     cluster = load_profile(site).profile.cluster
+    assert cluster is not None
     assert cluster.rails == [] and cluster.nccl_log == "/tmp/nccl.log" and cluster.nccl_version == "2.30.7"
 
 

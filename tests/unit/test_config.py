@@ -25,8 +25,10 @@ def error_of(fn, *args) -> str:
 def test_shipped_profiles_carry_the_recipes():
     assert {"glm-5.3-flash-gb300", "glm-5.3-2x-station-tp2"} <= set(shipped_profiles())
     flash = load_profile("glm-5.3-flash-gb300").profile
-    assert (flash.vllm.max_model_len, flash.vllm.max_num_seqs, flash.vllm.gpu_memory_utilization) == (1048576, 256, 0.94)
+    vllm = flash.vllm
+    assert (vllm.max_model_len, vllm.max_num_seqs, vllm.gpu_memory_utilization) == (1048576, 256, 0.94)
     assert (flash.vllm.tool_call_parser, flash.vllm.reasoning_parser, flash.vllm.port) == ("glm47", "glm45", 8888)
+    assert flash.service is not None
     assert (flash.service.start_limit_burst, flash.service.restart_sec_s) == (3, 60)
     tp2 = load_profile("glm-5.3-2x-station-tp2").profile
     assert (tp2.vllm.tensor_parallel_size, tp2.checkpoint.shard_count, tp2.vllm.max_model_len) == (2, 50, 98304)

@@ -8,6 +8,7 @@ import atexit
 import shutil
 import string
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,9 @@ from golive.endpoint.load import RequestTiming, SseParser, read_event
 from golive.facts import FactError, docker, gpu, nccl, net, shell, systemd, vllm
 
 # derandomized: CI sees the same examples every run (a red here is a regression, not luck); no example database
-BOUNDED = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ = settings(max_examples=200, **BOUNDED)
-FEW = settings(max_examples=60, **BOUNDED)
+BOUNDED = settings(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(BOUNDED, max_examples=200)
+FEW = settings(BOUNDED, max_examples=60)
 
 # text with the characters real command output and YAML are made of, plus anything at all
 LINES = st.text(alphabet=string.printable + "{}[]:;=,\"'-\t\n\u00e9\x00\x1b", max_size=400)
@@ -90,7 +91,8 @@ ARGV = st.lists(st.one_of(st.sampled_from(["docker", "run", "-c", "sh", "bash", 
                                            "--max-model-len", "--speculative-config", "--host", "-v", "--"]),
                           ANY_TEXT), max_size=8)
 
-PARSERS = {  # every parser of golive/facts, with what it is given on a station
+# every parser of golive/facts, with what it is given on a station
+PARSERS: dict[str, tuple[Callable[..., object], st.SearchStrategy]] = {
     "docker.parse_container_inspect": (docker.parse_container_inspect, st.tuples(ANY_TEXT)),
     "docker.parse_image_inspect": (docker.parse_image_inspect, st.tuples(ANY_TEXT)),
     "docker.parse_run": (docker.parse_run, st.tuples(ARGV)),
@@ -131,7 +133,7 @@ PARSERS = {  # every parser of golive/facts, with what it is given on a station
 
 
 @pytest.mark.parametrize("name", PARSERS)
-@settings(max_examples=150, **BOUNDED)
+@settings(BOUNDED, max_examples=150)
 @given(data=st.data())
 def test_facts_parser_gives_a_result_or_a_fact_error(name, data):
     parse, arguments = PARSERS[name]

@@ -1,9 +1,9 @@
 """The needle prompt is sized with at most 3 /tokenize calls to ±0.5 % of its target, by a real tokenizer's count."""
 import pytest
-from golive_testbed.reference.model import build_model_dir
 from tokenizers import Tokenizer
 
 from golive.endpoint import longctx
+from golive_testbed.reference.model import build_model_dir
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,8 @@ class Counter:
     """A `tokenize` callable that counts like the server (no special tokens added) and counts its calls."""
 
     def __init__(self, tokenizer, overhead: int = 0):
-        self.tokenizer, self.overhead, self.calls, self.sizes = tokenizer, overhead, 0, []
+        self.tokenizer, self.overhead, self.calls = tokenizer, overhead, 0
+        self.sizes: list[int] = []
 
     def __call__(self, text: str) -> int:
         self.calls += 1

@@ -4,10 +4,10 @@ import inspect
 import json
 
 import pytest
-from golive_testbed.reference import solver
-from golive_testbed.reference.solver import Answer, ToolCall, decide
 
 from golive.endpoint.toolcalls import load_battery, score_calls
+from golive_testbed.reference import solver
+from golive_testbed.reference.solver import Answer, ToolCall, decide
 
 CASES = load_battery()
 ALL_TOOLS = list({t["function"]["name"]: t for c in CASES for t in c.tools}.values())
@@ -50,7 +50,8 @@ def test_solver_never_reads_the_battery():
             "Tell me the forecast in Berlin, Madrid and Rome, in fahrenheit.",
             [("get_weather", {"city": c, "unit": "fahrenheit"}) for c in ("Berlin", "Madrid", "Rome")],
         ),
-        ("How many yen is 10 pounds?", [("convert_currency", {"amount": 10, "from_currency": "GBP", "to_currency": "JPY"})]),
+        ("How many yen is 10 pounds?",
+         [("convert_currency", {"amount": 10, "from_currency": "GBP", "to_currency": "JPY"})]),
         (
             "I need a room in New York on 2025-05-02 for one night for 3 people.",
             [("book_hotel", {"city": "New York", "check_in": "2025-05-02", "nights": 1, "guests": 3})],
@@ -90,7 +91,8 @@ def test_unseen_tools():
     assert calls_of(decide(user("Show me the metrics for GPU 3 on gpu-node-07."), tools)) == [
         ("get_gpu_metrics", {"node": "gpu-node-07", "gpu_index": 3})
     ]
-    text = "Schedule a meeting titled 'Go-live review' on 2025-11-03 for 45 minutes with ann@example.com and bob@example.com."
+    text = ("Schedule a meeting titled 'Go-live review' on 2025-11-03 for 45 minutes with ann@example.com and "
+            "bob@example.com.")
     assert calls_of(decide(user(text), tools)) == [("schedule_meeting", {
         "title": "Go-live review", "date": "2025-11-03", "duration_minutes": 45,
         "attendees": ["ann@example.com", "bob@example.com"],

@@ -1,4 +1,5 @@
-"""golive_testbed.targets: station trees built from fixtures/stations, reached the way the host checks reach them."""
+"""golive_testbed.targets: station trees built from fixtures/stations, and reached the way the host checks reach
+them."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from golive.facts import docker
 from golive_testbed import targets
 from golive_testbed.targets import TargetsError, build_station_trees, load_variants
 
@@ -64,7 +67,9 @@ def show_props(tree: Path) -> dict[str, str]:
 
 
 def argv_of(exec_prop: str) -> str:
-    return re.search(r"argv\[\]=(.*?) ; ", exec_prop).group(1)
+    found = re.search(r"argv\[\]=(.*?) ; ", exec_prop)
+    assert found, exec_prop
+    return found.group(1)
 
 
 def container(tree: Path) -> dict:
@@ -78,7 +83,8 @@ def manifest(tree: Path) -> dict[str, int]:
 
 def smi_fb_used(tree: Path) -> dict[str, int]:
     """{bus id: FB used MiB} from the nvidia-smi -q recording."""
-    used, bus, section = {}, None, None
+    used: dict[str, int] = {}
+    bus, section = "", None
     for line in (tree / REC / "nvidia-smi-q.txt").read_text().splitlines():
         if line.startswith("GPU "):
             bus = line[4:]
@@ -306,7 +312,7 @@ def test_deleting_a_path_the_base_lacks_is_refused(tmp_path):
         build_station_trees(tmp_path, tmp_path / "built")
 
 
-# --- the recordings agree with the trees' files -----------------------------------------------------------------------
+# --- the recordings agree with the trees' files ----------------------------------------------------------------------
 
 
 @needs_busybox
@@ -376,8 +382,8 @@ def test_gpu_recordings_agree_with_proc_and_sys(trees):
         used = smi_fb_used(tree)
         rows = [line.split(", ") for line in (tree / REC / "nvidia-smi-query-gpu.csv").read_text().splitlines()]
         assert {r[2]: int(r[3]) for r in rows} == used, name
-        apps = [line.split(", ")
-                for line in (tree / REC / "nvidia-smi-query-compute-apps.csv").read_text().splitlines()]
+        apps_csv = (tree / REC / "nvidia-smi-query-compute-apps.csv").read_text()
+        apps = [line.split(", ") for line in apps_csv.splitlines()]
         for pid, _, bus, mib in apps:
             assert (tree / "proc" / pid / "cgroup").is_file(), name
             assert int(mib) <= used[bus], name

@@ -44,6 +44,7 @@ def test_battery_cases_are_well_formed():
 
 def test_battery_has_the_recipe_smoke_tool():
     weather = CASES["simple_weather_smoke"].parameters("get_weather")
+    assert weather is not None
     assert weather["required"] == ["city"]
     assert weather["properties"]["city"]["type"] == "string"
     assert weather["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
@@ -102,9 +103,11 @@ def test_strings_ignore_case_whitespace_and_surrounding_punctuation():
 
 
 def test_numbers_compare_by_value_and_an_int_is_a_number():
-    assert score("multiple_thermostat", call("set_thermostat", temperature=18.50, unit="celsius", room="Server Room")).passed
+    assert score("multiple_thermostat",
+                 call("set_thermostat", temperature=18.50, unit="celsius", room="Server Room")).passed
     assert score("typed_boolean_false", call("set_thermostat", temperature=19.0, unit="celsius", eco_mode=False)).passed
-    assert score("multiple_currency_names", call("convert_currency", amount=250, from_currency="eur", to_currency="JPY")).passed
+    assert score("multiple_currency_names",
+                 call("convert_currency", amount=250, from_currency="eur", to_currency="JPY")).passed
 
 
 def test_parallel_calls_match_in_any_order():
@@ -134,7 +137,8 @@ def test_no_call_case_passes_without_calls():
 
 
 def test_any_call_fails_a_no_call_case():
-    verdict = score("irrelevance_arithmetic", call("convert_currency", amount=17, from_currency="USD", to_currency="EUR"))
+    verdict = score("irrelevance_arithmetic",
+                    call("convert_currency", amount=17, from_currency="USD", to_currency="EUR"))
     assert not verdict.passed
     assert verdict.reason == "called convert_currency where no tool fits"
 
@@ -191,7 +195,8 @@ def test_string_type():
 
 def test_array_item_type():
     verdict = score("typed_array", call("tag_ticket", ticket_id=4512, tags=["nccl", 7, "p1"]))
-    assert verdict.reason == "tag_ticket: argument 'tags' = ['nccl', 7, 'p1'] has item 7 that is integer, schema says string"
+    assert verdict.reason == ("tag_ticket: argument 'tags' = ['nccl', 7, 'p1'] has item 7 that is integer, "
+                              "schema says string")
 
 
 def test_enum_respected():

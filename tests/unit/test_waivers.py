@@ -30,10 +30,12 @@ def test_a_waiver_must_name_a_check_and_a_date(tmp_path):
 def test_matching_by_check_rule_and_station():
     waivers = load_waivers(REPO / "fixtures/waivers/hermes-accepted.yaml")
     nodeid = "suites/host/test_container.py::test_served_flags_match_profile[gb300-a]"
-    assert waivers.find(nodeid, "", "gb300-a").name == "hermes-until-parser-fix"
+    found = waivers.find(nodeid, "", "gb300-a")
+    assert found is not None and found.name == "hermes-until-parser-fix"
     assert waivers.find(nodeid, "", "gb300-b") is None  # another station
     assert waivers.find("suites/host/test_unit.py::test_unit_is_enabled_and_active[gb300-a]", "", "gb300-a") is None
     expired = load_waivers(REPO / "fixtures/waivers/hermes-expired.yaml").find(nodeid, "", "gb300-a")
+    assert expired is not None
     assert expired.expired() and not expired.expired(today=dt.date(2020, 1, 31))
 
 

@@ -79,7 +79,7 @@ def parse_prompt(text: str) -> tuple[list[dict], list[dict] | None, str | None]:
     messages: list[dict] = []
     tools: list[dict] | None = None
     effort: str | None = None
-    turns = list(zip(parts[1::2], parts[2::2]))
+    turns = list(zip(parts[1::2], parts[2::2], strict=True))  # split on one group: tag, body, tag, body
     for i, (tag, body) in enumerate(turns):
         if tag == "<|system|>" and i == 0 and body.startswith("\nReasoning Effort: "):
             header, _, rest = body[1:].partition("\n")

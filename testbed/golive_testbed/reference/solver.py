@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import ast
 import calendar
+import itertools
 import json
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -104,13 +107,15 @@ def _tool_results_since_user(messages: list[dict]) -> list[tuple[str, str]]:
 
     A result is named by its tool_call_id when present, else by position (the oracle's decoded prompt has no ids).
     """
-    by_id, pending, out = {}, [], []
+    by_id: dict[str | None, str | None] = {}
+    pending: list[str | None] = []
+    out: list[tuple[str, str]] = []
     for m in messages:
         if m.get("role") == "user":
             out = []
         if m.get("tool_calls"):
             pending = [(tc.get("function") or {}).get("name") for tc in m["tool_calls"]]
-            by_id |= {tc.get("id"): name for tc, name in zip(m["tool_calls"], pending)}
+            by_id |= {tc.get("id"): name for tc, name in zip(m["tool_calls"], pending, strict=True)}
         if m.get("role") == "tool":
             name = m.get("name") or by_id.get(m.get("tool_call_id")) or (pending.pop(0) if pending else None)
             out.append((name or "the tool", _text(m.get("content"))))
@@ -292,12 +297,12 @@ def _blank(text: str, spans) -> str:
 
 
 def _dates(text: str) -> list[tuple[int, int, str]]:
-    found = []
+    found: list[tuple[int, int, str]] = []
     for pattern, fields in _DATES:
         for m in pattern.finditer(text):
             if any(s <= m.start() < e for s, e, _ in found):
                 continue
-            parts = dict(zip(fields, m.groups()))
+            parts = dict(zip(fields, m.groups(), strict=True))  # one field name per group
             month = int(parts["m"]) if "m" in parts else _MONTHS[parts["mon"].lower().rstrip(".")]
             if parts.get("y"):  # ISO only when the year is known; otherwise keep the user's words
                 value = f"{int(parts['y']):04d}-{month:02d}-{int(parts['d']):02d}"
@@ -378,7 +383,7 @@ def _plan_calls(request: str, fns: list[dict], known: dict | None = None) -> tup
         params = fn.get("parameters") or {}
         for args in _arguments(fn, request[start:end]):
             for p in params.get("required", []):
-                if p not in args and p in (known or {}):
+                if p not in args and known and p in known:
                     args[p] = known[p]
             lacking = [p for p in params.get("required", []) if p not in args]
             if lacking:
@@ -419,9 +424,10 @@ def _opens_call(fn: dict, clause: str) -> bool:
 
 # --- arguments ----------------------------------------------------------------------------------------------
 
-_CURRENCY_CODES = set(
-    ["USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "CNY", "INR", "SEK", "NOK", "DKK", "KRW", "BRL", "MXN", "SGD", "HKD", "NZD", "ZAR", "PLN", "TRY", "CZK", "HUF", "ILS"]
-)
+_CURRENCY_CODES = {
+    "USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "CNY", "INR", "SEK", "NOK", "DKK", "KRW", "BRL", "MXN", "SGD",
+    "HKD", "NZD", "ZAR", "PLN", "TRY", "CZK", "HUF", "ILS",
+}
 _CURRENCY_NAMES = {
     "canadian dollar": "CAD", "australian dollar": "AUD", "hong kong dollar": "HKD", "singapore dollar": "SGD",
     "swiss franc": "CHF", "dollar": "USD", "buck": "USD", "euro": "EUR", "pound": "GBP", "sterling": "GBP",
@@ -433,11 +439,15 @@ _CURRENCY = re.compile(
     + "|".join(sorted((n for n in _CURRENCY_NAMES if n.isalpha() or " " in n), key=len, reverse=True))
     + r")s?\b)|([$€£¥])"
 )
-_ACRONYMS = set(["OK", "GPU", "CPU", "TPU", "API", "SQL", "URL", "UTC", "GMT", "ETA", "FAQ", "AI", "ML", "LLM", "RAM", "VRAM", "HBM", "TB", "GB", "MB", "IT", "HR", "US", "UK", "EU", "USA"])
+_ACRONYMS = {
+    "OK", "GPU", "CPU", "TPU", "API", "SQL", "URL", "UTC", "GMT", "ETA", "FAQ", "AI", "ML", "LLM", "RAM", "VRAM", "HBM",
+    "TB", "GB", "MB", "IT", "HR", "US", "UK", "EU", "USA",
+}
 _PLACE_CUES = {"in", "for", "at", "near", "to", "from"}
 _NOT_PLACES = {m.capitalize() for m in _MONTHS} | set(calendar.day_name) | {"I", "Celsius", "Fahrenheit"}
 _NUMBER_WORDS = {
-    w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"])
+    w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                                "eleven", "twelve"])
 }
 _NUMBER = re.compile(
     r"(?<![\w.,\-])(-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?![\w\-]|[.,]\d)|\b("
@@ -488,7 +498,9 @@ def _arguments(fn: dict, text: str) -> list[dict]:
         if values:
             found[param] = values
 
-    by_kind = lambda k: [p for p in params if kinds[p] == k]
+    def by_kind(kind: str) -> list[str]:
+        return [p for p in params if kinds[p] == kind]
+
     for p in by_kind("email"):
         take(p, [v for _, _, v in emails])
     for p in by_kind("array"):  # a list of addresses ("attendee emails")
@@ -581,7 +593,7 @@ def _qualified(masked: str, m: re.Match) -> str:
 
 def _places(masked: str, enum_words: set[str]) -> list[str]:
     """Capitalised names after a place cue ("in Paris"), and names listed after one ("in Paris and Tokyo")."""
-    places = []
+    places: list[str] = []
     for m in re.finditer(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*\b", masked):
         name = m.group(0)
         head = masked[: m.start()].rstrip()
@@ -596,7 +608,7 @@ def _quoted_text(text: str, quotes: list, params: list[str], kinds: dict, requir
     """Quoted strings go to the parameter named just before them ("subject 'X'"), else to required text params."""
     slots = [p for p in params if kinds[p] in ("text", "array")]
     named: dict[str, list] = {}
-    loose = []
+    loose: list[str] = []
     hidden = _blank(text, quotes)
     for start, _, value in quotes:
         before = _words(hidden[:start])[-3:]
@@ -606,7 +618,7 @@ def _quoted_text(text: str, quotes: list, params: list[str], kinds: dict, requir
     if loose and len(open_slots) == 1:
         named[open_slots[0]] = loose
     else:
-        for p, value in zip(open_slots, loose):
+        for p, value in zip(open_slots, loose, strict=False):  # extra values or slots stay unpaired
             named[p] = [value]
     return {p: [values] if kinds[p] == "array" else values for p, values in named.items()}
 
@@ -651,7 +663,9 @@ def _numbers(masked: str, params: dict, kinds: dict, required: list, found: dict
         numbers.append((index, int(value) if float(value).is_integer() else value))
     keys = {p: _with_kin(set(_name_words(p)) | set(_words(params[p].get("description", "")))) - _STOP - {"number"}
             for p in slots}  # fmt: skip
-    near = lambda part: set(_words(" ".join(t for _, t in part)))
+    def near(part: list[tuple[int, str]]) -> set[str]:
+        return set(_words(" ".join(t for _, t in part)))
+
     scored = []
     for n, (index, _) in enumerate(numbers):
         after, before = near(tokens[index + 1 : index + 3]), near(tokens[max(0, index - 2) : index])
@@ -659,7 +673,8 @@ def _numbers(masked: str, params: dict, kinds: dict, required: list, found: dict
             score = 3 if keys[p] & after else 2 if keys[p] & before else 0
             if score:
                 scored.append((-score, n, p))
-    used, best = set(), {}
+    used: set[int] = set()
+    best: dict[str, int] = {}
     for score, n, p in sorted(scored):  # strongest first; a weaker match never adds a second value
         if n not in used and best.setdefault(p, score) == score:
             used.add(n)
@@ -707,8 +722,10 @@ _QUARTERS = [  # "Q1: $100k" and "100 in Q1"
     (re.compile(r"\bQ([1-4])\b[^\d\n$€£]{0,20}?" + _AMOUNT), 1, 2),
     (re.compile(_AMOUNT + r"\s*(?:in|for|during)\s+(?:the\s+)?Q([1-4])\b"), 2, 1),
 ]
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.Pow: operator.pow, ast.Mod: operator.mod, ast.USub: operator.neg, ast.UAdd: operator.pos}  # fmt: skip
+_OPS: dict[type[ast.operator | ast.unaryop], Callable[..., Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.Pow: operator.pow, ast.Mod: operator.mod, ast.USub: operator.neg, ast.UAdd: operator.pos,
+}  # fmt: skip
 
 
 def _direct_answer(messages: list[dict], request: str) -> str:
@@ -744,7 +761,7 @@ def _sales(_messages, request: str) -> str | None:
         return None
     order = sorted(quarters)
     values = [float(re.sub(r"[^\d.]", "", quarters[q].replace(",", ""))) for q in order]
-    steps = [b - a for a, b in zip(values, values[1:])]
+    steps = [b - a for a, b in itertools.pairwise(values)]
     if all(s > 0 for s in steps):
         trend = "Sales rose every quarter"
     elif all(s < 0 for s in steps):
