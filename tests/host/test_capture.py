@@ -1,0 +1,107 @@
+"""`golive profile capture` round trips on station trees: a healthy tree captures into a site profile that makes
+`golive run -m host` GO; a broken tree's capture names the broken value in its review list."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from golive_testbed.targets import build_station_trees
+
+from golive import config as golive_config
+from golive.capture import Capture, Observed, _Collector, capture_flags, redacted, render
+
+REPO = Path(__file__).resolve().parents[2]
+INVENTORIES = REPO / "fixtures/inventories"
+
+# broken tree -> the review line its capture must print (a value the profile could keep, or a rule it cannot)
+REVIEW = {
+    "tool-parser-wrong": "this station serves --tool-call-parser hermes; the recipe says glm47 — keep?",
+    "restart-always": "this station has Restart=always; the recipe says on-failure — keep?",
+    "start-limit-burst-5": "this station has StartLimitBurst=5; the recipe says 3 — keep?",
+    "docker-restart-always": "this station's docker run has --restart=always; the recipe says no docker restart policy",
+    "image-by-tag": "runs vllm/vllm-openai:nightly-aarch64 (a tag, no digest)",
+    "wrong-quantization": "this station serves a FP8 checkpoint; the recipe says NVFP4 — keep?",
+}
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+
+
+@pytest.fixture(scope="module")
+def trees():
+    return build_station_trees()
+
+
+def golive(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "golive.cli", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=300)
+
+
+def test_healthy_tree_captures_into_a_profile_that_goes_live(trees, tmp_path):
+    site = tmp_path / "site.yaml"
+    captured = golive("profile", "capture", str(INVENTORIES / "gb300-healthy.yaml"), "-o", str(site))
+    assert captured.returncode == 0, captured.stderr
+    assert "extends glm-5.3-flash-gb300: the station has its unit glm53-flash.service, has a GB300 GPU" \
+        in captured.stdout
+    assert "Review: nothing differs from the recipe." in captured.stdout
+    loaded = golive_config.load_profile(site)
+    assert loaded.profile.name == "glm-5.3-flash-gb300"
+    # what the bundled hand-written site profile says, read back from the station itself
+    hand = yaml.safe_load((REPO / "fixtures/profiles/gb300-site.yaml").read_text())
+    assert loaded.profile.image.digest == hand["image"]["digest"]
+    assert loaded.profile.checkpoint.path == hand["checkpoint"]["path"]
+    assert loaded.profile.checkpoint.architecture == hand["checkpoint"]["architecture"]
+    assert loaded.profile.service.log_dir == hand["service"]["log_dir"]
+    text = site.read_text()
+    assert "  digest: \"sha256:adfb5fb0" in text and "# ExecStart of glm53-flash.service" in text
+    assert "# --model /models/GLM-5.3-Flash-NVFP4 through the docker run's -v" in text
+    assert "gpu_memory_utilization" not in text  # equal to the recipe: not repeated
+    out = tmp_path / "run"
+    run = golive("run", str(INVENTORIES / "gb300-healthy.yaml"), "--profile", str(site), "-o", str(out), "-m", "host",
+                 "-q")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert '"verdict": "pass"' in (out / "results.json").read_text()
+
+
+@pytest.mark.parametrize("variant", sorted(REVIEW))
+def test_broken_tree_capture_names_the_broken_value(trees, tmp_path, variant):
+    site = tmp_path / "site.yaml"
+    captured = golive("profile", "capture", str(INVENTORIES / f"{variant}.yaml"), "-o", str(site))
+    assert captured.returncode == 0, captured.stderr
+    review = captured.stdout.split("Review before go-live:\n", 1)[1]
+    assert REVIEW[variant] in review, captured.stdout
+    assert REVIEW[variant] in site.read_text()  # the file carries its review list too
+    golive_config.load_profile(site)
+
+
+def test_no_station_no_recipe_is_one_line(trees, tmp_path):
+    captured = golive("profile", "capture", str(INVENTORIES / "h200-device.yaml"), "-o", str(tmp_path / "s.yaml"))
+    assert captured.returncode == 2 and captured.stderr.count("\n") == 1, captured.stderr
+    assert "no shipped recipe fits this station" in captured.stderr and "--recipe" in captured.stderr
+    assert not (tmp_path / "s.yaml").exists()
+
+
+def test_secrets_are_never_captured(tmp_path):
+    recipe = golive_config.load_profile("glm-5.3-flash-gb300").profile
+    result = Capture(station="s", recipe=recipe.name, why="test")
+    observed = Observed(flags={"served-model-name": "glm-5.3-flash", "api-key": "sk-not-for-files",
+                               "gpu-memory-utilization": "0.95"}, flags_source="docker inspect x Args")
+    capture_flags(_Collector(recipe, result), observed)
+    result.read_from = [f"host {redacted('ssh://ops:hunter2@gb300-a:2222')}"]
+    text = render(result)
+    assert "sk-not-for-files" not in text and "hunter2" not in text
+    assert "ssh://ops@gb300-a:2222" in text
+    assert "require_auth: true  # docker inspect x Args (--api-key is set; its value is not captured)" in text
+    assert ("this station serves --gpu-memory-utilization 0.95; the recipe says 0.94 — keep?"
+            in "\n".join(result.review))
+    site = tmp_path / "site.yaml"
+    site.write_text(text)
+    assert golive_config.load_profile(site).profile.vllm.gpu_memory_utilization == 0.95
+
+
+@pytest.mark.parametrize("spec, shown", [
+    ("ssh://ops:pw@host", "ssh://ops@host"), ("ssh://ops@host", "ssh://ops@host"), ("chroot:///t", "chroot:///t"),
+    ("paramiko://root:p%40ss@10.0.0.1:22?timeout=5", "paramiko://root@10.0.0.1:22?timeout=5"), (None, None)])
+def test_redacted_host_specs(spec, shown):
+    assert redacted(spec) == shown
