@@ -153,7 +153,6 @@ def read_station_metrics(client, reading: StationRound) -> Latency | None:
 
 def probe(client, profile: Profile, reading: StationRound) -> None:
     """The canary (one token, not streamed) then one timed streamed answer: TTFT and decode speed."""
-    from golive.endpoint.errors import EndpointError
 
     model = profile.vllm.served_model_name
     try:
