@@ -218,3 +218,14 @@ def test_each_alert_fires_on_its_threshold_and_not_below(inventory, tmp_path):
             assert result.returncode == 1
             failed = (result.stdout + result.stderr).count("alertname: ")
             assert failed == len(promtool_tests(rules)), result.stderr  # every case turned around fails
+
+
+def test_checks_the_time_bound_did_not_reach_are_no_news():
+    results = {"checks": [
+        {"nodeid": "s::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed", "message": ""},
+        {"nodeid": "s::test_b[ref]", "station": "ref", "layer": "endpoint", "outcome": "not_checked",
+         "message": "not checked because the run's time bound (48 s, --max-run-time) was reached"},
+        {"nodeid": "s::test_c[ref]", "station": "ref", "layer": "endpoint", "outcome": "not_checked",
+         "message": "not checked because http://127.0.0.1:1/health does not answer 200"},
+    ]}
+    assert checks_from_results(results) == {"ref": {("test_a", "endpoint"): True, ("test_c", "endpoint"): False}}
