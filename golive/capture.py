@@ -34,7 +34,7 @@ VLLM_FLAGS = {
 INT_FLAGS = {"port", "tensor_parallel_size", "max_num_seqs"}
 # never read a value of these into a profile, a comment or the terminal
 SECRET_FLAG = re.compile(r"api-key|token|password|secret", re.IGNORECASE)
-SECTION_ORDER = ("service", "image", "vllm", "checkpoint", "gpu", "endpoint", "security")
+SECTION_ORDER = ("service", "image", "vllm", "checkpoint", "gpu", "endpoint", "security", "cluster")
 
 
 class CaptureError(Exception):
@@ -104,7 +104,7 @@ class Observed:
     cache_info: dict = field(default_factory=dict)
     endpoint: str | None = None
     gpu_names: list[str] = field(default_factory=list)
-    host_problem: str | None = None
+    pair: bool = False  # the inventory has two stations, roles a and b
 
 
 def _endpoint_client(loaded, station: Station, profile: Profile):
@@ -139,6 +139,9 @@ def read_endpoint(loaded, station: Station, observed: Observed) -> None:
 def _fit(recipe: Profile, host_units: set[str], observed: Observed) -> tuple[int, list[str]]:
     """How well a recipe fits what the station showed: points, and the reasons said to the operator."""
     points, why = 0, []
+    if recipe.cluster is not None and observed.pair:
+        points += 2
+        why.append("is one of two stations (roles a and b)")
     served = [m.get("id") for m in observed.models] + [observed.flags.get("served-model-name")]
     if recipe.vllm.served_model_name in served:
         points += 3
@@ -224,6 +227,8 @@ class _Collector:
 
 
 def _equal(want: object, got: object) -> bool:
+    if isinstance(want, list):
+        want = [w.model_dump(mode="json") if hasattr(w, "model_dump") else w for w in want]
     if isinstance(want, bool) or isinstance(got, bool):
         return want is got
     if isinstance(want, (int, float)) and isinstance(got, (int, float)):
@@ -322,6 +327,11 @@ def capture_host(collect: _Collector, host, station: Station, observed: Observed
     service = recipe.service
     if service is None:
         collect.capture.read_from.append(f"host: the recipe {recipe.name} has no systemd unit; only GPUs read")
+        unread = [k for k, v in (("image.digest", recipe.image.digest), ("checkpoint.path", recipe.checkpoint.path))
+                  if v is None]
+        if unread:
+            collect.capture.cannot_keep.append(f"{' and '.join(unread)}: the recipe launches vLLM by a script golive "
+                                               f"does not read — set them by hand")
         return
     facts = StationFacts(host, station, recipe)
     unit = facts.unit
@@ -434,6 +444,57 @@ def capture_checkpoint(collect: _Collector, host, station: Station, profile: Pro
                         said=f"has {total} checkpoint shards")
 
 
+def _pair(stations: list[Station]) -> bool:
+    return len(stations) == 2 and {s.role for s in stations} == {"a", "b"} and all(s.host for s in stations)
+
+
+def capture_cluster(collect: _Collector, loaded, stations: list[Station]) -> None:
+    """NCCL version from each station's NCCL log and the rails' addresses and MTU, read the way the cluster checks
+    read them (golive.cluster.ClusterFacts). Rails are written whole when any address differs: a list replaces."""
+    from golive.cluster import ClusterFacts
+    from golive.station import StationFacts
+
+    recipe = collect.recipe
+    cluster = recipe.cluster
+    assert cluster is not None
+    facts = {s.role: ClusterFacts(StationFacts(_host(loaded, s), s, recipe), cluster) for s in stations}
+    names = {s.role: s.name for s in stations}
+    versions = {}
+    for role, cf in facts.items():
+        try:
+            versions[role] = cf.nccl_log.version
+        except FactError as exc:
+            collect.capture.cannot_keep.append(f"NCCL version not read on {names[role]}: {exc}")
+    if versions and len(set(versions.values())) == 1 and None not in versions.values():
+        version = versions["a"] if "a" in versions else next(iter(versions.values()))
+        collect.add("cluster", "nccl_version", version, f"`NCCL version` in {cluster.nccl_log} on "
+                    f"{' and '.join(names[r] for r in sorted(versions))}", said=f"loads NCCL {version}")
+    elif len(versions) == 2:
+        collect.capture.cannot_keep.append(f"the stations load different NCCL versions ({versions['a']} on "
+                                           f"{names['a']}, {versions['b']} on {names['b']}): both must load the same")
+    rails, mtus, missing = [], set(), []
+    for rail in cluster.rails:
+        addresses = {}
+        for role, cf in facts.items():
+            interface = cf.interfaces.get(rail.interface)
+            if interface is None or not interface.ipv4:
+                missing.append(f"{rail.interface} on {names[role]}")
+                continue
+            addresses[role] = str(interface.ipv4[0].ip)
+            mtus.add(interface.mtu)
+        rails.append(rail.model_dump(mode="json") | {"addresses": addresses})
+    if missing:
+        collect.capture.cannot_keep.append(f"rail interface(s) missing or without an IPv4 address: "
+                                           f"{', '.join(missing)} — the recipe's rails are not this station's")
+        return
+    collect.add("cluster", "rails", rails, "`ip -j addr show` on both stations",
+                said="has rail addresses " + ", ".join(f"{r['interface']} {r['addresses']['a']}/{r['addresses']['b']}"
+                                                        for r in rails))
+    if len(mtus) == 1:
+        mtu = mtus.pop()
+        collect.add("cluster", "mtu", mtu, "`ip -j addr show` on both stations", said=f"runs its rails at MTU {mtu}")
+
+
 def capture_gpus(collect: _Collector, host, station: Station, observed: Observed) -> None:
     recipe = collect.recipe
     if recipe.gpu.per_station == 0 or not observed.gpu_names:
@@ -468,11 +529,13 @@ def capture(inventory: Path, station_name: str | None = None, recipe: str | None
         station = chosen[0]
     elif len(stations) == 1:
         station = stations[0]
+    elif _pair(stations):
+        station = next(s for s in stations if s.role == "a")
     else:
         raise CaptureError(f"the inventory has {len(stations)} stations: name one with --station "
                            f"({', '.join(s.name for s in stations)})")
     recipes = {name: golive_config.load_profile(name).profile for name in golive_config.shipped_profiles()}
-    observed = Observed()
+    observed = Observed(pair=_pair(stations))
     read_endpoint(loaded, station, observed)
     host = _host(loaded, station) if station.host else None
     units: set[str] = set()
@@ -489,6 +552,8 @@ def capture(inventory: Path, station_name: str | None = None, recipe: str | None
         if host is not None:
             capture_host(collect, host, station, observed)
             capture_gpus(collect, host, station, observed)
+        if observed.pair and recipes[name].cluster is not None:
+            capture_cluster(collect, loaded, stations)
         capture_endpoint(collect, observed)
     except FactError as exc:
         raise CaptureError(f"station {station.name}: {exc}") from None
@@ -506,6 +571,8 @@ def yaml_scalar(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)  # JSON is YAML's flow style
     return json.dumps(str(value))
 
 

@@ -105,3 +105,34 @@ def test_secrets_are_never_captured(tmp_path):
     ("paramiko://root:p%40ss@10.0.0.1:22?timeout=5", "paramiko://root@10.0.0.1:22?timeout=5"), (None, None)])
 def test_redacted_host_specs(spec, shown):
     assert redacted(spec) == shown
+
+
+CLUSTER = REPO / "fixtures/cluster-stations"
+
+
+@pytest.fixture(scope="module")
+def cluster_trees():
+    return build_station_trees(CLUSTER, CLUSTER / ".built")
+
+
+@pytest.mark.parametrize("a, b, review", [
+    ("gb300-rail-a", "gb300-rail-b", None),
+    ("a-nccl-2.28.3", "gb300-rail-b",
+     "the stations load different NCCL versions (2.28.3 on gb300-a, 2.30.7 on gb300-b)"),
+])
+def test_two_station_capture_reads_nccl_and_rails(cluster_trees, tmp_path, a, b, review):
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(f"profile: {REPO}/fixtures/profiles/gb300-rail-site.yaml\nstations:\n"
+                         f"  - {{name: gb300-a, role: a, host: 'chroot://{cluster_trees[a]}'}}\n"
+                         f"  - {{name: gb300-b, role: b, host: 'chroot://{cluster_trees[b]}'}}\n")
+    site = tmp_path / "site.yaml"
+    captured = golive("profile", "capture", str(inventory), "-o", str(site))
+    assert captured.returncode == 0, captured.stderr
+    assert "extends glm-5.3-2x-station-tp2: the station is one of two stations (roles a and b)" in captured.stdout
+    assert "image.digest and checkpoint.path: the recipe launches vLLM by a script golive does not read" \
+        in captured.stdout
+    if review is None:  # NCCL 2.30.7 and both rails' addresses and MTU as the recipe says: nothing written
+        assert "golive: 0 value(s) written, 3 equal to the recipe" in captured.stdout
+    else:
+        assert review in captured.stdout
+    golive_config.load_profile(site)
