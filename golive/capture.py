@@ -277,10 +277,22 @@ def capture_flags(collect: _Collector, observed: Observed) -> None:
                     said="requires an API key")
 
 
+def kv_capacity_tokens(info: dict) -> int | None:
+    """KV cache capacity from `vllm:cache_config_info` labels, as the KV capacity check reads it."""
+    tokens = info.get("kv_cache_size_tokens")
+    if tokens in (None, "", "None") and info.get("num_gpu_blocks") not in (None, "", "None"):
+        return int(info["num_gpu_blocks"]) * int(info.get("block_size") or 0)
+    try:
+        return int(str(tokens)) if tokens not in (None, "", "None") else None
+    except ValueError:
+        return None
+
+
 def capture_endpoint(collect: _Collector, observed: Observed) -> None:
     if not observed.endpoint:
         return
-    source = f"GET {observed.endpoint}/v1/models"
+    root = redacted(observed.endpoint)
+    source = f"GET {root}/v1/models"
     ids = [m.get("id") for m in observed.models if isinstance(m.get("id"), str)]
     if ids:
         name = collect.recipe.vllm.served_model_name
@@ -289,19 +301,14 @@ def capture_endpoint(collect: _Collector, observed: Observed) -> None:
         lengths = [m.get("max_model_len") for m in observed.models if m.get("id") == served]
         if lengths and isinstance(lengths[0], int):
             collect.add("vllm", "max_model_len", lengths[0], source, said=f"serves max_model_len {lengths[0]:,}")
-    info = observed.cache_info
-    tokens = info.get("kv_cache_size_tokens")
-    if tokens in (None, "", "None") and info.get("num_gpu_blocks") not in (None, "", "None"):
-        tokens = int(info["num_gpu_blocks"]) * int(info.get("block_size") or 0)
+    tokens = kv_capacity_tokens(observed.cache_info)
     floor = collect.recipe.endpoint.kv_cache_tokens_floor
-    if tokens not in (None, "", "None") and floor is not None and int(str(tokens)) < floor:
+    metrics = f"GET {root}/metrics vllm:cache_config_info"
+    if tokens is not None and floor is not None and tokens < floor:
         # above the floor the recipe's floor stays: a capture never tightens a gate the recipe set
-        collect.add("endpoint", "kv_cache_tokens_floor", int(str(tokens)),
-                    f"GET {observed.endpoint}/metrics vllm:cache_config_info",
-                    said=f"holds {int(str(tokens)):,} tokens of KV cache")
-    elif tokens not in (None, "", "None"):
-        collect.capture.read_from.append(f"KV cache {int(str(tokens)):,} tokens (GET {observed.endpoint}/metrics "
-                                         f"vllm:cache_config_info): at or above the recipe's floor, kept")
+        collect.add("endpoint", "kv_cache_tokens_floor", tokens, metrics, said=f"holds {tokens:,} tokens of KV cache")
+    elif tokens is not None:
+        collect.capture.read_from.append(f"KV cache {tokens:,} tokens ({metrics}): at or above the recipe's floor")
 
 
 def _checkpoint_on_host(model: str, volumes: list[str]) -> str | None:
@@ -546,7 +553,7 @@ def capture(inventory: Path, station_name: str | None = None, recipe: str | None
     name, why = choose_recipe(recipes, units, observed, recipe)
     result = Capture(station=station.name, recipe=name, why=why)
     result.read_from = [f"station {station.name}"] + ([f"host {redacted(station.host)}"] if station.host else []) \
-        + ([f"endpoint {observed.endpoint}"] if observed.endpoint else [])
+        + ([f"endpoint {redacted(observed.endpoint)}"] if observed.endpoint else [])
     collect = _Collector(recipes[name], result)
     try:
         if host is not None:

@@ -369,7 +369,9 @@ def station_rules(station: Station, profile: Profile, every_s: float, inventory:
     unit = profile.service.unit if profile.service else None
     rules = []
     if station.endpoint:
-        health = station.endpoint.removesuffix("/v1") + "/health"
+        from golive.capture import redacted
+
+        health = (redacted(station.endpoint) or "").removesuffix("/v1") + "/health"
         rules.append(Rule(
             "GoliveStationNotAnswering", f"golive_canary_up{{{sel}}} == 0", 0, "critical",
             f"{name} does not answer a one-token request",

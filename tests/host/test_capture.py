@@ -136,3 +136,25 @@ def test_two_station_capture_reads_nccl_and_rails(cluster_trees, tmp_path, a, b,
     else:
         assert review in captured.stdout
     golive_config.load_profile(site)
+
+
+@pytest.mark.parametrize("info, written, review", [
+    ({"kv_cache_size_tokens": "5000000"}, 5000000,
+     "this station holds 5,000,000 tokens of KV cache; the recipe says 5,933,986 — keep?"),
+    ({"num_gpu_blocks": "50000", "block_size": "128"}, None, None),  # 6.4 M tokens: the recipe's floor stays
+    ({}, None, None),  # no capacity published: nothing captured, nothing made up
+])
+def test_kv_capacity_below_the_recipe_is_reviewed_never_tightened(info, written, review):
+    from golive.capture import capture_endpoint
+
+    recipe = golive_config.load_profile("glm-5.3-flash-gb300").profile
+    result = Capture(station="s", recipe=recipe.name, why="test")
+    observed = Observed(endpoint="http://u:secret@gb300-a:8888", cache_info=info,
+                        models=[{"id": "glm-5.3-flash", "max_model_len": 1048576}])
+    capture_endpoint(_Collector(recipe, result), observed)
+    values = {v.dotted: v.value for v in result.values}
+    assert values.get("endpoint.kv_cache_tokens_floor") == written
+    assert result.review == ([f"{review} (endpoint.kv_cache_tokens_floor, read from GET http://u@gb300-a:8888/metrics "
+                              f"vllm:cache_config_info)"] if review else [])
+    assert result.matched == 2  # served name and max_model_len equal the recipe's
+    assert "secret" not in render(result)
