@@ -38,7 +38,12 @@ SECTION_ORDER = ("service", "image", "vllm", "checkpoint", "gpu", "endpoint", "s
 
 
 class CaptureError(Exception):
-    """The station cannot be captured; str() is the one line the operator sees."""
+    """The station cannot be captured; str() is the one line the operator sees, `code` the exit status (bad usage,
+    or a station that cannot be read: INCOMPLETE)."""
+
+    def __init__(self, message: str, code: int = EXIT_INCOMPLETE):
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -167,7 +172,7 @@ def choose_recipe(recipes: dict[str, Profile], host_units: set[str], observed: O
                   forced: str | None) -> tuple[str, str]:
     if forced:
         if forced not in recipes:
-            raise CaptureError(f"--recipe {forced}: not a shipped recipe ({', '.join(recipes)})")
+            raise CaptureError(f"--recipe {forced}: not a shipped recipe ({', '.join(recipes)})", EXIT_USAGE)
         return forced, "named with --recipe"
     scored = sorted(((_fit(p, host_units, observed), name) for name, p in recipes.items()),
                     key=lambda item: (-item[0][0], item[1]))
@@ -527,12 +532,13 @@ def capture(inventory: Path, station_name: str | None = None, recipe: str | None
     try:
         loaded = golive_config.load_inventory(inventory)
     except golive_config.ConfigError as exc:
-        raise CaptureError(str(exc)) from None
+        raise CaptureError(str(exc), EXIT_USAGE) from None
     stations = loaded.inventory.stations
     if station_name:
         chosen = [s for s in stations if s.name == station_name]
         if not chosen:
-            raise CaptureError(f"--station {station_name}: the inventory has {', '.join(s.name for s in stations)}")
+            raise CaptureError(f"--station {station_name}: the inventory has {', '.join(s.name for s in stations)}",
+                               EXIT_USAGE)
         station = chosen[0]
     elif len(stations) == 1:
         station = stations[0]
@@ -540,7 +546,7 @@ def capture(inventory: Path, station_name: str | None = None, recipe: str | None
         station = next(s for s in stations if s.role == "a")
     else:
         raise CaptureError(f"the inventory has {len(stations)} stations: name one with --station "
-                           f"({', '.join(s.name for s in stations)})")
+                           f"({', '.join(s.name for s in stations)})", EXIT_USAGE)
     recipes = {name: golive_config.load_profile(name).profile for name in golive_config.shipped_profiles()}
     observed = Observed(pair=_pair(stations))
     read_endpoint(loaded, station, observed)
@@ -621,7 +627,7 @@ def cmd_capture(ns) -> int:
         result = capture(Path(ns.name), ns.station, ns.recipe)
     except CaptureError as exc:
         print(f"golive: {printable(str(exc))}", file=sys.stderr)
-        return EXIT_INCOMPLETE
+        return exc.code
     out = Path(ns.output)
     out.write_text(render(result))
     try:  # what we wrote must load as golive loads it

@@ -158,3 +158,15 @@ def test_kv_capacity_below_the_recipe_is_reviewed_never_tightened(info, written,
                               f"vllm:cache_config_info)"] if review else [])
     assert result.matched == 2  # served name and max_model_len equal the recipe's
     assert "secret" not in render(result)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["profile", "capture"], "profile capture needs an inventory file"),
+    (["profile", "capture", "INVENTORY"], "profile capture needs -o FILE"),
+    (["profile", "capture", "missing.yaml", "-o", "x.yaml"], "missing.yaml"),
+    (["profile", "capture", "INVENTORY", "--station", "nope", "-o", "x.yaml"], "--station nope: the inventory has"),
+    (["profile", "capture", "INVENTORY", "--recipe", "nope", "-o", "x.yaml"], "--recipe nope: not a shipped recipe"),
+])
+def test_bad_capture_usage_is_one_line(trees, tmp_path, args, message):
+    result = golive(*[str(INVENTORIES / "gb300-healthy.yaml") if a == "INVENTORY" else a for a in args])
+    assert result.returncode == 4 and message in result.stderr and result.stderr.count("\n") == 1, result.stderr

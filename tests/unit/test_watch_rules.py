@@ -229,3 +229,16 @@ def test_checks_the_time_bound_did_not_reach_are_no_news():
          "message": "not checked because http://127.0.0.1:1/health does not answer 200"},
     ]}
     assert checks_from_results(results) == {"ref": {("test_a", "endpoint"): True, ("test_c", "endpoint"): False}}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["watch", "missing.yaml", "--rules"], "missing.yaml"),
+    (["watch", "INVENTORY", "--listen", "localhost"], "--listen takes [HOST]:PORT, not 'localhost'"),
+    (["watch", "INVENTORY", "--every", "0"], "--every takes seconds above 0"),
+])
+def test_bad_watch_usage_is_one_line(inventory, capsys, args, message):
+    from golive.cli import main
+
+    assert main([str(inventory) if a == "INVENTORY" else a for a in args]) == 4
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
