@@ -45,8 +45,17 @@ CANARY_PROMPT = "Say OK."
 PROBE_PROMPT = "Count from one to one hundred in words, separated by commas."
 
 
-def light_args() -> list[str]:
-    return ["-m", LIGHT_MARKERS, "-k", LIGHT_KEYWORDS]
+def light_args(layers: set[str] | None = None) -> list[str]:
+    markers = LIGHT_MARKERS
+    if layers is not None and layers != {"host", "endpoint"}:  # only what some station can be watched on
+        markers = f"({' or '.join(sorted(layers)) or 'no_layer'}) and not perf and not quality"
+    return ["-m", markers, "-k", LIGHT_KEYWORDS]
+
+
+def watched_layers(station: Station) -> set[str]:
+    """What the watcher can see of a station: its host where the inventory gives one, its endpoint likewise. Checks
+    of a layer the station has no address for are not news about the station (go-live already said so)."""
+    return {layer for layer, where in (("host", station.host), ("endpoint", station.endpoint)) if where}
 
 
 # --- what one round saw ------------------------------------------------------------------------------------------
@@ -103,11 +112,11 @@ def round_budget_s(every_s: float) -> float:
     return max(ROUND_FLOOR_S, every_s * ROUND_SHARE)
 
 
-def run_light_checks(inventory: Path, every_s: float) -> tuple[int, dict]:
+def run_light_checks(inventory: Path, every_s: float, layers: set[str] | None = None) -> tuple[int, dict]:
     """One `golive run` of the light selection in a subprocess; its results.json (empty when none was written)."""
     with tempfile.TemporaryDirectory(prefix="golive-watch-") as out:
         command = [sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", out, "-q",
-                   "--max-run-time", f"{round_budget_s(every_s):g}", *light_args()]
+                   "--max-run-time", f"{round_budget_s(every_s):g}", *light_args(layers)]
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=round_budget_s(every_s) + 60)
         except subprocess.TimeoutExpired:
@@ -246,12 +255,15 @@ class Watcher:
 
     def one_round(self) -> State:
         started = time.time()
-        code, results = run_light_checks(self.inventory, self.every_s)
+        stations = self.loaded.inventory.stations
+        layers = set().union(*(watched_layers(s) for s in stations))
+        code, results = run_light_checks(self.inventory, self.every_s, layers)
         checks = checks_from_results(results)
         rounds = {}
-        for station in self.loaded.inventory.stations:
+        for station in stations:
             reading = self.read_station(station)
-            reading.checks = checks.get(station.name, {})
+            reading.checks = {key: ok for key, ok in checks.get(station.name, {}).items()
+                              if key[1] in watched_layers(station)}
             if not results:
                 reading.problems.append(f"the light checks wrote no results (golive run exited {code})")
             rounds[station.name] = reading
@@ -325,6 +337,7 @@ class Watcher:
             stop.wait(max(0.0, self.every_s - (time.monotonic() - started)))
 
     def report(self) -> None:
+        """One line per station and round on stderr (stdout carries `--once`'s metrics)."""
         for name, reading in self.state.rounds.items():
             failing = sorted(c for (c, _), ok in reading.checks.items() if not ok)
             print(f"golive watch: {name}: {len(reading.checks) - len(failing)}/{len(reading.checks)} checks passed"
@@ -332,7 +345,7 @@ class Watcher:
                   + f"; canary {'up' if reading.canary_up else 'DOWN' if reading.canary_up is False else '-'}"
                   + (f"; TTFT {reading.ttft_s:.3f} s" if reading.ttft_s is not None else "")
                   + (f"; decode {reading.decode_tok_s:.1f} tok/s" if reading.decode_tok_s is not None else "")
-                  + "".join(f"; {p}" for p in reading.problems[:2]), flush=True)
+                  + "".join(f"; {p}" for p in reading.problems[:2]), file=sys.stderr, flush=True)
 
 
 # --- alert rules ---------------------------------------------------------------------------------------------------
