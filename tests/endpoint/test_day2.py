@@ -41,6 +41,7 @@ def golive(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
+@pytest.mark.slow  # the station's start and the endpoint subset: 1.5 min on a quiet machine, far more under load
 def test_captured_reference_goes_live_on_its_endpoint(inventory, tmp_path):
     site = tmp_path / "site.yaml"
     captured = golive("profile", "capture", str(inventory), "-o", str(site))
