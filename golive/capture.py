@@ -213,14 +213,14 @@ def _units_present(host, recipes: dict[str, Profile]) -> set[str]:
 class _Collector:
     def __init__(self, recipe: Profile, capture: Capture):
         self.recipe, self.capture = recipe, capture
+        self.seen: set[str] = set()
 
     def add(self, section: str, key: str, value: object, source: str, said: str = "") -> None:
-        if value is None:
-            return
+        if value is None or f"{section}.{key}" in self.seen:
+            return  # the first source read wins (the host's flags before the endpoint's answer)
+        self.seen.add(f"{section}.{key}")
         model = getattr(self.recipe, section, None)
         want = getattr(model, key, None) if model is not None else None
-        if any(v.dotted == f"{section}.{key}" for v in self.capture.values):
-            return  # the first source read wins (the host's flags before the endpoint's answer)
         if want is not None and _equal(want, value):
             self.capture.matched += 1
             return
