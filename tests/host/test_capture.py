@@ -52,7 +52,7 @@ def test_healthy_tree_captures_into_a_profile_that_goes_live(trees, tmp_path):
     assert loaded.profile.image.digest == hand["image"]["digest"]
     assert loaded.profile.checkpoint.path == hand["checkpoint"]["path"]
     assert loaded.profile.checkpoint.architecture == hand["checkpoint"]["architecture"]
-    assert loaded.profile.service.log_dir == hand["service"]["log_dir"]
+    assert loaded.profile.service is not None and loaded.profile.service.log_dir == hand["service"]["log_dir"]
     text = site.read_text()
     assert "  digest: \"sha256:adfb5fb0" in text and "# ExecStart of glm53-flash.service" in text
     assert "# --model /models/GLM-5.3-Flash-NVFP4 through the docker run's -v" in text
