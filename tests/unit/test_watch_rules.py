@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 EVERY = 60
 PROMTOOL = shutil.which("promtool") or "promtool"  # absent: the promtool tests skip (needs_promtool)
 needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None,
-                                    reason="promtool not installed: `bash scripts/setup.sh` installs Debian's prometheus")
+                                    reason="promtool not installed: scripts/setup.sh installs Debian's prometheus")
 
 
 @pytest.fixture
