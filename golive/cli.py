@@ -84,6 +84,10 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
 
 
 def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
+    if ns.action == "capture":
+        from golive.capture import cmd_capture
+
+        return cmd_capture(ns)
     if ns.action == "list":
         for name in golive_config.shipped_profiles():
             print(name)
@@ -99,6 +103,12 @@ def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
     print(f"# sha256: {loaded.sha256}")
     print(yaml.safe_dump(loaded.profile.model_dump(mode="json"), sort_keys=False), end="")
     return 0
+
+
+def cmd_watch(ns: argparse.Namespace, extra: list[str]) -> int:
+    from golive.watch import cmd_watch as watch
+
+    return watch(ns)
 
 
 class UsageExit(Exception):
@@ -132,10 +142,26 @@ def build_parser() -> argparse.ArgumentParser:
                      "the running check is stopped, the reports are written, the verdict is INCOMPLETE (exit 2)")
     run.set_defaults(func=cmd_run)
 
-    prof = sub.add_parser("profile", help="list shipped profiles or show one resolved (extends applied)")
-    prof.add_argument("action", choices=["show", "list"])
-    prof.add_argument("name", nargs="?")
+    prof = sub.add_parser("profile", help="list shipped profiles, show one resolved (extends applied), or capture a "
+                          "known-good station into a site profile")
+    prof.add_argument("action", choices=["show", "list", "capture"])
+    prof.add_argument("name", nargs="?", help="show: a profile name or file; capture: the inventory")
+    prof.add_argument("--station", help="capture: the inventory's station to read (default: its only station)")
+    prof.add_argument("--recipe", help="capture: extend this shipped recipe (default: the one the station fits best)")
+    prof.add_argument("--output", "-o", help="capture: the site profile to write")
     prof.set_defaults(func=cmd_profile)
+
+    watch = sub.add_parser("watch", help="after go-live: re-run the light checks, a liveness canary and a small timed "
+                           "probe on a schedule and serve them as Prometheus metrics (--rules: print alert rules)")
+    watch.add_argument("inventory")
+    watch.add_argument("--every", type=float, default=300, metavar="SECONDS", help="seconds between rounds "
+                       "(default 300)")
+    watch.add_argument("--listen", default=":9109", metavar="[HOST]:PORT", help="where /metrics is served "
+                       "(default :9109)")
+    watch.add_argument("--rules", action="store_true", help="print Prometheus alert rules for the profile in force "
+                       "and exit")
+    watch.add_argument("--once", action="store_true", help="one round, print the metrics, exit")
+    watch.set_defaults(func=cmd_watch)
 
     for ep in entry_points(group=COMMANDS_GROUP):
         ep.load()(sub)  # each adds its subparser and sets func

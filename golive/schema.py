@@ -174,6 +174,17 @@ class Load(Strict):
         return self
 
 
+class Watch(Strict):
+    """After go-live (`golive watch`): the alert thresholds of the recipe's operations notes. A threshold left None
+    is the go-live floor less `load.tolerance`; with neither, that alert is not generated."""
+
+    single_user_decode_tok_s: float | None = None  # the probe's decode speed, one user
+    per_user_tok_s: float | None = None  # per-user decode speed with load.gate_concurrency users running
+    kv_usage_ceiling: float = Field(default=0.95, gt=0, le=1)  # KV cache in use, with requests waiting
+    restarts_per_interval: int | None = Field(default=None, ge=1)  # None: service.start_limit_burst - 1
+    probe_output_tokens: int = Field(default=64, ge=2)  # the timed probe's answer length
+
+
 class Security(Strict):
     require_auth: bool = False
 
@@ -227,6 +238,7 @@ class Profile(Strict):
     cluster: Cluster | None = None
     load: Load | None = None  # throughput floors; None: the perf checks are not applicable
     host: Host = Host()
+    watch: Watch = Watch()
 
     @property
     def cited(self) -> str:

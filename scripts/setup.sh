@@ -6,12 +6,17 @@ cd "$(dirname "$0")/.."
 
 # busybox-static: shell tools inside the station trees (chroot targets); openssh-server + iproute2 + iputils-ping:
 # the cluster test hosts in network namespaces (ethtool: what an operator's rail check reads); chromium: renders the HTML report in the report self-test.
-packages=(busybox-static openssh-server iproute2 iputils-ping ethtool chromium)
+# prometheus: `prometheus` and `promtool` for the `golive watch` self-tests (their own config, storage and port).
+packages=(busybox-static openssh-server iproute2 iputils-ping ethtool chromium prometheus)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
   if [ "$(id -u)" -eq 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # the package starts its own server on :9090 where systemd runs: the self-tests start theirs, leave no other behind
+    if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+      systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    fi
   else
     echo "setup: missing system packages (${missing[*]}); install them as root: apt-get install ${missing[*]}" >&2
   fi

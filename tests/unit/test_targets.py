@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from golive.facts import docker
+from golive.facts import docker, systemd
 from golive_testbed import targets
 from golive_testbed.targets import TargetsError, build_station_trees, load_variants
-
-from golive.facts import docker, systemd
 
 SRC = targets.DEFAULT_SRC
 REPO = targets.REPO

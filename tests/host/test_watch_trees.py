@@ -1,0 +1,54 @@
+"""`golive watch --once` on station trees: the light host checks become golive_check_passed per check, a tree broken
+in one rule turns exactly that check to 0, and the unit's restarts come from `systemctl show`."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from golive_testbed.targets import build_station_trees
+from prometheus_client.parser import text_string_to_metric_families
+
+from golive.watch import watched_layers
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+
+
+@pytest.fixture(scope="module")
+def trees():
+    return build_station_trees()
+
+
+def watch_once(inventory: Path) -> tuple[dict, str]:
+    result = subprocess.run([sys.executable, "-m", "golive.cli", "watch", str(inventory), "--once", "--every", "60"],
+                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr
+    samples: dict = {}
+    for family in text_string_to_metric_families(result.stdout):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return samples, result.stdout
+
+
+@pytest.mark.parametrize("variant, failing", [("gb300-healthy", set()),
+                                              ("tool-parser-wrong", {"test_served_flags_match_profile"}),
+                                              ("unit-disabled", {"test_unit_is_enabled_and_active"})])
+def test_watch_round_on_a_tree(trees, variant, failing):
+    samples, output = watch_once(REPO / f"fixtures/inventories/{variant}.yaml")
+    passed = {labels["check"]: value for labels, value in samples["golive_check_passed"]}
+    assert {labels["station"] for labels, _ in samples["golive_check_passed"]} == {"gb300-a"}
+    assert {labels["layer"] for labels, _ in samples["golive_check_passed"]} == {"host"}  # no endpoint: not watched
+    assert {check for check, value in passed.items() if value == 0} == failing, output
+    assert len(passed) == 17  # the host layer less the pre-start check (not applicable while serving)
+    assert samples["golive_service_restarts_total"] == [({"station": "gb300-a"}, 0.0)]
+    assert ("golive_last_success_timestamp_seconds" in samples) == (not failing)
+    assert "golive_canary_up" not in samples  # no endpoint: no canary, never a made-up 0
+
+
+def test_watched_layers_follow_the_inventory():
+    from golive.schema import Station
+
+    assert watched_layers(Station(name="a", host="ssh://h", endpoint="http://h:8000/v1")) == {"host", "endpoint"}
+    assert watched_layers(Station(name="a", endpoint="http://h:8000/v1")) == {"endpoint"}
+    assert watched_layers(Station(name="a", host="ssh://h")) == {"host"}
