@@ -1,15 +1,14 @@
 """The verdict rules as an operator meets them: GO only on what was checked (golive/verdict.py, README)."""
 import json
-import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
 
 REPO = Path(__file__).resolve().parents[1]
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
 
 
 def golive_run(inventory: Path, out: Path, *args: str) -> tuple[int, dict, str]:
@@ -46,7 +45,7 @@ def test_endpoint_layer_without_an_endpoint_is_incomplete(tmp_path):
     assert results["checks"] and {c["outcome"] for c in results["checks"]} == {"not_checked"}, output
 
 
-@needs_root
+@needs_chroot
 def test_not_applicable_is_listed_with_its_reason_and_the_verdict_is_go(tmp_path):
     inventory = REPO / "fixtures/inventories/gb300-healthy.yaml"
     code, results, output = golive_run(inventory, tmp_path / "out", "-m", "host",

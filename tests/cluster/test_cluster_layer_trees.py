@@ -3,12 +3,12 @@
 every cluster check; each broken variant replaces one station of the pair and fails exactly its check, with the
 operator message checked."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
 from golive_testbed.targets import build_station_trees, load_variants
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ MESSAGES = {
                         "gb300-b ['vllm/vllm-openai@sha256:6fd5bb80", "matching architecture and digests"],
 }
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+pytestmark = needs_chroot
 
 
 @pytest.fixture(scope="module")

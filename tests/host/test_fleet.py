@@ -1,12 +1,11 @@
 """A fleet in one run: two station trees, `golive run INV -n 2` (pytest-xdist), one report with both stations."""
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from e2e import needs_chroot
 
 from golive.fleet import station_of
 
@@ -23,7 +22,7 @@ def test_station_of_a_node_id():
     assert station_of("suites/x.py::test_y[other]", stations) is None
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+@needs_chroot
 def test_two_stations_in_parallel_one_report(tmp_path):
     from golive_testbed.targets import build_station_trees
 

@@ -3,12 +3,12 @@
 The healthy trees pass every host check; each broken tree fails exactly the check it breaks, with an operator message.
 """
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
 from golive_testbed.targets import build_station_trees, load_variants
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ MESSAGES = {
     "stopped-hbm-busy": ["GiB in use with the service stopped"],
 }
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+pytestmark = needs_chroot
 
 
 @pytest.fixture(scope="module")

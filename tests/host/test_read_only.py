@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
 from golive_testbed.targets import build_station_trees
 
 from golive.readonly import allowed
@@ -31,7 +32,7 @@ def tree_state(root: Path) -> str:
     return digest.hexdigest()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+@needs_chroot
 def test_host_layer_changes_nothing_and_sends_only_allowed_commands(tmp_path):
     trees = build_station_trees()
     tree = trees["gb300-healthy"]

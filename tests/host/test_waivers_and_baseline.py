@@ -4,18 +4,18 @@ The tool-parser-wrong tree serves --tool-call-parser hermes; the healthy tree se
 to the served-flags check (-k) so each takes seconds.
 """
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORIES = REPO / "fixtures/inventories"
 FLAGS = "test_served_flags_match_profile"
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+pytestmark = needs_chroot
 
 
 @pytest.fixture(scope="module", autouse=True)

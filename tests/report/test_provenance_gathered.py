@@ -1,17 +1,16 @@
 """Provenance the cluster layer gathers: the NCCL the serving run loaded, read from each station's NCCL log."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from e2e import needs_chroot
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "fixtures" / "cluster-stations"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+@needs_chroot
 def test_nccl_version_travels_per_station(tmp_path):
     from golive_testbed.targets import build_station_trees
 

@@ -1,6 +1,5 @@
 """The go-live report as an operator sees it (headless Chromium), and reports that survive an interrupted run."""
 import json
-import os
 import re
 import shutil
 import signal
@@ -12,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -38,7 +38,7 @@ def chromium_dom(html: Path, tmp_path: Path) -> str:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
-@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+@needs_chroot
 def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
     from golive_testbed.targets import build_station_trees
 

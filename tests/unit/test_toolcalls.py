@@ -2,8 +2,10 @@
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
+import yaml
 
 from golive.endpoint.toolcalls import BATTERY, ToolCase, load_battery, score_calls
 
@@ -49,9 +51,25 @@ def test_battery_has_the_recipe_smoke_tool():
     assert weather["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
 
 
-def test_default_path_is_the_bundled_file():
-    assert BATTERY.is_file() and BATTERY.parent.name == "batteries"  # shipped inside the package
-    assert [c.id for c in load_battery(BATTERY)] == list(CASES)
+def test_default_path_is_the_bundled_file(tmp_path):
+    """load_battery() reads the battery shipped inside the package, and the wheel's package data carries it."""
+    import fnmatch
+    import tomllib
+
+    import golive.endpoint
+
+    package = Path(golive.endpoint.__file__).parent
+    assert BATTERY.is_file() and BATTERY.parent.parent == package
+    shipped = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    globs = shipped["tool"]["setuptools"]["package-data"]["golive.endpoint"]
+    assert any(fnmatch.fnmatch(str(BATTERY.relative_to(package)), g) for g in globs), globs
+    # the default is that file: its case ids, read as plain YAML, are the default battery's, in order
+    assert [c["id"] for c in yaml.safe_load(BATTERY.read_text())["cases"]] == [c.id for c in load_battery()]
+    # and a path, when given, is read instead: a copy with its last case removed loads one case fewer
+    data = yaml.safe_load(BATTERY.read_text())
+    dropped = data["cases"].pop()
+    (tmp_path / "battery.yaml").write_text(yaml.safe_dump(data))
+    assert [c.id for c in load_battery(tmp_path / "battery.yaml")] == [i for i in CASES if i != dropped["id"]]
 
 
 @pytest.mark.parametrize(
@@ -102,9 +120,11 @@ def test_strings_ignore_case_whitespace_and_surrounding_punctuation():
 
 
 def test_numbers_compare_by_value_and_an_int_is_a_number():
-    assert score("multiple_thermostat", call("set_thermostat", temperature=18.50, unit="celsius", room="Server Room")).passed
+    assert score("multiple_thermostat",
+                 call("set_thermostat", temperature=18.50, unit="celsius", room="Server Room")).passed
     assert score("typed_boolean_false", call("set_thermostat", temperature=19.0, unit="celsius", eco_mode=False)).passed
-    assert score("multiple_currency_names", call("convert_currency", amount=250, from_currency="eur", to_currency="JPY")).passed
+    assert score("multiple_currency_names",
+                 call("convert_currency", amount=250, from_currency="eur", to_currency="JPY")).passed
 
 
 def test_parallel_calls_match_in_any_order():
@@ -134,7 +154,8 @@ def test_no_call_case_passes_without_calls():
 
 
 def test_any_call_fails_a_no_call_case():
-    verdict = score("irrelevance_arithmetic", call("convert_currency", amount=17, from_currency="USD", to_currency="EUR"))
+    verdict = score("irrelevance_arithmetic",
+                    call("convert_currency", amount=17, from_currency="USD", to_currency="EUR"))
     assert not verdict.passed
     assert verdict.reason == "called convert_currency where no tool fits"
 
@@ -191,7 +212,8 @@ def test_string_type():
 
 def test_array_item_type():
     verdict = score("typed_array", call("tag_ticket", ticket_id=4512, tags=["nccl", 7, "p1"]))
-    assert verdict.reason == "tag_ticket: argument 'tags' = ['nccl', 7, 'p1'] has item 7 that is integer, schema says string"
+    assert verdict.reason == ("tag_ticket: argument 'tags' = ['nccl', 7, 'p1'] has item 7 that is integer, "
+                              "schema says string")
 
 
 def test_enum_respected():
@@ -220,14 +242,15 @@ def test_value_may_not_be_omitted_when_the_user_asked_for_it():
 
 
 def test_unasked_argument_is_rejected():
-    verdict = score("simple_stock", ("get_stock_price", json.dumps({"ticker": "NVDA"})))
-    assert verdict.passed
+    """An argument the schema allows (guests) but the user never asked for fails; the same call without it passes."""
     case = ToolCase("x", "simple", [], CASES["typed_integers_hotel"].tools, [
         {"name": "book_hotel", "arguments": {"city": ["Lisbon"], "check_in": ["2025-07-14"], "nights": [3]}}
     ])
-    args = {"city": "Lisbon", "check_in": "2025-07-14", "nights": 3, "guests": 4}
-    verdict = score_calls(case, [("book_hotel", json.dumps(args))])
-    assert verdict.reason == "book_hotel: argument 'guests' = 4 was not expected"
+    asked = {"city": "Lisbon", "check_in": "2025-07-14", "nights": 3}
+    assert "guests" in case.parameters("book_hotel")["properties"]  # allowed by the schema: only the ask rules it out
+    assert score_calls(case, [("book_hotel", json.dumps(asked))]).passed
+    verdict = score_calls(case, [("book_hotel", json.dumps({**asked, "guests": 4}))])
+    assert not verdict.passed and verdict.reason == "book_hotel: argument 'guests' = 4 was not expected"
 
 
 def test_array_value_mismatch():
