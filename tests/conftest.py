@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from e2e import e2e_chroot  # noqa: F401  (the fixture behind e2e.needs_chroot)
+from golive_run import Run, golive_endpoint
 from golive_testbed.reference.launcher import ReferenceStation
 
 # Unset: the next variant boots while the current one serves tests. "0": one station at a time (a busy machine).
@@ -78,10 +79,11 @@ LAST_USE = pytest.StashKey[dict[str, str]]()  # variant → nodeid of its last t
 
 def variant_of(item: pytest.Item) -> str | None:
     """The reference-station variant a test uses, or None if it uses none."""
-    if "reference" not in getattr(item, "fixturenames", ()):
-        return None
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get("reference", HEALTHY) if callspec else HEALTHY
+    names = getattr(item, "fixturenames", ())
+    if "reference" in names:
+        callspec = getattr(item, "callspec", None)
+        return callspec.params.get("reference", HEALTHY) if callspec else HEALTHY
+    return HEALTHY if "healthy_endpoint_run" in names else None
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: order and plan only what runs
@@ -118,6 +120,15 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     variant = variant_of(item)
     if variant and item.config.stash[LAST_USE].get(variant) == item.nodeid:
         item.config.stash[POOL].release(variant)
+
+
+@pytest.fixture(scope="session")
+def healthy_endpoint_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The whole endpoint layer, run once on the healthy station: every test that asks what the healthy station does
+    under the shipped reference profile (all checks pass, the sweep, the batteries, probes under load) reads this run
+    instead of running those checks again."""
+    station = request.config.stash[POOL].get(HEALTHY)
+    return golive_endpoint(station, tmp_path_factory.mktemp("healthy-endpoint-run"))
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Run golive in a test as the operator runs it (`python -m golive.cli`), and read back what it wrote.
 
 The one way tests start golive: `golive(...)` for any command, `golive_run(inventory, out, ...)` for `golive run`, which
-returns a `Run`: the process result, results.json and the checks by name.
+returns a `Run` (the process result, results.json and the checks by name), `golive_started(...)` for a run a test
+interrupts.
 """
 from __future__ import annotations
 
@@ -15,12 +16,26 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _command(args: tuple[str | Path, ...]) -> list[str]:
+    return [sys.executable, "-m", "golive.cli", *map(str, args)]
+
+
+def _environment(env: dict[str, str] | None) -> dict[str, str]:
+    """This environment without PYTEST_* (this run's variables must not steer the inner one), plus `env`."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")} | (env or {})
+
+
 def golive(*args: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None,
            timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`golive ARGS` in a clean environment (no PYTEST_* of this run leaks into the inner one) plus `env`."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")} | (env or {})
-    return subprocess.run([sys.executable, "-m", "golive.cli", *map(str, args)], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=timeout)
+    """`golive ARGS`, to the end."""
+    return subprocess.run(_command(args), cwd=cwd, env=_environment(env), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def golive_started(*args: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`golive ARGS` left running (a test that signals it), stdout and stderr in one pipe."""
+    return subprocess.Popen(_command(args), cwd=cwd, env=_environment(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
 
 
 def check_name(check: dict) -> str:
@@ -76,3 +91,17 @@ def golive_run(inventory: Path, out: Path, *args: str, cwd: Path = REPO, env: di
     proc = golive("run", inventory, "-o", out, *args, cwd=cwd, env=env, timeout=timeout)
     path = out / "results.json"
     return Run(proc, out, json.loads(path.read_text()) if path.exists() else {})
+
+
+KEY_ENV = "GOLIVE_TEST_REFERENCE_KEY"
+
+
+def golive_endpoint(station, out: Path, *args: str, with_key: bool = False, profile: str = "reference-cpu",
+                    inventory_extra: str = "") -> Run:
+    """`golive run -m endpoint` on one reference station (a ReferenceStation), its key given when `with_key`."""
+    inventory = out / "inventory.yaml"
+    key_line = f", api_key_env: {KEY_ENV}" if with_key else ""
+    inventory.write_text(f"profile: {profile}\nstations:\n"
+                         f"  - {{name: reference, endpoint: '{station.base_url}'{key_line}}}\n{inventory_extra}")
+    env = {KEY_ENV: station.api_key or "not-needed"} if with_key else None
+    return golive_run(inventory, out, "-m", "endpoint", "-q", *args, env=env, timeout=900)

@@ -169,7 +169,7 @@ def station_pair(variant: str = "healthy") -> Iterator[StationPair]:
             _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host_key"))
             shutil.copy(workdir / "client_key.pub", d / "authorized_keys")
             (d / "sshd_config").write_text(SSHD_CONFIG.format(dir=d))
-            sshds.append(subprocess.Popen(["ip", "netns", "exec", station.name, shutil.which("sshd"), "-D", "-e",
+            sshds.append(subprocess.Popen(["ip", "netns", "exec", station.name, shutil.which("sshd") or "sshd", "-D", "-e",
                                            "-f", str(d / "sshd_config")], stderr=subprocess.DEVNULL))
             _wait_for(d / "sshd.pid", sshds[-1])
             hosts.append(SSH_HOST.format(name=station.name, key=workdir / "client_key"))

@@ -3,12 +3,9 @@
 Each broken station is real misconfiguration (flags, name, key) or an oracle fault; `golive run -m endpoint` must fail
 exactly the checks that station breaks, with an operator message, and nothing else.
 """
-from pathlib import Path
 
 import pytest
-from golive_run import Run, golive_run
-
-KEY_ENV = "GOLIVE_TEST_REFERENCE_KEY"
+from golive_run import golive_endpoint
 
 # variant -> (checks expected to fail, a fragment each failure message must contain)
 BROKEN = {
@@ -43,16 +40,6 @@ EVERY_VARIANT = pytest.mark.parametrize("reference", ["healthy", *BROKEN], indir
 BROKEN_VARIANTS = pytest.mark.parametrize("reference", list(BROKEN), indirect=True)
 
 
-def golive_endpoint(reference, out: Path, *args: str, with_key: bool = False, profile: str = "reference-cpu",
-                    inventory_extra: str = "") -> Run:
-    inventory = out / "inventory.yaml"
-    key_line = f", api_key_env: {KEY_ENV}" if with_key else ""
-    inventory.write_text(f"profile: {profile}\nstations:\n"
-                         f"  - {{name: reference, endpoint: '{reference.base_url}'{key_line}}}\n{inventory_extra}")
-    env = {KEY_ENV: reference.api_key or "not-needed"} if with_key else None
-    return golive_run(inventory, out, "-m", "endpoint", "-q", *args, env=env, timeout=900)
-
-
 # Checks that cost most of a run on 2 cores; a broken station's quick run leaves them out unless it breaks them, and the
 # slow run proves that they too stay green there.
 EXPENSIVE = {"test_tool_call_battery_meets_floor": "battery",
@@ -84,15 +71,15 @@ def assert_fails_exactly(reference, tmp_path, *selection: str) -> None:
 
 
 @EVERY_VARIANT
-def test_station_fails_exactly_its_checks(reference, tmp_path):
-    """Healthy: every endpoint check passes. Broken: exactly its checks fail (expensive checks it does not break are
-    left to the slow test below)."""
+def test_station_fails_exactly_its_checks(reference, tmp_path, request):
+    """Healthy: every endpoint check passes (the session's one whole-layer run, tests/conftest.py). Broken: exactly its
+    checks fail (expensive checks it does not break are left to the slow test below)."""
     if reference.variant != "healthy":
         breaks = {word for name, word in EXPENSIVE.items() if name in BROKEN[reference.variant][0]}
         spared = set(EXPENSIVE.values()) - breaks
         assert_fails_exactly(reference, tmp_path, "-k", " and ".join(f"not {word}" for word in spared) or "")
         return
-    run = golive_endpoint(reference, tmp_path)
+    run = request.getfixturevalue("healthy_endpoint_run")
     assert run.code == 0 and not run.failed(), run.output
     assert run.results["verdict"] == "pass"
     assert run.results["stations"][0]["provenance"]["vllm_version"] == "0.32.0"  # from the server's /version
@@ -101,7 +88,7 @@ def test_station_fails_exactly_its_checks(reference, tmp_path):
     assert not skipped, run.output
     auth = run.check("test_auth_matches_profile")
     assert auth["note"].startswith("OPEN ENDPOINT:")  # passed, and the report says so
-    assert "OPEN ENDPOINT" in (tmp_path / "go-live.html").read_text()
+    assert "OPEN ENDPOINT" in (run.out / "go-live.html").read_text()
 
 
 @pytest.mark.slow

@@ -4,8 +4,7 @@ The session's station per variant (tests/conftest.py); the oracle faults (each b
 slow matrix.
 """
 import pytest
-from golive_run import Run
-from test_endpoint_layer import golive_endpoint
+from golive_run import golive_endpoint
 
 QUALITY = "tool_choice or parallel or site_batteries or agent"
 # variant -> (the checks it must fail, fragments of the failure message naming the failing cases)
@@ -29,10 +28,14 @@ FAILING_CASES = {"healthy": {"battery_failing.agent": [], "battery_failing.examp
 
 @pytest.mark.parametrize("reference", ["healthy", *(pytest.param(v, marks=pytest.mark.slow) for v in FAULTS)],
                          indirect=True)
-def test_quality_checks_fail_exactly_what_the_station_breaks(reference, tmp_path):
+def test_quality_checks_fail_exactly_what_the_station_breaks(reference, tmp_path, request):
     """Healthy: every tool_choice mode is honoured and the example site battery meets its floor (a metric in
-    results.json). A fault: exactly the mode it breaks fails, naming the failing runs."""
-    run = golive_endpoint(reference, tmp_path, "-k", QUALITY)
+    results.json), read from the session's whole-layer run (tests/conftest.py). A fault: exactly the mode it breaks
+    fails, naming the failing runs."""
+    if reference.variant == "healthy":
+        run = request.getfixturevalue("healthy_endpoint_run")
+    else:
+        run = golive_endpoint(reference, tmp_path, "-k", QUALITY)
     output = run.output
     ran = {name for name, checks in run.by_name().items() if all(c["outcome"] != "not_checked" for c in checks)}
     if reference.variant in FAILING_CASES:  # failing case ids travel for the baseline gate (golive.report.baseline)
@@ -61,8 +64,8 @@ def test_site_battery_floor_above_the_score_fails_naming_cases(reference, tmp_pa
         "name: domain\nfloor: 1.0\ncases:\n"
         "  - {id: product, prompt: 'What is 17 * 23?', expect: {numeric: 391}}\n"
         "  - {id: policy, prompt: 'What is 6 * 7?', expect: {numeric: 43}}\n")
-    run: Run = golive_endpoint(reference, tmp_path, "-k", "site_batteries",
-                               inventory_extra="site_batteries: [domain.yaml]\n")
+    run = golive_endpoint(reference, tmp_path, "-k", "site_batteries",
+                          inventory_extra="site_batteries: [domain.yaml]\n")
     assert run.failed() == {"test_site_batteries_meet_their_floors"}, run.output
     check = run.check("test_site_batteries_meet_their_floors")
     assert "domain 1/2 (50%) < floor 100%; failing: policy: answered '42', expected 43" in check["message"]

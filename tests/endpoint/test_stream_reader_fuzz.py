@@ -14,9 +14,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from golive.endpoint.client import EndpointClient
+from golive.endpoint.client import ChatResult, EndpointClient
 from golive.endpoint.errors import EndpointError
-from golive.endpoint.client import ChatResult
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
 
 BOUNDED = dict(deadline=None, derandomize=True, database=None,

@@ -131,11 +131,12 @@ def golive_perf(base_url: str, out: Path, profile: str = "reference-cpu", select
     return run
 
 
-def test_shipped_reference_floors_pass(reference, tmp_path):
-    """The reference profile's floors hold on the reference station, and the sweep table lands in results.json."""
-    run = golive_perf(reference.base_url, tmp_path)
+def test_shipped_reference_floors_pass(healthy_endpoint_run):
+    """The reference profile's floors hold on the reference station, and the sweep table lands in results.json (read
+    from the session's whole-layer run on the healthy station, tests/conftest.py)."""
+    run = healthy_endpoint_run
     output = run.output
-    assert run.code == 0 and {c["outcome"] for c in run.checks} == {"passed"}, output
+    assert run.code == 0 and {run.check(name)["outcome"] for name in CHECKS} == {"passed"}, output
     metrics = {m["name"]: m for m in run.results["metrics"]}
     for level in (1, 4, 8):
         assert metrics[f"load_c{level}_aggregate_tok_s"]["value"] > 0
@@ -178,9 +179,10 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
 UNDER_LOAD = "test_tool_calls_and_arithmetic_stay_correct_under_load"
 
 
-def test_probes_stay_correct_under_load(reference, tmp_path):
-    """On the healthy station the tool and arithmetic probes, sent while the gate level's load is in flight, pass."""
-    run = golive_perf(reference.base_url, tmp_path, select="correctness_under_load", checks={UNDER_LOAD})
+def test_probes_stay_correct_under_load(healthy_endpoint_run):
+    """On the healthy station the tool and arithmetic probes, sent while the gate level's load is in flight, pass
+    (the session's whole-layer run, tests/conftest.py)."""
+    run = healthy_endpoint_run
     assert run.code == 0 and run.check(UNDER_LOAD)["outcome"] == "passed", run.output
 
 
