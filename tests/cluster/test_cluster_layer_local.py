@@ -23,7 +23,8 @@ def golive_nccl(tmp_path: Path, log: Path) -> dict[str, dict]:
 
 @pytest.mark.parametrize(("log", "expected"), [
     ("nccl-p2p.txt", {"test_nccl_uses_gpu_direct_rdma": "not_applicable", "test_nccl_never_falls_back_to_sockets":
-                      "passed", "test_nccl_log_has_no_warnings": "passed", "test_nccl_version_matches_profile": "failed",
+                      "passed", "test_nccl_log_has_no_warnings": "passed",
+                      "test_nccl_version_matches_profile": "failed",
                       "test_nccl_environment_is_pinned": "not_applicable"}),
     ("nccl-socket.txt", {"test_nccl_uses_gpu_direct_rdma": "not_checked", "test_nccl_never_falls_back_to_sockets":
                          "failed", "test_nccl_log_has_no_warnings": "passed", "test_nccl_version_matches_profile":
@@ -36,5 +37,6 @@ def test_nccl_checks_on_the_real_two_gpu_capture(tmp_path, log, expected):
     if log == "nccl-p2p.txt":
         assert "both ranks share one host (P2P in" in checks["test_nccl_uses_gpu_direct_rdma"]["message"]
     else:
-        assert "line 80: `vm:868:868 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/Socket/0`" in checks["test_nccl_never_falls_back_to_sockets"]["message"]
+        assert ("line 80: `vm:868:868 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/Socket/0`"
+                in checks["test_nccl_never_falls_back_to_sockets"]["message"])
         assert "see test_nccl_never_falls_back_to_sockets" in checks["test_nccl_uses_gpu_direct_rdma"]["message"]

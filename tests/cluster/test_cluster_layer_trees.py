@@ -69,7 +69,8 @@ def test_healthy_pair_passes_every_cluster_check(trees, tmp_path):
     assert {k: c["outcome"] for k, c in checks.items() if c["outcome"] != "passed"} == {}, output
     assert code == 0 and results["verdict"] == "pass"
     [metric] = results["metrics"]
-    assert (metric["name"], metric["value"], metric["floor"], metric["passed"]) == ("all_reduce_busbw", 19.6547, 18, True)
+    assert (metric["name"], metric["value"], metric["floor"], metric["passed"]) == \
+        ("all_reduce_busbw", 19.6547, 18, True)
 
 
 def test_every_variant_is_described():
@@ -86,7 +87,8 @@ DEFAULT = {"a-socket-fallback", "a-gid-shifted", "b-env-differs"}
 @pytest.mark.parametrize("variant", [pytest.param(v, marks=() if v.name in DEFAULT else pytest.mark.slow)
                                      for v in load_variants(SRC)], ids=lambda v: v.name)
 def test_each_variant_fails_exactly_its_check(trees, tmp_path, variant):
-    pair = {"gb300-rail-a": trees["gb300-rail-a"], "gb300-rail-b": trees["gb300-rail-b"], variant.base: trees[variant.name]}
+    pair = {"gb300-rail-a": trees["gb300-rail-a"], "gb300-rail-b": trees["gb300-rail-b"],
+            variant.base: trees[variant.name]}
     code, results, output = golive_pair(tmp_path, pair["gb300-rail-a"], pair["gb300-rail-b"])
     checks = outcomes(results)
     station = "gb300-a" if variant.base == "gb300-rail-a" or variant.breaks in PAIR_CHECKS else "gb300-b"

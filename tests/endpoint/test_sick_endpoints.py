@@ -135,8 +135,8 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_golive(tmp_path: Path, endpoint: str, *extra: str, host: str | None = None) -> tuple[subprocess.CompletedProcess,
-                                                                                             dict, float]:
+def run_golive(tmp_path: Path, endpoint: str, *extra: str,
+               host: str | None = None) -> tuple[subprocess.CompletedProcess, dict, float]:
     (tmp_path / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 1\n"
                                         "  connect_timeout_s: 1\n")
     station = f"  - name: sick\n    endpoint: {endpoint}\n    api_key_env: GOLIVE_SICK_KEY\n"

@@ -139,10 +139,12 @@ def test_vllm_own_chunks_assemble(replay):
             protocol.ChatCompletionResponseStreamChoice(index=0, delta=protocol.DeltaMessage(**delta),
                                                         logprobs=None, finish_reason=finish)])
 
-    events = [chunk(role="assistant", content=""), chunk(reasoning="Paris is in France."), chunk(content="Let me look."),
+    events = [chunk(role="assistant", content=""), chunk(reasoning="Paris is in France."),
+              chunk(content="Let me look."),
               chunk(tool_calls=[DeltaToolCall(index=0, id="call_1", type="function", function=DeltaFunctionCall(
                   name="get_weather", arguments='{"city": '))]),
-              chunk("tool_calls", tool_calls=[DeltaToolCall(index=0, function=DeltaFunctionCall(arguments='"Paris"}'))]),
+              chunk("tool_calls",
+                    tool_calls=[DeltaToolCall(index=0, function=DeltaFunctionCall(arguments='"Paris"}'))]),
               protocol.ChatCompletionStreamResponse(id="c1", model=MODEL, choices=[], usage=protocol.UsageInfo(
                   prompt_tokens=12, completion_tokens=9, total_tokens=21))]
     body = b"".join(f"data: {e.model_dump_json(exclude_unset=True)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"

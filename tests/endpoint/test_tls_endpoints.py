@@ -64,7 +64,7 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
         return cert, key
     private = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "golive-test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private.public_key())
                    .serial_number(x509.random_serial_number()).not_valid_before(now)
                    .not_valid_after(now + datetime.timedelta(days=1)).sign(private, hashes.SHA256()))
@@ -81,7 +81,7 @@ def _site_ca(folder: Path) -> tuple[Path, Path, Path]:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
 
     def signed(subject, public_key, issuer, issuer_key, ca: bool):
         builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)

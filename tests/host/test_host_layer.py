@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 HOST_CHECKS = {
     "test_hbm_node_page_cache_is_near_empty", "test_prestart_is_what_the_unit_runs_before_start",
     "test_prestart_syncs_then_drops_page_cache", "test_prestart_saves_logs_before_removing_container",
-    "test_unit_restarts_on_failure_after_delay", "test_unit_caps_starts_per_interval", "test_unit_is_enabled_and_active",
+    "test_unit_restarts_on_failure_after_delay", "test_unit_caps_starts_per_interval",
+    "test_unit_is_enabled_and_active",
     "test_docker_has_no_restart_policy", "test_container_not_pinned_to_dram_node", "test_image_pinned_by_digest",
     "test_running_container_runs_pinned_image", "test_served_flags_match_profile", "test_checkpoint_shards_complete",
     "test_checkpoint_config_matches_profile", "test_checkpoint_disk_space", "test_serving_gpu_present",
@@ -25,10 +26,12 @@ MESSAGES = {
                                 "Do: put `sync` then `echo 1 > /proc/sys/vm/drop_caches`"],
     "drop-caches-after-start": ["AFTER the container starts", "ExecStartPost of glm53-flash.service"],
     "prestart-rm-before-logs": ["runs `docker rm -f glm53-flash` before saving logs", "[single-station recipe]"],
-    "prestart-not-wired": ["ExecStartPre runs nothing", "Do: add `ExecStartPre=/usr/local/sbin/glm53-flash-prestart.sh`"],
+    "prestart-not-wired": ["ExecStartPre runs nothing",
+                           "Do: add `ExecStartPre=/usr/local/sbin/glm53-flash-prestart.sh`"],
     "prestart-failure-ignored": ["the `-` prefix ignores the prestart's failure", "Do: remove the `-` in front of"],
     "prestart-not-executable": ["has mode 0644: not executable", "203/EXEC", "Do: chmod 0755"],
-    "prestart-drops-slab-only": ["glm53-flash-prestart.sh:31 writes drop_caches with another value (2 frees slab only)"],
+    "prestart-drops-slab-only": [
+        "glm53-flash-prestart.sh:31 writes drop_caches with another value (2 frees slab only)"],
     "docker-restart-always": ["docker restart policy 'always'", "Do: remove `--restart=…`"],
     "docker-cpuset-mems-0": ["confined to memory node(s) 0", "Error 802"],
     "image-by-tag": ["vllm/vllm-openai:nightly-aarch64 (a tag: it moves under you)"],
@@ -131,9 +134,11 @@ def test_no_coherent_memory_skips_the_numa_check(trees, tmp_path):
 
 def test_open_bind_is_a_finding_on_a_passing_check(trees, tmp_path):
     """The healthy tree serves on 0.0.0.0 without auth, as published: the check passes and carries the finding."""
-    code, results, output = golive_host(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path, "-k", "served_flags")
+    code, results, output = golive_host(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path,
+                                        "-k", "served_flags")
     [check] = results["checks"]
-    assert check["outcome"] == "passed" and check["note"].startswith("OPEN BIND: vLLM listens on every interface"), output
+    assert check["outcome"] == "passed", output
+    assert check["note"].startswith("OPEN BIND: vLLM listens on every interface"), output
 
 
 # A site profile that disagrees with the healthy tree in each value a check reads: every such check must fail on it.
@@ -158,8 +163,10 @@ def test_every_profile_value_is_checked(trees, tmp_path):
                                         + "".join(head + "\n" + body for head, body in sections.items()))
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"profile: site.yaml\nstations:\n  - {{name: gb300-a, host: 'chroot://{trees['gb300-healthy']}'}}\n")
-    code, results, output = golive_host(inventory, tmp_path / "out", "-k", "served_flags or saves_logs or shards_complete")
+    code, results, output = golive_host(inventory, tmp_path / "out",
+                                        "-k", "served_flags or saves_logs or shards_complete")
     checks = outcomes(results)
-    assert {n for n, c in checks.items() if c["outcome"] == "failed"} == {c for _, c, _ in PROFILE_VALUES.values()}, output
+    failed = {n for n, c in checks.items() if c["outcome"] == "failed"}
+    assert failed == {c for _, c, _ in PROFILE_VALUES.values()}, output
     for field, (_, check, fragment) in PROFILE_VALUES.items():
         assert fragment in checks[check]["message"], (field, checks[check]["message"])

@@ -58,8 +58,10 @@ def test_allow_list_refuses_anything_that_could_write(command):
 
 
 @pytest.mark.parametrize("command", [
-    "ls -1 /proc/driver/nvidia/gpus 2>/dev/null", "find /srv/m -maxdepth 1 -name '*.safetensors' -exec stat -c '%n|%s' {} +",
-    "nvidia-smi --query-gpu=index,name --format=csv,noheader", "ip -j link show", "ethtool -i eth0", "cat -- /etc/os-release",
+    "ls -1 /proc/driver/nvidia/gpus 2>/dev/null",
+    "find /srv/m -maxdepth 1 -name '*.safetensors' -exec stat -c '%n|%s' {} +",
+    "nvidia-smi --query-gpu=index,name --format=csv,noheader", "ip -j link show", "ethtool -i eth0",
+    "cat -- /etc/os-release",
 ])
 def test_allow_list_lets_reads_through(command):
     assert allowed(command)

@@ -76,6 +76,7 @@ def test_baseline_gate_fails_on_an_unannounced_parser_change(tmp_path):
     assert changes == [("check", the_check(after)["nodeid"], "passed", "failed", False),
                        ("flag", "--tool-call-parser", "glm47", "hermes", True)]
     (gate,) = [c for c in after["checks"] if c["nodeid"] == "golive::post-upgrade-gate"]
-    assert gate["outcome"] == "failed" and "--tool-call-parser: 'glm47' → 'hermes' (unannounced: the profile pins 'glm47'" in gate["message"]
+    assert gate["outcome"] == "failed"
+    assert "--tool-call-parser: 'glm47' → 'hermes' (unannounced: the profile pins 'glm47'" in gate["message"]
     assert "## Since the last go-live (tolerance 10%)" in (tmp_path / "after/go-live.md").read_text()
 

@@ -193,6 +193,7 @@ def test_shipped_profiles_carry_the_recipes_load_numbers():
     from golive.config import load_profile
 
     flash = load_profile("glm-5.3-flash-gb300").profile.load
+    assert flash is not None and flash.gate_concurrency is not None
     assert flash.concurrency == sorted(FLASH_MEASURED) and flash.gate_concurrency in FLASH_MEASURED
     gate = FLASH_MEASURED[flash.gate_concurrency]
     assert (flash.floors.single_user_decode_tok_s, flash.floors.single_user_ttft_p50_s) == FLASH_MEASURED[1][1:]
@@ -201,6 +202,7 @@ def test_shipped_profiles_carry_the_recipes_load_numbers():
     assert flash.max_concurrency == max(FLASH_MEASURED)  # the peak level is reachable: never capped below it
 
     two = load_profile("glm-5.3-2x-station-tp2").profile.load
+    assert two is not None and two.gate_concurrency is not None
     table = _table(TWO_STATION_TABLE)
     assert two.concurrency == sorted(table) and two.gate_concurrency in table
     one, at_gate = table[1], table[two.gate_concurrency]
@@ -214,6 +216,7 @@ def test_shipped_profiles_carry_the_recipes_load_numbers():
 
     # the CPU profile sweeps no deeper than the reference station batches (its --max-num-seqs)
     cpu = load_profile("reference-cpu").profile.load
+    assert cpu is not None
     assert cpu.max_concurrency == int(healthy_flags(0)["--max-num-seqs"] or 0) >= max(cpu.concurrency)
 
 

@@ -1,4 +1,4 @@
-"""golive_testbed.targets: station trees built from fixtures/stations, and reached the way the host checks reach them."""
+"""golive_testbed.targets: station trees built from fixtures/stations, reached the way the host checks reach them."""
 from __future__ import annotations
 
 import json
@@ -284,7 +284,8 @@ def test_missing_busybox_says_how_to_install_it(tmp_path):
         ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\ndelete: [../etc]\n", "without '..'"),
         ("base: bad\nphase: serving\nbreaks: null\nwhy: x\n", "cycle"),
         ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {bin/x: 644}\n", "octal string in quotes"),
-        ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {/bin/x: '0644'}\n", "relative to the tree"),
+        ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {/bin/x: '0644'}\n",
+         "relative to the tree"),
     ],
 )
 def test_bad_variant_is_refused_with_its_file(tmp_path, yaml_text, error):
@@ -305,7 +306,7 @@ def test_deleting_a_path_the_base_lacks_is_refused(tmp_path):
         build_station_trees(tmp_path, tmp_path / "built")
 
 
-# --- the recordings agree with the trees' files ------------------------------------------------------------------------
+# --- the recordings agree with the trees' files -----------------------------------------------------------------------
 
 
 @needs_busybox
@@ -358,7 +359,8 @@ def test_gpu_recordings_agree_with_proc_and_sys(trees):
         used = smi_fb_used(tree)
         rows = [line.split(", ") for line in (tree / REC / "nvidia-smi-query-gpu.csv").read_text().splitlines()]
         assert {r[2]: int(r[3]) for r in rows} == used, name
-        apps = [line.split(", ") for line in (tree / REC / "nvidia-smi-query-compute-apps.csv").read_text().splitlines()]
+        apps = [line.split(", ")
+                for line in (tree / REC / "nvidia-smi-query-compute-apps.csv").read_text().splitlines()]
         for pid, _, bus, mib in apps:
             assert (tree / "proc" / pid / "cgroup").is_file(), name
             assert int(mib) <= used[bus], name
@@ -393,7 +395,8 @@ def test_testinfra_reads_a_serving_tree(trees):
     assert svc.is_running and svc.is_enabled and svc.systemd_properties["RestartUSec"] == "1min"
 
     prestart = h.file("/usr/local/sbin/glm53-flash-prestart.sh")
-    assert prestart.is_file and prestart.mode == 0o755 and "echo 1 > /proc/sys/vm/drop_caches" in prestart.content_string
+    assert prestart.is_file and prestart.mode == 0o755
+    assert "echo 1 > /proc/sys/vm/drop_caches" in prestart.content_string
     assert h.file("/etc/systemd/system/multi-user.target.wants/glm53-flash.service").linked_to == "/" + UNIT
     shard = h.file(f"/{MODEL}/model-00001-of-00040.safetensors")
     assert shard.size == manifest(trees[HEALTHY])["model-00001-of-00040.safetensors"]

@@ -46,6 +46,7 @@ def test_battery_cases_are_well_formed():
 
 def test_battery_has_the_recipe_smoke_tool():
     weather = CASES["simple_weather_smoke"].parameters("get_weather")
+    assert weather is not None
     assert weather["required"] == ["city"]
     assert weather["properties"]["city"]["type"] == "string"
     assert weather["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
@@ -247,7 +248,8 @@ def test_unasked_argument_is_rejected():
         {"name": "book_hotel", "arguments": {"city": ["Lisbon"], "check_in": ["2025-07-14"], "nights": [3]}}
     ])
     asked = {"city": "Lisbon", "check_in": "2025-07-14", "nights": 3}
-    assert "guests" in case.parameters("book_hotel")["properties"]  # allowed by the schema: only the ask rules it out
+    schema = case.parameters("book_hotel")
+    assert schema and "guests" in schema["properties"]  # allowed by the schema: only the user's ask rules it out
     assert score_calls(case, [("book_hotel", json.dumps(asked))]).passed
     verdict = score_calls(case, [("book_hotel", json.dumps({**asked, "guests": 4}))])
     assert not verdict.passed and verdict.reason == "book_hotel: argument 'guests' = 4 was not expected"
