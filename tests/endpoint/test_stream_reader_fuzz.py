@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from golive.endpoint.client import ChatResult, EndpointClient
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
+from golive.endpoint.target import EndpointTarget
 
 BOUNDED = dict(deadline=None, derandomize=True, database=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -69,7 +70,8 @@ def replay():
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    client = EndpointClient(url, "sk-fuzz-secret", timeout=10, connect_timeout=2, light_timeout=2, stall_timeout=5)
+    client = EndpointClient(EndpointTarget(url, "sk-fuzz-secret", request_timeout_s=10, connect_timeout_s=2,
+                                           light_timeout_s=2, stream_stall_timeout_s=5))
 
     def ask(body: bytes):
         server.body = body

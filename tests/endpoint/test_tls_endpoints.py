@@ -189,10 +189,12 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
     from golive.endpoint.client import EndpointClient
     from golive.endpoint.errors import EndpointError
     from golive.endpoint.load import Workload, lanes, request_body, send
+    from golive.endpoint.target import EndpointTarget
 
     url = f"https://127.0.0.1:{server(tls='site-ca')}"
     ca = str(tmp_path / "site-ca.pem")
-    client = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2, ca_file=ca)
+    client = EndpointClient(EndpointTarget(url + "/v1", None, ca_file=ca, request_timeout_s=5, connect_timeout_s=2,
+                                           light_timeout_s=2))
     assert [m["id"] for m in client.models()] == [MODEL]
     assert client.chat(MODEL, [{"role": "user", "content": "Hi"}]).content == "Hi"
     assert client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True).content == "Hi"
@@ -204,7 +206,8 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
 
     answered = asyncio.run(lane_chat(ca))
     assert answered.error is None and answered.response.status == 200, answered
-    plain = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2)
+    plain = EndpointClient(EndpointTarget(url + "/v1", None, request_timeout_s=5, connect_timeout_s=2,
+                                          light_timeout_s=2))
     for call in (plain.models, lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}]),
                  lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True)):
         with pytest.raises(EndpointError, match="TLS failed"):
@@ -228,13 +231,15 @@ def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch
 
     from golive.endpoint.client import EndpointClient
     from golive.endpoint.load import Workload, lanes, request_body, send
+    from golive.endpoint.target import EndpointTarget
     from golive.endpoint.tls import trusting
 
     url = f"https://127.0.0.1:{server(tls='site-ca')}"
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "site-ca.pem"))
     trusting.cache_clear()  # the default context is made once a process: this test changed the environment
     try:
-        client = EndpointClient(url + "/v1", None, timeout=5, connect_timeout=2, light_timeout=2)
+        client = EndpointClient(EndpointTarget(url + "/v1", None, request_timeout_s=5, connect_timeout_s=2,
+                                               light_timeout_s=2))
         assert [m["id"] for m in client.models()] == [MODEL]
         assert client.chat(MODEL, [{"role": "user", "content": "Hi"}]).content == "Hi"
         assert client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True).content == "Hi"
