@@ -36,7 +36,7 @@ class StationPool:
 
     def __init__(self, order: list[str]):
         self.order = order  # variants in the order the session's tests use them
-        self.logs = Path(tempfile.mkdtemp(prefix="golive-reference-logs-"))
+        self.logs: Path | None = None  # made on the first start: a session without stations leaves nothing behind
         self.stations: dict[str, ReferenceStation] = {}
         self.released: set[str] = set()
         self.ready: set[str] = set()
@@ -44,8 +44,9 @@ class StationPool:
     def prelaunch(self, variant: str) -> None:
         if variant in self.stations or variant in self.released:
             return
-        port = _free_port()
-        station = ReferenceStation(port=port, variant=variant, log_path=self.logs / f"{variant}.log")
+        if self.logs is None:
+            self.logs = Path(tempfile.mkdtemp(prefix="golive-reference-logs-"))
+        station = ReferenceStation(port=_free_port(), variant=variant, log_path=self.logs / f"{variant}.log")
         self.stations[variant] = station.launch()
 
     def get(self, variant: str) -> ReferenceStation:
