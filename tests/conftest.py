@@ -40,6 +40,7 @@ class StationPool:
         self.stations: dict[str, ReferenceStation] = {}
         self.released: set[str] = set()
         self.ready: set[str] = set()
+        self.failed: dict[str, Exception] = {}
 
     def prelaunch(self, variant: str) -> None:
         if variant in self.stations or variant in self.released:
@@ -54,8 +55,14 @@ class StationPool:
             raise RuntimeError(f"reference station {variant} was stopped: the test order put a user after its last one")
         self.prelaunch(variant)
         station = self.stations[variant]
-        if variant not in self.ready:  # a failed start raises here, and again (at once) for each later test
-            station.wait(timeout=300)
+        if variant in self.failed:  # one start per variant: later tests get the same error at once
+            raise self.failed[variant]
+        if variant not in self.ready:
+            try:
+                station.wait(timeout=300)
+            except Exception as error:
+                self.failed[variant] = error
+                raise
             self.ready.add(variant)
         if OVERLAP:  # the next variant boots while this one serves
             later = self.order[self.order.index(variant) + 1:] if variant in self.order else []
