@@ -1,16 +1,9 @@
 """The operator's commands: bad input gives one line and a usage exit code, never a traceback."""
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def golive(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "golive.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+from golive_run import REPO, golive
 
 
 @pytest.mark.parametrize("content,expected", [
@@ -64,15 +57,12 @@ def test_profile_list_names_the_shipped_recipes():
 def test_demo_with_a_dead_reference_station_is_incomplete(tmp_path):
     """The reference station cannot start (its port is taken): the endpoint layer is not checked, so no GO."""
     import json
-    import os
     import socket
 
     with socket.socket() as taken:  # bound, not listening: the launcher refuses the port, requests are refused
         taken.bind(("127.0.0.1", 0))
         port = taken.getsockname()[1]
-        result = subprocess.run([sys.executable, "-m", "golive.cli", "demo", "-o", str(tmp_path), "-q"], cwd=REPO,
-                                capture_output=True, text=True, timeout=600,
-                                env={**os.environ, "GOLIVE_DEMO_PORT": str(port)})
+        result = golive("demo", "-o", tmp_path, "-q", timeout=600, env={"GOLIVE_DEMO_PORT": str(port)})
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     assert "endpoint layer not checked:" in output and "verdict: INCOMPLETE" in output

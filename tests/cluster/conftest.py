@@ -2,6 +2,7 @@
 import contextlib
 
 import pytest
+from e2e import skip_e2e
 
 from . import netns
 
@@ -10,7 +11,7 @@ from . import netns
 def netns_available() -> None:
     reason = netns.available()
     if reason:
-        pytest.skip(reason)
+        skip_e2e(reason)
 
 
 @pytest.fixture(scope="session")

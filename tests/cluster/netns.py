@@ -75,7 +75,8 @@ def available() -> str | None:
         return "network-namespace test hosts need root (ip netns, sshd)"
     for tool in ("ip", "sshd", "ssh", "ssh-keygen", "busybox", "ping"):
         if not shutil.which(tool):
-            return f"`{tool}` is not installed (scripts/setup.sh installs iproute2, openssh-server, busybox-static, iputils-ping)"
+            return (f"`{tool}` is not installed "
+                    "(scripts/setup.sh installs iproute2, openssh-server, busybox-static, iputils-ping)")
     probe = f"golive-probe-{secrets.token_hex(3)}"
     if subprocess.run(["ip", "netns", "add", probe], check=False, capture_output=True).returncode != 0:
         return "`ip netns add` fails here (no network-namespace support)"
@@ -169,7 +170,8 @@ def station_pair(variant: str = "healthy") -> Iterator[StationPair]:
             _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host_key"))
             shutil.copy(workdir / "client_key.pub", d / "authorized_keys")
             (d / "sshd_config").write_text(SSHD_CONFIG.format(dir=d))
-            sshds.append(subprocess.Popen(["ip", "netns", "exec", station.name, shutil.which("sshd"), "-D", "-e",
+            sshd_path = shutil.which("sshd") or "sshd"
+            sshds.append(subprocess.Popen(["ip", "netns", "exec", station.name, sshd_path, "-D", "-e",
                                            "-f", str(d / "sshd_config")], stderr=subprocess.DEVNULL))
             _wait_for(d / "sshd.pid", sshds[-1])
             hosts.append(SSH_HOST.format(name=station.name, key=workdir / "client_key"))
@@ -182,7 +184,8 @@ def station_pair(variant: str = "healthy") -> Iterator[StationPair]:
                 sshd.wait(timeout=5)
         for name in created:
             # sshd session processes that outlive the listener
-            pids = subprocess.run(["ip", "netns", "pids", name], check=False, capture_output=True, text=True).stdout.split()
+            pids = subprocess.run(["ip", "netns", "pids", name], check=False, capture_output=True,
+                                  text=True).stdout.split()
             for pid in pids:
                 with contextlib.suppress(OSError, ValueError):
                     os.kill(int(pid), signal.SIGKILL)

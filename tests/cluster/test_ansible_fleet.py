@@ -1,14 +1,11 @@
 """A fleet from an Ansible inventory: the two network-namespace hosts (real sshd) listed in an Ansible group, golive's
 inventory naming only that group (`stations_from`); `golive run -n 2` checks both through testinfra's ansible backend
 and writes one report. The hosts are no GPU stations: the host checks must say so, station by station."""
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from golive_run import golive_run
 
 pytest.importorskip("ansible", reason="ansible-core is golive's `test` extra (scripts/setup.sh installs it)")
 
@@ -28,12 +25,10 @@ def test_stations_from_an_ansible_group_one_report(healthy_pair, tmp_path):
     inventory.write_text(f"profile: {REPO}/fixtures/profiles/netns-rail-site.yaml\n"
                          "stations_from:\n  - {ansible_inventory: hosts.yml, group: gpu_stations}\n")
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "host",
-                             "-k", CHECKS, "-n", "2", "-v"], capture_output=True, text=True, cwd=REPO, timeout=120,
-                            env={**os.environ, "ANSIBLE_HOST_KEY_CHECKING": "False"})
-    output = result.stdout + result.stderr
-    assert "Traceback" not in output, output
-    results = json.loads((out / "results.json").read_text())
+    run = golive_run(inventory, out, "-m", "host", "-k", CHECKS, "-n", "2", "-v", timeout=120,
+                     env={"ANSIBLE_HOST_KEY_CHECKING": "False"})
+    output, results = run.output, run.results
+    assert "Traceback" not in output and results, output
     names = [pair.a.name, pair.b.name]
     assert sorted(s["name"] for s in results["stations"]) == sorted(names)
     assert all(s["host"].startswith(f"ansible://{s['name']}?ansible_inventory=") for s in results["stations"])
@@ -48,7 +43,7 @@ def test_stations_from_an_ansible_group_one_report(healthy_pair, tmp_path):
         assert "nvidia-smi: command not found" in gpu["message"], gpu
         disk = checks[f"test_checkpoint_disk_space[{name}]"]
         assert disk["outcome"] == "failed" and "the profile gives no checkpoint.path" in disk["message"], disk
-    assert result.returncode == 1 and results["verdict"] == "fail", output
+    assert run.code == 1 and results["verdict"] == "fail", output
     workers = {name: set(re.findall(rf"^\[(gw\d+)\] .*\[{name}\]", output, flags=re.MULTILINE)) for name in names}
     assert all(len(w) == 1 for w in workers.values()), workers
     record = (out / "go-live.md").read_text()

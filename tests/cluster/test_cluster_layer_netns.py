@@ -1,12 +1,10 @@
 """The cluster layer's rail checks end to end: `golive run -m cluster` against two network-namespace stations over
 ssh (testinfra's ssh backend, the inventory's ssh_config). The healthy pair passes; each broken pair fails exactly
 the check it breaks, with the operator message checked."""
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from golive_run import golive_run
 
 REPO = Path(__file__).resolve().parents[2]
 RAIL_CHECKS = "rail or jumbo"   # what a veth pair can show: no RDMA, no NCCL log (station trees cover those)
@@ -27,7 +25,7 @@ BROKEN = {
 }
 
 
-def golive_run(pair, tmp_path: Path) -> tuple[int, dict, str]:
+def golive_rails(pair, tmp_path: Path) -> tuple[int, dict, str]:
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"profile: {REPO}/fixtures/profiles/netns-rail-site.yaml\n"
                          f"ssh_config: {pair.ssh_config}\n"
@@ -35,11 +33,8 @@ def golive_run(pair, tmp_path: Path) -> tuple[int, dict, str]:
                          f"  - {{name: {pair.a.name}, role: a, host: '{pair.a.spec}'}}\n"
                          f"  - {{name: {pair.b.name}, role: b, host: '{pair.b.spec}'}}\n")
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "cluster",
-                             "-k", RAIL_CHECKS, "-q"], capture_output=True, text=True, cwd=REPO, check=False,
-                            timeout=300)
-    results = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
-    return result.returncode, results, result.stdout + result.stderr
+    run = golive_run(inventory, out, "-m", "cluster", "-k", RAIL_CHECKS, "-q")
+    return run.code, run.results, run.output
 
 
 def by_check(results: dict, pair) -> dict[tuple[str, str], dict]:
@@ -48,7 +43,7 @@ def by_check(results: dict, pair) -> dict[tuple[str, str], dict]:
 
 
 def test_healthy_pair_passes_every_rail_check(healthy_pair, tmp_path):
-    code, results, output = golive_run(healthy_pair, tmp_path)
+    code, results, output = golive_rails(healthy_pair, tmp_path)
     checks = by_check(results, healthy_pair)
     assert {k: c["outcome"] for k, c in checks.items() if c["outcome"] != "passed"} == {}, output
     assert len(checks) == 11 and code == 0 and results["verdict"] == "pass", output  # 5 per station + the pair's ping
@@ -58,7 +53,7 @@ def test_healthy_pair_passes_every_rail_check(healthy_pair, tmp_path):
                                      for v in sorted(BROKEN)])   # ~25 s a run: one by default, the rest slow
 def test_broken_pair_fails_exactly_its_check(station_pairs, tmp_path, variant):
     pair = station_pairs(variant)
-    code, results, output = golive_run(pair, tmp_path)
+    code, results, output = golive_rails(pair, tmp_path)
     checks = by_check(results, pair)
     failed = {k for k, c in checks.items() if c["outcome"] == "failed"}
     assert failed == set(BROKEN[variant]), output

@@ -2,13 +2,12 @@
 -m cluster` on two station trees (fixtures/cluster-stations, testinfra's chroot backend). The healthy pair passes
 every cluster check; each broken variant replaces one station of the pair and fails exactly its check, with the
 operator message checked."""
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
+from golive_run import golive_run
+
 from golive_testbed.targets import build_station_trees, load_variants
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +47,7 @@ MESSAGES = {
                         "gb300-b ['vllm/vllm-openai@sha256:6fd5bb80", "matching architecture and digests"],
 }
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+pytestmark = needs_chroot
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +55,14 @@ def trees():
     return build_station_trees(SRC, SRC / ".built")
 
 
-def golive_run(tmp_path: Path, a: Path, b: Path) -> tuple[int, dict, str]:
+def golive_pair(tmp_path: Path, a: Path, b: Path) -> tuple[int, dict, str]:
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"profile: {REPO}/fixtures/profiles/gb300-rail-site.yaml\nstations:\n"
                          f"  - {{name: gb300-a, role: a, host: 'chroot://{a}'}}\n"
                          f"  - {{name: gb300-b, role: b, host: 'chroot://{b}'}}\n")
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "cluster",
-                             "-q"], capture_output=True, text=True, cwd=REPO, timeout=300, check=False)
-    results = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
-    return result.returncode, results, result.stdout + result.stderr
+    run = golive_run(inventory, out, "-m", "cluster", "-q")
+    return run.code, run.results, run.output
 
 
 def outcomes(results: dict) -> dict[tuple[str, str], dict]:
@@ -73,7 +70,7 @@ def outcomes(results: dict) -> dict[tuple[str, str], dict]:
 
 
 def test_healthy_pair_passes_every_cluster_check(trees, tmp_path):
-    code, results, output = golive_run(tmp_path, trees["gb300-rail-a"], trees["gb300-rail-b"])
+    code, results, output = golive_pair(tmp_path, trees["gb300-rail-a"], trees["gb300-rail-b"])
     checks = outcomes(results)
     expected = {(name, "gb300-a") for name in CLUSTER_CHECKS} | {(name, "gb300-b") for name in
                                                                  CLUSTER_CHECKS - PAIR_CHECKS}
@@ -102,7 +99,7 @@ DEFAULT = {"a-socket-fallback", "a-gid-shifted", "b-env-differs", "a-one-host-lo
 def test_each_variant_fails_exactly_its_check(trees, tmp_path, variant):
     pair = {"gb300-rail-a": trees["gb300-rail-a"], "gb300-rail-b": trees["gb300-rail-b"],
             variant.base: trees[variant.name]}
-    code, results, output = golive_run(tmp_path, pair["gb300-rail-a"], pair["gb300-rail-b"])
+    code, results, output = golive_pair(tmp_path, pair["gb300-rail-a"], pair["gb300-rail-b"])
     checks = outcomes(results)
     station = "gb300-a" if variant.base == "gb300-rail-a" or variant.breaks in PAIR_CHECKS else "gb300-b"
     failed = {k for k, c in checks.items() if c["outcome"] == "failed"}

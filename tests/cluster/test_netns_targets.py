@@ -19,7 +19,7 @@ def hosts(pair: netns.StationPair):
 @pytest.mark.parametrize("variant", sorted(netns.VARIANTS))
 def test_ssh_reaches_both_stations_and_reads_the_rail_mtu(station_pairs, variant):
     pair = station_pairs(variant)
-    for host, station in zip(hosts(pair), (pair.a, pair.b)):
+    for host, station in zip(hosts(pair), (pair.a, pair.b), strict=True):
         assert host.backend.get_hostname() == station.name
         assert host.interface(station.ifname).link[0]["mtu"] == station.mtu
     assert netns.VARIANTS[variant].mtu_b == pair.b.mtu

@@ -12,9 +12,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from golive_testbed.reference.launcher import ReferenceStation
 
 from golive.watch import LIGHT_KEYWORDS
+from golive_testbed.reference.launcher import ReferenceStation
 
 REPO = Path(__file__).resolve().parents[2]
 PORT = int(os.environ.get("GOLIVE_TEST_PORT", "8779"))

@@ -3,19 +3,9 @@
 Each broken station is real misconfiguration (flags, name, key) or an oracle fault; `golive run -m endpoint` must fail
 exactly the checks that station breaks, with an operator message, and nothing else.
 """
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-from golive_testbed.reference.launcher import ReferenceStation
-
-REPO = Path(__file__).resolve().parents[2]
-PORT = int(os.environ.get("GOLIVE_TEST_PORT", "8779"))
-KEY_ENV = "GOLIVE_TEST_REFERENCE_KEY"
+from golive_run import golive_endpoint
 
 # variant -> (checks expected to fail, a fragment each failure message must contain)
 BROKEN = {
@@ -47,34 +37,8 @@ BROKEN = {
 }
 
 
-@pytest.fixture(scope="module", params=["healthy", *BROKEN])
-def reference(request, tmp_path_factory):
-    log = tmp_path_factory.mktemp("logs") / f"{request.param}.log"
-    with ReferenceStation(port=PORT, variant=request.param, log_path=log) as running:
-        yield running
-
-
-def golive_endpoint(reference, out: Path, *args: str, with_key: bool = False, profile: str = "reference-cpu",
-                    inventory_extra: str = ""):
-    inventory = out / "inventory.yaml"
-    key_line = f", api_key_env: {KEY_ENV}" if with_key else ""
-    inventory.write_text(f"profile: {profile}\nstations:\n"
-                         f"  - {{name: reference, endpoint: '{reference.base_url}'{key_line}}}\n{inventory_extra}")
-    env = dict(os.environ)
-    if with_key:
-        env[KEY_ENV] = reference.api_key or "not-needed"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out),
-                             "-m", "endpoint", "-q", *args],
-                            capture_output=True, text=True, cwd=REPO, timeout=900, env=env)
-    results = json.loads((out / "results.json").read_text())
-    by_check: dict[str, list[dict]] = {}
-    for check in results["checks"]:
-        by_check.setdefault(check["nodeid"].split("::")[-1].split("[")[0], []).append(check)
-    return result, results, by_check
-
-
-def failed(by_check) -> set[str]:
-    return {name for name, checks in by_check.items() if any(c["outcome"] == "failed" for c in checks)}
+EVERY_VARIANT = pytest.mark.parametrize("reference", ["healthy", *BROKEN], indirect=True)  # tests/conftest.py
+BROKEN_VARIANTS = pytest.mark.parametrize("reference", list(BROKEN), indirect=True)
 
 
 # Checks that cost most of a run on 2 cores; a broken station's quick run leaves them out unless it breaks them, and the
@@ -96,42 +60,42 @@ EXPENSIVE = {"test_tool_call_battery_meets_floor": "battery",
 
 
 def assert_fails_exactly(reference, tmp_path, *selection: str) -> None:
-    result, results, by_check = golive_endpoint(reference, tmp_path, *selection)
-    output = result.stdout + result.stderr
+    run = golive_endpoint(reference, tmp_path, *selection)
     expected, fragment = BROKEN[reference.variant]
-    assert failed(by_check) == expected, output
-    assert result.returncode == 1 and results["verdict"] == "fail"
-    messages = [c["message"] for name in expected for c in by_check[name] if c["outcome"] == "failed"]
+    assert run.failed() == expected, run.output
+    assert run.code == 1 and run.results["verdict"] == "fail"
+    by_name = run.by_name()
+    messages = [c["message"] for name in expected for c in by_name[name] if c["outcome"] == "failed"]
     for message in messages:
         assert message.startswith("Found: ") and "\nRecipe: " in message and "\nDo: " in message, message
     assert any(fragment in m for m in messages), messages
 
 
-def test_station_fails_exactly_its_checks(reference, tmp_path):
-    """Healthy: every endpoint check passes. Broken: exactly its checks fail (expensive checks it does not break are
-    left to the slow test below)."""
+@EVERY_VARIANT
+def test_station_fails_exactly_its_checks(reference, tmp_path, request):
+    """Healthy: every endpoint check passes (the session's one whole-layer run, tests/conftest.py). Broken: exactly its
+    checks fail (expensive checks it does not break are left to the slow test below)."""
     if reference.variant != "healthy":
         breaks = {word for name, word in EXPENSIVE.items() if name in BROKEN[reference.variant][0]}
         spared = set(EXPENSIVE.values()) - breaks
         assert_fails_exactly(reference, tmp_path, "-k", " and ".join(f"not {word}" for word in spared) or "")
         return
-    result, results, by_check = golive_endpoint(reference, tmp_path)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0 and not failed(by_check), output
-    assert results["verdict"] == "pass"
-    assert results["stations"][0]["provenance"]["vllm_version"] == "0.32.0"  # from the server's /version
-    skipped = {n for n, cs in by_check.items() if all(c["outcome"] in ("not_checked", "not_applicable") for c in cs)}
-    assert not skipped, output
-    [auth] = by_check["test_auth_matches_profile"]
+    run = request.getfixturevalue("healthy_endpoint_run")
+    assert run.code == 0 and not run.failed(), run.output
+    assert run.results["verdict"] == "pass"
+    assert run.results["stations"][0]["provenance"]["vllm_version"] == "0.32.0"  # from the server's /version
+    skipped = {name for name, cs in run.by_name().items()
+               if all(c["outcome"] in ("not_checked", "not_applicable") for c in cs)}
+    assert not skipped, run.output
+    auth = run.check("test_auth_matches_profile")
     assert auth["note"].startswith("OPEN ENDPOINT:")  # passed, and the report says so
-    assert "OPEN ENDPOINT" in (tmp_path / "go-live.html").read_text()
+    assert "OPEN ENDPOINT" in (run.out / "go-live.html").read_text()
 
 
 @pytest.mark.slow
+@BROKEN_VARIANTS
 def test_broken_station_keeps_every_other_check_green(reference, tmp_path):
     """The whole endpoint layer on a broken station: its checks fail, every other one (expensive ones too) passes."""
-    if reference.variant == "healthy":
-        pytest.skip("the healthy station runs the whole layer in the quick test")
     # The under-load probes repeat the smoke test's tool call and arithmetic while a load runs: on a station whose tool
     # calls are broken without load too, they must not fail again (one root cause, one failure: the smoke and battery
     # checks name it), so they are in this run and not among the expected failures. Their own proof, both ways, is
@@ -139,15 +103,15 @@ def test_broken_station_keeps_every_other_check_green(reference, tmp_path):
     assert_fails_exactly(reference, tmp_path)
 
 
+@pytest.mark.parametrize("reference", ["api-key-required"], indirect=True)
 def test_keys_never_reach_a_report(reference, tmp_path):
     """With the key configured the keyed station passes, and the key appears in no report, log or JUnit file."""
-    if reference.variant != "api-key-required":
-        pytest.skip("only the keyed station has a key")
-    result, results, by_check = golive_endpoint(reference, tmp_path, "-k", "auth or models or canary", with_key=True)
-    assert result.returncode == 0 and not failed(by_check), result.stdout + result.stderr
+    run = golive_endpoint(reference, tmp_path, "-k", "auth or models or canary", with_key=True)
+    assert run.code == 0 and not run.failed(), run.output
+    assert {"test_auth_matches_profile", "test_models_lists_served_name"} <= set(run.by_name()), run.output
     for path in tmp_path.iterdir():
         assert reference.api_key not in path.read_text(), path
-    assert reference.api_key not in result.stdout + result.stderr
+    assert reference.api_key not in run.output
 
 
 @pytest.mark.parametrize("site,selection,fragment", [
@@ -162,26 +126,22 @@ def test_keys_never_reach_a_report(reference, tmp_path):
      "context-raised-above-profile", "unknown-effort-level", "kv-below-floor", "battery-floor"])
 def test_profile_demands_more_than_the_station_gives(reference, tmp_path, site, selection, fragment):
     """The healthy station against a stricter site profile: the one check that compares fails, with its reason."""
-    if reference.variant != "healthy":
-        pytest.skip("runs against the healthy station")
     profile = tmp_path / "site.yaml"
     profile.write_text(f"extends: reference-cpu\n{site}")
-    result, results, by_check = golive_endpoint(reference, tmp_path, "-k", selection, profile=str(profile))
-    assert len(failed(by_check)) == 1, result.stdout + result.stderr
-    [message] = [c["message"] for cs in by_check.values() for c in cs if c["outcome"] == "failed"]
+    run = golive_endpoint(reference, tmp_path, "-k", selection, profile=str(profile))
+    assert len(run.failed()) == 1, run.output
+    [message] = [c["message"] for c in run.checks if c["outcome"] == "failed"]
     assert fragment in message, message
 
 
+@pytest.mark.parametrize("reference", ["no-tool-parser"], indirect=True)
 def test_tool_choice_modes_each_report_what_they_did(reference, tmp_path):
     """Without the tool parser flags, `none` still answers in text (passed), while auto, required and named are refused
     for the smoke test's root cause: not checked, pointing at it — one root cause, one failure."""
-    if reference.variant != "no-tool-parser":
-        pytest.skip("runs against the station without tool parser flags")
-    result, results, by_check = golive_endpoint(reference, tmp_path, "-k", "tool_choice or parallel")
-    outcomes = {name: [c["outcome"] for c in checks] for name, checks in by_check.items()}
-    assert outcomes["test_tool_choice_none_answers_in_text"] == ["passed"], result.stdout + result.stderr
+    run = golive_endpoint(reference, tmp_path, "-k", "tool_choice or parallel")
+    assert run.check("test_tool_choice_none_answers_in_text")["outcome"] == "passed", run.output
     for name in ("test_tool_choice_auto_calls_when_a_tool_fits", "test_tool_choice_required_forces_a_call",
                  "test_named_tool_choice_calls_that_function", "test_parallel_calls_are_separate_entries"):
-        [check] = by_check[name]
+        check = run.check(name)
         assert check["outcome"] == "not_checked" and "see the smoke-test check" in check["message"], check
         assert "requires --" in check["message"], check

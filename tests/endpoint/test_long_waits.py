@@ -2,15 +2,14 @@
 check waits, golive says so on the terminal every few seconds (never a secret); `--max-run-time` stops the whole run:
 the running check is stopped, the reports are written, INCOMPLETE, everything measured so far kept."""
 import json
-import os
 import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from golive_run import golive_run
 
 MODEL = "glm-5.3-flash"  # the shipped GB300 profile's served name
 SECRET = "sk-golive-slow-7c2e11"
@@ -62,12 +61,10 @@ def _run(tmp_path: Path, url: str, request_timeout_s: float, *args: str) -> tupl
                                         f"  connect_timeout_s: 2\n  request_timeout_s: {request_timeout_s}\n")
     (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: slow\n    endpoint: {url}\n"
                                              f"    api_key_env: GOLIVE_SLOW_KEY\n")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}, "GOLIVE_SLOW_KEY": SECRET}
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
-                             str(tmp_path / "out"), "-m", "endpoint", "-p", "no:cacheprovider", *args],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    return result, time.monotonic() - started
+    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "endpoint", "-p", "no:cacheprovider", *args,
+                     cwd=tmp_path, timeout=120, env={"GOLIVE_SLOW_KEY": SECRET})
+    return run.proc, time.monotonic() - started
 
 
 def test_a_long_wait_shows_progress(tmp_path, slow_station):

@@ -3,14 +3,13 @@
 Served for real on loopback: a small OpenAI streaming server that counts the requests in flight at once.
 """
 import json
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from golive_run import golive_run
 
 from golive.endpoint.load import levels_to_run
 
@@ -93,13 +92,11 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
         f"profile: reference-cpu\nstations:\n  - name: live\n    endpoint: http://127.0.0.1:{port}/v1\n"
         f"    production: true\n")
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
-                             str(out), "-m", "perf", "-p", "no:cacheprovider",
-                             # the fake answers load, not questions: the under-load probes have their own proof
-                             "-k", "not correctness_under_load",
-                             *(["--allow-peak-load"] if allow else [])],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    results = json.loads((out / "results.json").read_text())
+    run = golive_run(tmp_path / "inventory.yaml", out, "-m", "perf", "-p", "no:cacheprovider",
+                     # the fake answers load, not questions: the under-load probes have their own proof
+                     "-k", "not correctness_under_load", *(["--allow-peak-load"] if allow else []),
+                     cwd=tmp_path, timeout=60)
+    result, results = run.proc, run.results
     checks = {c["nodeid"].split("::")[1].split("[")[0]: c for c in results["checks"]}
     peak = checks["test_peak_throughput_meets_floor"]
     # reference-cpu sweeps [1, 4, 8], 2 measured + 1 warm-up round per level

@@ -2,13 +2,13 @@
 import json
 import socket
 import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from golive_run import golive_run
 
 from golive.endpoint.client import EndpointClient
 from golive.endpoint.errors import EndpointError
@@ -151,19 +151,9 @@ def run_golive(tmp_path: Path, endpoint: str, *extra: str,
         station += f"    host: {host}\n"
     (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n{station}")
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
-                             str(tmp_path / "out"), "-m", "endpoint", "-p", "no:cacheprovider", *extra],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            env={**_env(), "GOLIVE_SICK_KEY": SECRET})
-    took = time.monotonic() - started
-    path = tmp_path / "out" / "results.json"
-    return result, (json.loads(path.read_text()) if path.exists() else {}), took
-
-
-def _env() -> dict:
-    import os
-
-    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "endpoint", "-p", "no:cacheprovider", *extra,
+                     cwd=tmp_path, env={"GOLIVE_SICK_KEY": SECRET})
+    return run.proc, run.results, time.monotonic() - started
 
 
 def _failed(results: dict) -> list[dict]:

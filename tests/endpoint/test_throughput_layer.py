@@ -3,27 +3,15 @@ that one check with measured vs floor, and a proxy that drops 1 chat request in 
 Probes under load (suites/endpoint/test_correctness_under_load.py) pass on the station, and fail behind a proxy that
 corrupts answers only while streamed load is in flight."""
 import asyncio
-import json
-import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
-from golive_testbed.reference.launcher import ReferenceStation
+from golive_run import Run, golive_run
 
-REPO = Path(__file__).resolve().parents[2]
-PORT = int(os.environ.get("GOLIVE_TEST_PORT", "8779"))
 CHECKS = {"test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
           "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
           "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor"}
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    with ReferenceStation(port=PORT, log_path=tmp_path_factory.mktemp("logs") / "healthy.log") as running:
-        yield running
 
 
 class DroppingProxy:
@@ -134,27 +122,22 @@ class CorruptingProxy(DroppingProxy):
 
 
 def golive_perf(base_url: str, out: Path, profile: str = "reference-cpu", select: str = "not correctness_under_load",
-                checks: set[str] = CHECKS):
+                checks: set[str] = CHECKS) -> Run:
+    """The healthy station's perf checks (the session's station, tests/conftest.py) through golive run."""
     inventory = out / "inventory.yaml"
     inventory.write_text(f"profile: {profile}\nstations:\n  - {{name: reference, endpoint: '{base_url}'}}\n")
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "perf",
-                             "-k", select, "-q"], capture_output=True, text=True, cwd=REPO, timeout=600)
-    results = json.loads((out / "results.json").read_text())
-    by_check = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
-    assert set(by_check) == checks, result.stdout + result.stderr
-    return result, results, by_check
+    run = golive_run(inventory, out, "-m", "perf", "-k", select, "-q", timeout=600)
+    assert set(run.by_name()) == checks, run.output
+    return run
 
 
-def failed(by_check: dict) -> set[str]:
-    return {name for name, check in by_check.items() if check["outcome"] == "failed"}
-
-
-def test_shipped_reference_floors_pass(reference, tmp_path):
-    """The reference profile's floors hold on the reference station, and the sweep table lands in results.json."""
-    result, results, by_check = golive_perf(reference.base_url, tmp_path)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0 and {c["outcome"] for c in by_check.values()} == {"passed"}, output
-    metrics = {m["name"]: m for m in results["metrics"]}
+def test_shipped_reference_floors_pass(healthy_endpoint_run):
+    """The reference profile's floors hold on the reference station, and the sweep table lands in results.json (read
+    from the session's whole-layer run on the healthy station, tests/conftest.py)."""
+    run = healthy_endpoint_run
+    output = run.output
+    assert run.code == 0 and {run.check(name)["outcome"] for name in CHECKS} == {"passed"}, output
+    metrics = {m["name"]: m for m in run.results["metrics"]}
     for level in (1, 4, 8):
         assert metrics[f"load_c{level}_aggregate_tok_s"]["value"] > 0
         assert metrics[f"load_c{level}_failures"]["value"] == 0
@@ -169,10 +152,10 @@ def test_floor_above_the_station_fails_that_check(reference, tmp_path):
     # one level keeps it short: every gate then reads concurrency 1, so the aggregate floors are scaled to one user
     site.write_text("extends: reference-cpu\nload:\n  concurrency: [1]\n  gate_concurrency: 1\n"
                     "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1}\n")
-    result, results, by_check = golive_perf(reference.base_url, tmp_path, profile=str(site))
-    assert failed(by_check) == {"test_single_user_decode_meets_floor"}, result.stdout + result.stderr
-    assert result.returncode == 1 and results["verdict"] == "fail"
-    message = by_check["test_single_user_decode_meets_floor"]["message"]
+    run = golive_perf(reference.base_url, tmp_path, profile=str(site))
+    assert run.failed() == {"test_single_user_decode_meets_floor"}, run.output
+    assert run.code == 1 and run.results["verdict"] == "fail"
+    message = run.check("test_single_user_decode_meets_floor")["message"]
     assert "below the floor 100,000.0 tok/s" in message, message
     assert "1 user decodes at " in message and "\nDo: " in message and "max-num-seqs" in message
 
@@ -183,12 +166,12 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 4]\n  gate_concurrency: 4\n")
     proxy = DroppingProxy(reference.port, every=50, first=10)
     try:
-        result, results, by_check = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path, profile=str(site))
+        run = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path, profile=str(site))
     finally:
         proxy.close()
     assert proxy.dropped >= 1
-    assert "test_sweep_runs_every_level_without_failures" in failed(by_check), result.stdout + result.stderr
-    message = by_check["test_sweep_runs_every_level_without_failures"]["message"]
+    assert "test_sweep_runs_every_level_without_failures" in run.failed(), run.output
+    message = run.check("test_sweep_runs_every_level_without_failures")["message"]
     assert f"{proxy.dropped} of " in message and "requests failed" in message, message
     assert "closed before an HTTP response" in message, message
 
@@ -196,11 +179,11 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
 UNDER_LOAD = "test_tool_calls_and_arithmetic_stay_correct_under_load"
 
 
-def test_probes_stay_correct_under_load(reference, tmp_path):
-    """On the healthy station the tool and arithmetic probes, sent while the gate level's load is in flight, pass."""
-    result, _, by_check = golive_perf(reference.base_url, tmp_path, select="correctness_under_load",
-                                      checks={UNDER_LOAD})
-    assert result.returncode == 0 and by_check[UNDER_LOAD]["outcome"] == "passed", result.stdout + result.stderr
+def test_probes_stay_correct_under_load(healthy_endpoint_run):
+    """On the healthy station the tool and arithmetic probes, sent while the gate level's load is in flight, pass
+    (the session's whole-layer run, tests/conftest.py)."""
+    run = healthy_endpoint_run
+    assert run.code == 0 and run.check(UNDER_LOAD)["outcome"] == "passed", run.output
 
 
 @pytest.mark.slow  # ~40 s: the default run proves the pass direction, CI's slow run this one
@@ -209,13 +192,13 @@ def test_answers_corrupted_under_load_fail_naming_the_probes(reference, tmp_path
     it expected and what came back."""
     proxy = CorruptingProxy(reference.port)
     try:
-        result, _, by_check = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path,
-                                          select="correctness_under_load", checks={UNDER_LOAD})
+        run = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path, select="correctness_under_load",
+                          checks={UNDER_LOAD})
     finally:
         proxy.close()
     assert proxy.corrupted >= 1
-    assert result.returncode == 1 and by_check[UNDER_LOAD]["outcome"] == "failed", result.stdout + result.stderr
-    message = by_check[UNDER_LOAD]["message"]
+    assert run.code == 1 and run.check(UNDER_LOAD)["outcome"] == "failed", run.output
+    message = run.check(UNDER_LOAD)["message"]
     assert "tool call get_weather(Paris) (expected one get_weather call with city Paris, " in message, message
     assert "got tool calls [('get_weather', " in message and "Lyons" in message, message
     assert "arithmetic 17 * 23 (expected 391, " in message and "392" in message, message

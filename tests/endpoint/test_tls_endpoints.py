@@ -5,16 +5,15 @@ for the endpoint: httpx, the openai client, the load generator's lanes (golive.e
 import datetime
 import ipaddress
 import json
-import os
 import shutil
 import ssl
 import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from golive_run import golive_run
 
 MODEL = "glm-5.3-flash"  # the shipped GB300 profile's served name
 
@@ -138,14 +137,11 @@ def test_tls_failure_is_one_clear_failure(tmp_path, server, case):
     (tmp_path / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
                                         "  connect_timeout_s: 2\n")
     (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: tls\n    endpoint: {url}\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
-                             str(tmp_path / "out"), "-m", "endpoint", "-p", "no:cacheprovider",
-                             "-k", "test_health_endpoint_is_ok or test_auth_matches_profile or test_models_lists"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    output = result.stdout + result.stderr
-    assert result.returncode == 1, output[-3000:]  # reached but misconfigured: NO-GO, not INCOMPLETE
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "endpoint", "-p", "no:cacheprovider",
+                     "-k", "test_health_endpoint_is_ok or test_auth_matches_profile or test_models_lists",
+                     cwd=tmp_path, timeout=120)
+    output, results = run.output, run.results
+    assert run.code == 1, output[-3000:]  # reached but misconfigured: NO-GO, not INCOMPLETE
     [failed] = [c for c in results["checks"] if c["outcome"] == "failed"]
     assert failed["nodeid"].split("::")[-1].startswith("test_health_endpoint_is_ok"), failed
     found = failed["finding"]["found"]
@@ -163,12 +159,9 @@ def _golive(tmp_path: Path, url: str, station_extra: str = "", *select: str) -> 
                                         "  connect_timeout_s: 2\n")
     (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: tls\n    endpoint: {url}\n"
                                              f"{station_extra}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
-                             str(tmp_path / "out"), "-m", "endpoint", "-p", "no:cacheprovider", *select],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    path = tmp_path / "out" / "results.json"
-    return result, json.loads(path.read_text()) if path.exists() else {}
+    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "endpoint", "-p", "no:cacheprovider",
+                     *select, cwd=tmp_path, timeout=120)
+    return run.proc, run.results
 
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["site-ca-named", "site-ca-not-named"])

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from golive_testbed.targets import build_station_trees
 
 from golive import config as golive_config
 from golive.capture import Capture, Observed, _Collector, capture_flags, redacted, render
+from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORIES = REPO / "fixtures/inventories"

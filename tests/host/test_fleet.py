@@ -1,12 +1,9 @@
 """A fleet in one run: two station trees, `golive run INV -n 2` (pytest-xdist), one report with both stations."""
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from e2e import needs_chroot
+from golive_run import golive_run
 
 from golive.fleet import station_of
 
@@ -23,7 +20,7 @@ def test_station_of_a_node_id():
     assert station_of("suites/x.py::test_y[other]", stations) is None
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+@needs_chroot
 def test_two_stations_in_parallel_one_report(tmp_path):
     from golive_testbed.targets import build_station_trees
 
@@ -33,11 +30,9 @@ def test_two_stations_in_parallel_one_report(tmp_path):
                          f"  - {{name: gb300-a, role: a, host: 'chroot://{trees['gb300-healthy']}'}}\n"
                          f"  - {{name: gb300-b, role: b, host: 'chroot://{trees['tool-parser-wrong']}'}}\n")
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "host",
-                             "-n", "2", "-v"], capture_output=True, text=True, cwd=REPO, timeout=300)
-    output = result.stdout + result.stderr
-    assert result.returncode == 1, output
-    results = json.loads((out / "results.json").read_text())
+    run = golive_run(inventory, out, "-m", "host", "-n", "2", "-v")
+    output, results = run.output, run.results
+    assert run.code == 1, output
     assert results["verdict"] == "fail"
     by_station = {name: [c for c in results["checks"] if c["station"] == name] for name in ("gb300-a", "gb300-b")}
     assert len(by_station["gb300-a"]) == len(by_station["gb300-b"]) == 19 and len(results["checks"]) == 38

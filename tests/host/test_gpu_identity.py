@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]

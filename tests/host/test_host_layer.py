@@ -2,14 +2,13 @@
 
 The healthy trees pass every host check; each broken tree fails exactly the check it breaks, with an operator message.
 """
-import json
 import re
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
+from golive_run import check_name, golive_run
+
 from golive_testbed.targets import build_station_trees, load_variants
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,7 +84,7 @@ MESSAGES = {
 }
 ONE_ROOT_CAUSE = {"unit-missing": 9, "prestart-missing": 2, "checkpoint-missing": 2, "nvidia-smi-missing": 1}
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+pytestmark = needs_chroot
 
 
 @pytest.fixture(scope="module")
@@ -93,15 +92,13 @@ def trees():
     return build_station_trees()
 
 
-def golive_run(inventory: Path, out: Path, *pytest_args: str) -> tuple[int, dict, str]:
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "host",
-                             "-q", *pytest_args], capture_output=True, text=True, cwd=REPO, timeout=300)
-    results = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
-    return result.returncode, results, result.stdout + result.stderr
+def golive_host(inventory: Path, out: Path, *pytest_args: str) -> tuple[int, dict, str]:
+    run = golive_run(inventory, out, "-m", "host", "-q", *pytest_args)
+    return run.code, run.results, run.output
 
 
 def outcomes(results: dict) -> dict[str, dict]:
-    return {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
+    return {check_name(c): c for c in results["checks"]}
 
 
 def variants():
@@ -109,7 +106,7 @@ def variants():
 
 
 def test_healthy_station_passes_every_host_check(trees, tmp_path):
-    code, results, output = golive_run(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path)
+    code, results, output = golive_host(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path)
     assert code == 0, output
     checks = outcomes(results)
     assert set(checks) == HOST_CHECKS
@@ -131,7 +128,7 @@ def test_healthy_station_passes_every_host_check(trees, tmp_path):
 
 @pytest.mark.parametrize("variant", variants(), ids=lambda v: v.name)
 def test_each_tree_fails_exactly_its_rule(trees, tmp_path, variant):
-    code, results, output = golive_run(REPO / f"fixtures/inventories/{variant.name}.yaml", tmp_path)
+    code, results, output = golive_host(REPO / f"fixtures/inventories/{variant.name}.yaml", tmp_path)
     checks = outcomes(results)
     failed = {n for n, c in checks.items() if c["outcome"] == "failed"}
     if variant.breaks is None:
@@ -157,27 +154,27 @@ def test_needs_more_disk_than_there_is(trees, tmp_path):
     healthy = trees["gb300-healthy"]
     inventory.write_text(f"profile: {REPO}/fixtures/profiles/gb300-site-needs-more-disk.yaml\n"
                          f"stations:\n  - {{name: gb300-a, host: 'chroot://{healthy}'}}\n")
-    code, results, output = golive_run(inventory, tmp_path / "out", "-k", "disk_space")
+    code, results, output = golive_host(inventory, tmp_path / "out", "-k", "disk_space")
     [check] = results["checks"]
     assert check["outcome"] == "failed" and "at least 1e+06 GB for the checkpoint alone" in check["message"], output
     assert "GB of shards" in check["message"]
+    assert code == 1 and results["verdict"] == "fail", output  # a failed check is NO-GO, exit code 1
 
 
 def test_no_coherent_memory_skips_the_numa_check(trees, tmp_path):
     """A real H200 host (recorded): no numa_status, Addressing Mode None, no memory-only node → SKIP with the reason."""
-    pytest.importorskip("testinfra")
-    inventory = REPO / "fixtures/inventories/h200-device.yaml"
-    if not inventory.exists():
-        pytest.skip("no h200-device tree")
-    code, results, output = golive_run(inventory, tmp_path, "-k", "hbm_node_page_cache")
+    inventory = REPO / "fixtures/inventories/h200-device.yaml"  # committed, with its tree in fixtures/stations
+    code, results, output = golive_host(inventory, tmp_path, "-k", "hbm_node_page_cache")
     [check] = results["checks"]
     assert check["outcome"] == "not_applicable" and "no coherent GPU memory" in check["message"], output
+    # the only check selected does not apply: golive says so in one line and exits 5, never GO on nothing checked
+    assert code == 5 and "golive: no selected check applies to these stations" in output, output
 
 
 def test_open_bind_is_a_finding_on_a_passing_check(trees, tmp_path):
     """The healthy tree serves on 0.0.0.0 without auth, as published: the check passes and carries the finding."""
-    code, results, output = golive_run(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path, "-k",
-                                       "served_flags_match")
+    code, results, output = golive_host(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path,
+                                        "-k", "served_flags_match")
     [check] = results["checks"]
     assert check["outcome"] == "passed", output
     assert check["note"].startswith("OPEN BIND: vLLM listens on every interface"), output
@@ -205,8 +202,8 @@ def test_every_profile_value_is_checked(trees, tmp_path):
                                         + "".join(head + "\n" + body for head, body in sections.items()))
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"profile: site.yaml\nstations:\n  - {{name: gb300-a, host: 'chroot://{trees['gb300-healthy']}'}}\n")
-    code, results, output = golive_run(inventory, tmp_path / "out", "-k",
-                                       "served_flags or saves_logs or shards_complete")
+    code, results, output = golive_host(inventory, tmp_path / "out",
+                                        "-k", "served_flags or saves_logs or shards_complete")
     checks = outcomes(results)
     failed = {n for n, c in checks.items() if c["outcome"] == "failed"}
     assert failed == {c for _, c, _ in PROFILE_VALUES.values()}, output

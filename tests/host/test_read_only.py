@@ -2,11 +2,11 @@
 read-only allow-list (golive/readonly.py), which refuses anything that could write."""
 import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
+from golive_run import golive_run
 
 from golive.readonly import allowed
 from golive_testbed.targets import build_station_trees
@@ -31,18 +31,15 @@ def tree_state(root: Path) -> str:
     return digest.hexdigest()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+@needs_chroot
 def test_host_layer_changes_nothing_and_sends_only_allowed_commands(tmp_path):
     trees = build_station_trees()
     tree = trees["gb300-healthy"]
     before = tree_state(tree)
     log = tmp_path / "commands.log"
-    inventory = REPO / "fixtures/inventories/gb300-healthy.yaml"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory),
-                             "-o", str(tmp_path / "out"), "-m", "host", "-q", "-p", "no:cacheprovider"],
-                            capture_output=True, text=True, cwd=REPO, timeout=300,
-                            env={**os.environ, "GOLIVE_COMMAND_LOG": str(log)})
-    assert result.returncode == 0, result.stdout[-3000:]
+    run = golive_run(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path / "out", "-m", "host", "-q",
+                     "-p", "no:cacheprovider", env={"GOLIVE_COMMAND_LOG": str(log)})
+    assert run.code == 0, run.output[-3000:]
     assert tree_state(tree) == before
     sent = set(log.read_text().splitlines())
     assert {"systemctl show glm53-flash.service", "docker inspect glm53-flash"} <= sent  # the log saw the checks

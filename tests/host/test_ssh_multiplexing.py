@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from golive_testbed.sshd import available, loopback_sshd
-from golive_testbed.targets import build_station_trees
 
 from golive.config import load_inventory
 from golive.station import connect, disconnect
+from golive_testbed.sshd import available, loopback_sshd
+from golive_testbed.targets import build_station_trees
 
 
 def _free_port() -> int:

@@ -5,10 +5,10 @@ import os
 from pathlib import Path
 
 import pytest
-from golive_testbed.targets import build_station_trees, load_variants
 
 from golive.config import load_inventory
 from golive.station import StationFacts, connect
+from golive_testbed.targets import build_station_trees, load_variants
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORIES = REPO / "fixtures" / "inventories"

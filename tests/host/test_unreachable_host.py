@@ -1,12 +1,9 @@
 """An ssh host that accepts TCP and never sends its banner: golive gives up within the profile's connect timeout."""
-import json
-import os
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
+from golive_run import golive_run
 
 from golive.station import with_connect_timeout
 
@@ -37,15 +34,13 @@ def test_host_that_never_finishes_its_handshake_fails_within_connect_timeout(tmp
     host = f"ssh://root@127.0.0.1:{bannerless_sshd}"
     (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nssh_config: ssh_config\nstations:\n"
                                              f"  - name: mute\n    host: {host}\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
-                             str(tmp_path / "out"), "-m", "host", "-p", "no:cacheprovider"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "host", "-p", "no:cacheprovider",
+                     cwd=tmp_path, timeout=120)
     took = time.monotonic() - started
-    output = result.stdout + result.stderr
-    assert result.returncode == 2, output[-3000:]
-    checks = json.loads((tmp_path / "out" / "results.json").read_text())["checks"]
+    output = run.output
+    assert run.code == 2, output[-3000:]
+    checks = run.checks
     assert len(checks) > 10 and {c["outcome"] for c in checks} == {"not_checked"}, checks
     reasons = {c["message"] for c in checks}
     assert len(reasons) == 1, reasons  # asked once: one reason, one connect timeout

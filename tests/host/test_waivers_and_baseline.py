@@ -3,19 +3,17 @@
 The tool-parser-wrong tree serves --tool-call-parser hermes; the healthy tree serves the recipe's glm47. Runs are cut
 to the served-flags check (-k) so each takes seconds.
 """
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
+from golive_run import golive_run
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORIES = REPO / "fixtures/inventories"
 FLAGS = "test_served_flags_match_profile"
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+pytestmark = needs_chroot
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -25,12 +23,9 @@ def trees():
     return build_station_trees()
 
 
-def golive_run(inventory: str, out: Path, *args: str) -> tuple[int, dict, str]:
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(INVENTORIES / inventory), "-o", str(out),
-                             "-m", "host", "-q", "-k", FLAGS, *args], capture_output=True, text=True, cwd=REPO,
-                            timeout=300)
-    path = out / "results.json"
-    return result.returncode, json.loads(path.read_text()) if path.exists() else {}, result.stdout + result.stderr
+def golive_flags(inventory: str, out: Path, *args: str) -> tuple[int, dict, str]:
+    run = golive_run(INVENTORIES / inventory, out, "-m", "host", "-q", "-k", FLAGS, *args)
+    return run.code, run.results, run.output
 
 
 def the_check(results: dict) -> dict:
@@ -39,7 +34,7 @@ def the_check(results: dict) -> dict:
 
 
 def test_active_waiver_waives_the_failure_and_the_run_passes(tmp_path):
-    code, results, output = golive_run("waiver-accepted.yaml", tmp_path)
+    code, results, output = golive_flags("waiver-accepted.yaml", tmp_path)
     assert code == 0, output
     check = the_check(results)
     assert check["outcome"] == "waived" and results["verdict"] == "pass"
@@ -53,7 +48,7 @@ def test_active_waiver_waives_the_failure_and_the_run_passes(tmp_path):
 
 
 def test_expired_waiver_fails_the_run_naming_the_waiver(tmp_path):
-    code, results, output = golive_run("waiver-expired.yaml", tmp_path)
+    code, results, output = golive_flags("waiver-expired.yaml", tmp_path)
     assert code == 1, output
     check = the_check(results)
     assert check["outcome"] == "failed" and check["waiver"]["expired"] is True
@@ -63,18 +58,18 @@ def test_expired_waiver_fails_the_run_naming_the_waiver(tmp_path):
 
 
 def test_typo_in_waiver_file_is_a_config_error_with_file_and_line(tmp_path):
-    code, results, output = golive_run("waiver-typo.yaml", tmp_path)
+    code, results, output = golive_flags("waiver-typo.yaml", tmp_path)
     assert code == 4 and results == {}
     assert "typo.yaml:7: unknown key 'waivers.0.expiry'; did you mean 'expires'?" in output
     assert "Traceback" not in output
 
 
 def test_baseline_gate_fails_on_an_unannounced_parser_change(tmp_path):
-    code, before, output = golive_run("gb300-healthy.yaml", tmp_path / "before")
+    code, before, output = golive_flags("gb300-healthy.yaml", tmp_path / "before")
     assert code == 0, output
     served = before["stations"][0]["provenance"]["served_args"]
     assert served["tool-call-parser"] == "glm47" and before["baseline"] is None
-    code, after, output = golive_run("tool-parser-wrong.yaml", tmp_path / "after", "--baseline",
+    code, after, output = golive_flags("tool-parser-wrong.yaml", tmp_path / "after", "--baseline",
                                      str(tmp_path / "before/results.json"))
     assert code == 1, output
     changes = [(c["kind"], c["name"], c["before"], c["after"], c["failing"]) for c in after["baseline"]["changes"]]

@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from golive_testbed.targets import build_station_trees
 from prometheus_client.parser import text_string_to_metric_families
 
 from golive.watch import watched_layers
+from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from types import SimpleNamespace
 
 import httpx
@@ -117,33 +116,13 @@ def test_oracle_forces_its_script_and_yields_to_the_grammar(tmp_path):
 
 # --- the real server ---------------------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The session's stations (tests/conftest.py): healthy, and the think-leak one the endpoint tests use as well.
+THINK_LEAK = pytest.mark.parametrize("reference", ["fault-think-leak"], indirect=True)
 
 
-@pytest.fixture(scope="module")
-def stations(tmp_path_factory):
-    """A healthy station and a think-leak one, booted side by side (start-up dominates this file's run time)."""
-    model_dir = build_model_dir(tmp_path_factory.mktemp("reference-model"))
-    logs = tmp_path_factory.mktemp("reference-logs")
-    started = {v: ReferenceStation(port=_free_port(), variant=v, model_dir=model_dir, log_path=logs / f"{v}.log")
-               for v in ("healthy", "fault-think-leak")}
-    try:
-        for station in started.values():
-            station.launch()
-        for station in started.values():
-            station.wait(timeout=240)
-        yield started
-    finally:
-        for station in started.values():
-            station.stop()
-
-
-@pytest.fixture(scope="module")
-def healthy(stations) -> ReferenceStation:
-    return stations["healthy"]
+@pytest.fixture
+def healthy(reference) -> ReferenceStation:
+    return reference
 
 
 def _chat(station: ReferenceStation, messages, **extra) -> dict:
@@ -201,8 +180,9 @@ def test_reasoning_is_separated_from_content(healthy):
     assert (streamed["reasoning"], streamed["content"]) == (reasoning, "391")
 
 
-def test_think_leak_fault_really_leaks(stations):
-    leaky = stations["fault-think-leak"]
+@THINK_LEAK
+def test_think_leak_fault_really_leaks(reference):
+    leaky = reference
     question = [{"role": "user", "content": "What is 17 * 23?"}]
     streamed = _chat_stream(leaky, question, reasoning_effort="low")
     assert streamed["reasoning"], "the real reasoning still arrives"

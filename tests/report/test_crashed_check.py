@@ -1,9 +1,8 @@
 """A check that crashes (an exception golive did not expect, not a Finding) and a skip reason full of terminal
 escapes: the run still writes every report, the crash is one escaped line, the verdict INCOMPLETE."""
 import json
-import os
-import subprocess
-import sys
+
+from golive_run import golive_run
 
 # A real pytest plugin, loaded with `-p`: a crash inside the health check's call (a golive bug, a library raising
 # something new) and a skip whose reason quotes hostile server output.
@@ -26,14 +25,11 @@ def test_crash_inside_one_check_leaves_every_report_and_one_escaped_line(tmp_pat
     (tmp_path / "crash_plugin.py").write_text(PLUGIN)
     (tmp_path / "inventory.yaml").write_text("profile: glm-5.3-flash-gb300\nstations:\n"
                                              "  - name: s1\n    endpoint: http://127.0.0.1:9\n")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}, "PYTHONPATH": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(tmp_path / "inventory.yaml"), "-o",
-                             str(tmp_path / "out"), "-m", "endpoint", "-p", "no:cacheprovider", "-p", "crash_plugin",
-                             "-k", "test_health_endpoint_is_ok or test_models_lists_served_name"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    output = result.stdout + result.stderr
-    assert result.returncode == 2, output[-3000:]
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "endpoint", "-p", "no:cacheprovider",
+                     "-p", "crash_plugin", "-k", "test_health_endpoint_is_ok or test_models_lists_served_name",
+                     cwd=tmp_path, timeout=120, env={"PYTHONPATH": str(tmp_path)})
+    output, results = run.output, run.results
+    assert run.code == 2, output[-3000:]
     assert results["verdict"] == "incomplete"
     by_name = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
     crashed, skipped = by_name["test_health_endpoint_is_ok"], by_name["test_models_lists_served_name"]

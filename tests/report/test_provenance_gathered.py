@@ -1,17 +1,14 @@
 """Provenance the cluster layer gathers: the NCCL the serving run loaded, read from each station's NCCL log."""
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from e2e import needs_chroot
+from golive_run import golive_run
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "fixtures" / "cluster-stations"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+@needs_chroot
 def test_nccl_version_travels_per_station(tmp_path):
     from golive_testbed.targets import build_station_trees
 
@@ -20,10 +17,7 @@ def test_nccl_version_travels_per_station(tmp_path):
     inventory.write_text(f"profile: {REPO}/fixtures/profiles/gb300-rail-site.yaml\nstations:\n"
                          f"  - {{name: gb300-a, role: a, host: 'chroot://{trees['a-nccl-2.28.3']}'}}\n"
                          f"  - {{name: gb300-b, role: b, host: 'chroot://{trees['gb300-rail-b']}'}}\n")
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(tmp_path / "out"),
-                             "-m", "cluster", "-k", "nccl_version", "-q"], capture_output=True, text=True, cwd=REPO,
-                            timeout=300)
-    results = json.loads((tmp_path / "out/results.json").read_text())
-    nccl = {s["name"]: s["provenance"].get("nccl_version") for s in results["stations"]}
-    assert nccl == {"gb300-a": "2.28.3+cuda12.9", "gb300-b": "2.30.7+cuda13.0"}, result.stdout + result.stderr
+    run = golive_run(inventory, tmp_path / "out", "-m", "cluster", "-k", "nccl_version", "-q")
+    nccl = {s["name"]: s["provenance"].get("nccl_version") for s in run.results["stations"]}
+    assert nccl == {"gb300-a": "2.28.3+cuda12.9", "gb300-b": "2.30.7+cuda13.0"}, run.output
     assert "| nccl_version | 2.28.3+cuda12.9 |" in (tmp_path / "out/go-live.md").read_text()

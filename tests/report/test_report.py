@@ -1,17 +1,17 @@
 """The go-live report as an operator sees it (headless Chromium), and reports that survive an interrupted run."""
 import json
-import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from e2e import needs_chroot
+from golive_run import golive_run, golive_started
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -39,14 +39,13 @@ def chromium_dom(html: Path, tmp_path: Path) -> str:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
-@pytest.mark.skipif(os.geteuid() != 0, reason="station trees are reached through chroot, which needs root")
+@needs_chroot
 def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
     from golive_testbed.targets import build_station_trees
 
     build_station_trees()
-    inventory = REPO / "fixtures/inventories/hbm-filepages-high.yaml"
-    subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory),
-                    "-o", str(tmp_path), "-m", "host", "-q"], capture_output=True, cwd=REPO, timeout=300)
+    run = golive_run(REPO / "fixtures/inventories/hbm-filepages-high.yaml", tmp_path, "-m", "host", "-q")
+    assert run.code == 1 and run.results["verdict"] == "fail", run.output  # the tree breaks one check: NO-GO
     dom = chromium_dom(tmp_path / "go-live.html", tmp_path)
     assert 'id="golive-verdict"' in dom and "GO-LIVE: NO-GO" in dom
     body = dom[dom.index("<body>") + len("<body>"):].lstrip()
@@ -57,9 +56,8 @@ def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
     assert "numactl --membind=0" in dom
     # pytest-html builds the results table with JavaScript: rows exist only if the page really rendered
     assert dom.count('<tbody class="results-table-row failed"') == 1
-    passed_or_skipped = (dom.count('<tbody class="results-table-row passed"')
-                         + dom.count('<tbody class="results-table-row skipped"'))
-    assert passed_or_skipped == 18
+    rows = ('<tbody class="results-table-row passed"', '<tbody class="results-table-row skipped"')
+    assert sum(dom.count(row) for row in rows) == 18
     junit = (tmp_path / "junit.xml").read_text()
     assert 'failures="1"' in junit and "holds 150.0 GiB of page cache" in junit
 
@@ -89,9 +87,7 @@ def test_interrupted_run_still_writes_every_report(tmp_path, signum):
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"profile: reference-cpu\nstations:\n  - {{name: hung, endpoint: 'http://127.0.0.1:{port}/v1'}}\n")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out),
-                             "-m", "endpoint"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = golive_started("run", inventory, "-o", out, "-m", "endpoint")
     try:
         deadline = time.monotonic() + 120
         while not held and time.monotonic() < deadline:  # until a check is waiting on the hung station

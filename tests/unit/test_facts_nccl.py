@@ -109,7 +109,7 @@ def test_all_reduce_perf_unchecked_and_truncated():
         parse_perf((RECORDED / "gb300-rail/all_reduce_perf-truncated.txt").read_text())
 
 
-# --- logs from any source: the real logs re-emitted as operators hand them over -----------------------------------------
+# --- logs from any source: the real logs re-emitted as operators hand them over --------------------------------------
 # Each re-emission is generated here from the recorded logs, one function per source; it keeps the lines in place, so
 # the parse must give the same facts at the same line numbers.
 

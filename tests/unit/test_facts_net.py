@@ -86,7 +86,7 @@ def test_ethtool_no_device_real():
 
 def test_sys_speed():
     assert parse_sys_speed("400000\n") == 400000
-    assert parse_sys_speed("-1\n") is None   # what the device machine's virtio eth0 reads (h200x2-device/sys-class-net.txt)
+    assert parse_sys_speed("-1\n") is None  # the device machine's virtio eth0 (h200x2-device/sys-class-net.txt)
     assert "eth0 speed=-1" in recorded("h200x2-device/sys-class-net.txt")[0]
     with pytest.raises(FactError):
         parse_sys_speed(recorded("netns/sys-speed-down.txt")[0])   # `cat: …: Invalid argument` on a down veth

@@ -29,7 +29,8 @@ def event(delta: dict | None = None, usage: dict | None = None) -> bytes:
 
 async def read_request(reader: asyncio.StreamReader) -> bytes:
     head = await reader.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length"))
     return await reader.readexactly(length)
 
 
@@ -164,16 +165,58 @@ def test_level_summary_aggregates_server_tokens_over_wall_time():
     assert level.errors == ["HTTP 500"] and level.client_usage_mismatches == 0
 
 
+# The recipes' published measurements, as RECIPES.md gives them ([000] prose, [002] AIPerf table), as data: the
+# shipped profiles' load numbers are derived from these, and the test derives them again.
+FLASH_MEASURED = {  # [000]: users -> (aggregate tok/s, per-user tok/s median, TTFT p50 s); 1 user: 145.9 tok/s
+    1: (145.9, 145.9, 0.061), 32: (1464, 55.6, 0.985), 256: (2517, 29, None)}
+TWO_STATION_TABLE = """
+| concurrency | throughput tok/s | mean request latency s | mean TTFT ms | mean ITL ms | per-user tok/s |
+| --- | --- | --- | --- | --- | --- |
+| 1 | 107.4 | 49.84 | 479.75 | 8.78 | 115.3 |
+| 8 | 386.0 | 114.17 | 433.79 | 19.01 | 53.0 |
+| 16 | 607.8 | 136.46 | 482.90 | 23.77 | 42.4 |
+| 32 | 385.0 | 453.54 | 899.36 | 77.90 | 13.0 |
+"""
+
+
+def _table(markdown: str) -> dict[int, dict[str, float]]:
+    lines = [[cell.strip() for cell in line.strip("|").split("|")] for line in markdown.strip().splitlines()]
+    header, rows = lines[0], lines[2:]
+    return {int(row[0]): dict(zip(header[1:], map(float, row[1:]), strict=True)) for row in rows}
+
+
 def test_shipped_profiles_carry_the_recipes_load_numbers():
+    """Each shipped profile's sweep and floors follow from its recipe's measurements: levels = the measured levels,
+    single-user floors = the 1-user row, gate floors = the gate level's row, peak = the best throughput measured."""
     from golive.config import load_profile
+    from golive_testbed.reference.launcher import healthy_flags
 
     flash = load_profile("glm-5.3-flash-gb300").profile.load
-    assert (flash.concurrency, flash.gate_concurrency, flash.output_tokens) == ([1, 32, 256], 32, 256)
-    assert (flash.floors.single_user_decode_tok_s, flash.floors.aggregate_tok_s, flash.floors.per_user_tok_s_p50,
-            flash.floors.ttft_p50_s, flash.floors.peak_tok_s) == (145.9, 1464, 55.6, 0.985, 2517)
+    assert flash is not None and flash.gate_concurrency is not None
+    assert flash.concurrency == sorted(FLASH_MEASURED) and flash.gate_concurrency in FLASH_MEASURED
+    gate = FLASH_MEASURED[flash.gate_concurrency]
+    assert (flash.floors.single_user_decode_tok_s, flash.floors.single_user_ttft_p50_s) == FLASH_MEASURED[1][1:]
+    assert (flash.floors.aggregate_tok_s, flash.floors.per_user_tok_s_p50, flash.floors.ttft_p50_s) == gate
+    assert flash.floors.peak_tok_s == max(aggregate for aggregate, _, _ in FLASH_MEASURED.values())
+    assert flash.max_concurrency == max(FLASH_MEASURED)  # the peak level is reachable: never capped below it
+
     two = load_profile("glm-5.3-2x-station-tp2").profile.load
-    assert (two.concurrency, two.floors.aggregate_tok_s, two.reasoning_effort) == ([1, 8, 16, 32], 607.8, "max")
-    assert load_profile("reference-cpu").profile.load.max_concurrency == 16
+    assert two is not None and two.gate_concurrency is not None
+    table = _table(TWO_STATION_TABLE)
+    assert two.concurrency == sorted(table) and two.gate_concurrency in table
+    one, at_gate = table[1], table[two.gate_concurrency]
+    assert two.floors.single_user_decode_tok_s == one["per-user tok/s"]
+    assert two.floors.single_user_ttft_p50_s == round(one["mean TTFT ms"] / 1000, 3)
+    assert two.floors.aggregate_tok_s == at_gate["throughput tok/s"]
+    assert two.floors.per_user_tok_s_p50 == at_gate["per-user tok/s"]
+    assert two.floors.ttft_p50_s == round(at_gate["mean TTFT ms"] / 1000, 3)
+    assert two.floors.peak_tok_s == max(row["throughput tok/s"] for row in table.values())
+    assert two.max_concurrency == max(table)
+
+    # the CPU profile sweeps no deeper than the reference station batches (its --max-num-seqs)
+    cpu = load_profile("reference-cpu").profile.load
+    assert cpu is not None
+    assert cpu.max_concurrency == int(healthy_flags(0)["--max-num-seqs"] or 0) >= max(cpu.concurrency)
 
 
 @pytest.mark.parametrize("load,fragment", [

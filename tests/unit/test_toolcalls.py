@@ -2,8 +2,10 @@
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
+import yaml
 
 from golive.endpoint.toolcalls import BATTERY, ToolCase, load_battery, score_calls
 
@@ -50,9 +52,25 @@ def test_battery_has_the_recipe_smoke_tool():
     assert weather["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
 
 
-def test_default_path_is_the_bundled_file():
-    assert BATTERY.is_file() and BATTERY.parent.name == "batteries"  # shipped inside the package
-    assert [c.id for c in load_battery(BATTERY)] == list(CASES)
+def test_default_path_is_the_bundled_file(tmp_path):
+    """load_battery() reads the battery shipped inside the package, and the wheel's package data carries it."""
+    import fnmatch
+    import tomllib
+
+    import golive.endpoint
+
+    package = Path(golive.endpoint.__file__).parent
+    assert BATTERY.is_file() and BATTERY.parent.parent == package
+    shipped = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    globs = shipped["tool"]["setuptools"]["package-data"]["golive.endpoint"]
+    assert any(fnmatch.fnmatch(str(BATTERY.relative_to(package)), g) for g in globs), globs
+    # the default is that file: its case ids, read as plain YAML, are the default battery's, in order
+    assert [c["id"] for c in yaml.safe_load(BATTERY.read_text())["cases"]] == [c.id for c in load_battery()]
+    # and a path, when given, is read instead: a copy with its last case removed loads one case fewer
+    data = yaml.safe_load(BATTERY.read_text())
+    dropped = data["cases"].pop()
+    (tmp_path / "battery.yaml").write_text(yaml.safe_dump(data))
+    assert [c.id for c in load_battery(tmp_path / "battery.yaml")] == [i for i in CASES if i != dropped["id"]]
 
 
 @pytest.mark.parametrize(
@@ -225,14 +243,16 @@ def test_value_may_not_be_omitted_when_the_user_asked_for_it():
 
 
 def test_unasked_argument_is_rejected():
-    verdict = score("simple_stock", ("get_stock_price", json.dumps({"ticker": "NVDA"})))
-    assert verdict.passed
+    """An argument the schema allows (guests) but the user never asked for fails; the same call without it passes."""
     case = ToolCase("x", "simple", [], CASES["typed_integers_hotel"].tools, [
         {"name": "book_hotel", "arguments": {"city": ["Lisbon"], "check_in": ["2025-07-14"], "nights": [3]}}
     ])
-    args = {"city": "Lisbon", "check_in": "2025-07-14", "nights": 3, "guests": 4}
-    verdict = score_calls(case, [("book_hotel", json.dumps(args))])
-    assert verdict.reason == "book_hotel: argument 'guests' = 4 was not expected"
+    asked = {"city": "Lisbon", "check_in": "2025-07-14", "nights": 3}
+    schema = case.parameters("book_hotel")
+    assert schema and "guests" in schema["properties"]  # allowed by the schema: only the user's ask rules it out
+    assert score_calls(case, [("book_hotel", json.dumps(asked))]).passed
+    verdict = score_calls(case, [("book_hotel", json.dumps({**asked, "guests": 4}))])
+    assert not verdict.passed and verdict.reason == "book_hotel: argument 'guests' = 4 was not expected"
 
 
 def test_array_value_mismatch():
