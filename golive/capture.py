@@ -9,7 +9,6 @@ operator reads before using the profile. Secrets (API keys, passwords in host sp
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -114,12 +113,9 @@ class Observed:
 
 def _endpoint_client(loaded, station: Station, profile: Profile):
     from golive.endpoint.client import EndpointClient
+    from golive.endpoint.target import EndpointTarget
 
-    key = os.environ.get(station.api_key_env) if station.api_key_env else None
-    limits = profile.endpoint
-    return EndpointClient(station.endpoint or "", key, timeout=limits.request_timeout_s,
-                          connect_timeout=limits.connect_timeout_s, light_timeout=limits.light_timeout_s,
-                          ca_file=loaded.tls_ca_file(station))
+    return EndpointClient(EndpointTarget.of(station, profile.endpoint, loaded.tls_ca_file(station)))
 
 
 def read_endpoint(loaded, station: Station, observed: Observed) -> None:

@@ -17,14 +17,13 @@ the over-long prompt, nor the tool_choice set; a round's checks are cut at 80 % 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from golive import config as golive_config
@@ -226,16 +225,14 @@ class Watcher:
     def read_station(self, station: Station) -> StationRound:
         from golive.endpoint.client import EndpointClient
         from golive.endpoint.errors import EndpointError
+        from golive.endpoint.target import EndpointTarget
 
         profile = self.loaded.profile_of(station).profile
         reading = StationRound()
         if station.endpoint:
-            key = os.environ.get(station.api_key_env) if station.api_key_env else None
-            limits = profile.endpoint
-            client = EndpointClient(station.endpoint, key, timeout=min(limits.request_timeout_s, self.every_s),
-                                    connect_timeout=limits.connect_timeout_s, light_timeout=limits.light_timeout_s,
-                                    stall_timeout=limits.stream_stall_timeout_s,
-                                    ca_file=self.loaded.tls_ca_file(station))
+            target = EndpointTarget.of(station, profile.endpoint, self.loaded.tls_ca_file(station))
+            # a probe never outlasts the round: a generation is bounded by the interval too
+            client = EndpointClient(replace(target, request_timeout_s=min(target.request_timeout_s, self.every_s)))
             try:
                 try:
                     latency = read_station_metrics(client, reading)
@@ -496,7 +493,7 @@ def cmd_watch(ns) -> int:
 
     watcher = Watcher(Path(ns.inventory), ns.every)
     registry = CollectorRegistry()
-    registry.register(watcher)  # type: ignore[arg-type]  # a collector: it has collect()
+    registry.register(watcher)  # a collector: it has collect()
     if ns.once:
         watcher.one_round()
         watcher.report()
