@@ -1,7 +1,7 @@
 """The fixtures a check asks for: its station's profile, host, facts and endpoint, each made once per run; and the
 `record_*` fixtures a check uses to leave metrics, provenance and notes for the reports.
 
-The endpoint chain is ordered so one root cause ends in one failure: `endpoint_client` (configured) → 
+The endpoint chain is ordered so one root cause ends in one failure: `endpoint_client` (configured) →
 `endpoint_answers` (/health is 200) → `endpoint_reachable` (/v1/models lets golive in) → `endpoint` (serves the
 profile's model). A check that needs a later link is not checked, naming the check that carries the failure.
 """
@@ -20,7 +20,7 @@ from golive.endpoint.errors import EndpointError
 from golive.endpoint.target import EndpointTarget
 from golive.outcomes import redacted_flags
 from golive.report import keys
-from golive.runstate import CONNECTIONS, NO_INVENTORY, inventory
+from golive.runstate import CONNECTIONS, NO_INVENTORY, inventory, layer_of, station_of
 from golive.schema import Cluster, Profile, Service, Station
 from golive.scope import layer_scope
 from golive.station import StationFacts, chroot_tree, connect, unreachable
@@ -71,7 +71,10 @@ def station_host(request: pytest.FixtureRequest, station: Station, golive_invent
 def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, loaded: LoadedInventory) -> Any:
     """The station's testinfra host, once it runs a command; otherwise its checks are not checked, one line each."""
     timeout = loaded.profile_of(station).profile.host.connect_timeout_s
-    host = _cached(request, ("host", spec), lambda: connect(spec, loaded.ssh_config, timeout))
+    host = _cached(request, ("host", spec), lambda: connect(spec, loaded.ssh_config, timeout, station.name))
+    gone = request.config.stash[CONNECTIONS].get(("gone-host", station.name))
+    if gone is not None:  # stopped answering earlier in this run: not tried again
+        pytest.skip(gone.line())
     problem = None if chroot_tree(spec) else _cached(request, ("reach", spec), lambda: unreachable(host))
     if problem:
         pytest.skip(f"not checked because golive cannot run commands on station {station.name}'s host "
@@ -79,6 +82,21 @@ def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, l
                     f"inventory's ssh_config lets golive in (connect timeout {timeout:g} s: host.connect_timeout_s in "
                     f"the profile)")
     return host
+
+
+@pytest.fixture(autouse=True)
+def station_not_gone(request: pytest.FixtureRequest) -> None:
+    """A station whose host (host and cluster checks) or endpoint (endpoint checks) stopped answering earlier in this
+    run: its later checks are not checked with the line of the first failure, without trying the connection again
+    (golive.outcomes.lost_way records it)."""
+    station = station_of(request.node)
+    layer = layer_of(request.node)
+    if station is None or layer is None or CONNECTIONS not in request.config.stash:
+        return
+    way = "gone-endpoint" if layer == "endpoint" else "gone-host"
+    gone = request.config.stash[CONNECTIONS].get((way, station.name))
+    if gone is not None:
+        pytest.skip(gone.line())
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,8 @@ from golive import verdict as rules
 from golive.endpoint.errors import EndpointError
 from golive.facts import FactError
 from golive.report import keys
-from golive.runstate import inventory
+from golive.runstate import CONNECTIONS, inventory, station_of
+from golive.transport import Gone, TransportError, now
 from golive.verdict import Finding, NotApplicable, printable
 from golive.waivers import expired_message
 
@@ -25,7 +26,7 @@ Classified = tuple[str, str]  # (outcome, reason)
 def record_outcome(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None],
                    secrets: list[str]) -> None:
     """Classify this phase, apply a waiver to a failure, put the outcome on the report, scrub every secret."""
-    classified = classify(report, call)
+    classified = lost_way(item, report, call) or classify(report, call)
     if classified is not None and classified[0] == rules.FAILED:
         classified = apply_waiver(item, report, classified)
     if classified is not None:
@@ -59,6 +60,54 @@ def classify(report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classifi
     if printable(report.longreprtext) != report.longreprtext:  # the traceback stays (a golive bug), escaped
         report.longrepr = printable(report.longreprtext)
     return rules.NOT_CHECKED, printable(f"the check {what}: {detail[:500]}")
+
+
+def lost_way(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classified | None:
+    """A check whose way to the station failed mid-run (golive.transport.TransportError; an endpoint that had
+    answered /health and then refused, timed out connecting or cut an answer): not checked, one line naming the
+    station, the time and the check that met it first; recorded so that later checks of that station are not
+    checked with the same line without trying again (golive.fixtures.station_not_gone). None for anything else."""
+    exc = call.excinfo.value if call.excinfo is not None else None
+    cache = item.config.stash.get(CONNECTIONS, None)
+    if isinstance(exc, TransportError):
+        gone, way = exc.gone, "host"
+    elif isinstance(exc, EndpointError) and exc.transport and cache is not None:
+        station = station_of(item)
+        if station is None or cache.get(("health", station.name), "never asked") is not None:
+            return None  # never healthy in this run: the /health check and its dependents say so (golive.fixtures)
+        gone = cache.get(("gone-endpoint", station.name)) or Gone(station.name, "HTTP", now(), exc.found)
+        if ("gone-endpoint", station.name) not in cache and _still_healthy(cache, station.name):
+            # /health still answers: only this answer was lost (a cut stream); later checks go on
+            gone.first_seen_by = _check_name(item)
+            return _not_checked(item, report, f"{gone.line()} (GET /health still answers 200: re-run this check)")
+        way = "endpoint"
+    else:
+        return None
+    if not gone.first_seen_by:
+        gone.first_seen_by = _check_name(item)
+    if cache is not None:
+        cache.setdefault((f"gone-{way}", gone.station), gone)
+    return _not_checked(item, report, gone.line())
+
+
+def _check_name(item: pytest.Item) -> str:
+    return getattr(item, "originalname", None) or item.name
+
+
+def _still_healthy(cache: dict, station: str) -> bool:
+    client = cache.get(("endpoint", station))
+    if client is None:
+        return False
+    try:
+        return bool(client.get("/health", with_key=False).status_code == 200)
+    except EndpointError:
+        return False
+
+
+def _not_checked(item: pytest.Item, report: pytest.TestReport, reason: str) -> Classified:
+    reason = printable(reason)
+    report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1] or 0, reason)
+    return rules.NOT_CHECKED, reason
 
 
 def _skipped(report: pytest.TestReport, exc: BaseException | None) -> Classified:
@@ -97,7 +146,7 @@ def apply_waiver(item: pytest.Item, report: pytest.TestReport, classified: Class
     if loaded is None or loaded.waivers is None:
         return classified
     props = dict(report.user_properties)
-    waiver = loaded.waivers.find(report.nodeid, props.get(keys.RULE, ""), props.get(keys.STATION, ""))
+    waiver = loaded.waivers.find(report.nodeid, str(props.get(keys.RULE, "")), str(props.get(keys.STATION, "")))
     if waiver is None:
         return classified
     report.user_properties.append((keys.WAIVER, waiver.as_dict()))

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from golive.facts import FactError, docker, gpu, shell, systemd
 from golive.schema import Profile, Station
+from golive.transport import TransportError
 
 UNIT_DIRS = ("/etc/systemd/system", "/usr/local/lib/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
 QUERY_GPU = ["index", "name", "pci.bus_id", "memory.used", "memory.total"]
@@ -273,19 +274,21 @@ def with_connect_timeout(spec: str, seconds: float) -> str:
     return f"{spec}{'&' if '?' in spec else '?'}timeout={max(1, math.ceil(seconds))}"
 
 
-def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float | None = None):
+def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float | None = None,
+            station: str | None = None):
     """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
-    `ssh_config` is passed to the ssh backends (an inventory's `ssh_config:`), and so is the connect timeout."""
+    `ssh_config` is passed to the ssh backends (an inventory's `ssh_config:`), and so is the connect timeout.
+    `station` names the station in a transport failure's line (golive.transport)."""
     import testinfra
 
     from golive.readonly import guard
 
     tree = chroot_tree(spec)
     if tree:
-        return guard(testinfra.get_host(tree, connection="chroot"))
+        return guard(testinfra.get_host(tree, connection="chroot"), station)
     if connect_timeout_s is not None:
         spec = with_connect_timeout(spec, connect_timeout_s)
-    return guard(testinfra.get_host(spec, ssh_config=ssh_config) if ssh_config else testinfra.get_host(spec))
+    return guard(testinfra.get_host(spec, ssh_config=ssh_config) if ssh_config else testinfra.get_host(spec), station)
 
 
 def unreachable(host) -> str | None:
@@ -293,6 +296,9 @@ def unreachable(host) -> str | None:
     per host, so a dead host costs one connect timeout, not one per check."""
     try:
         result = host.run("echo golive")
+    except TransportError as exc:  # never answered: not "stopped answering"; the caller says so once, per check
+        host.backend.golive_gone = None
+        return exc.gone.detail
     except Exception as exc:  # testinfra's ssh backend raises RuntimeError(CommandResult); paramiko its own errors
         stderr = getattr(exc.args[0], "stderr", None) if exc.args else None
         lines = str(stderr if stderr is not None else exc).strip().splitlines() or [type(exc).__name__]
