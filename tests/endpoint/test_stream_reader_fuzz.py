@@ -4,9 +4,11 @@ event cut in half, no [DONE], JSON that is not a chat chunk, wrong types, huge l
 
 The bytes go over a real loopback HTTP server (the client's whole path: openai's SSE decoder, then golive's
 assembly); the assembly alone (golive.endpoint.stream) takes arbitrary JSON values, many more of them.
-Bounded and derandomized like tests/unit/test_fuzz.py.
+Bounded and derandomized like tests/unit/test_fuzz.py; GOLIVE_FUZZ_EXAMPLES=N (CI's fuzz step) runs each property
+N times.
 """
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -14,14 +16,15 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from golive.endpoint.client import EndpointClient
+from golive.endpoint.client import ChatResult, EndpointClient
 from golive.endpoint.errors import EndpointError
-from golive.endpoint.client import ChatResult
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
+from golive.endpoint.target import EndpointTarget
 
 BOUNDED = dict(deadline=None, derandomize=True, database=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 MODEL = "fuzz-model"
+DEPTH = int(os.environ.get("GOLIVE_FUZZ_EXAMPLES") or 0)  # CI's fuzz step: 10000 examples a property
 
 JSON = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40), st.floats(allow_nan=False), st.text(max_size=20)),
@@ -70,7 +73,8 @@ def replay():
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    client = EndpointClient(url, "sk-fuzz-secret", timeout=10, connect_timeout=2, light_timeout=2, stall_timeout=5)
+    client = EndpointClient(EndpointTarget(url, api_key="sk-fuzz-secret", request_timeout_s=10, connect_timeout_s=2,
+                                           light_timeout_s=2, stream_stall_timeout_s=5))
 
     def ask(body: bytes):
         server.body = body
@@ -96,7 +100,7 @@ def _judge(url: str, ask, body: bytes) -> None:
     assert all(isinstance(n, str) and isinstance(a, str) for n, a in result.tool_calls)
 
 
-@settings(max_examples=150, **BOUNDED)
+@settings(max_examples=DEPTH or 150, **BOUNDED)
 @given(body=BODY)
 @example(body=b"data: " + json.dumps(GOOD[0]).encode() + b"\n\ndata: " + b"x" * 1_000_000 + b"\n\n")  # a huge line
 @example(body=b"data: \xff\xfe" + json.dumps(GOOD[1]).encode()[2:] + b"\n\n")  # invalid UTF-8
@@ -113,7 +117,7 @@ def test_a_healthy_stream_still_assembles(replay):
     assert (result.content, result.finish_reason, result.usage["completion_tokens"]) == ("Hello", "stop", 2)
 
 
-@settings(max_examples=400, **BOUNDED)
+@settings(max_examples=DEPTH or 400, **BOUNDED)
 @given(events=st.lists(JSON, max_size=5))
 def test_assembly_takes_any_json_events(events):
     answer = StreamedAnswer()
@@ -140,10 +144,12 @@ def test_vllm_own_chunks_assemble(replay):
             protocol.ChatCompletionResponseStreamChoice(index=0, delta=protocol.DeltaMessage(**delta),
                                                         logprobs=None, finish_reason=finish)])
 
-    events = [chunk(role="assistant", content=""), chunk(reasoning="Paris is in France."), chunk(content="Let me look."),
+    events = [chunk(role="assistant", content=""), chunk(reasoning="Paris is in France."),
+              chunk(content="Let me look."),
               chunk(tool_calls=[DeltaToolCall(index=0, id="call_1", type="function", function=DeltaFunctionCall(
                   name="get_weather", arguments='{"city": '))]),
-              chunk("tool_calls", tool_calls=[DeltaToolCall(index=0, function=DeltaFunctionCall(arguments='"Paris"}'))]),
+              chunk("tool_calls",
+                    tool_calls=[DeltaToolCall(index=0, function=DeltaFunctionCall(arguments='"Paris"}'))]),
               protocol.ChatCompletionStreamResponse(id="c1", model=MODEL, choices=[], usage=protocol.UsageInfo(
                   prompt_tokens=12, completion_tokens=9, total_tokens=21))]
     body = b"".join(f"data: {e.model_dump_json(exclude_unset=True)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"

@@ -86,12 +86,16 @@ class TreeSshd:
                 self.process.wait(timeout=5)
         self.cut()
 
-    def cut(self) -> None:
-        """Every established session's sshd killed: the client sees its connection closed by the remote host."""
+    def cut(self) -> int:
+        """Every established session's sshd killed: the client sees its connection closed by the remote host.
+        How many processes were killed (0: no connection was open)."""
         listener = self.process.pid if self.process is not None else None
+        killed = 0
         for pid in _children_of_sshd(listener):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+                killed += 1
+        return killed
 
 
 def _children_of_sshd(listener: int | None) -> list[int]:

@@ -103,6 +103,20 @@ def _points() -> list[tuple[str, int]]:
     return [(fault, index) for fault in FAULTS for index in range(POINTS)]
 
 
+def _inject(fault: str, sshd, process: subprocess.Popen) -> bool:
+    """Inject the fault; False when it met nothing (the run ended first)."""
+    if fault == "sshd-stopped":
+        sshd.stop()
+    elif fault == "sigterm":
+        process.send_signal(signal.SIGTERM)
+    else:  # an established connection to cut: golive's multiplexed ssh master, open once golive has connected
+        while not sshd.cut():
+            if process.poll() is not None:
+                return False
+            time.sleep(0.05)
+    return True
+
+
 @pytest.mark.parametrize(("fault", "index"), _points(), ids=lambda v: str(v))
 def test_fault_mid_run_never_blames_the_station(trees, baselines, tmp_path, fault, index):
     rng = random.Random(f"{FAULT_SEED}-{fault}-{index}")
@@ -116,9 +130,7 @@ def test_fault_mid_run_never_blames_the_station(trees, baselines, tmp_path, faul
             process.wait(timeout=delay)
             injected = False  # the run ended before the fault: a fault-free run, held to the same rules
         except subprocess.TimeoutExpired:
-            injected = True
-            {"sshd-stopped": sshd.stop, "connection-cut": sshd.cut,
-             "sigterm": lambda: process.send_signal(signal.SIGTERM)}[fault]()
+            injected = _inject(fault, sshd, process)
         code, output, took = _finish(process, started)
     where = f"{fault} after {delay:.1f} s into {target} (seed {FAULT_SEED}-{fault}-{index})"
     print(f"campaign: {where}: exit {code} in {took:.1f} s")
