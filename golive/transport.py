@@ -10,6 +10,7 @@ that met it first.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 # ssh(1): "ssh exits with the exit status of the remote command or with 255 if an error occurred"
 SSH_FAILED = 255
 # what a docker CLI says when the daemon or the container is gone (docker/cli: "Error response from daemon: …")
+_ANSIBLE_MSG = re.compile(r'"msg": "((?:[^"\\]|\\.)*)"')
 _DOCKER_GONE = ("Cannot connect to the Docker daemon", "Error response from daemon", "is not running")
 
 
@@ -65,6 +67,11 @@ def failure_of_exception(backend_name: str, exc: BaseException) -> str | None:
     if isinstance(exc, RuntimeError) and getattr(first, "exit_status", None) == SSH_FAILED:
         # testinfra's ssh backends: `raise RuntimeError(out)` when ssh exits 255 (testinfra/backend/ssh.py run_ssh)
         return last_line(getattr(first, "stderr", "")) or "ssh exited 255 without a message"
+    if backend_name == "ansible" and isinstance(exc, AssertionError) and "UNREACHABLE!" in str(exc):
+        # ansible-core ≥ 2.19 exits 4 for an unreachable host; testinfra's run_expect([0, 2, 8]) then asserts with
+        # the whole CommandResult: keep ansible's own `"msg": "…"` only
+        found = _ANSIBLE_MSG.search(str(exc))
+        return last_line(found.group(1)) if found else "ansible: host unreachable"
     if (backend_name == "paramiko" and isinstance(exc, (EOFError, OSError))) or _is_paramiko_error(exc):
         return last_line(str(exc)) or type(exc).__name__
     return None
