@@ -79,12 +79,16 @@ class TreeSshd:
         return self.workdir / "ssh_config"
 
     def stop(self) -> None:
-        """The listener goes away (systemctl stop ssh); established sessions are cut too, as a host going down."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
+        """The listener goes away and its sessions with it (a host going down; sshd stopped with its control group).
+        The listener is frozen first, so that no session it forks escapes the cut as an orphan."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGSTOP)
         self.cut()
+        self.process.terminate()
+        self.process.send_signal(signal.SIGCONT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
 
     def cut(self) -> int:
         """Every established session's sshd killed: the client sees its connection closed by the remote host.

@@ -76,7 +76,7 @@ def test_a_command_that_ran_is_the_stations_answer():
     result = testinfra.get_host("local://").run("exit 255")  # unguarded: the raw result testinfra gives
     assert result.rc == 255
     assert failure_of_result("local", result) is None and failure_of_result("chroot", result) is None
-    assert failure_of_result("ssh", result) == "ssh exited 255 without a message"
+    assert failure_of_result("ssh", result) == "the ssh connection was lost (ssh exited 255 and printed no reason)"
     ran = testinfra.get_host("local://").run("echo oops >&2; exit 1")
     assert failure_of_result("ssh", ran) is None and failure_of_result("docker", ran) is None
 
