@@ -17,6 +17,7 @@ from typing import Any
 
 # ssh(1): "ssh exits with the exit status of the remote command or with 255 if an error occurred"
 SSH_FAILED = 255
+SSH_SILENT = "the ssh connection was lost (ssh exited 255 and printed no reason)"
 # what a docker CLI says when the daemon or the container is gone (docker/cli: "Error response from daemon: …")
 _ANSIBLE_MSG = re.compile(r'"msg": "((?:[^"\\]|\\.)*)"')
 _DOCKER_GONE = ("Cannot connect to the Docker daemon", "Error response from daemon", "is not running")
@@ -66,7 +67,7 @@ def failure_of_exception(backend_name: str, exc: BaseException) -> str | None:
     first = exc.args[0] if exc.args else None
     if isinstance(exc, RuntimeError) and getattr(first, "exit_status", None) == SSH_FAILED:
         # testinfra's ssh backends: `raise RuntimeError(out)` when ssh exits 255 (testinfra/backend/ssh.py run_ssh)
-        return last_line(getattr(first, "stderr", "")) or "the ssh connection was lost (ssh exited 255 and printed no reason)"
+        return last_line(getattr(first, "stderr", "")) or SSH_SILENT
     if backend_name == "ansible" and isinstance(exc, AssertionError) and "UNREACHABLE!" in str(exc):
         # ansible-core ≥ 2.19 exits 4 for an unreachable host; testinfra's run_expect([0, 2, 8]) then asserts with
         # the whole CommandResult: keep ansible's own `"msg": "…"` only
@@ -91,7 +92,7 @@ def failure_of_result(backend_name: str, result: Any) -> str | None:
     if rc == 0:
         return None
     if backend_name in ("ssh", "safe-ssh") and rc == SSH_FAILED:
-        return last_line(getattr(result, "stderr", "")) or "the ssh connection was lost (ssh exited 255 and printed no reason)"
+        return last_line(getattr(result, "stderr", "")) or SSH_SILENT
     if backend_name == "docker":
         stderr = last_line(getattr(result, "stderr", ""))
         if any(words in stderr for words in _DOCKER_GONE):
