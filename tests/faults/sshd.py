@@ -36,6 +36,9 @@ UsePAM no
 StrictModes no
 LogLevel ERROR
 MaxStartups 100
+# root's login shell is bash, which reads ~/.bashrc under sshd: a session killed mid-way (the cut) must not leave a
+# stale lock behind from whatever that file runs (pyenv's rehash lock made every later root session wait)
+SetEnv HOME={dir}
 ForceCommand exec chroot {tree} /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """
 
