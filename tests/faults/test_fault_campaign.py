@@ -48,6 +48,7 @@ def _start(target: str, out: Path, sshd) -> subprocess.Popen:
     (out / "inventory.yaml").write_text(f"profile: {profile}\nssh_config: {sshd.ssh_config}\nstations:\n"
                                         f"  - {{name: {target}, role: a, host: \"{sshd.spec}\", phase: serving}}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env["GOLIVE_COMMAND_LOG"] = str(out / "commands.log")  # every command sent, one a line (golive.readonly)
     return subprocess.Popen([sys.executable, "-m", "golive.cli", "run", str(out / "inventory.yaml"), "-o",
                              str(out / "reports"), "-m", "host", "-q", "-p", "no:cacheprovider",
                              "--max-run-time", str(BUDGET_S)], cwd=out, env=env, stdout=subprocess.PIPE,
@@ -57,6 +58,20 @@ def _start(target: str, out: Path, sshd) -> subprocess.Popen:
 def _finish(process: subprocess.Popen, started: float) -> tuple[int, str, float]:
     output, _ = process.communicate(timeout=BUDGET_S + 60)
     return process.returncode, output, time.monotonic() - started
+
+
+def _command_window(process: subprocess.Popen, log: Path, started: float) -> tuple[float, float]:
+    """When the run sent its first and its last command (seconds from its start): the faults are drawn from there."""
+    first = last = None
+    size = 0
+    while process.poll() is None:
+        if log.exists() and log.stat().st_size != size:
+            size = log.stat().st_size
+            last = time.monotonic() - started
+            first = last if first is None else first
+        time.sleep(0.05)
+    assert first is not None and last is not None, "the fault-free run sent no command"
+    return first, last
 
 
 def _reports(out: Path) -> dict:
@@ -87,19 +102,21 @@ def trees():
 
 @pytest.fixture(scope="module")
 def baselines(trees, tmp_path_factory):
-    """The fault-free run of each target: its failures and how long it took (the range the faults are drawn from)."""
+    """The fault-free run of each target: its outcomes and when it sent its first and last command."""
     found = {}
     for target in TARGETS:
         out = tmp_path_factory.mktemp(f"baseline-{target}")
         with tree_sshd(trees[target], _free_port()) as sshd:
             started = time.monotonic()
-            code, output, took = _finish(_start(target, out, sshd), started)
+            process = _start(target, out, sshd)
+            window = _command_window(process, out / "commands.log", started)
+            code, output, took = _finish(process, started)
         results = _reports(out)
         assert not any(leak in output for leak in LEAKS), output[-3000:]
         expected = set() if target == "gb300-healthy" else {"test_unit_is_enabled_and_active"}
         assert _failed(results) == expected, output[-3000:]
         assert code == (0 if not expected else 1), output[-3000:]
-        found[target] = (_outcomes(results), took)
+        found[target] = (_outcomes(results), window)
     return found
 
 
@@ -125,9 +142,9 @@ def _inject(fault: str, sshd, process: subprocess.Popen) -> bool:
 def test_fault_mid_run_never_blames_the_station(trees, baselines, tmp_path, fault, index):
     rng = random.Random(f"{FAULT_SEED}-{fault}-{index}")
     target = rng.choice(TARGETS)
-    baseline, baseline_s = baselines[target]
+    baseline, (first, last) = baselines[target]
     baseline_failed = {name for name, outcome in baseline.items() if outcome == "failed"}
-    delay = rng.uniform(0.5, baseline_s)  # Python's start is in it: some faults land before the first check
+    delay = rng.uniform(max(0.5, first - 1), last)  # from just before the first command to the last
     with tree_sshd(trees[target], _free_port()) as sshd:
         started = time.monotonic()
         process = _start(target, tmp_path, sshd)

@@ -1,0 +1,161 @@
+"""Endpoint faults mid-run: an OpenAI-shaped loopback station that dies (its listener closed: refused from then on)
+or cuts one streamed answer mid-way (a Content-Length it never fills) at a seeded random point. Never GO, never a
+failure the same station does not have without the fault, every report written, one line naming the station and the
+time where the station went away: "station S stopped answering over HTTP at HH:MM:SS (first seen by CHECK): …".
+
+Faults are drawn from the window in which the fault-free run sent its requests. The reference vLLM station takes
+minutes to start on CI's CPU, too long to restart at each point; this station
+answers like a server without tool parsers (plain text), so the fault-free run has failures of its own to compare.
+GOLIVE_FAULT_POINTS sets the points per fault (default 20).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from faults.test_fault_campaign import FAULT_SEED, LEAKS, POINTS, _outcomes, _reports
+
+MODEL = "glm-5.3-flash"
+CHECKS = "health or models or chat or canary or limits or reasoning or auth or smoke"
+FAULTS = ("endpoint-dies", "stream-cut")
+BUDGET_S = 120
+
+pytestmark = pytest.mark.slow
+
+
+class _Station(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # a Content-Length the client holds the server to
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.requests.append(time.monotonic())
+        if self.path == "/health":
+            return self._send(200, "application/json", b"")
+        if self.path == "/v1/models":
+            return self._send(200, "application/json", json.dumps({"object": "list", "data": [
+                {"id": MODEL, "object": "model", "max_model_len": 1048576}]}).encode())
+        return self._send(404, "application/json", b'{"detail":"Not Found"}')
+
+    def do_POST(self) -> None:
+        self.server.requests.append(time.monotonic())
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if self.path != "/v1/chat/completions":
+            return self._send(404, "application/json", b'{"detail":"Not Found"}')
+        message = {"role": "assistant", "content": "Paris."}
+        if body.get("stream"):
+            chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
+                     "choices": [{"index": 0, "delta": message, "finish_reason": "stop"}]}
+            kind, answer = "text/event-stream", f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+        else:
+            kind, answer = "application/json", json.dumps({
+                "id": "c1", "object": "chat.completion", "created": 0, "model": MODEL,
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
+        if self.server.cut_next:  # the answer stops half-way; the connection closes under it
+            self.server.cut_next = False
+            self.server.cuts += 1
+            self._send(200, kind, answer[:len(answer) // 2], length=len(answer))
+            self.close_connection = True
+            return None
+        return self._send(200, kind, answer)
+
+    def _send(self, status: int, kind: str, body: bytes, length: int | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+
+def _serve() -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Station)
+    server.daemon_threads = True
+    server.cut_next, server.cuts, server.requests = False, 0, []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _run(out: Path, server: ThreadingHTTPServer) -> subprocess.Popen:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
+                                   "  connect_timeout_s: 1\n  request_timeout_s: 10\n  stream_stall_timeout_s: 10\n")
+    (out / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: text-only\n    endpoint: "
+                                        f"http://127.0.0.1:{server.server_address[1]}/v1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.Popen([sys.executable, "-m", "golive.cli", "run", str(out / "inventory.yaml"), "-o",
+                             str(out / "reports"), "-m", "endpoint", "-k", CHECKS, "-q", "-p", "no:cacheprovider",
+                             "--max-run-time", str(BUDGET_S)], cwd=out, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    out = tmp_path_factory.mktemp("endpoint-baseline")
+    server = _serve()
+    started = time.monotonic()
+    try:
+        output, _ = _run(out, server).communicate(timeout=BUDGET_S + 60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    results = _reports(out)
+    outcomes = _outcomes(results)
+    assert "failed" in outcomes.values() and "passed" in outcomes.values(), output[-3000:]
+    assert "not_checked" not in outcomes.values(), output[-3000:]
+    assert server.requests, output[-3000:]
+    return outcomes, (server.requests[0] - started, server.requests[-1] - started)  # when it was asked: first, last
+
+
+@pytest.mark.parametrize(("fault", "index"), [(f, i) for f in FAULTS for i in range(POINTS)], ids=str)
+def test_endpoint_fault_mid_run_never_blames_the_station(baseline, tmp_path, fault, index):
+    outcomes, (first, last) = baseline
+    rng = random.Random(f"{FAULT_SEED}-{fault}-{index}")
+    delay = rng.uniform(max(0.5, first - 0.5), last)  # from just before the first request to the last
+    server = _serve()
+    started = time.monotonic()
+    process = _run(tmp_path, server)
+    try:
+        process.wait(timeout=delay)
+        injected = False
+    except subprocess.TimeoutExpired:
+        injected = True
+        if fault == "endpoint-dies":
+            server.shutdown()
+            server.server_close()
+        else:
+            server.cut_next = True
+    try:
+        output, _ = process.communicate(timeout=BUDGET_S + 60)
+    finally:
+        if fault != "endpoint-dies" or not injected:
+            server.shutdown()
+            server.server_close()
+    took = time.monotonic() - started
+    where = f"{fault} after {delay:.1f} s (seed {FAULT_SEED}-{fault}-{index})"
+    assert took < BUDGET_S + 60, where
+    assert not any(leak in output for leak in LEAKS), f"{where}\n{output[-3000:]}"
+    results = _reports(tmp_path)
+    got = _outcomes(results)
+    blamed = {n for n, o in got.items() if o == "failed" and outcomes.get(n) != "failed"}
+    assert not blamed, f"{where}: blamed the station for {blamed}\n{output[-3000:]}"
+    assert results["verdict"] != "pass", where  # the fault-free run fails already: never GO
+    lost = {c["message"] for c in results["checks"] if "stopped answering" in c.get("message", "")}
+    for line in lost:
+        assert line.startswith("station text-only stopped answering over HTTP at ") and "first seen by test_" in line
+        assert "\n" not in line, line
+    if fault == "endpoint-dies" and injected and len(lost) > 0:
+        assert len(lost) == 1, lost  # one line on every check after the first that met it
+    print(f"campaign-result: {fault} text-only injected={injected} cut={server.cuts} verdict={results['verdict']} "
+          f"lost={sum(o == 'not_checked' for o in got.values())} took={took:.1f}")
