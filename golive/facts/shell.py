@@ -178,7 +178,8 @@ def parse_script(text: str, origin: str = "script") -> Script:
     for chunk_start, chunk in _chunks(text):
         try:
             trees = bashlex.parse(chunk)
-        except (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError):
+        # TypeError: bashlex's tokenizer tests `None in '<>'` at a digit word ending in a backslash (`0\`)
+        except (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError, TypeError):
             script.unparsed_lines.append(text.count("\n", 0, chunk_start) + 1)
             continue
         offset_text = "\n" * text.count("\n", 0, chunk_start) + chunk

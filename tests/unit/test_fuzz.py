@@ -177,6 +177,21 @@ def test_facts_parser_gives_a_result_or_a_fact_error(name, data):
         assert str(exc) and "Traceback" not in str(exc)
 
 
+# Crashes the fuzzing at depth found (GOLIVE_FUZZ_EXAMPLES=10000), kept as explicit cases: (parser, its arguments).
+FOUND_AT_DEPTH = [
+    ("shell.parse_script", ("0\\",)),  # bashlex: TypeError at a digit word ending in a backslash
+]
+
+
+@pytest.mark.parametrize(("name", "arguments"), FOUND_AT_DEPTH, ids=[f"{n}{a!r}" for n, a in FOUND_AT_DEPTH])
+def test_crashes_found_at_depth_stay_fixed(name, arguments):
+    parse, _ = PARSERS[name]
+    try:
+        parse(*arguments)
+    except FactError as exc:
+        assert str(exc) and "\n" not in str(exc)
+
+
 SSE_PIECES = st.one_of(st.binary(max_size=40), st.sampled_from([
     b"data: ", b"\n\n", b"\r\n", b"data: [DONE]\n\n", b'{"choices": [{"delta": {"content": "a"}}]}', b"\xff\xfe",
     b'{"usage": {"completion_tokens": "x"}}', b'{"error": {"message": 1}}', b'{"choices": null}', b"[1, 2]",
