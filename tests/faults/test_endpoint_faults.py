@@ -3,7 +3,7 @@ or cuts one streamed answer mid-way (a Content-Length it never fills) at a seede
 failure the same station does not have without the fault, every report written, one line naming the station and the
 time where the station went away: "station S stopped answering over HTTP at HH:MM:SS (first seen by CHECK): …".
 
-Faults are drawn from the window in which the fault-free run sent its requests. The reference vLLM station takes
+The point is the station's n-th request, drawn from the fault-free run's count. The reference vLLM station takes
 minutes to start on CI's CPU, too long to restart at each point; this station
 answers like a server without tool parsers (plain text), so the fault-free run has failures of its own to compare.
 GOLIVE_FAULT_POINTS sets the points per fault (default 20).
@@ -39,7 +39,8 @@ class _Station(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        self.server.requests.append(time.monotonic())
+        if self._fault():
+            return None
         if self.path == "/health":
             return self._send(200, "application/json", b"")
         if self.path == "/v1/models":
@@ -48,7 +49,8 @@ class _Station(BaseHTTPRequestHandler):
         return self._send(404, "application/json", b'{"detail":"Not Found"}')
 
     def do_POST(self) -> None:
-        self.server.requests.append(time.monotonic())
+        if self._fault():
+            return None
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path != "/v1/chat/completions":
             return self._send(404, "application/json", b'{"detail":"Not Found"}')
@@ -70,6 +72,22 @@ class _Station(BaseHTTPRequestHandler):
             return None
         return self._send(200, kind, answer)
 
+    def _fault(self) -> bool:
+        """Count this request; at the seeded one, inject the fault. True: this request gets no answer at all."""
+        server = self.server
+        with server.lock:
+            server.requests += 1
+            due = server.requests == server.fault_at
+        if due and server.fault == "stream-cut":
+            server.cut_next = True  # this answer (or the next chat's, for /health and /v1/models) is cut
+        if due and server.fault == "endpoint-dies":
+            server.dead = True
+            threading.Thread(target=_die, args=(server,), daemon=True).start()
+        if server.dead:  # the process is gone: every connection it held closes without an answer
+            self.close_connection = True
+            return True
+        return False
+
     def _send(self, status: int, kind: str, body: bytes, length: int | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", kind)
@@ -79,10 +97,17 @@ class _Station(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _serve() -> ThreadingHTTPServer:
+def _die(server: ThreadingHTTPServer) -> None:
+    """The listener goes: connections are refused from now on."""
+    server.shutdown()
+    server.server_close()
+
+
+def _serve(fault: str | None = None, fault_at: int = 0) -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Station)
     server.daemon_threads = True
-    server.cut_next, server.cuts, server.requests = False, 0, []
+    server.cut_next, server.cuts, server.requests, server.dead = False, 0, 0, False
+    server.fault, server.fault_at, server.lock = fault, fault_at, threading.Lock()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -104,7 +129,6 @@ def _run(out: Path, server: ThreadingHTTPServer) -> subprocess.Popen:
 def baseline(tmp_path_factory):
     out = tmp_path_factory.mktemp("endpoint-baseline")
     server = _serve()
-    started = time.monotonic()
     try:
         output, _ = _run(out, server).communicate(timeout=BUDGET_S + 60)
     finally:
@@ -115,35 +139,24 @@ def baseline(tmp_path_factory):
     assert "failed" in outcomes.values() and "passed" in outcomes.values(), output[-3000:]
     assert "not_checked" not in outcomes.values(), output[-3000:]
     assert server.requests, output[-3000:]
-    return outcomes, (server.requests[0] - started, server.requests[-1] - started)  # when it was asked: first, last
+    return outcomes, server.requests
 
 
 @pytest.mark.parametrize(("fault", "index"), [(f, i) for f in FAULTS for i in range(POINTS)], ids=str)
 def test_endpoint_fault_mid_run_never_blames_the_station(baseline, tmp_path, fault, index):
-    outcomes, (first, last) = baseline
+    outcomes, requests = baseline
     rng = random.Random(f"{FAULT_SEED}-{fault}-{index}")
-    delay = rng.uniform(max(0.5, first - 0.5), last)  # from just before the first request to the last
-    server = _serve()
+    fault_at = rng.randint(1, requests)  # the point: the station's n-th request of the run
+    server = _serve(fault, fault_at)
     started = time.monotonic()
-    process = _run(tmp_path, server)
     try:
-        process.wait(timeout=delay)
-        injected = False
-    except subprocess.TimeoutExpired:
-        injected = True
-        if fault == "endpoint-dies":
-            server.shutdown()
-            server.server_close()
-        else:
-            server.cut_next = True
-    try:
-        output, _ = process.communicate(timeout=BUDGET_S + 60)
+        output, _ = _run(tmp_path, server).communicate(timeout=BUDGET_S + 60)
     finally:
-        if fault != "endpoint-dies" or not injected:
-            server.shutdown()
-            server.server_close()
+        server.shutdown()
+        server.server_close()
+    injected = server.requests >= fault_at
     took = time.monotonic() - started
-    where = f"{fault} after {delay:.1f} s (seed {FAULT_SEED}-{fault}-{index})"
+    where = f"{fault} at request {fault_at} of {requests} (seed {FAULT_SEED}-{fault}-{index})"
     assert took < BUDGET_S + 60, where
     assert not any(leak in output for leak in LEAKS), f"{where}\n{output[-3000:]}"
     results = _reports(tmp_path)
@@ -157,5 +170,5 @@ def test_endpoint_fault_mid_run_never_blames_the_station(baseline, tmp_path, fau
         assert "\n" not in line, line
     if fault == "endpoint-dies" and injected and len(lost) > 0:
         assert len(lost) == 1, lost  # one line on every check after the first that met it
-    print(f"campaign-result: {fault} text-only injected={injected} cut={server.cuts} verdict={results['verdict']} "
-          f"lost={sum(o == 'not_checked' for o in got.values())} took={took:.1f}")
+    print(f"campaign-result: {fault} text-only n={fault_at}/{requests} injected={injected} cut={server.cuts} "
+          f"verdict={results['verdict']} lost={sum(o == 'not_checked' for o in got.values())} took={took:.1f}")

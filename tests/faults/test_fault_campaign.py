@@ -1,12 +1,13 @@
 """A fault-injection campaign: targets that go away *during* a run never end in GO, never in a failure the same
 target does not have without the fault, always within the run's budget, always with every report written.
 
-Each point is seeded (`FAULT_SEED` + fault + index): the same seed injects the same fault into the same target after
-the same delay. Faults: the station's sshd stopped (no listener, sessions cut), the established ssh connection cut
-(the multiplexed master's session killed, sshd still listening), SIGTERM to golive. Targets: station trees served
-by a real sshd on loopback (tests/faults/sshd.py), the healthy tree and one broken in exactly one rule, so "no false
-blame" compares against a fault-free run that does fail something. GOLIVE_FAULT_POINTS sets the points per fault
-(default 20: the campaign's counts in docs/guarantees.md); a busy machine may ask for fewer while developing.
+Each point is seeded (`FAULT_SEED` + fault + index): the same seed injects the same fault into the same target once
+the run has sent the same number of commands (GOLIVE_COMMAND_LOG counts them), whatever the machine's speed.
+Faults: the station's sshd stopped (no listener, sessions cut), the established ssh connection cut (the multiplexed
+master's session killed, sshd still listening), SIGTERM to golive. Targets: station trees served by a real sshd on
+loopback (tests/faults/sshd.py), the healthy tree and one broken in exactly one rule, so "no false blame" compares
+against a fault-free run that does fail something. GOLIVE_FAULT_POINTS sets the points per fault (default 20: the
+campaign's counts in docs/guarantees.md); a busy machine may ask for fewer while developing.
 """
 from __future__ import annotations
 
@@ -60,18 +61,12 @@ def _finish(process: subprocess.Popen, started: float) -> tuple[int, str, float]
     return process.returncode, output, time.monotonic() - started
 
 
-def _command_window(process: subprocess.Popen, log: Path, started: float) -> tuple[float, float]:
-    """When the run sent its first and its last command (seconds from its start): the faults are drawn from there."""
-    first = last = None
-    size = 0
-    while process.poll() is None:
-        if log.exists() and log.stat().st_size != size:
-            size = log.stat().st_size
-            last = time.monotonic() - started
-            first = last if first is None else first
-        time.sleep(0.05)
-    assert first is not None and last is not None, "the fault-free run sent no command"
-    return first, last
+def _sent(log: Path) -> int:
+    """How many commands the run has sent so far (GOLIVE_COMMAND_LOG: one a line, written before each is sent)."""
+    try:
+        return log.read_text().count("\n")
+    except OSError:
+        return 0
 
 
 def _reports(out: Path) -> dict:
@@ -102,21 +97,19 @@ def trees():
 
 @pytest.fixture(scope="module")
 def baselines(trees, tmp_path_factory):
-    """The fault-free run of each target: its outcomes and when it sent its first and last command."""
+    """The fault-free run of each target: its outcomes and how many commands it sent (the faults land among them)."""
     found = {}
     for target in TARGETS:
         out = tmp_path_factory.mktemp(f"baseline-{target}")
         with tree_sshd(trees[target], _free_port()) as sshd:
             started = time.monotonic()
-            process = _start(target, out, sshd)
-            window = _command_window(process, out / "commands.log", started)
-            code, output, took = _finish(process, started)
+            code, output, took = _finish(_start(target, out, sshd), started)
         results = _reports(out)
         assert not any(leak in output for leak in LEAKS), output[-3000:]
         expected = set() if target == "gb300-healthy" else {"test_unit_is_enabled_and_active"}
         assert _failed(results) == expected, output[-3000:]
         assert code == (0 if not expected else 1), output[-3000:]
-        found[target] = (_outcomes(results), window)
+        found[target] = (_outcomes(results), _sent(out / "commands.log"))
     return found
 
 
@@ -142,19 +135,20 @@ def _inject(fault: str, sshd, process: subprocess.Popen) -> bool:
 def test_fault_mid_run_never_blames_the_station(trees, baselines, tmp_path, fault, index):
     rng = random.Random(f"{FAULT_SEED}-{fault}-{index}")
     target = rng.choice(TARGETS)
-    baseline, (first, last) = baselines[target]
+    baseline, commands = baselines[target]
     baseline_failed = {name for name, outcome in baseline.items() if outcome == "failed"}
-    delay = rng.uniform(max(0.5, first - 1), last)  # from just before the first command to the last
+    # the point: once the run has sent its k-th command (k=0: before the first), then a few milliseconds more
+    k, extra_s = rng.randint(0, commands), rng.uniform(0, 0.05)
     with tree_sshd(trees[target], _free_port()) as sshd:
         started = time.monotonic()
         process = _start(target, tmp_path, sshd)
-        try:
-            process.wait(timeout=delay)
-            injected = False  # the run ended before the fault: a fault-free run, held to the same rules
-        except subprocess.TimeoutExpired:
-            injected = _inject(fault, sshd, process)
+        while _sent(tmp_path / "commands.log") < k and process.poll() is None:
+            time.sleep(0.005)
+        time.sleep(extra_s)
+        # the run ended before the fault: a fault-free run, held to the same rules
+        injected = process.poll() is None and _inject(fault, sshd, process)
         code, output, took = _finish(process, started)
-    where = f"{fault} after {delay:.1f} s into {target} (seed {FAULT_SEED}-{fault}-{index})"
+    where = f"{fault} after command {k} of {commands} into {target} (seed {FAULT_SEED}-{fault}-{index})"
     print(f"campaign: {where}: exit {code} in {took:.1f} s")
     assert took < BUDGET_S + 60, f"{where}: the run took {took:.0f} s"
     assert not any(leak in output for leak in LEAKS), f"{where}\n{output[-3000:]}"
@@ -164,7 +158,7 @@ def test_fault_mid_run_never_blames_the_station(trees, baselines, tmp_path, faul
     assert (code == 0) == (results["verdict"] == "pass"), f"{where}: exit {code}, verdict {results['verdict']}"
     if results["verdict"] == "pass":
         assert _outcomes(results) == baseline, f"{where}: GO without the fault-free run's checks\n{output[-3000:]}"
-    print(f"campaign-result: {fault} {target} injected={injected} verdict={results['verdict']} "
+    print(f"campaign-result: {fault} {target} k={k}/{commands} injected={injected} verdict={results['verdict']} "
           f"lost={sum(o == 'not_checked' for o in _outcomes(results).values())}")
     assert _failed(results) <= baseline_failed, f"{where}: blamed the station for {_failed(results) - baseline_failed}"
     lost = [c["message"] for c in results["checks"] if "stopped answering" in c.get("message", "")]
