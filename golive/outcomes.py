@@ -78,8 +78,8 @@ def lost_way(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
         gone = cache.get(("gone-endpoint", station.name)) or Gone(station.name, "HTTP", now(), exc.found)
         if ("gone-endpoint", station.name) not in cache and _still_healthy(cache, station.name):
             # /health still answers: only this answer was lost (a cut stream); later checks go on
-            gone.first_seen_by = _check_name(item)
-            return _not_checked(item, report, f"{gone.line()} (GET /health still answers 200: re-run this check)")
+            return _not_checked(item, report, f"station {station.name}'s answer was lost over HTTP at {gone.at}: "
+                                              f"{exc.found}; GET /health still answers 200: re-run this check")
         way = "endpoint"
     else:
         return None
