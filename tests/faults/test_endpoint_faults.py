@@ -19,6 +19,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -32,8 +33,25 @@ BUDGET_S = 120
 pytestmark = pytest.mark.slow
 
 
+class _Server(ThreadingHTTPServer):
+    """The station's process: counts requests and injects its one fault at the seeded one."""
+
+    daemon_threads = True
+
+    def __init__(self, fault: str | None, fault_at: int):
+        super().__init__(("127.0.0.1", 0), _Station)
+        self.fault, self.fault_at = fault, fault_at
+        self.cut_next, self.dead = False, False
+        self.cuts = self.requests = 0
+        self.lock = threading.Lock()
+
+
 class _Station(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # a Content-Length the client holds the server to
+
+    @property
+    def station(self) -> _Server:
+        return cast(_Server, self.server)
 
     def log_message(self, *args) -> None:
         pass
@@ -64,9 +82,9 @@ class _Station(BaseHTTPRequestHandler):
                 "id": "c1", "object": "chat.completion", "created": 0, "model": MODEL,
                 "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
-        if self.server.cut_next:  # the answer stops half-way; the connection closes under it
-            self.server.cut_next = False
-            self.server.cuts += 1
+        if self.station.cut_next:  # the answer stops half-way; the connection closes under it
+            self.station.cut_next = False
+            self.station.cuts += 1
             self._send(200, kind, answer[:len(answer) // 2], length=len(answer))
             self.close_connection = True
             return None
@@ -74,7 +92,7 @@ class _Station(BaseHTTPRequestHandler):
 
     def _fault(self) -> bool:
         """Count this request; at the seeded one, inject the fault. True: this request gets no answer at all."""
-        server = self.server
+        server = self.station
         with server.lock:
             server.requests += 1
             due = server.requests == server.fault_at
@@ -97,22 +115,19 @@ class _Station(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _die(server: ThreadingHTTPServer) -> None:
+def _die(server: _Server) -> None:
     """The listener goes: connections are refused from now on."""
     server.shutdown()
     server.server_close()
 
 
-def _serve(fault: str | None = None, fault_at: int = 0) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Station)
-    server.daemon_threads = True
-    server.cut_next, server.cuts, server.requests, server.dead = False, 0, 0, False
-    server.fault, server.fault_at, server.lock = fault, fault_at, threading.Lock()
+def _serve(fault: str | None = None, fault_at: int = 0) -> _Server:
+    server = _Server(fault, fault_at)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 
-def _run(out: Path, server: ThreadingHTTPServer) -> subprocess.Popen:
+def _run(out: Path, server: _Server) -> subprocess.Popen:
     out.mkdir(parents=True, exist_ok=True)
     (out / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
                                    "  connect_timeout_s: 1\n  request_timeout_s: 10\n  stream_stall_timeout_s: 10\n")

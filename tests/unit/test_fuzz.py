@@ -12,7 +12,9 @@ import os
 import shutil
 import string
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -26,13 +28,13 @@ from golive.facts import FactError, docker, gpu, nccl, net, shell, systemd, vllm
 from golive.waivers import load_waivers
 
 # derandomized: CI sees the same examples every run (a red here is a regression, not luck); no example database
-BOUNDED = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 DEPTH = int(os.environ.get("GOLIVE_FUZZ_EXAMPLES") or 0)  # CI's fuzz step: 10000 examples a property
 
 
 def fuzz(examples: int) -> settings:
     """A property's bound in the default loop, or the depth CI's fuzz step asks for."""
-    return settings(max_examples=DEPTH or examples, **BOUNDED)
+    return settings(max_examples=DEPTH or examples, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 FUZZ = fuzz(200)
@@ -126,7 +128,8 @@ ARGV = st.lists(st.one_of(st.sampled_from(["docker", "run", "-c", "sh", "bash", 
                                            "--max-model-len", "--speculative-config", "--host", "-v", "--"]),
                           ANY_TEXT), max_size=8)
 
-PARSERS = {  # every parser of golive/facts, with what it is given on a station
+# every parser of golive/facts, with what it is given on a station
+PARSERS: dict[str, tuple[Callable[..., Any], Any]] = {
     "docker.parse_container_inspect": (docker.parse_container_inspect, st.tuples(ANY_TEXT)),
     "docker.parse_image_inspect": (docker.parse_image_inspect, st.tuples(ANY_TEXT)),
     "docker.parse_run": (docker.parse_run, st.tuples(ARGV)),
