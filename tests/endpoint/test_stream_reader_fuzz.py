@@ -22,7 +22,6 @@ from golive.endpoint.errors import EndpointError
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
 from golive.endpoint.target import EndpointTarget
 
-
 MODEL = "fuzz-model"
 DEPTH = int(os.environ.get("GOLIVE_FUZZ_EXAMPLES") or 0)  # CI's fuzz step: 10000 examples a property
 
