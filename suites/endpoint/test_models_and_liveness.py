@@ -4,8 +4,7 @@ import openai
 import pytest
 
 from golive.endpoint.client import error_body
-from golive.endpoint.errors import EndpointError
-from golive.endpoint.errors import from_response
+from golive.endpoint.errors import EndpointError, from_response
 from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
