@@ -12,6 +12,7 @@ import pytest
 
 from golive.endpoint.client import EndpointClient
 from golive.endpoint.errors import EndpointError
+from golive.endpoint.target import EndpointTarget
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "glm-5.3-flash"  # the shipped GB300 profile's served name
@@ -201,7 +202,8 @@ def test_sick_endpoint_is_one_clear_failure(tmp_path, serve, silent_listener, ta
 
 
 def test_silent_listener_fails_light_call_within_its_timeout(silent_listener):
-    client = EndpointClient(silent_listener, "k", timeout=120, connect_timeout=1, light_timeout=1)
+    client = EndpointClient(EndpointTarget(silent_listener, api_key="k", request_timeout_s=120, connect_timeout_s=1,
+                                           light_timeout_s=1))
     started = time.monotonic()
     with pytest.raises(EndpointError, match="no answer within the timeout"):
         client.models()
@@ -216,7 +218,8 @@ def test_silent_listener_fails_light_call_within_its_timeout(silent_listener):
 def test_broken_stream_is_one_clear_error(serve, behaviour, expected):
     """A stream without [DONE], cut mid-event, or stalled mid-answer: one EndpointError naming the URL."""
     url = serve(behaviour) + "/v1"
-    client = EndpointClient(url, SECRET, timeout=120, connect_timeout=1, light_timeout=1, stall_timeout=1)
+    client = EndpointClient(EndpointTarget(url, api_key=SECRET, request_timeout_s=120, connect_timeout_s=1,
+                                           light_timeout_s=1, stream_stall_timeout_s=1))
     started = time.monotonic()
     with pytest.raises(EndpointError) as caught:
         client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True)
