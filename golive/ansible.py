@@ -14,6 +14,10 @@ from pydantic import ValidationError
 from golive.schema import AnsibleStations, Station
 
 EXTRA = "pip install 'golive[ansible]'"
+# The ansible_connection types testinfra's ansible backend runs commands through itself
+# (testinfra/utils/ansible_runner.py get_ansible_host); any other falls back to `ansible -m shell`, whose answer
+# testinfra cannot read (a chroot host ends in KeyError 'stdout'), so golive refuses it before the run.
+SUPPORTED_CONNECTIONS = ("ssh", "smart", "paramiko_ssh", "local", "docker", "community.docker.docker", "lxc", "lxd")
 
 
 class AnsibleError(Exception):
@@ -55,6 +59,12 @@ def group_hosts(inventory: Path, group: str) -> list[str]:
             from None
     if not hosts:
         raise AnsibleError(f"Ansible group '{group}' has no hosts in {inventory}")
+    runner = AnsibleRunner(str(inventory))
+    for host in hosts:
+        connection = str(runner.get_variables(host).get("ansible_connection") or "ssh")
+        if connection not in SUPPORTED_CONNECTIONS:
+            raise AnsibleError(f"Ansible host '{host}' of group '{group}' has ansible_connection: {connection}, which "
+                               f"golive cannot run commands through; supported: {', '.join(SUPPORTED_CONNECTIONS)}")
     return hosts
 
 

@@ -20,7 +20,7 @@ from golive.endpoint.errors import EndpointError
 from golive.endpoint.target import EndpointTarget
 from golive.outcomes import redacted_flags
 from golive.report import keys
-from golive.runstate import CONNECTIONS, NO_INVENTORY, inventory
+from golive.runstate import CONNECTIONS, NO_INVENTORY, inventory, layer_of, station_of
 from golive.schema import Cluster, Profile, Service, Station
 from golive.scope import layer_scope
 from golive.station import StationFacts, chroot_tree, connect, disconnect, unreachable
@@ -74,12 +74,15 @@ def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, l
     ssh_config = loaded.ssh_config_of(station)
 
     def connected() -> Any:
-        host = connect(spec, ssh_config, timeout)
+        host = connect(spec, ssh_config, timeout, station.name)
         request.config.add_cleanup(lambda: disconnect(host))  # the ssh master ends with the run
         return host
 
     reached_as = f"{spec} -F {ssh_config}" if ssh_config else spec  # one host per spec and ssh_config
     host = _cached(request, ("host", reached_as), connected)
+    gone = request.config.stash[CONNECTIONS].get(("gone-host", station.name))
+    if gone is not None:  # stopped answering earlier in this run: not tried again
+        pytest.skip(gone.line())
     problem = None if chroot_tree(spec) else _cached(request, ("reach", reached_as), lambda: unreachable(host))
     if problem:
         pytest.skip(f"not checked because golive cannot run commands on station {station.name}'s host "
@@ -87,6 +90,21 @@ def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, l
                     f"station's or inventory's ssh_config lets golive in (connect timeout {timeout:g} s: "
                     f"host.connect_timeout_s in the profile)")
     return host
+
+
+@pytest.fixture(autouse=True)
+def station_not_gone(request: pytest.FixtureRequest) -> None:
+    """A station whose host (host and cluster checks) or endpoint (endpoint checks) stopped answering earlier in this
+    run: its later checks are not checked with the line of the first failure, without trying the connection again
+    (golive.outcomes.lost_way records it)."""
+    station = station_of(request.node)
+    layer = layer_of(request.node)
+    if station is None or layer is None or CONNECTIONS not in request.config.stash:
+        return
+    way = "gone-endpoint" if layer == "endpoint" else "gone-host"
+    gone = request.config.stash[CONNECTIONS].get((way, station.name))
+    if gone is not None:
+        pytest.skip(gone.line())
 
 
 @pytest.fixture(scope="session")

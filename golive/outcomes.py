@@ -16,6 +16,7 @@ from golive.endpoint.errors import EndpointError
 from golive.facts import FactError
 from golive.report import keys
 from golive.runstate import CONNECTIONS, inventory, station_of
+from golive.transport import Gone, TransportError, now
 from golive.verdict import Finding, NotApplicable, printable
 from golive.waivers import expired_message
 
@@ -25,7 +26,7 @@ Classified = tuple[str, str]  # (outcome, reason)
 def record_outcome(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None],
                    secrets: list[str]) -> None:
     """Classify this phase, apply a waiver to a failure, put the outcome on the report, scrub every secret."""
-    classified = same_cause(item, report, call) or classify(report, call)
+    classified = lost_way(item, report, call) or same_cause(item, report, call) or classify(report, call)
     if classified is not None and classified[0] == rules.FAILED:
         classified = apply_waiver(item, report, classified)
     if classified is not None:
@@ -74,7 +75,53 @@ def same_cause(item: pytest.Item, report: pytest.TestReport, call: pytest.CallIn
     if first == item.nodeid:
         return None
     first = first.split("::")[-1].split("[")[0]  # the check's name, as the report lists it
-    reason = printable(f"not checked because {first} failed on the same cause: {exc.cause}")
+    return _not_checked(item, report, f"not checked because {first} failed on the same cause: {exc.cause}")
+
+
+def lost_way(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classified | None:
+    """A check whose way to the station failed mid-run (golive.transport.TransportError; an endpoint that had
+    answered /health and then refused, timed out connecting or cut an answer): not checked, one line naming the
+    station, the time and the check that met it first; recorded so that later checks of that station are not
+    checked with the same line without trying again (golive.fixtures.station_not_gone). None for anything else."""
+    exc = call.excinfo.value if call.excinfo is not None else None
+    cache = item.config.stash.get(CONNECTIONS, None)
+    if isinstance(exc, TransportError):
+        gone, way = exc.gone, "host"
+    elif isinstance(exc, EndpointError) and exc.transport and cache is not None:
+        station = station_of(item)
+        if station is None or cache.get(("health", station.name), "never asked") is not None:
+            return None  # never healthy in this run: the /health check and its dependents say so (golive.fixtures)
+        gone = cache.get(("gone-endpoint", station.name)) or Gone(station.name, "HTTP", now(), exc.found)
+        if ("gone-endpoint", station.name) not in cache and _still_healthy(cache, station.name):
+            # /health still answers: only this answer was lost (a cut stream); later checks go on
+            return _not_checked(item, report, f"station {station.name}'s answer was lost over HTTP at {gone.at}: "
+                                              f"{exc.found}; GET /health still answers 200: re-run this check")
+        way = "endpoint"
+    else:
+        return None
+    if not gone.first_seen_by:
+        gone.first_seen_by = _check_name(item)
+    if cache is not None:
+        cache.setdefault((f"gone-{way}", gone.station), gone)
+    return _not_checked(item, report, gone.line())
+
+
+def _check_name(item: pytest.Item) -> str:
+    return getattr(item, "originalname", None) or item.name
+
+
+def _still_healthy(cache: dict, station: str) -> bool:
+    client = cache.get(("endpoint", station))
+    if client is None:
+        return False
+    try:
+        return bool(client.get("/health", with_key=False).status_code == 200)
+    except EndpointError:
+        return False
+
+
+def _not_checked(item: pytest.Item, report: pytest.TestReport, reason: str) -> Classified:
+    reason = printable(reason)
     report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1] or 0, reason)
     return rules.NOT_CHECKED, reason
 

@@ -10,6 +10,7 @@ import re
 import shlex
 
 from golive.facts import FactError
+from golive.transport import Gone, TransportError, failure_of_ansible, failure_of_exception, failure_of_result, now
 
 # The first words of each command golive (or testinfra's file/exists modules for it) sends; each only reads.
 ALLOWED = (
@@ -76,13 +77,23 @@ def _stage_allowed(words: list[str]) -> bool:
     return True
 
 
-def guard(host):
-    """Make `host` (a testinfra host) refuse, before sending, any command that is not on the allow-list."""
+def guard(host, station: str | None = None):
+    """Make `host` (a testinfra host) refuse, before sending, any command that is not on the allow-list; and tell a
+    transport failure from the station's answer (golive.transport): the first one is remembered on the backend and
+    every later command raises it again at once. Guarding again (a new run) forgets it."""
     backend = host.backend
-    if getattr(backend, "golive_guarded", False):  # testinfra caches hosts: guard each once
+    backend.golive_gone = None
+    backend.golive_station = station or getattr(backend, "golive_station", None) or backend.get_pytest_id()
+    if getattr(backend, "golive_guarded", False):  # testinfra caches hosts: wrap each once
         return host
     send = backend.run
     log = os.environ.get("GOLIVE_COMMAND_LOG")
+    name = getattr(backend, "NAME", "")
+
+    def gone(detail: str) -> TransportError:
+        backend.golive_gone = Gone(backend.golive_station, "ssh" if name == "safe-ssh" else name or "its backend",
+                                   now(), detail)
+        return TransportError(backend.golive_gone)
 
     def run(command: str, *args: str, **kwargs):
         line = backend.quote(command, *args)
@@ -92,7 +103,32 @@ def guard(host):
         if not allowed(line):
             raise FactError(f"golive refused to send `{line}`: it is not on golive's read-only allow-list "
                             f"(golive/readonly.py)", fix="report this as a golive bug: no check may change a station")
-        return send(command, *args, **kwargs)
+        if backend.golive_gone is not None:  # not tried again: one dead connection costs one timeout, not one a check
+            raise TransportError(backend.golive_gone)
+        try:
+            result = send(command, *args, **kwargs)
+        except TransportError:
+            raise
+        except Exception as exc:
+            detail = failure_of_exception(name, exc)
+            if detail is None:
+                raise
+            raise gone(detail) from None
+        detail = failure_of_result(name, result)
+        if detail is not None:
+            raise gone(detail)
+        return result
 
     backend.run, backend.golive_guarded = run, True
+    if hasattr(backend, "run_ansible"):  # testinfra's ansible backend for connections it cannot drive itself
+        run_ansible = backend.run_ansible
+
+        def ansible(*args, **kwargs):
+            out = run_ansible(*args, **kwargs)
+            detail = failure_of_ansible(out)
+            if detail is not None:
+                raise gone(detail)
+            return out
+
+        backend.run_ansible = ansible
     return host

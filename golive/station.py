@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from golive.facts import FactError, docker, gpu, shell, systemd
 from golive.schema import Profile, Service, Station
+from golive.transport import TransportError
 
 UNIT_DIRS = systemd.UNIT_DIRS
 QUERY_GPU = ["index", "name", "pci.bus_id", "memory.used", "memory.total"]
@@ -353,17 +354,19 @@ def _control_path() -> Path:
     return Path(tempfile.mkdtemp(prefix="golive-ssh-", dir=base)) / "master"
 
 
-def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float | None = None):
+def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float | None = None,
+            station: str | None = None):
     """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
     `ssh_config` is passed to the ssh backends (an inventory's or a station's `ssh_config:`), and so is the connect
-    timeout. ssh:// hosts share one connection for every command (see MUX_SCHEMES); call disconnect() at the end."""
+    timeout. ssh:// hosts share one connection for every command (see MUX_SCHEMES); call disconnect() at the end.
+    `station` names the station in a transport failure's line (golive.transport)."""
     import testinfra
 
     from golive.readonly import guard
 
     tree = chroot_tree(spec)
     if tree:
-        return guard(testinfra.get_host(tree, connection="chroot"))
+        return guard(testinfra.get_host(tree, connection="chroot"), station)
     if connect_timeout_s is not None:
         spec = with_connect_timeout(spec, connect_timeout_s)
     options: dict[str, str] = {"ssh_config": ssh_config} if ssh_config else {}
@@ -373,7 +376,7 @@ def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float |
         # ssh_extra_args goes into testinfra's shell line as it is: quoted here; testinfra escapes its `%` itself
         options["ssh_extra_args"] = " ".join(f"-o {shlex.quote(o)}" for o in (
             "ControlMaster=auto", f"ControlPath={control}", f"ControlPersist={MUX_PERSIST_S}s"))
-    host = guard(testinfra.get_host(spec, **options))
+    host = guard(testinfra.get_host(spec, **options), station)
     if control is not None:
         host.backend.golive_control_path = control
         atexit.register(disconnect, host)  # a run that ends without its cleanup (an embedding caller) still closes it
@@ -400,6 +403,9 @@ def unreachable(host) -> str | None:
     per host, so a dead host costs one connect timeout, not one per check."""
     try:
         result = host.run("echo golive")
+    except TransportError as exc:  # never answered: not "stopped answering"; the caller says so once, per check
+        host.backend.golive_gone = None
+        return exc.gone.detail
     except Exception as exc:  # testinfra's ssh backend raises RuntimeError(CommandResult); paramiko its own errors
         stderr = getattr(exc.args[0], "stderr", None) if exc.args else None
         lines = str(stderr if stderr is not None else exc).strip().splitlines() or [type(exc).__name__]

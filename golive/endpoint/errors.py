@@ -24,9 +24,10 @@ class EndpointError(Exception):
     """The endpoint did not answer as an OpenAI-compatible vLLM server does. str() is the one line shown."""
 
     def __init__(self, url: str, what: str, hint: str, *, status: int | None = None, content_type: str | None = None,
-                 first_bytes: str | None = None, unreachable: bool = False):
+                 first_bytes: str | None = None, unreachable: bool = False, cut: bool = False):
         self.url, self.what, self.hint = url, what, hint
         self.unreachable = unreachable  # never reached (refused, DNS, connect timeout): not checked, not a verdict
+        self.cut = cut  # the connection closed or reset mid-answer: the way failed, the server said nothing
         self.status, self.content_type, self.first_bytes = status, content_type, first_bytes
         super().__init__(self.found)
 
@@ -40,6 +41,12 @@ class EndpointError(Exception):
         if self.first_bytes is not None:
             text += f", body starts {self.first_bytes!r}"
         return text
+
+    @property
+    def transport(self) -> bool:
+        """The way to the endpoint failed (refused, timed out connecting, closed mid-answer): mid-run, after the
+        endpoint had answered, this is not the station's answer (golive.outcomes: not checked)."""
+        return self.unreachable or self.cut
 
     def __str__(self) -> str:
         return f"{self.found}. Do: {self.hint}"
@@ -98,4 +105,5 @@ def from_transport(url: str, exc: BaseException) -> EndpointError:
             "check the endpoint URL and the server log"
     never_reached = isinstance(cause, _kinds("ConnectTimeout", "PoolTimeout")) or (
         isinstance(cause, _kinds("ConnectError")) and not what.startswith("TLS"))
-    return EndpointError(url, what, hint, unreachable=never_reached)
+    cut = isinstance(cause, _kinds("RemoteProtocolError", "ReadError"))
+    return EndpointError(url, what, hint, unreachable=never_reached, cut=cut)

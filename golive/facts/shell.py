@@ -317,7 +317,8 @@ def parse_script(text: str, origin: str = "script") -> Script:
         first_line = text.count("\n", 0, chunk_start) + 1
         try:
             trees = bashlex.parse(chunk)
-        except (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError):
+        # TypeError: bashlex's tokenizer tests `None in '<>'` at a digit word ending in a backslash (`0\`)
+        except (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError, TypeError):
             if not _case_arms(walker, text, chunk_start, chunk):
                 script.unparsed_lines.append(first_line)
             continue

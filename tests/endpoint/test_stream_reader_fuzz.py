@@ -4,11 +4,14 @@ event cut in half, no [DONE], JSON that is not a chat chunk, wrong types, huge l
 
 The bytes go over a real loopback HTTP server (the client's whole path: openai's SSE decoder, then golive's
 assembly); the assembly alone (golive.endpoint.stream) takes arbitrary JSON values, many more of them.
-Bounded and derandomized like tests/unit/test_fuzz.py.
+Bounded and derandomized like tests/unit/test_fuzz.py; GOLIVE_FUZZ_EXAMPLES=N (CI's fuzz step) runs each property
+N times.
 """
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -19,9 +22,15 @@ from golive.endpoint.errors import EndpointError
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
 from golive.endpoint.target import EndpointTarget
 
-BOUNDED = settings(deadline=None, derandomize=True, database=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 MODEL = "fuzz-model"
+DEPTH = int(os.environ.get("GOLIVE_FUZZ_EXAMPLES") or 0)  # CI's fuzz step: 10000 examples a property
+
+
+def fuzz(examples: int) -> settings:
+    """A property's bound in the default loop, or the depth CI's fuzz step asks for."""
+    return settings(max_examples=DEPTH or examples, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
 
 JSON = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40), st.floats(allow_nan=False), st.text(max_size=20)),
@@ -66,7 +75,8 @@ class _Replay(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        self.wfile.write(self.server.body)  # then the connection closes: the stream ends where the bytes end
+        # then the connection closes: the stream ends where the bytes end
+        self.wfile.write(cast(_ReplayServer, self.server).body)
         self.close_connection = True
 
 
@@ -103,7 +113,7 @@ def _judge(url: str, ask, body: bytes) -> None:
     assert all(isinstance(n, str) and isinstance(a, str) for n, a in result.tool_calls)
 
 
-@settings(BOUNDED, max_examples=150)
+@fuzz(150)
 @given(body=BODY)
 @example(body=b"data: " + json.dumps(GOOD[0]).encode() + b"\n\ndata: " + b"x" * 1_000_000 + b"\n\n")  # a huge line
 @example(body=b"data: \xff\xfe" + json.dumps(GOOD[1]).encode()[2:] + b"\n\n")  # invalid UTF-8
@@ -120,7 +130,7 @@ def test_a_healthy_stream_still_assembles(replay):
     assert (result.content, result.finish_reason, result.usage["completion_tokens"]) == ("Hello", "stop", 2)
 
 
-@settings(BOUNDED, max_examples=400)
+@fuzz(400)
 @given(events=st.lists(JSON, max_size=5))
 def test_assembly_takes_any_json_events(events):
     answer = StreamedAnswer()

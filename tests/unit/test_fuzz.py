@@ -1,15 +1,20 @@
 """Bad input, fuzzed (hypothesis): the profile and inventory loaders, every facts parser and the load generator's
 stream assembly either give a result or reject the input with their own one-line error; never another exception.
 
-Bounded: ~200 examples a property, no deadline (a shared CI machine), the whole file under 20 s. To search wider
-by hand: `pytest tests/unit/test_fuzz.py --hypothesis-seed=N` with `derandomize` off.
+Bounded: ~200 examples a property, no deadline (a shared CI machine), the whole file under 20 s. At depth (CI's
+fuzz step, .ci/run): GOLIVE_FUZZ_EXAMPLES=10000 runs every property 10,000 times, still derandomized (hypothesis
+derives each property's seed from its name: the same examples every run, nothing to record but the count). To search
+wider by hand: `pytest tests/unit/test_fuzz.py --hypothesis-seed=N` with `derandomize` off. Crashes found at depth are
+kept below as @example cases.
 """
 import atexit
+import os
 import shutil
 import string
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,13 +22,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golive.config import ConfigError, load_inventory, load_profile
+from golive.endpoint.answers import load_answer_battery
 from golive.endpoint.load import RequestTiming, SseParser, read_event
 from golive.facts import FactError, docker, gpu, nccl, net, shell, systemd, vllm
+from golive.waivers import load_waivers
 
 # derandomized: CI sees the same examples every run (a red here is a regression, not luck); no example database
-BOUNDED = settings(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ = settings(BOUNDED, max_examples=200)
-FEW = settings(BOUNDED, max_examples=60)
+DEPTH = int(os.environ.get("GOLIVE_FUZZ_EXAMPLES") or 0)  # CI's fuzz step: 10000 examples a property
+
+
+def fuzz(examples: int) -> settings:
+    """A property's bound in the default loop, or the depth CI's fuzz step asks for."""
+    return settings(max_examples=DEPTH or examples, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+FUZZ = fuzz(200)
+FEW = fuzz(60)
 
 # text with the characters real command output and YAML are made of, plus anything at all
 LINES = st.text(alphabet=string.printable + "{}[]:;=,\"'-\t\n\u00e9\x00\x1b", max_size=400)
@@ -51,14 +66,18 @@ def _one_line_or_loads(load, text: str) -> None:
         assert message and "\n" not in message and "Traceback" not in message, message
 
 
-@pytest.mark.parametrize("load", [load_profile, load_inventory], ids=["profile", "inventory"])
+LOADERS = [load_profile, load_inventory, load_waivers, load_answer_battery]
+LOADER_IDS = ["profile", "inventory", "waivers", "battery"]
+
+
+@pytest.mark.parametrize("load", LOADERS, ids=LOADER_IDS)
 @FUZZ
 @given(text=ANY_TEXT)
 def test_loader_takes_any_text(load, text):
     _one_line_or_loads(load, text)
 
 
-@pytest.mark.parametrize("load", [load_profile, load_inventory], ids=["profile", "inventory"])
+@pytest.mark.parametrize("load", LOADERS, ids=LOADER_IDS)
 @FUZZ
 @given(data=NESTED)
 def test_loader_takes_any_yaml_structure(load, data):
@@ -79,6 +98,24 @@ def test_inventory_station_takes_any_values(station):
     _one_line_or_loads(load_inventory, yaml.safe_dump({"profile": "reference-cpu", "stations": [station]}))
 
 
+WAIVER_KEYS = ["id", "check", "rule", "station", "owner", "expires", "justification", "waivers"]
+BATTERY_KEYS = ["name", "description", "floor", "max_tokens", "cases", "id", "prompt", "messages", "expect", "exact",
+                "contains", "one_of", "regex", "numeric", "tolerance", "not_contains", "role", "content"]
+
+
+@FEW
+@given(entries=st.lists(st.dictionaries(st.sampled_from(WAIVER_KEYS), NESTED, max_size=7), max_size=3))
+def test_waivers_take_any_entries(entries):
+    _one_line_or_loads(load_waivers, yaml.safe_dump({"waivers": entries}, allow_unicode=True))
+
+
+@FEW
+@given(cases=st.lists(st.dictionaries(st.sampled_from(BATTERY_KEYS), NESTED, max_size=6), max_size=3),
+       top=st.dictionaries(st.sampled_from(BATTERY_KEYS), NESTED, max_size=3))
+def test_batteries_take_any_cases(cases, top):
+    _one_line_or_loads(load_answer_battery, yaml.safe_dump({**top, "cases": cases}, allow_unicode=True))
+
+
 @FEW
 @given(ca_file=st.one_of(ANY_TEXT, st.sampled_from([".", "..", "/", "/dev/null", "/proc/self/mem", "x" * 300])))
 def test_inventory_tls_ca_file_takes_any_text(ca_file):
@@ -92,7 +129,7 @@ ARGV = st.lists(st.one_of(st.sampled_from(["docker", "run", "-c", "sh", "bash", 
                           ANY_TEXT), max_size=8)
 
 # every parser of golive/facts, with what it is given on a station
-PARSERS: dict[str, tuple[Callable[..., object], st.SearchStrategy]] = {
+PARSERS: dict[str, tuple[Callable[..., Any], Any]] = {
     "docker.parse_container_inspect": (docker.parse_container_inspect, st.tuples(ANY_TEXT)),
     "docker.parse_image_inspect": (docker.parse_image_inspect, st.tuples(ANY_TEXT)),
     "docker.parse_run": (docker.parse_run, st.tuples(ARGV)),
@@ -133,7 +170,7 @@ PARSERS: dict[str, tuple[Callable[..., object], st.SearchStrategy]] = {
 
 
 @pytest.mark.parametrize("name", PARSERS)
-@settings(BOUNDED, max_examples=150)
+@fuzz(150)
 @given(data=st.data())
 def test_facts_parser_gives_a_result_or_a_fact_error(name, data):
     parse, arguments = PARSERS[name]
@@ -141,6 +178,21 @@ def test_facts_parser_gives_a_result_or_a_fact_error(name, data):
         parse(*data.draw(arguments))
     except FactError as exc:
         assert str(exc) and "Traceback" not in str(exc)
+
+
+# Crashes the fuzzing at depth found (GOLIVE_FUZZ_EXAMPLES=10000), kept as explicit cases: (parser, its arguments).
+FOUND_AT_DEPTH = [
+    ("shell.parse_script", ("0\\",)),  # bashlex: TypeError at a digit word ending in a backslash
+]
+
+
+@pytest.mark.parametrize(("name", "arguments"), FOUND_AT_DEPTH, ids=[f"{n}{a!r}" for n, a in FOUND_AT_DEPTH])
+def test_crashes_found_at_depth_stay_fixed(name, arguments):
+    parse, _ = PARSERS[name]
+    try:
+        parse(*arguments)
+    except FactError as exc:
+        assert str(exc) and "\n" not in str(exc)
 
 
 SSE_PIECES = st.one_of(st.binary(max_size=40), st.sampled_from([
