@@ -59,8 +59,8 @@ def test_ssh_exit_255_is_the_way_not_the_station(ssh_config):
         "Connection refused"), line
     assert "CommandResult" not in line and "0x" not in line
     # a new run (connect again) forgets it: the station is asked afresh
-    connect(f"ssh://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
-    assert host.backend.golive_gone is None
+    fresh = connect(f"ssh://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
+    assert fresh.backend.golive_gone is None
 
 
 def test_a_station_never_reached_is_not_a_station_gone(ssh_config):
