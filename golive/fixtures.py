@@ -1,7 +1,7 @@
 """The fixtures a check asks for: its station's profile, host, facts and endpoint, each made once per run; and the
 `record_*` fixtures a check uses to leave metrics, provenance and notes for the reports.
 
-The endpoint chain is ordered so one root cause ends in one failure: `endpoint_client` (configured) → 
+The endpoint chain is ordered so one root cause ends in one failure: `endpoint_client` (configured) →
 `endpoint_answers` (/health is 200) → `endpoint_reachable` (/v1/models lets golive in) → `endpoint` (serves the
 profile's model). A check that needs a later link is not checked, naming the check that carries the failure.
 """
@@ -17,9 +17,11 @@ from golive.cluster import ClusterFacts
 from golive.config import LoadedInventory
 from golive.endpoint.client import EndpointClient
 from golive.endpoint.errors import EndpointError
+from golive.endpoint.load import LevelResult
 from golive.endpoint.target import EndpointTarget
 from golive.outcomes import redacted_flags
 from golive.report import keys
+from golive.report.results import Metric
 from golive.runstate import CONNECTIONS, NO_INVENTORY, inventory
 from golive.schema import Cluster, Profile, Service, Station
 from golive.scope import layer_scope
@@ -201,11 +203,19 @@ def record_metric(request: pytest.FixtureRequest) -> Callable[..., bool]:
 
     def record(name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None) -> bool:
         passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
-        request.node.user_properties.append((keys.METRIC, {"name": name, "value": value, "unit": unit,
-                                                           "floor": floor, "ceiling": ceiling, "passed": passed}))
+        metric = Metric(name=name, value=value, unit=unit, floor=floor, ceiling=ceiling, passed=passed)
+        # plain data on the report: it crosses pytest-xdist; the Recorder makes it a Metric again
+        request.node.user_properties.append((keys.METRIC, metric.as_dict()))
         return passed
 
     return record
+
+
+@pytest.fixture
+def record_sweep(request: pytest.FixtureRequest) -> Callable[[list[LevelResult]], None]:
+    """Record the station's concurrency sweep (the load generator's level results) for results.json `sweep`, the
+    tables and the plot."""
+    return lambda levels: request.node.user_properties.append((keys.SWEEP, [level.as_dict() for level in levels]))
 
 
 @pytest.fixture

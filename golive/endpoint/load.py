@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 import json
 import statistics
 import time
@@ -42,7 +43,7 @@ class SseParser:
         self._data: list[str] = []
 
     def feed(self, chunk: bytes, at: float) -> list[tuple[str, float]]:
-        events = []
+        events: list[tuple[str, float]] = []
         self._buffer += chunk
         while True:
             cut = self._buffer.find(b"\n")
@@ -82,7 +83,7 @@ class RequestTiming:
 
     @property
     def itls(self) -> list[float]:
-        return [b - a for a, b in zip(self.token_times, self.token_times[1:])]
+        return [b - a for a, b in itertools.pairwise(self.token_times)]
 
     @property
     def tpot(self) -> float | None:
@@ -219,7 +220,7 @@ def read_timeline(attempt: Attempt, workload: Workload) -> RequestTiming:
     except ValueError as exc:  # an event that is not JSON or not an OpenAI chunk
         timing.error = f"{type(exc).__name__}: {exc}"[:300]
         return timing
-    timing.end = response.end - timing.sent
+    timing.end = None if response.end is None else response.end - timing.sent
     if timing.error is None and not done:
         timing.error = "the stream ended without [DONE]"
     elif timing.error is None and timing.completion_tokens != workload.output_tokens:
@@ -308,7 +309,7 @@ async def run_level(clients: list[Lane], workload: Workload, headers: dict, conc
     for client in clients[:concurrency]:
         free.put_nowait(client)
 
-    # bodies built before the clock starts: building 256 of them while the first answers arrive delays those (~40 µs each)
+    # bodies built before the clock starts: building 256 while the first answers arrive delays those (~40 µs each)
     bodies = [request_body(workload, sentences) for _ in range(requests)]
 
     async def gated(prepared: tuple[str, bytes]) -> Attempt | None:
@@ -322,7 +323,7 @@ async def run_level(clients: list[Lane], workload: Workload, headers: dict, conc
 
     collecting = gc.isenabled()
     gc.collect()
-    gc.disable()  # a full collection mid-level stalls every stream for tens of ms (timeit turns it off for the same reason)
+    gc.disable()  # a full collection mid-level stalls every stream for tens of ms (timeit turns it off for this too)
     try:
         started = clock()
         done = await asyncio.gather(*(gated(body) for body in bodies))
@@ -376,7 +377,7 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
             if time.perf_counter() > deadline:
                 not_run.append(concurrency)
                 continue
-            warm = []
+            warm: list[RequestTiming] = []
             if warmup:
                 warm, _, _ = await run_level(clients, workload, headers, concurrency, warmup * concurrency,
                                              deadline, sentences)

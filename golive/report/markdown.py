@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader
 
 from golive import verdict as rules
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
-from golive.report.results import verdict_word
+from golive.report.results import sweep_of, verdict_word
 from golive.verdict import printable
 
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=False, keep_trailing_newline=True,
@@ -52,7 +52,8 @@ def render_markdown(results: dict) -> str:
     return _ENV.get_template("go-live.md.j2").render(
         r=results, verdict_word=verdict_word(results["verdict"]), outcomes=rules.OUTCOMES,
         counts=dict(sorted(counts.items())), by_outcome=by_outcome,
-        sweep=sweep_rows(results.get("metrics", [])), sweep_columns=SWEEP_COLUMNS, checks=sorted(checks, key=lambda c: c["nodeid"]))
+        sweep=sweep_rows(sweep_of(results)), sweep_columns=SWEEP_COLUMNS,
+        checks=sorted(checks, key=lambda c: c["nodeid"]))
 
 
 def write_markdown(results: dict, path: Path) -> None:

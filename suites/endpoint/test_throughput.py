@@ -88,18 +88,11 @@ def _workload(load, concurrency: int) -> str:
             f"{load.repeats} × {concurrency} requests after warm-up")
 
 
-def test_sweep_runs_every_level_without_failures(swept, load, record_metric):
+def test_sweep_runs_every_level_without_failures(swept, load, record_sweep):
     """The concurrency sweep runs every level with 0 failed requests (the [002]-style table, as data) [000]."""
     if not swept.levels and swept.refused:
         pytest.skip(PEAK_REFUSED.format(levels=", ".join(map(str, swept.refused))))
-    for level in swept.levels:
-        for name, unit in (("aggregate_tok_s", "tok/s"), ("per_user_tok_s_p50", "tok/s"), ("ttft_p50_s", "s"),
-                           ("ttft_mean_s", "s"), ("itl_mean_s", "s"), ("tpot_p50_s", "s"), ("e2e_mean_s", "s"),
-                           ("prompt_tokens_p50", "tokens"), ("requests", "requests"), ("failures", "requests"),
-                           ("warmup_failures", "requests"), ("client_usage_mismatches", "requests")):
-            value = getattr(level, name)
-            if value is not None:
-                record_metric(f"load_c{level.concurrency}_{name}", value, unit)
+    record_sweep(swept.levels)
     failures = {lv.concurrency: lv.failures + lv.warmup_failures for lv in swept.levels}
     errors = sorted({e for lv in swept.levels for e in lv.errors})
     total = sum(lv.requests for lv in swept.levels)

@@ -154,11 +154,13 @@ def test_shipped_reference_floors_pass(reference, tmp_path):
     result, results, by_check = golive_perf(reference.base_url, tmp_path)
     output = result.stdout + result.stderr
     assert result.returncode == 0 and {c["outcome"] for c in by_check.values()} == {"passed"}, output
-    metrics = {m["name"]: m for m in results["metrics"]}
+    sweep = {row["concurrency"]: row for row in results["sweep"]}
+    assert set(sweep) == {1, 4, 8} and {row["station"] for row in results["sweep"]} == {"reference"}
     for level in (1, 4, 8):
-        assert metrics[f"load_c{level}_aggregate_tok_s"]["value"] > 0
-        assert metrics[f"load_c{level}_failures"]["value"] == 0
-        assert metrics[f"load_c{level}_requests"]["value"] == 2 * level  # repeats × level, warm-up excluded
+        assert sweep[level]["aggregate_tok_s"] > 0 and sweep[level]["failures"] == 0
+        assert sweep[level]["requests"] == 2 * level  # repeats × level, warm-up excluded
+    metrics = {m["name"]: m for m in results["metrics"]}
+    assert not any(name.startswith("load_c") for name in metrics)
     assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
     assert "load:    1 in flight" in output  # progress, one line per level
 
