@@ -199,11 +199,17 @@ def endpoint(endpoint_reachable: EndpointClient, profile: Profile) -> EndpointCl
 
 @pytest.fixture
 def record_metric(request: pytest.FixtureRequest) -> Callable[..., bool]:
-    """Record a measured value for results.json and the report: record_metric(name, value, unit, floor=…)."""
+    """Record a measured value for results.json and the report: record_metric(name, value, unit, floor=…,
+    interval=(low, high), requests=n)."""
 
-    def record(name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None) -> bool:
-        passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
-        metric = Metric(name=name, value=value, unit=unit, floor=floor, ceiling=ceiling, passed=passed)
+    def record(name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None,
+               interval: tuple[float, float] | None = None, requests: int | None = None,
+               passed: bool | None = None) -> bool:
+        """`passed` given: the check's own judgement (an interval against its bound); else value against bound."""
+        if passed is None:
+            passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
+        metric = Metric(name=name, value=value, unit=unit, floor=floor, ceiling=ceiling, passed=passed,
+                        interval=None if interval is None else list(interval), requests=requests)
         # plain data on the report: it crosses pytest-xdist; the Recorder makes it a Metric again
         request.node.user_properties.append((keys.METRIC, metric.as_dict()))
         return passed

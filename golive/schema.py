@@ -138,6 +138,18 @@ class LoadFloors(Strict):
     per_user_tok_s_p50: float | None = None  # at gate_concurrency
     ttft_p50_s: float | None = None  # a ceiling, at gate_concurrency
     peak_tok_s: float | None = None  # the best aggregate of the sweep
+    # ratios within one run: they hold on any machine (a station that cannot batch fails them on a laptop too)
+    scaling_ratio: float | None = None  # aggregate at gate_concurrency ÷ aggregate at 1 user
+    per_user_ratio: float | None = None  # per-user decode (p50) at gate_concurrency ÷ single-user decode
+    goodput_share: float | None = None  # at gate_concurrency: share of requests meeting every load.slo objective
+
+
+class LoadSlo(Strict):
+    """Per-request objectives for goodput; the same as `vllm bench serve --goodput ttft:MS tpot:MS e2el:MS`."""
+
+    ttft_s: float | None = Field(default=None, gt=0)
+    tpot_s: float | None = Field(default=None, gt=0)  # (E2E − TTFT) ÷ (output tokens − 1)
+    e2el_s: float | None = Field(default=None, gt=0)
 
 
 class Load(Strict):
@@ -155,6 +167,7 @@ class Load(Strict):
     max_requests: int = Field(default=2048, ge=1)
     max_duration_s: float = Field(default=900, gt=0)
     floors: LoadFloors = LoadFloors()
+    slo: LoadSlo = LoadSlo()
 
     @model_validator(mode="after")
     def _bounded(self):

@@ -27,6 +27,7 @@ from golive.endpoint.longctx import filler
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
 from golive.endpoint.tls import trusting
+from golive.endpoint.uncertainty import aggregate_interval, median_interval, share_interval
 
 Clock = Callable[[], float]
 
@@ -241,6 +242,31 @@ def _percentile(values: list[float], p: float) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1] if p != 50 else statistics.median(values)
 
 
+@dataclass(frozen=True)
+class Slo:
+    """Per-request objectives for goodput, as `vllm bench serve --goodput ttft:MS tpot:MS e2el:MS` (seconds here)."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2el_s: float | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2el_s))
+
+
+def meets_slo(timing: RequestTiming, slo: Slo) -> bool:
+    """A successful request is good when every objective set holds, exactly as vLLM's client counts it:
+    vllm/benchmarks/serve.py `calculate_metrics` (vLLM 0.32): TPOT = (latency − TTFT) ÷ (output tokens − 1), taken as
+    0 for a one-token answer; `s >= r` (a value equal to its objective is good); latency and TTFT from the send.
+    Failed requests are never good."""
+    if timing.error is not None or timing.ttft is None or timing.end is None:
+        return False
+    tokens = timing.completion_tokens or 0
+    tpot = (timing.end - timing.ttft) / (tokens - 1) if tokens > 1 else 0.0
+    return all(objective >= value for objective, value in
+               ((slo.ttft_s, timing.ttft), (slo.tpot_s, tpot), (slo.e2el_s, timing.end)) if objective is not None)
+
+
 @dataclass
 class LevelResult:
     """One concurrency level of the sweep: the [002]-style table row, as data."""
@@ -265,20 +291,38 @@ class LevelResult:
     client_usage_mismatches: int  # requests whose client count differs from usage (cross-check, not a failure)
     warmup_failures: int = 0  # not measured, still a failure of the station
     errors: list[str] = field(default_factory=list)
+    # 95 % intervals (golive.endpoint.uncertainty), [low, high]; None with fewer than 2 successful requests
+    aggregate_tok_s_ci: list[float] | None = None
+    per_user_tok_s_p50_ci: list[float] | None = None
+    ttft_p50_s_ci: list[float] | None = None
+    # goodput against the profile's load.slo (None: no objectives set): vLLM's request goodput is good ÷ duration
+    good_requests: int | None = None
+    goodput_req_s: float | None = None
+    goodput_share: float | None = None  # good ÷ successful requests
+    goodput_share_ci: list[float] | None = None
+    batches: int = 1  # measured batches of `repeats` × C: more when a floor was undecided (the interval straddled it)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def summarize(concurrency: int, timings: list[RequestTiming], started: float, ended: float) -> LevelResult:
+def _listed(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else list(interval)
+
+
+def summarize(concurrency: int, timings: list[RequestTiming], started: float, ended: float,
+              slo: Slo | None = None, earlier_s: float = 0.0) -> LevelResult:
+    """The level's row; `earlier_s`: the duration of its earlier batches (timings holds every batch's requests)."""
     ok = [t for t in timings if t.error is None]
     tokens = sum(t.completion_tokens or 0 for t in ok)
-    duration = max(ended - started, 1e-9)
+    duration = max(ended - started + earlier_s, 1e-9)
     ttfts = [t.ttft for t in ok if t.ttft is not None]
     tpots = [t.tpot for t in ok if t.tpot]
     itls = [gap for t in ok for gap in t.itls]
     e2es = [t.end for t in ok if t.end is not None]
     mean = lambda xs: statistics.fmean(xs) if xs else None  # noqa: E731
+    timed = [t for t in ok if t.end is not None]
+    good = sum(meets_slo(t, slo) for t in ok) if slo else None
     return LevelResult(
         concurrency=concurrency, requests=len(timings), failures=len(timings) - len(ok), duration_s=duration,
         output_tokens=tokens, aggregate_tok_s=tokens / duration,
@@ -289,7 +333,14 @@ def summarize(concurrency: int, timings: list[RequestTiming], started: float, en
         e2e_p50_s=_percentile(e2es, 50), e2e_mean_s=mean(e2es),
         prompt_tokens_p50=_percentile([t.prompt_tokens for t in ok if t.prompt_tokens is not None], 50),
         client_usage_mismatches=sum(t.client_tokens != t.completion_tokens for t in ok),
-        errors=sorted({t.error for t in timings if t.error})[:5])
+        errors=sorted({t.error for t in timings if t.error})[:5],
+        aggregate_tok_s_ci=_listed(aggregate_interval(tokens / duration, [t.completion_tokens or 0 for t in timed],
+                                                      [t.end or 0.0 for t in timed])),
+        per_user_tok_s_p50_ci=_listed(median_interval([1 / x for x in tpots])),
+        ttft_p50_s_ci=_listed(median_interval(ttfts)),
+        good_requests=good, goodput_req_s=None if good is None else good / duration,
+        goodput_share=None if good is None or not ok else good / len(ok),
+        goodput_share_ci=None if good is None else _listed(share_interval(good, len(ok))))
 
 
 def lanes(url: str, count: int, timeout_s: float, ca_file: str | None = None,
@@ -360,13 +411,23 @@ def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool
     return levels[:-1], levels[-1:]
 
 
+# (the level just measured, the levels before it) → True when a floor is undecided there: its interval straddles it
+Undecided = Callable[[LevelResult, list[LevelResult]], bool]
+
+
 async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterable[int], repeats: int, warmup: int,
-                      max_duration_s: float, progress: Callable[[str], None] = lambda line: None) -> Sweep:
-    """Each level: `warmup` × C requests (not measured), then `repeats` × C requests measured, C in flight."""
+                      max_duration_s: float, progress: Callable[[str], None] = lambda line: None,
+                      slo: Slo | None = None, undecided: Undecided | None = None,
+                      max_requests: int | None = None) -> Sweep:
+    """Each level: `warmup` × C requests (not measured), then `repeats` × C requests measured, C in flight; while
+    `undecided` says a floor cannot be judged yet, another `repeats` × C, within `max_requests` (all requests sent,
+    warm-up included) and `max_duration_s`."""
     levels = sorted(set(levels))
+    sent = 0
     headers = target.headers()
     deadline = time.perf_counter() + max_duration_s
-    results, not_run = [], []
+    results: list[LevelResult] = []
+    not_run: list[int] = []
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(c)
                    for c in lanes(target.chat_url, max(levels), target.request_timeout_s, target.ca_file)]
@@ -383,7 +444,19 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
                                              deadline, sentences)
             timings, started, ended = await run_level(clients, workload, headers, concurrency,
                                                       repeats * concurrency, deadline, sentences)
-            level = summarize(concurrency, timings, started, ended)
+            sent += len(warm) + len(timings)
+            level = summarize(concurrency, timings, started, ended, slo)
+            earlier_s, batches = 0.0, 1
+            while (undecided is not None and undecided(level, results) and time.perf_counter() < deadline
+                   and (max_requests is None or sent + repeats * concurrency <= max_requests)):
+                earlier_s += ended - started
+                more, started, ended = await run_level(clients, workload, headers, concurrency,
+                                                       repeats * concurrency, deadline, sentences)
+                sent += len(more)
+                timings += more
+                batches += 1
+                level = summarize(concurrency, timings, started, ended, slo, earlier_s)
+            level.batches = batches
             level.warmup_failures = sum(t.error is not None for t in warm)
             level.errors = sorted({*level.errors, *(t.error for t in warm if t.error)})[:5]
             results.append(level)

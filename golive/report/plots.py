@@ -16,6 +16,7 @@ SWEEP_COLUMNS = {
     "aggregate_tok_s": "aggregate tok/s",
     "per_user_tok_s_p50": "per-user tok/s p50",
     "ttft_p50_s": "TTFT p50 s",
+    "goodput_share": "goodput share",
     "itl_mean_s": "ITL mean s",
     "e2e_mean_s": "E2E mean s",
     "requests": "requests",
@@ -32,9 +33,11 @@ def by_station(points: list[SweepPoint]) -> dict[str, list[SweepPoint]]:
 
 
 def sweep_rows(points: list[SweepPoint]) -> list[dict]:
-    """The sweep as table rows: one per station and concurrency, with the SWEEP_COLUMNS values."""
+    """The sweep as table rows: one per station and concurrency, with the SWEEP_COLUMNS values and, under
+    `<name>_ci`, a value's 95 % interval where the level has one."""
     return [{"station": station, "users": p.level.concurrency,
-             **{name: getattr(p.level, name) for name in SWEEP_COLUMNS}}
+             **{name: getattr(p.level, name) for name in SWEEP_COLUMNS},
+             **{f"{name}_ci": getattr(p.level, f"{name}_ci", None) for name in SWEEP_COLUMNS}}
             for station, levels in by_station(points).items() for p in levels]
 
 
@@ -54,13 +57,18 @@ def sweep_svg(points: list[SweepPoint]) -> str | None:
         throughput, ttft = figure.subplots(1, 2)
         for station, levels in data.items():
             for axes, name in ((throughput, "aggregate_tok_s"), (ttft, "ttft_p50_s")):
-                points_ = [(p.level.concurrency, getattr(p.level, name)) for p in levels
-                           if getattr(p.level, name) is not None]
-                if points_:
-                    axes.plot([u for u, _ in points_], [v for _, v in points_], marker="o", label=station)
+                shown = [p.level for p in levels if getattr(p.level, name) is not None]
+                if not shown:
+                    continue
+                values = [getattr(lv, name) for lv in shown]
+                # error bars: the 95 % interval (golive.endpoint.uncertainty); none where a level has no interval
+                intervals = [getattr(lv, f"{name}_ci") or [v, v] for lv, v in zip(shown, values, strict=True)]
+                axes.errorbar([lv.concurrency for lv in shown], values, marker="o", capsize=3, label=station,
+                              yerr=[[max(v - ci[0], 0) for v, ci in zip(values, intervals, strict=True)],
+                                    [max(ci[1] - v, 0) for v, ci in zip(values, intervals, strict=True)]])
         users = sorted({p.level.concurrency for levels in data.values() for p in levels})
         for axes, title, unit in ((throughput, "Aggregate throughput", "tok/s"), (ttft, "TTFT p50", "s")):
-            axes.set_title(f"{title} vs concurrent users")
+            axes.set_title(f"{title} vs concurrent users (95 % CI)")
             axes.set_xlabel("concurrent users")
             axes.set_ylabel(unit)
             axes.set_xscale("log", base=2)  # the sweep doubles-ish: 1, 32, 256 users spread evenly

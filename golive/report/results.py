@@ -61,6 +61,8 @@ class Metric:
     floor: float | None = None
     ceiling: float | None = None
     passed: bool = True
+    interval: list[float] | None = None  # 95 % [low, high] (golive.endpoint.uncertainty); None: a single reading
+    requests: int | None = None  # how many requests the value and its interval stand on
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,11 +1,16 @@
 """Throughput floors: the recipe's measured go-live numbers, one concurrency sweep, each gate against its floor [000].
 
 Metric definitions: docs/metrics.md. The sweep runs once per station (salted prompts, fixed answer length, warm-up
-excluded) within the profile's load bounds; every check below reads its level of that one sweep.
+excluded) within the profile's load bounds; every check below reads its level of that one sweep. Each number carries a
+95 % interval (golive.endpoint.uncertainty): a floor passes when the interval clears it, fails when the interval lies
+below it; in between the sweep adds requests within load.max_requests / max_duration_s, and a floor still undecided
+after that is not checked (the run is INCOMPLETE, never GO).
 """
 import pytest
 
-from golive.endpoint.load import PEAK_REFUSED, LevelResult, Sweep, Workload, levels_to_run, sweep
+from golive.endpoint import gates
+from golive.endpoint.load import PEAK_REFUSED, LevelResult, Slo, Sweep, Workload, levels_to_run, sweep
+from golive.endpoint.uncertainty import Decision, shown
 from golive.verdict import not_applicable, require
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
@@ -38,7 +43,9 @@ def swept(request, endpoint, station, profile, load) -> Sweep:
     if not levels:
         return Sweep([], [], refused)
     measured = sweep(endpoint.target, workload, levels, load.repeats, load.warmup, load.max_duration_s,
-                     progress=progress)
+                     progress=progress, slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
+                     undecided=lambda level, earlier: gates.undecided(load, level, earlier),
+                     max_requests=load.max_requests)
     measured.refused = refused
     return measured
 
@@ -58,29 +65,44 @@ def _level(swept: Sweep, concurrency: int) -> LevelResult:
 SPEED_UNMEASURABLE = ("no successful answer had its tokens spread over time (each arrived in one read: no decode "
                       "time to divide); longer answers (load.output_tokens) give it one")
 TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
+UNMEASURABLE = {"single_user_decode_tok_s": SPEED_UNMEASURABLE, "per_user_tok_s_p50": SPEED_UNMEASURABLE,
+                "per_user_ratio": SPEED_UNMEASURABLE, "single_user_ttft_p50_s": TTFT_UNMEASURABLE,
+                "ttft_p50_s": TTFT_UNMEASURABLE, "scaling_ratio": "a level had no successful request",
+                "goodput_share": "no successful request"}
+UNDECIDED = ("undecided: {what} at {users} users is {value} ({interval}, {requests} requests), which straddles the "
+             "{kind} {bound}; the sweep added requests up to the profile's bounds (load.max_requests "
+             "{max_requests}, load.max_duration_s {max_duration_s:g} s) and still could not tell: raise them, or "
+             "measure on a quieter station")
 
 
-def _measured(level: LevelResult, value: float | None, what: str, why: str) -> float:
-    """A number the level's answers could not give is not checked (never GO on it), with why."""
-    if value is None:
-        pytest.skip(f"{what} could not be measured at concurrency {level.concurrency}: {why}")
-    return value
+def _gate(load, swept: Sweep, field: str, what: str) -> gates.Gate:
+    """The gate's measurement, or why it is not applicable (no number in the profile) or not checked."""
+    if gates.bound(load, field) is None:
+        not_applicable(f"the profile sets no load floor {field}")
+    users = 1 if field.startswith("single_user") else gates.gate_concurrency(load)
+    levels = [_level(swept, 1)] if users != 1 and field.endswith("_ratio") else []
+    levels.append(_level(swept, users))
+    measured = gates.gate(load, swept.levels, field)
+    if measured is None or measured.value is None:
+        pytest.skip(f"{what} could not be measured at concurrency {users}: {UNMEASURABLE[field]}")
+    return measured
 
 
-def _gate(load) -> int:
-    return load.gate_concurrency or max(load.concurrency)
+def _judge(gate: gates.Gate, load, record_metric, name: str, unit: str, what: str, **finding: str) -> None:
+    """Record the gate's number with its interval; fail, pass or (undecided) leave it not checked."""
+    kind = "ceiling" if gate.ceiling else "floor"
+    record_metric(name, gate.value, unit, **{kind: gate.bound}, interval=gate.interval, requests=gate.requests,
+                  passed=gate.decision is Decision.PASSES)
+    if gate.decision is Decision.UNDECIDED:
+        pytest.skip(UNDECIDED.format(what=what, users=gate.concurrency, value=f"{gate.value:,.4g}",
+                                     interval=shown(gate.interval), requests=gate.requests, kind=kind,
+                                     bound=f"{gate.bound:,.4g}", max_requests=load.max_requests,
+                                     max_duration_s=load.max_duration_s))
+    require(gate.decision is Decision.PASSES, **finding)
 
 
-def _floor(load, value: float | None, name: str) -> float:
-    if value is None:
-        not_applicable(f"the profile sets no load floor {name}")
-    return value * (1 - load.tolerance)
-
-
-def _ceiling(load, value: float | None, name: str) -> float:
-    if value is None:
-        not_applicable(f"the profile sets no load ceiling {name}")
-    return value * (1 + load.tolerance)
+def _measured_at(gate: gates.Gate, spec: str = ",.4g") -> str:
+    return f"{format(gate.value, spec)} ({shown(gate.interval)}, {gate.requests} requests)"
 
 
 def _workload(load, concurrency: int) -> str:
@@ -111,81 +133,129 @@ def test_sweep_runs_every_level_without_failures(swept, load, record_sweep):
 
 def test_single_user_decode_meets_floor(swept, load, record_metric):
     """One user decodes at least the recipe's single-user speed (145.9 tok/s; alert below 100) [000][001]."""
-    floor = _floor(load, load.floors.single_user_decode_tok_s, "single_user_decode_tok_s")
-    level = _level(swept, 1)
-    measured = _measured(level, level.per_user_tok_s_p50, "single-user decode speed", SPEED_UNMEASURABLE)
-    record_metric("single_user_decode_tok_s", measured, "tok/s", floor=floor)
-    require(measured >= floor,
-            found=f"1 user decodes at {measured:.1f} tok/s (p50 over {level.requests} requests; "
-                  f"{level.aggregate_tok_s:,.1f} tok/s aggregate), below the floor {floor:,.1f} tok/s",
-            recipe=f"1 user {load.floors.single_user_decode_tok_s:g} tok/s, less {load.tolerance:.0%} tolerance "
-                   f"({_workload(load, 1)}) [000]",
-            fix=CAUSES)
+    gate = _gate(load, swept, "single_user_decode_tok_s", "single-user decode speed")
+    _judge(gate, load, record_metric, "single_user_decode_tok_s", "tok/s", "single-user decode speed",
+           found=f"1 user decodes at {_measured_at(gate)} tok/s (p50), below the floor {gate.bound:,.1f} tok/s",
+           recipe=f"1 user {load.floors.single_user_decode_tok_s:g} tok/s, less {load.tolerance:.0%} tolerance "
+                  f"({_workload(load, 1)}) [000]",
+           fix=CAUSES)
 
 
 def test_single_user_ttft_within_ceiling(swept, load, record_metric):
     """One user's first token (reasoning counts) arrives within the recipe's TTFT (p50 0.061 s) [000]."""
-    ceiling = _ceiling(load, load.floors.single_user_ttft_p50_s, "single_user_ttft_p50_s")
-    level = _level(swept, 1)
-    measured = _measured(level, level.ttft_p50_s, "time to first token", TTFT_UNMEASURABLE)
-    record_metric("single_user_ttft_p50_s", measured, "s", ceiling=ceiling)
-    require(measured <= ceiling,
-            found=f"1 user waits {measured:.3f} s for the first token (p50), above the ceiling {ceiling:.3f} s",
-            recipe=f"TTFT p50 {load.floors.single_user_ttft_p50_s:g} s at 1 user, plus {load.tolerance:.0%} "
-                   f"tolerance [000]",
-            fix=CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the network path")
+    gate = _gate(load, swept, "single_user_ttft_p50_s", "time to first token")
+    _judge(gate, load, record_metric, "single_user_ttft_p50_s", "s", "time to first token",
+           found=f"1 user waits {_measured_at(gate, '.3f')} s for the first token (p50), above the ceiling "
+                 f"{gate.bound:.3f} s",
+           recipe=f"TTFT p50 {load.floors.single_user_ttft_p50_s:g} s at 1 user, plus {load.tolerance:.0%} "
+                  f"tolerance [000]",
+           fix=CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the network path")
 
 
 def test_aggregate_throughput_meets_floor(swept, load, record_metric):
     """At the recipe's concurrency (32 users) the station delivers at least its aggregate tok/s (1,464) [000]."""
-    floor = _floor(load, load.floors.aggregate_tok_s, "aggregate_tok_s")
-    gate = _gate(load)
-    level = _level(swept, gate)
-    record_metric(f"aggregate_tok_s_at_{gate}", level.aggregate_tok_s, "tok/s", floor=floor)
-    require(level.aggregate_tok_s >= floor,
-            found=f"{gate} users get {level.aggregate_tok_s:,.1f} tok/s aggregate, below the floor {floor:,.1f}",
-            recipe=f"{load.floors.aggregate_tok_s:,g} tok/s aggregate at {gate} users, less {load.tolerance:.0%} "
-                   f"({_workload(load, gate)}) [000]",
-            fix=CAUSES)
+    gate = _gate(load, swept, "aggregate_tok_s", "aggregate throughput")
+    users = gate.concurrency
+    _judge(gate, load, record_metric, f"aggregate_tok_s_at_{users}", "tok/s", "aggregate throughput",
+           found=f"{users} users get {_measured_at(gate, ',.1f')} tok/s aggregate, below the floor {gate.bound:,.1f}",
+           recipe=f"{load.floors.aggregate_tok_s:,g} tok/s aggregate at {users} users, less {load.tolerance:.0%} "
+                  f"({_workload(load, users)}) [000]",
+           fix=CAUSES)
 
 
 def test_per_user_speed_meets_floor(swept, load, record_metric):
     """At the recipe's concurrency each user still decodes at the recipe's median (55.6 tok/s at 32) [000][001]."""
-    floor = _floor(load, load.floors.per_user_tok_s_p50, "per_user_tok_s_p50")
-    gate = _gate(load)
-    level = _level(swept, gate)
-    measured = _measured(level, level.per_user_tok_s_p50, "per-user decode speed", SPEED_UNMEASURABLE)
-    record_metric(f"per_user_tok_s_p50_at_{gate}", measured, "tok/s", floor=floor)
-    require(measured >= floor,
-            found=f"at {gate} users each decodes at {measured:.1f} tok/s (median), below the floor {floor:.1f}",
-            recipe=f"{load.floors.per_user_tok_s_p50:g} tok/s per user (median) at {gate} users, less "
-                   f"{load.tolerance:.0%} [000]",
-            fix=CAUSES)
+    gate = _gate(load, swept, "per_user_tok_s_p50", "per-user decode speed")
+    users = gate.concurrency
+    _judge(gate, load, record_metric, f"per_user_tok_s_p50_at_{users}", "tok/s", "per-user decode speed",
+           found=f"at {users} users each decodes at {_measured_at(gate, '.1f')} tok/s (median), below the floor "
+                 f"{gate.bound:.1f}",
+           recipe=f"{load.floors.per_user_tok_s_p50:g} tok/s per user (median) at {users} users, less "
+                  f"{load.tolerance:.0%} [000]",
+           fix=CAUSES)
 
 
 def test_ttft_under_load_within_ceiling(swept, load, record_metric):
     """At the recipe's concurrency the first token (reasoning counts) arrives within its TTFT (p50 0.985 s) [000]."""
-    ceiling = _ceiling(load, load.floors.ttft_p50_s, "ttft_p50_s")
-    gate = _gate(load)
-    level = _level(swept, gate)
-    measured = _measured(level, level.ttft_p50_s, "time to first token", TTFT_UNMEASURABLE)
-    record_metric(f"ttft_p50_s_at_{gate}", measured, "s", ceiling=ceiling)
-    require(measured <= ceiling,
-            found=f"at {gate} users the first token takes {measured:.3f} s (p50), above the ceiling {ceiling:.3f} s",
-            recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {gate} users, plus {load.tolerance:.0%} [000]",
-            fix=CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill settings")
+    gate = _gate(load, swept, "ttft_p50_s", "time to first token")
+    users = gate.concurrency
+    _judge(gate, load, record_metric, f"ttft_p50_s_at_{users}", "s", "time to first token",
+           found=f"at {users} users the first token takes {_measured_at(gate, '.3f')} s (p50), above the ceiling "
+                 f"{gate.bound:.3f} s",
+           recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {users} users, plus {load.tolerance:.0%} [000]",
+           fix=CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill settings")
 
 
 def test_peak_throughput_meets_floor(swept, load, record_metric):
     """The sweep's best aggregate reaches the recipe's peak (2,517 tok/s at 256 users) [000]."""
-    floor = _floor(load, load.floors.peak_tok_s, "peak_tok_s")
+    floor = gates.bound(load, "peak_tok_s")
+    if floor is None:
+        not_applicable("the profile sets no load floor peak_tok_s")
     top = max(load.concurrency)
     _level(swept, top)
     best = max(swept.levels, key=lambda lv: lv.aggregate_tok_s)
-    record_metric("peak_tok_s", best.aggregate_tok_s, "tok/s", floor=floor)
-    require(best.aggregate_tok_s >= floor,
-            found=f"the best aggregate is {best.aggregate_tok_s:,.1f} tok/s (at {best.concurrency} users; "
-                  f"{top} users: {swept.at(top).aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
-            recipe=f"peak {load.floors.peak_tok_s:,g} tok/s, less {load.tolerance:.0%} (levels "
-                   f"{load.concurrency}) [000]",
-            fix=CAUSES + "; a peak that stops rising early usually means --max-num-seqs or the KV cache caps the batch")
+    gate = gates.Gate("peak_tok_s", best.concurrency, best.aggregate_tok_s,
+                      None if best.aggregate_tok_s_ci is None else (best.aggregate_tok_s_ci[0],
+                                                                    best.aggregate_tok_s_ci[1]),
+                      floor, best.requests - best.failures)
+    _judge(gate, load, record_metric, "peak_tok_s", "tok/s", "the best aggregate",
+           found=f"the best aggregate is {_measured_at(gate, ',.1f')} tok/s (at {best.concurrency} users; "
+                 f"{top} users: {swept.at(top).aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
+           recipe=f"peak {load.floors.peak_tok_s:,g} tok/s, less {load.tolerance:.0%} (levels "
+                  f"{load.concurrency}) [000]",
+           fix=CAUSES + "; a peak that stops rising early usually means --max-num-seqs or the KV cache caps the batch")
+
+
+def test_aggregate_scales_with_users(swept, load, profile, record_metric):
+    """At {load.gate_concurrency} users the aggregate is at least {load.floors.scaling_ratio}× the single user's
+    (a ratio within one run: it holds on any machine), and the level where it stops rising is reported [000][002]."""
+    gate = _gate(load, swept, "scaling_ratio", "the aggregate's scaling")
+    users = gate.concurrency
+    shape = gates.curve(swept.levels)
+    record_metric("aggregate_peaks_at_users", shape.peak, "users")
+    _judge(gate, load, record_metric, f"scaling_ratio_at_{users}", "×", "the aggregate's scaling",
+           found=f"the aggregate at {users} users is {_measured_at(gate, '.2f')}× the single user's, below the "
+                 f"floor {gate.bound:.2f}×; aggregate tok/s by users: {shape.shown()}; it stops rising at "
+                 f"{shape.peak} users (max_num_seqs in the profile: {profile.vllm.max_num_seqs})",
+           recipe=f"aggregate at {users} users ÷ aggregate at 1 user ≥ {load.floors.scaling_ratio:g}, less "
+                  f"{load.tolerance:.0%} (the recipe's table: the aggregate keeps rising up to max_num_seqs) "
+                  f"[000][002]",
+           fix=(shape.cause(profile.vllm.max_num_seqs) or CAUSES) + "; then re-run the go-live")
+
+
+def test_per_user_speed_holds_under_load(swept, load, profile, record_metric):
+    """At {load.gate_concurrency} users each user still decodes at least {load.floors.per_user_ratio} of the single
+    user's speed (a ratio within one run: it holds on any machine) [000][002]."""
+    gate = _gate(load, swept, "per_user_ratio", "per-user decode under load")
+    users = gate.concurrency
+    _judge(gate, load, record_metric, f"per_user_ratio_at_{users}", "×", "per-user decode under load",
+           found=f"at {users} users each user decodes at {_measured_at(gate, '.3f')} of the single user's speed "
+                 f"(p50 ÷ p50), below the floor {gate.bound:.3f}",
+           recipe=f"per-user decode at {users} users ÷ single-user decode ≥ {load.floors.per_user_ratio:g}, less "
+                  f"{load.tolerance:.0%} [000][002]",
+           fix="batches this large slow every user more than the recipe's: preemptions or KV-cache swapping "
+               "(`vllm:num_preemptions_total` on /metrics), --max-num-batched-tokens too small for the batch, or "
+               "another workload on the accelerator; " + CAUSES)
+
+
+def test_goodput_meets_floor(swept, load, record_metric):
+    """At {load.gate_concurrency} users at least {load.floors.goodput_share} of the requests meet every objective at
+    once (TTFT {load.slo.ttft_s} s, TPOT {load.slo.tpot_s} s, E2E {load.slo.e2el_s} s), as `vllm bench serve
+    --goodput` counts them [000][002]."""
+    if not any(v is not None for v in (load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s)):
+        not_applicable("the profile sets no load.slo objectives (no goodput)")
+    gate = _gate(load, swept, "goodput_share", "goodput")
+    users = gate.concurrency
+    level = swept.at(users)
+    record_metric(f"goodput_req_s_at_{users}", level.goodput_req_s, "req/s")
+    _judge(gate, load, record_metric, f"goodput_share_at_{users}", "share", "the goodput share",
+           found=f"at {users} users {level.good_requests} of {gate.requests} requests meet every objective "
+                 f"({_measured_at(gate, '.3f')}; {level.goodput_req_s:.3g} req/s good), below the floor "
+                 f"{gate.bound:.3f}; TTFT p50 {level.ttft_p50_s} s, TPOT p50 {level.tpot_p50_s} s, "
+                 f"E2E p50 {level.e2e_p50_s} s",
+           recipe=f"objectives TTFT ≤ {load.slo.ttft_s} s, TPOT ≤ {load.slo.tpot_s} s, E2E ≤ {load.slo.e2el_s} s "
+                  f"per request (vllm bench serve --goodput definitions), met by ≥ {load.floors.goodput_share:g} "
+                  f"of the requests, less {load.tolerance:.0%} [000][002]",
+           fix="the objective that most requests miss names the fix: TTFT (prefill, queueing: --max-num-seqs, "
+               "--max-num-batched-tokens), TPOT (batch too large for the accelerator, preemptions), E2E (both); "
+               + CAUSES)

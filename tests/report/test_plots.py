@@ -21,7 +21,8 @@ def level(users: int, tok_s: float, ttft: float) -> LevelResult:
                        output_tokens=int(tok_s * 10), aggregate_tok_s=tok_s, per_user_tok_s_p50=None,
                        ttft_p50_s=ttft, ttft_p99_s=None,
                        ttft_mean_s=None, ttfo_p50_s=None, itl_p50_s=None, itl_mean_s=None, tpot_p50_s=None,
-                       e2e_p50_s=None, e2e_mean_s=None, prompt_tokens_p50=None, client_usage_mismatches=0)
+                       e2e_p50_s=None, e2e_mean_s=None, prompt_tokens_p50=None, client_usage_mismatches=0,
+                       aggregate_tok_s_ci=[tok_s * 0.95, tok_s * 1.05], ttft_p50_s_ci=[ttft * 0.9, ttft * 1.2])
 
 
 def sweep_points() -> list[SweepPoint]:
@@ -36,10 +37,12 @@ def test_sweep_svg_is_valid_xml_with_one_line_per_station():
     assert root.tag == f"{SVG}svg" and float(root.get("width").removesuffix("pt")) > 0
     texts = {"".join(t.itertext()) for t in root.iter(f"{SVG}text")}
     assert set(STATIONS) <= texts  # both series' legend labels, as text (svg.fonttype none)
-    assert {"Aggregate throughput vs concurrent users", "TTFT p50 vs concurrent users"} <= texts
+    assert {"Aggregate throughput vs concurrent users (95 % CI)", "TTFT p50 vs concurrent users (95 % CI)"} <= texts
     assert not svg.startswith("<?xml") and "<script" not in svg
     assert re.findall(r'(?:href|src)="(?!#)[^"]*"', svg) == []  # links only within the SVG: nothing to fetch
     assert sweep_svg(sweep_points()) == svg  # the same sweep draws the same file (diff-friendly)
+    caps = [line for line in root.iter(f"{SVG}g") if (line.get("id") or "").startswith("LineCollection")]
+    assert len(caps) == 8  # error bars: one collection per station and panel, and again in each legend
 
 
 def test_no_sweep_no_plot():
@@ -59,7 +62,7 @@ def sweep_recorder() -> Recorder:
                                               station="gb300-a")
     recorder.sweep.extend(sweep_points())
     recorder.metrics.append(Metric(station="gb300-a", check="x", name="peak_tok_s", value=9100.0, unit="tok/s",
-                                   floor=8000))
+                                   floor=8000, interval=[8800.0, 9400.0], requests=24))
     return recorder
 
 
@@ -69,7 +72,8 @@ def test_results_json_carries_the_sweep_as_rows_that_read_back():
     assert data["sweep"][0]["station"] == "gb300-a" and data["sweep"][0]["concurrency"] == 256
     assert sweep_of(data) == sweep_points()
     assert [m["name"] for m in data["metrics"]] == ["peak_tok_s"]  # the sweep is not spelled as metric names
-    assert set(data["metrics"][0]) == {"station", "check", "name", "value", "unit", "floor", "ceiling", "passed"}
+    assert set(data["metrics"][0]) == {"station", "check", "name", "value", "unit", "floor", "ceiling", "passed",
+                                       "interval", "requests"}  # schema 2's fields, and the interval it stands on
 
 
 def test_markdown_has_the_sweep_table():
@@ -77,7 +81,11 @@ def test_markdown_has_the_sweep_table():
     section = record.split("## Concurrency sweep\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert rows[0].startswith("| station | users | aggregate tok/s |") and len(rows) == 2 + 6
-    assert "| gb300-a | 256 | 9100 |" in section and "| station &lt;b&gt;&amp;amp; b | 1 | 144 |" in section
+    assert "| gb300-a | 256 | 9100 (8645–9555) |  | 1.9 (1.71–2.28) |" in section  # values with their interval
+    assert "| station &lt;b&gt;&amp;amp; b | 1 | 144 (136.8–151.2) |" in section
+    assert "| requests | failures |" in rows[0] and "| 512 | 0 |" in section  # the request count of each level
+    measured = record.split("## Measured\n", 1)[1]
+    assert "tok/s (95 % CI 8800–9400), 24 requests |" in measured
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")

@@ -1,0 +1,139 @@
+"""The sweep's gates as data: each bound of a profile's `load.floors` at its level, the measured value, its interval and
+what the interval decides; and the shape of the throughput curve with the cause it usually has.
+
+Pure functions of the sweep's level results (golive.endpoint.load.LevelResult) and the profile's `load` section, so
+the load generator can ask, level by level, whether more requests would decide a floor (`undecided`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from golive.endpoint.load import LevelResult
+from golive.endpoint.uncertainty import Decision, Interval, against_ceiling, against_floor, ratio_interval
+from golive.schema import Load
+
+CEILINGS = {"single_user_ttft_p50_s", "ttft_p50_s"}
+RISE = 1.15  # a level "raises" the aggregate when it adds at least 15 %: less is within a loaded machine's noise
+
+
+@dataclass
+class Gate:
+    field: str  # load.floors.<field>
+    concurrency: int
+    value: float | None
+    interval: Interval | None
+    bound: float  # the floor (or ceiling) after load.tolerance
+    requests: int
+
+    @property
+    def ceiling(self) -> bool:
+        return self.field in CEILINGS
+
+    @property
+    def decision(self) -> Decision:
+        if self.value is None:
+            return Decision.UNDECIDED
+        return against_ceiling(self.interval, self.bound) if self.ceiling else against_floor(self.interval, self.bound)
+
+
+def gate_concurrency(load: Load) -> int:
+    return load.gate_concurrency or max(load.concurrency)
+
+
+def bound(load: Load, field: str) -> float | None:
+    """The profile's number less (a floor) or plus (a ceiling) its tolerance; None where the profile sets none."""
+    value = getattr(load.floors, field)
+    if value is None:
+        return None
+    return value * (1 + load.tolerance) if field in CEILINGS else value * (1 - load.tolerance)
+
+
+def _ci(values: list[float] | None) -> Interval | None:
+    return None if values is None else (values[0], values[1])
+
+
+def _ratio(top: float | None, bottom: float | None) -> float | None:
+    return None if top is None or not bottom else top / bottom
+
+
+def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list[Gate]:
+    """The gates this level decides (those the profile sets a number for)."""
+    found: list[tuple[str, float | None, Interval | None]] = []
+    if level.concurrency == 1:
+        found += [("single_user_decode_tok_s", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
+                  ("single_user_ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci))]
+    if level.concurrency == gate_concurrency(load):
+        found += [("aggregate_tok_s", level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci)),
+                  ("per_user_tok_s_p50", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
+                  ("ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci)),
+                  ("goodput_share", level.goodput_share, _ci(level.goodput_share_ci))]
+        one = level if level.concurrency == 1 else next((lv for lv in earlier if lv.concurrency == 1), None)
+        if one is not None:
+            found += [("scaling_ratio", _ratio(level.aggregate_tok_s, one.aggregate_tok_s),
+                       ratio_interval(_ci(level.aggregate_tok_s_ci), _ci(one.aggregate_tok_s_ci))),
+                      ("per_user_ratio", _ratio(level.per_user_tok_s_p50, one.per_user_tok_s_p50),
+                       ratio_interval(_ci(level.per_user_tok_s_p50_ci), _ci(one.per_user_tok_s_p50_ci)))]
+    gates = []
+    for field, value, interval in found:
+        limit = bound(load, field)
+        if limit is not None:
+            gates.append(Gate(field, level.concurrency, value, interval, limit, level.requests - level.failures))
+    return gates
+
+
+def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> bool:
+    """True when a measured gate at this level straddles its bound: more requests could decide it."""
+    return any(g.value is not None and g.decision is Decision.UNDECIDED for g in gates_at(load, level, earlier))
+
+
+def gate(load: Load, levels: list[LevelResult], field: str) -> Gate | None:
+    """The named gate, from the level that decides it; None where that level was not run or the profile sets none."""
+    for i, level in enumerate(levels):
+        for g in gates_at(load, level, levels[:i]):
+            if g.field == field:
+                return g
+    return None
+
+
+@dataclass
+class Curve:
+    """The aggregate throughput against users: where it stops rising, and whether it falls after."""
+
+    points: list[tuple[int, float]]  # (users, aggregate tok/s), users ascending
+    peak: int  # the first level that the next level does not raise by RISE; the top level while it still rises
+    falls: bool  # a later level is lower than the peak by more than the noise (1 / RISE)
+
+    def shown(self) -> str:
+        return ", ".join(f"{users}: {value:,.4g}" for users, value in self.points)
+
+    def cause(self, max_num_seqs: int | None) -> str:
+        """The likely cause the curve's shape names (empty when it names none)."""
+        expected = f" (the profile serves --max-num-seqs {max_num_seqs})" if max_num_seqs else ""
+        if len(self.points) < 2:
+            return ""
+        if self.peak == self.points[0][0]:
+            return (f"the aggregate is flat from {self.peak} user on: the station does not batch. Batching is capped: "
+                    f"the served --max-num-seqs is likely 1{expected}; read it in the service's ExecStart or "
+                    f"`vllm:num_requests_running` on /metrics under load (it never exceeds the cap)")
+        if self.falls:
+            return (f"the aggregate rises to {self.peak} users, then falls: a KV-cache or scheduling ceiling "
+                    f"(preemptions: `vllm:num_preemptions_total` on /metrics; KV cache too small for more sequences: "
+                    f"--gpu-memory-utilization, --max-model-len; --max-num-batched-tokens)")
+        if self.peak < self.points[-1][0] and (max_num_seqs is None or self.peak < max_num_seqs):
+            return (f"the aggregate stops rising at {self.peak} users{expected}: batching is capped at about "
+                    f"{self.peak} sequences (the served --max-num-seqs) or the KV cache holds no more (a KV or "
+                    f"scheduling ceiling: `vllm:num_requests_waiting` > 0 while running stays at {self.peak})")
+        return ""
+
+
+def curve(levels: list[LevelResult]) -> Curve:
+    points = [(lv.concurrency, lv.aggregate_tok_s) for lv in sorted(levels, key=lambda lv: lv.concurrency)
+              if lv.requests > lv.failures]
+    peak = points[-1][0] if points else 0
+    for (users, value), (_, following) in zip(points, points[1:], strict=False):
+        if following < value * RISE:
+            peak = users
+            break
+    best = dict(points).get(peak, 0.0)
+    falls = any(users > peak and value < best / RISE for users, value in points)
+    return Curve(points, peak, falls)
