@@ -160,6 +160,7 @@ class Load(Strict):
     concurrency: list[int] = Field(default_factory=lambda: [1], min_length=1)
     gate_concurrency: int | None = None  # the level the aggregate/per-user/TTFT gates read
     repeats: int = Field(default=3, ge=1)  # measured requests per level = repeats x level
+    min_requests: int = Field(default=1, ge=1)  # … but at least this many: the 1-user level's interval needs them
     warmup: int = Field(default=1, ge=0)  # warm-up requests per level = warmup x level, never measured
     reasoning_effort: str | None = None
     tolerance: float = Field(default=0.1, ge=0, lt=1)  # floors x (1 - t), ceilings x (1 + t)
@@ -176,7 +177,7 @@ class Load(Strict):
                              f"({self.max_concurrency})")
         if self.gate_concurrency is not None and self.gate_concurrency not in self.concurrency:
             raise ValueError(f"gate_concurrency {self.gate_concurrency} is not one of the levels {self.concurrency}")
-        needed = sum(c * (self.repeats + self.warmup) for c in set(self.concurrency))
+        needed = sum(max(c * self.repeats, self.min_requests) + c * self.warmup for c in set(self.concurrency))
         if needed > self.max_requests:
             raise ValueError(f"the sweep needs {needed} requests, more than max_requests ({self.max_requests})")
         return self

@@ -100,7 +100,7 @@ class Curve:
     """The aggregate throughput against users: where it stops rising, and whether it falls after."""
 
     points: list[tuple[int, float]]  # (users, aggregate tok/s), users ascending
-    peak: int  # the first level that the next level does not raise by RISE; the top level while it still rises
+    peak: int  # the first level that no later level raises by RISE; the top level while it still rises
     falls: bool  # a later level is lower than the peak by more than the noise (1 / RISE)
 
     def shown(self) -> str:
@@ -130,8 +130,9 @@ def curve(levels: list[LevelResult]) -> Curve:
     points = [(lv.concurrency, lv.aggregate_tok_s) for lv in sorted(levels, key=lambda lv: lv.concurrency)
               if lv.requests > lv.failures]
     peak = points[-1][0] if points else 0
-    for (users, value), (_, following) in zip(points, points[1:], strict=False):
-        if following < value * RISE:
+    for i, (users, value) in enumerate(points):
+        # no later level raises it by RISE: one noisy level in between does not end the rise (a busy machine)
+        if all(later < value * RISE for _, later in points[i + 1:]):
             peak = users
             break
     best = dict(points).get(peak, 0.0)

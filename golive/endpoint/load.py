@@ -418,8 +418,9 @@ Undecided = Callable[[LevelResult, list[LevelResult]], bool]
 async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterable[int], repeats: int, warmup: int,
                       max_duration_s: float, progress: Callable[[str], None] = lambda line: None,
                       slo: Slo | None = None, undecided: Undecided | None = None,
-                      max_requests: int | None = None) -> Sweep:
-    """Each level: `warmup` × C requests (not measured), then `repeats` × C requests measured, C in flight; while
+                      max_requests: int | None = None, min_requests: int = 1) -> Sweep:
+    """Each level: `warmup` × C requests (not measured), then `repeats` × C requests (at least `min_requests`)
+    measured, C in flight; while
     `undecided` says a floor cannot be judged yet, another `repeats` × C, within `max_requests` (all requests sent,
     warm-up included) and `max_duration_s`."""
     levels = sorted(set(levels))
@@ -442,16 +443,17 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
             if warmup:
                 warm, _, _ = await run_level(clients, workload, headers, concurrency, warmup * concurrency,
                                              deadline, sentences)
-            timings, started, ended = await run_level(clients, workload, headers, concurrency,
-                                                      repeats * concurrency, deadline, sentences)
+            batch = max(repeats * concurrency, min_requests)
+            timings, started, ended = await run_level(clients, workload, headers, concurrency, batch, deadline,
+                                                      sentences)
             sent += len(warm) + len(timings)
             level = summarize(concurrency, timings, started, ended, slo)
             earlier_s, batches = 0.0, 1
             while (undecided is not None and undecided(level, results) and time.perf_counter() < deadline
-                   and (max_requests is None or sent + repeats * concurrency <= max_requests)):
+                   and (max_requests is None or sent + batch <= max_requests)):
                 earlier_s += ended - started
-                more, started, ended = await run_level(clients, workload, headers, concurrency,
-                                                       repeats * concurrency, deadline, sentences)
+                more, started, ended = await run_level(clients, workload, headers, concurrency, batch, deadline,
+                                                       sentences)
                 sent += len(more)
                 timings += more
                 batches += 1

@@ -45,7 +45,7 @@ def swept(request, endpoint, station, profile, load) -> Sweep:
     measured = sweep(endpoint.target, workload, levels, load.repeats, load.warmup, load.max_duration_s,
                      progress=progress, slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
                      undecided=lambda level, earlier: gates.undecided(load, level, earlier),
-                     max_requests=load.max_requests)
+                     max_requests=load.max_requests, min_requests=load.min_requests)
     measured.refused = refused
     return measured
 

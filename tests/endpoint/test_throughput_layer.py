@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 PORT = int(os.environ.get("GOLIVE_TEST_PORT", "8779"))
 CHECKS = {"test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
           "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
-          "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor"}
+          "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor",
+          "test_aggregate_scales_with_users", "test_per_user_speed_holds_under_load", "test_goodput_meets_floor"}
+SCALING = "test_aggregate_scales_with_users"
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +160,10 @@ def test_shipped_reference_floors_pass(reference, tmp_path):
     assert set(sweep) == {1, 4, 8} and {row["station"] for row in results["sweep"]} == {"reference"}
     for level in (1, 4, 8):
         assert sweep[level]["aggregate_tok_s"] > 0 and sweep[level]["failures"] == 0
-        assert sweep[level]["requests"] == 2 * level  # repeats × level, warm-up excluded
+        # repeats × level (at least min_requests) per batch, warm-up excluded; more batches while a floor was undecided
+        assert sweep[level]["requests"] == max(3 * level, 8) * sweep[level]["batches"]
+        low, high = sweep[level]["aggregate_tok_s_ci"]
+        assert low <= sweep[level]["aggregate_tok_s"] <= high
     metrics = {m["name"]: m for m in results["metrics"]}
     assert not any(name.startswith("load_c") for name in metrics)
     assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
@@ -170,7 +175,8 @@ def test_floor_above_the_station_fails_that_check(reference, tmp_path):
     site = tmp_path / "site.yaml"
     # one level keeps it short: every gate then reads concurrency 1, so the aggregate floors are scaled to one user
     site.write_text("extends: reference-cpu\nload:\n  concurrency: [1]\n  gate_concurrency: 1\n"
-                    "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1}\n")
+                    "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1,\n"
+                    "           scaling_ratio: null, per_user_ratio: null}\n")
     result, results, by_check = golive_perf(reference.base_url, tmp_path, profile=str(site))
     assert failed(by_check) == {"test_single_user_decode_meets_floor"}, result.stdout + result.stderr
     assert result.returncode == 1 and results["verdict"] == "fail"
@@ -181,9 +187,9 @@ def test_floor_above_the_station_fails_that_check(reference, tmp_path):
 
 def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     """Behind a proxy that drops 1 chat request in 50, the sweep check fails with the count and the error."""
-    site = tmp_path / "site.yaml"  # 3 + 4 warm-up + 8 requests: the proxy drops the 10th, at concurrency 4, measured
+    site = tmp_path / "site.yaml"  # 1 + 8, then 4 warm-up + 12: the proxy drops the 14th, at concurrency 4, measured
     site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 4]\n  gate_concurrency: 4\n")
-    proxy = DroppingProxy(reference.port, every=50, first=10)
+    proxy = DroppingProxy(reference.port, every=50, first=14)
     try:
         result, results, by_check = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path, profile=str(site))
     finally:
@@ -193,6 +199,42 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     message = by_check["test_sweep_runs_every_level_without_failures"]["message"]
     assert f"{proxy.dropped} of " in message and "requests failed" in message, message
     assert "closed before an HTTP response" in message, message
+
+
+def test_ratio_and_goodput_floors_above_the_station_fail_those_checks(reference, tmp_path):
+    """Per-user decode at 2 users ≥ 5× one user's (no station batches faster per user) and objectives no request
+    meets: those two checks fail, with measured vs floor and the interval; the scaling gate passes."""
+    site = tmp_path / "site.yaml"
+    site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 2]\n  gate_concurrency: 2\n"
+                    "  floors: {per_user_ratio: 5, scaling_ratio: 1.2}\n  slo: {ttft_s: 0.000001}\n")
+    result, results, by_check = golive_perf(reference.base_url, tmp_path, profile=str(site))
+    output = result.stdout + result.stderr
+    assert failed(by_check) == {"test_per_user_speed_holds_under_load", "test_goodput_meets_floor"}, output
+    ratio = by_check["test_per_user_speed_holds_under_load"]["message"]
+    assert "of the single user's speed" in ratio and "95 % CI" in ratio and "below the floor 5.000" in ratio, ratio
+    goodput = by_check["test_goodput_meets_floor"]["message"]
+    assert "at 2 users 0 of " in goodput and "vllm bench serve --goodput" in goodput, goodput
+    assert by_check[SCALING]["outcome"] == "passed", output
+    [metric] = [m for m in results["metrics"] if m["name"] == "per_user_ratio_at_2"]
+    assert metric["interval"][0] <= metric["value"] <= metric["interval"][1] and metric["requests"] >= 8
+
+
+# variant -> what the scaling gate's message says the curve shows
+CAPPED = {"max-num-seqs-1": "flat from 1 user on: the station does not batch",
+          "max-num-seqs-2": "stops rising at 2 users"}
+
+
+@pytest.mark.parametrize("variant", sorted(CAPPED))
+def test_capped_batching_fails_the_scaling_gate_naming_the_cause(variant, tmp_path):
+    """A station that batches 1 (or 2) sequences passes every absolute floor of the reference profile and fails the
+    scaling gate, whose message names the cause from the curve's shape."""
+    with ReferenceStation(port=PORT + 1, variant=variant, log_path=tmp_path / f"{variant}.log") as capped:
+        result, results, by_check = golive_perf(capped.base_url, tmp_path)
+    output = result.stdout + result.stderr
+    assert failed(by_check) == {SCALING}, output
+    message = by_check[SCALING]["message"]
+    assert CAPPED[variant] in message and "--max-num-seqs" in message and "95 % CI" in message, message
+    assert result.returncode == 1 and results["verdict"] == "fail"
 
 
 UNDER_LOAD = "test_tool_calls_and_arithmetic_stay_correct_under_load"
