@@ -17,6 +17,7 @@ import pytest
 
 from golive import config as golive_config
 from golive import verdict as rules
+from golive.estimate import estimate
 from golive.outcomes import record_outcome
 from golive.progress import Progress
 from golive.report import keys
@@ -24,8 +25,17 @@ from golive.report import writer as report_writer
 from golive.report.baseline import load_baseline
 from golive.report.results import Recorder
 from golive.rules import rule_of
-from golive.runstate import BASELINE, CONNECTIONS, INVENTORY, NO_INVENTORY, RECORDER, inventory, layer_of, secrets
-from golive.runstate import station_of
+from golive.runstate import (
+    BASELINE,
+    CONNECTIONS,
+    INVENTORY,
+    NO_INVENTORY,
+    RECORDER,
+    inventory,
+    layer_of,
+    secrets,
+    station_of,
+)
 from golive.scope import MARKER_HELP, layer_scope
 from golive.verdict import not_applicable
 
@@ -128,6 +138,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "peer" in metafunc.fixturenames:  # a check of both stations at once runs once, from the role a station
         stations = [s for s in stations if s.role == "a"]
     metafunc.parametrize("station", stations, ids=[s.name for s in stations], scope="session")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before the first check runs: how long the selected checks should take (golive.estimate), said once."""
+    loaded = inventory(session.config)
+    if loaded is None or not session.items or hasattr(session.config, "workerinput"):
+        return
+    guess = estimate(session.items, lambda station: loaded.profile_of(station).profile)
+    session.config.stash[RECORDER].estimate = guess.as_dict()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(guess.line(len(session.items)))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

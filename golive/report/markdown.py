@@ -12,6 +12,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader
 
 from golive import verdict as rules
+from golive.estimate import duration
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
 from golive.report.results import sweep_of, verdict_word
 from golive.verdict import printable
@@ -40,6 +41,7 @@ def block(value: object) -> str:
 
 
 _ENV.filters.update(text=text, cell=cell, block=block)
+_ENV.globals["duration"] = duration
 
 
 def render_markdown(results: dict) -> str:

@@ -7,6 +7,9 @@ them by name alone, so two stations overwrote each other); `verdict_rules` state
 Added within schema 2 (optional for readers): a check's `waiver`, each station's `provenance` (what the checks
 learned: served args, parsers, image, vLLM version) and `baseline` (the post-upgrade diff, golive.report.baseline).
 
+Added within schema 3: `estimate` {expected_s, upper_s, parts, actual_s}: the time estimate said before the first
+check ran (golive.estimate) and the run's actual time.
+
 schema 3 (golive 0.3): the concurrency sweep is its own list, `sweep`, one row per station and level
 ({station, concurrency, requests, failures, aggregate_tok_s, …}: golive.endpoint.load.LevelResult's fields); the
 schema 2 metrics `load_c<C>_<name>` (the sweep spelled as metric names) are gone from `metrics`. `metrics` keeps its
@@ -18,6 +21,7 @@ import datetime as dt
 import json
 import platform
 import socket
+import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -101,6 +105,8 @@ class Recorder:
     provenance: dict[str, dict] = field(default_factory=dict)  # per station: what the checks learned (keys.PROVENANCE)
     started: str = field(default_factory=lambda: _now())
     baseline: dict | None = None  # the post-upgrade diff (golive.report.baseline), where the run had a baseline
+    estimate: dict | None = None  # golive.estimate.Estimate.as_dict(), said before the first check ran
+    started_at: float = field(default_factory=time.monotonic)
 
     def compare_with(self, previous: dict, tolerance_pct: float) -> None:
         """Add the post-upgrade gate: the diff against the last go-live, as data and as one check."""
@@ -215,6 +221,8 @@ class Recorder:
             "metrics": [m.as_dict() for m in self.metrics],
             "sweep": [point.as_dict() for point in self.sweep],
             "baseline": self.baseline,
+            "estimate": None if self.estimate is None else {
+                **self.estimate, "actual_s": round(time.monotonic() - self.started_at, 1)},
         }
 
     def write(self, path: Path, interrupted: bool = False) -> dict:

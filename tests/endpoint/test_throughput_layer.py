@@ -168,6 +168,10 @@ def test_shipped_reference_floors_pass(reference, tmp_path):
     assert not any(name.startswith("load_c") for name in metrics)
     assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
     assert "load:    1 in flight" in output  # progress, one line per level
+    # the estimate is said before any check runs, and the record shows it beside the actual time
+    assert output.index("checks should take about") < output.index("load:    1 in flight"), output
+    assert results["estimate"]["actual_s"] > 0 and results["estimate"]["upper_s"] >= results["estimate"]["expected_s"]
+    assert "estimated" in (tmp_path / "go-live.md").read_text()
 
 
 def test_floor_above_the_station_fails_that_check(reference, tmp_path):
