@@ -152,6 +152,16 @@ class LoadSlo(Strict):
     e2el_s: float | None = Field(default=None, gt=0)
 
 
+class LoadPrefill(Strict):
+    """Prompt tok/s at long prompts: one output token, a salted prompt no cached block can match, one at a time."""
+
+    prompt_tokens: list[int] = Field(default_factory=list)  # the lengths measured
+    requests: int = Field(default=3, ge=1)  # per length (sequential)
+    floors_tok_s: dict[int, float] = Field(default_factory=dict)  # a site's floors, by length: gated where set
+    reference_tok_s: dict[int, float] = Field(default_factory=dict)  # shown beside the measurement, never gated
+    reference_source: str | None = None  # where the reference numbers were measured (checkpoint, hardware)
+
+
 class Load(Strict):
     """The throughput workload and its floors; golive never exceeds the bounds (max_*)."""
 
@@ -169,6 +179,7 @@ class Load(Strict):
     max_duration_s: float = Field(default=900, gt=0)
     floors: LoadFloors = LoadFloors()
     slo: LoadSlo = LoadSlo()
+    prefill: LoadPrefill = LoadPrefill()
 
     @model_validator(mode="after")
     def _bounded(self):

@@ -9,8 +9,10 @@ after that is not checked (the run is INCOMPLETE, never GO).
 import pytest
 
 from golive.endpoint import gates
+from golive.endpoint.client import metric_total
+from golive.endpoint.errors import EndpointError
 from golive.endpoint.load import PEAK_REFUSED, LevelResult, Slo, Sweep, Workload, levels_to_run, sweep
-from golive.endpoint.uncertainty import Decision, shown
+from golive.endpoint.uncertainty import Decision, against_floor, shown
 from golive.verdict import not_applicable, require
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
@@ -259,3 +261,69 @@ def test_goodput_meets_floor(swept, load, record_metric):
            fix="the objective that most requests miss names the fix: TTFT (prefill, queueing: --max-num-seqs, "
                "--max-num-batched-tokens), TPOT (batch too large for the accelerator, preemptions), E2E (both); "
                + CAUSES)
+
+
+@pytest.fixture(scope="module")
+def prefilled(endpoint, profile, load) -> tuple[dict[int, LevelResult], float]:
+    """Each listed prompt length, one request at a time, one output token; and the server's prefix-cache hits
+    (tokens) over all of it, which must be 0: every prompt starts with its own salt (golive.endpoint.load.prompt)."""
+    lengths = [n for n in load.prefill.prompt_tokens if n < profile.vllm.max_model_len]
+    if not lengths:
+        not_applicable("the profile lists no load.prefill.prompt_tokens within its max_model_len")
+    try:
+        before = metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total")
+    except EndpointError as exc:
+        pytest.skip(f"not checked because /metrics did not answer ({exc.what}): without the server's prefix-cache "
+                    f"counter golive cannot show the prompts were not served from cache")
+    measured = {}
+    for length in lengths:
+        workload = Workload(model=profile.vllm.served_model_name, prompt_tokens=length, output_tokens=1)
+        level = sweep(endpoint.target, workload, [1], load.prefill.requests, 0, load.max_duration_s).at(1)
+        if level is not None:
+            measured[length] = level
+    return measured, metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total") - before
+
+
+def test_prefill_speed_at_long_prompts(prefilled, load, record_metric):
+    """Prompts of {load.prefill.prompt_tokens} tokens are read at the profile's prefill floors (prompt tok/s = prompt
+    tokens ÷ TTFT, one output token), none served from the prefix cache (the server's vllm:prefix_cache_hits_total
+    does not move); without floors the speed is recorded beside the reference values, not gated [000]."""
+    measured, hits = prefilled
+    record_metric("prefix_cache_hits_during_prefill", hits, "tokens", ceiling=0)
+    if hits > 0:
+        pytest.skip(f"not checked because the server's prefix cache served {hits:,.0f} tokens while golive measured "
+                    f"prefill with salted prompts (another client, or a cache that ignores the prefix): the speed "
+                    f"would be the cache's; re-run when golive is the station's only client")
+    below: list[str] = []
+    undecided: list[str] = []
+    for length, level in measured.items():
+        if level.failures or level.ttft_p50_s is None or not level.prompt_tokens_p50:
+            below.append(f"{length:,} tokens: {level.failures} of {level.requests} requests failed "
+                         f"({'; '.join(level.errors)})")
+            continue
+        speed = level.prompt_tokens_p50 / level.ttft_p50_s
+        ci = level.ttft_p50_s_ci
+        interval = None if ci is None or ci[0] <= 0 else (level.prompt_tokens_p50 / ci[1],
+                                                          level.prompt_tokens_p50 / ci[0])
+        floor = load.prefill.floors_tok_s.get(length)
+        bound = None if floor is None else floor * (1 - load.tolerance)
+        decision = Decision.PASSES if bound is None else against_floor(interval, bound)
+        record_metric(f"prefill_tok_s_at_{length}", speed, "tok/s", floor=bound, interval=interval,
+                      requests=level.requests - level.failures, passed=decision is Decision.PASSES)
+        reference = load.prefill.reference_tok_s.get(length)
+        said = (f"{length:,} tokens: {speed:,.0f} prompt tok/s ({shown(interval, ',.0f')}, "
+                f"{level.requests - level.failures} requests, {level.prompt_tokens_p50:,.0f} prompt tokens)"
+                + (f", reference {reference:,.0f} ({load.prefill.reference_source})" if reference else ""))
+        if decision is Decision.FAILS:
+            below.append(f"{said}, below the floor {bound:,.0f}")
+        elif decision is Decision.UNDECIDED:
+            undecided.append(f"{said} straddles the floor {bound:,.0f}")
+    require(not below,
+            found="; ".join(below),
+            recipe=f"prefill at {', '.join(f'{n:,}' for n in load.prefill.prompt_tokens)} prompt tokens at least the "
+                   f"profile's load.prefill.floors_tok_s, less {load.tolerance:.0%} [000]",
+            fix="prefill is compute-bound: the accelerator's clocks and power (nvidia-smi -q -d PERFORMANCE), "
+                "--max-num-batched-tokens (chunked prefill's chunk), another workload on the accelerator, the "
+                "attention backend the server picked (its start-up log)")
+    if undecided:
+        pytest.skip(f"undecided: {'; '.join(undecided)}: raise load.prefill.requests")
