@@ -5,6 +5,7 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from golive import verdict as rules
+from golive.estimate import duration
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows, sweep_svg
 from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
 from golive.verdict import printable
@@ -25,6 +26,7 @@ def measured(value: object) -> object:
 # every value is text: a model or a station may answer with markup, or with control characters
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=True, finalize=shown)
 _ENV.filters["measured"] = measured
+_ENV.globals["duration"] = duration
 
 
 def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
@@ -39,5 +41,6 @@ def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
         profile=data["profile"], stations=data["stations"], metrics=recorder.metrics,
         interrupted=interrupted,
         recipes=rules.RECIPES, rules_text=data["verdict_rules"], waived=recorder.of(rules.WAIVED),
-        baseline=recorder.baseline, run=data["provenance"], provenance=any(s["provenance"] for s in data["stations"]),
+        baseline=recorder.baseline, run=data["provenance"], estimate=data["estimate"],
+        provenance=any(s["provenance"] for s in data["stations"]),
         sweep_plot=Markup(plot) if plot else None, sweep=sweep_rows(recorder.sweep), sweep_columns=SWEEP_COLUMNS)]

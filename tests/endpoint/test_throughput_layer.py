@@ -18,7 +18,8 @@ PORT = int(os.environ.get("GOLIVE_TEST_PORT", "8779"))
 CHECKS = {"test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
           "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
           "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor",
-          "test_aggregate_scales_with_users", "test_per_user_speed_holds_under_load", "test_goodput_meets_floor"}
+          "test_aggregate_scales_with_users", "test_per_user_speed_holds_under_load", "test_goodput_meets_floor",
+          "test_prefill_speed_at_long_prompts"}
 SCALING = "test_aggregate_scales_with_users"
 
 
@@ -167,6 +168,8 @@ def test_shipped_reference_floors_pass(reference, tmp_path):
     metrics = {m["name"]: m for m in results["metrics"]}
     assert not any(name.startswith("load_c") for name in metrics)
     assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
+    assert metrics["prefix_cache_hits_during_prefill"]["value"] == 0  # vllm:prefix_cache_hits_total did not move
+    assert metrics["prefill_tok_s_at_4096"]["value"] > 0 and metrics["prefill_tok_s_at_4096"]["requests"] == 2
     assert "load:    1 in flight" in output  # progress, one line per level
     # the estimate is said before any check runs, and the record shows it beside the actual time
     assert output.index("checks should take about") < output.index("load:    1 in flight"), output
@@ -180,9 +183,15 @@ def test_floor_above_the_station_fails_that_check(reference, tmp_path):
     # one level keeps it short: every gate then reads concurrency 1, so the aggregate floors are scaled to one user
     site.write_text("extends: reference-cpu\nload:\n  concurrency: [1]\n  gate_concurrency: 1\n"
                     "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1,\n"
-                    "           scaling_ratio: null, per_user_ratio: null}\n")
+                    "           scaling_ratio: null, per_user_ratio: null}\n"
+                    "  prefill: {prompt_tokens: [1024], requests: 3, floors_tok_s: {1024: 1000000000}}\n")
     result, results, by_check = golive_perf(reference.base_url, tmp_path, profile=str(site))
-    assert failed(by_check) == {"test_single_user_decode_meets_floor"}, result.stdout + result.stderr
+    assert failed(by_check) == {"test_single_user_decode_meets_floor", "test_prefill_speed_at_long_prompts"}, \
+        result.stdout + result.stderr
+    prefill = by_check["test_prefill_speed_at_long_prompts"]["message"]
+    assert "1,024 tokens: " in prefill and "below the floor 1,000,000,000" in prefill and "95 % CI" in prefill, prefill
+    hits = next(m for m in results["metrics"] if m["name"] == "prefix_cache_hits_during_prefill")
+    assert hits["value"] == 0  # salted prompts: the server's own counter shows no cached token
     assert result.returncode == 1 and results["verdict"] == "fail"
     message = by_check["test_single_user_decode_meets_floor"]["message"]
     assert "below the floor 100,000.0 tok/s" in message, message
