@@ -158,8 +158,8 @@ def test_shipped_reference_floors_pass(reference, tmp_path):
     output = result.stdout + result.stderr
     assert result.returncode == 0 and {c["outcome"] for c in by_check.values()} == {"passed"}, output
     sweep = {row["concurrency"]: row for row in results["sweep"]}
-    assert set(sweep) == {1, 4, 8} and {row["station"] for row in results["sweep"]} == {"reference"}
-    for level in (1, 4, 8):
+    assert set(sweep) == {1, 2, 4, 8} and {row["station"] for row in results["sweep"]} == {"reference"}
+    for level in (1, 2, 4, 8):
         assert sweep[level]["aggregate_tok_s"] > 0 and sweep[level]["failures"] == 0
         # repeats × level (at least min_requests) per batch, warm-up excluded; more batches while a floor was undecided
         assert sweep[level]["requests"] == max(3 * level, 8) * sweep[level]["batches"]
