@@ -2,7 +2,7 @@
 import pytest
 
 from golive.config import load_profile
-from golive.estimate import duration, level_speed, sweep_seconds
+from golive.estimate import Estimate, duration, level_speed, sweep_seconds
 
 
 def test_sweep_time_is_tokens_over_floor_speed():
@@ -21,3 +21,12 @@ def test_speed_between_floors_is_log_linear():
 @pytest.mark.parametrize("seconds,shown", [(0.2, "1 s"), (59, "59 s"), (61, "1 min 1 s"), (3700, "1 h 1 min")])
 def test_durations_read_as_an_operator_says_them(seconds, shown):
     assert duration(seconds) == shown
+
+
+def test_nothing_is_expected_to_outlast_its_budget():
+    guess = Estimate()
+    guess.add("throughput sweep", 5000, 600)  # a station at the floors would need longer than load.max_duration_s
+    guess.add("other", 2, 10)
+    assert (guess.expected_s, guess.upper_s) == (602, 610)
+    assert guess.line(2) == ("golive: 2 checks should take about 10 min 2 s at the profile's floors (throughput sweep "
+                             "10 min 0 s, other 2 s); at most 10 min 10 s by its budgets")
