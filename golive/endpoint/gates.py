@@ -70,9 +70,14 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
         one = level if level.concurrency == 1 else next((lv for lv in earlier if lv.concurrency == 1), None)
         if one is not None:
             found += [("scaling_ratio", _ratio(level.aggregate_tok_s, one.aggregate_tok_s),
-                       ratio_interval(_ci(level.aggregate_tok_s_ci), _ci(one.aggregate_tok_s_ci))),
-                      ("per_user_ratio", _ratio(level.per_user_tok_s_p50, one.per_user_tok_s_p50),
-                       ratio_interval(_ci(level.per_user_tok_s_p50_ci), _ci(one.per_user_tok_s_p50_ci)))]
+                       ratio_interval(level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci), one.aggregate_tok_s,
+                                      _ci(one.aggregate_tok_s_ci)))]
+            if level.per_user_tok_s_p50 is not None and one.per_user_tok_s_p50 is not None:
+                found += [("per_user_ratio", _ratio(level.per_user_tok_s_p50, one.per_user_tok_s_p50),
+                           ratio_interval(level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci),
+                                          one.per_user_tok_s_p50, _ci(one.per_user_tok_s_p50_ci)))]
+            else:
+                found += [("per_user_ratio", None, None)]
     gates = []
     for field, value, interval in found:
         limit = bound(load, field)

@@ -162,7 +162,7 @@ def test_shipped_reference_floors_pass(reference, tmp_path):
     for level in (1, 2, 4, 8):
         assert sweep[level]["aggregate_tok_s"] > 0 and sweep[level]["failures"] == 0
         # repeats × level (at least min_requests) per batch, warm-up excluded; more batches while a floor was undecided
-        assert sweep[level]["requests"] == max(3 * level, 8) * sweep[level]["batches"]
+        assert sweep[level]["requests"] == max(3 * level, 12) * sweep[level]["batches"]
         low, high = sweep[level]["aggregate_tok_s_ci"]
         assert low <= sweep[level]["aggregate_tok_s"] <= high
     metrics = {m["name"]: m for m in results["metrics"]}

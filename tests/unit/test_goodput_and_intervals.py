@@ -1,5 +1,7 @@
 """Goodput equals vLLM's own computation on the same requests; intervals are seeded, honest, and decide floors; the
 curve's shape names the cause (docs/metrics.md)."""
+import math
+
 import pytest
 
 from golive.endpoint import gates
@@ -88,9 +90,12 @@ def test_a_floor_is_judged_on_the_interval(interval, floor, decision):
     assert against_ceiling(mirrored, -floor) is decision
 
 
-def test_ratio_interval_takes_each_end_at_its_worst():
-    assert ratio_interval((40.0, 50.0), (9.0, 10.0)) == (4.0, 50.0 / 9.0)
-    assert ratio_interval(None, (1.0, 2.0)) is None
+def test_ratio_interval_adds_the_two_errors_in_quadrature():
+    low, high = ratio_interval(40.0, (36.0, 44.0), 10.0, (9.0, 11.0))  # ±10 % each (about): ±~14 % on the ratio
+    assert low == pytest.approx(4.0 * math.exp(-math.hypot(math.log(40 / 36), math.log(11 / 10))))
+    assert high == pytest.approx(4.0 * math.exp(math.hypot(math.log(44 / 40), math.log(10 / 9))))
+    assert 36.0 / 11.0 < low < 4.0 < high < 44.0 / 9.0  # narrower than each end at its worst, around the ratio
+    assert ratio_interval(40.0, None, 10.0, (9.0, 11.0)) is None
 
 
 def level(users: int, aggregate: float, per_user: float | None = None, spread: float = 0.05) -> LevelResult:
