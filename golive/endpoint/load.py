@@ -429,6 +429,7 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
     deadline = time.perf_counter() + max_duration_s
     results: list[LevelResult] = []
     not_run: list[int] = []
+    single: tuple[list[RequestTiming], float, LevelResult] | None = None  # the 1-user level's requests, to re-measure
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(c)
                    for c in lanes(target.chat_url, max(levels), target.request_timeout_s, target.ca_file)]
@@ -462,11 +463,28 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
             level.warmup_failures = sum(t.error is not None for t in warm)
             level.errors = sorted({*level.errors, *(t.error for t in warm if t.error)})[:5]
             results.append(level)
-            progress(f"load: {concurrency:>4} in flight: {level.requests} requests, {level.failures} failed, "
-                     f"{level.aggregate_tok_s:,.1f} tok/s aggregate, "
-                     f"{_fmt(level.per_user_tok_s_p50, '.1f')} tok/s per user (p50), "
-                     f"TTFT p50 {_fmt(level.ttft_p50_s, '.3f')} s")
+            if concurrency == 1:
+                single = (timings, earlier_s + ended - started, level)
+            _progress_line(progress, level)
+        if single is not None and len(results) > 1 and time.perf_counter() < deadline and (
+                max_requests is None or sent + len(single[0]) <= max_requests):
+            # the 1-user level again, after the others: every ratio divides by it, and a machine whose load changed
+            # during the sweep (someone else's job started or ended) shows as a wider interval, not a wrong ratio
+            timings, spent, first = single
+            again, started, ended = await run_level(clients, workload, headers, 1, len(timings), deadline, sentences)
+            level = summarize(1, timings + again, started, ended, slo, spent)
+            level.batches, level.warmup_failures, level.errors = first.batches + 1, first.warmup_failures, \
+                sorted({*level.errors, *first.errors})[:5]
+            results[results.index(first)] = level
+            _progress_line(progress, level, " (again, after the other levels)")
     return Sweep(results, not_run)
+
+
+def _progress_line(progress: Callable[[str], None], level: LevelResult, note: str = "") -> None:
+    progress(f"load: {level.concurrency:>4} in flight: {level.requests} requests, {level.failures} failed, "
+             f"{level.aggregate_tok_s:,.1f} tok/s aggregate, "
+             f"{_fmt(level.per_user_tok_s_p50, '.1f')} tok/s per user (p50), "
+             f"TTFT p50 {_fmt(level.ttft_p50_s, '.3f')} s{note}")
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -232,7 +232,7 @@ def test_per_user_speed_holds_under_load(swept, load, profile, record_metric):
     users = gate.concurrency
     _judge(gate, load, record_metric, f"per_user_ratio_at_{users}", "×", "per-user decode under load",
            found=f"at {users} users each user decodes at {_measured_at(gate, '.3f')} of the single user's speed "
-                 f"(p50 ÷ p50), below the floor {gate.bound:.3f}",
+                 f"(p50 ÷ p50), below the floor {gate.bound:,.4g}",
            recipe=f"per-user decode at {users} users ÷ single-user decode ≥ {load.floors.per_user_ratio:g}, less "
                   f"{load.tolerance:.0%} [000][002]",
            fix="batches this large slow every user more than the recipe's: preemptions or KV-cache swapping "

@@ -165,6 +165,7 @@ def test_shipped_reference_floors_pass(reference, tmp_path):
         assert sweep[level]["requests"] == max(3 * level, 12) * sweep[level]["batches"]
         low, high = sweep[level]["aggregate_tok_s_ci"]
         assert low <= sweep[level]["aggregate_tok_s"] <= high
+    assert sweep[1]["batches"] >= 2  # the 1-user level again after the others (every ratio divides by it)
     metrics = {m["name"]: m for m in results["metrics"]}
     assert not any(name.startswith("load_c") for name in metrics)
     assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
@@ -215,17 +216,18 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
 
 
 def test_ratio_and_goodput_floors_above_the_station_fail_those_checks(reference, tmp_path):
-    """Per-user decode at 2 users ≥ 5× one user's (no station batches faster per user) and objectives no request
+    """Per-user decode at 2 users ≥ 1000× one user's (a busy CPU gave 55× once: one user measured in a burst of
+    other work) and objectives no request
     meets: those two checks fail, with measured vs floor and the interval, and nothing else."""
     site = tmp_path / "site.yaml"
     site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 2]\n  gate_concurrency: 2\n"
-                    "  floors: {per_user_ratio: 5, scaling_ratio: null}\n  slo: {ttft_s: 0.000001}\n"
+                    "  floors: {per_user_ratio: 1000, scaling_ratio: null}\n  slo: {ttft_s: 0.000001}\n"
                     "  prefill: {prompt_tokens: []}\n")
     result, results, by_check = golive_perf(reference.base_url, tmp_path, profile=str(site))
     output = result.stdout + result.stderr
     assert failed(by_check) == {"test_per_user_speed_holds_under_load", "test_goodput_meets_floor"}, output
     ratio = by_check["test_per_user_speed_holds_under_load"]["message"]
-    assert "of the single user's speed" in ratio and "95 % CI" in ratio and "below the floor 5.000" in ratio, ratio
+    assert "of the single user's speed" in ratio and "95 % CI" in ratio and "below the floor 1,000" in ratio, ratio
     goodput = by_check["test_goodput_meets_floor"]["message"]
     assert "at 2 users 0 of " in goodput and "vllm bench serve --goodput" in goodput, goodput
     assert by_check[SCALING]["outcome"] == "not_applicable", output  # 2 users on a busy machine: no scaling floor
