@@ -415,27 +415,79 @@ def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool
 Undecided = Callable[[LevelResult, list[LevelResult]], bool]
 
 
+@dataclass
+class _Measured:
+    """One level's requests so far (every batch), and its row."""
+
+    timings: list[RequestTiming]
+    warm: list[RequestTiming]
+    spent_s: float  # the wall time of its measured batches
+    batches: int
+    level: LevelResult
+
+
+def _relative_width(level: LevelResult) -> float:
+    ci = level.aggregate_tok_s_ci
+    return float("inf") if ci is None or level.aggregate_tok_s <= 0 else (ci[1] - ci[0]) / level.aggregate_tok_s
+
+
 async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterable[int], repeats: int, warmup: int,
                       max_duration_s: float, progress: Callable[[str], None] = lambda line: None,
                       slo: Slo | None = None, undecided: Undecided | None = None,
                       max_requests: int | None = None, min_requests: int = 1) -> Sweep:
     """Each level: `warmup` × C requests (not measured), then `repeats` × C requests (at least `min_requests`)
-    measured, C in flight; while
-    `undecided` says a floor cannot be judged yet, another `repeats` × C, within `max_requests` (all requests sent,
+    measured, C in flight. The 1-user level is measured again after the others (every ratio divides by it: a machine
+    whose load changed during the sweep shows as a wider interval, not a wrong ratio). While `undecided` says a floor
+    cannot be judged yet, another batch goes to the level whose aggregate interval is wider, relatively: that level,
+    or the 1-user level (a ratio is as unsure as its less sure side). All within `max_requests` (every request sent,
     warm-up included) and `max_duration_s`."""
     levels = sorted(set(levels))
     sent = 0
     headers = target.headers()
     deadline = time.perf_counter() + max_duration_s
-    results: list[LevelResult] = []
+    measured: dict[int, _Measured] = {}
     not_run: list[int] = []
-    single: tuple[list[RequestTiming], float, LevelResult] | None = None  # the 1-user level's requests, to re-measure
+
+    def batch_of(concurrency: int) -> int:
+        return max(repeats * concurrency, min_requests)
+
+    def room(concurrency: int) -> bool:
+        return time.perf_counter() < deadline and (max_requests is None or sent + batch_of(concurrency) <= max_requests)
+
+    def earlier(concurrency: int) -> list[LevelResult]:
+        return [m.level for c, m in sorted(measured.items()) if c < concurrency]
+
+    def pending(concurrency: int) -> bool:
+        return undecided is not None and undecided(measured[concurrency].level, earlier(concurrency))
+
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(c)
                    for c in lanes(target.chat_url, max(levels), target.request_timeout_s, target.ca_file)]
         light = await stack.enter_async_context(httpx.AsyncClient(timeout=target.request_timeout_s,
                                                                   verify=trusting(target.ca_file)))
         sentences = await sentences_for(light, target.root, workload, headers)
+
+        async def extend(concurrency: int) -> None:
+            nonlocal sent
+            m = measured[concurrency]
+            more, started, ended = await run_level(clients, workload, headers, concurrency, batch_of(concurrency),
+                                                   deadline, sentences)
+            sent += len(more)
+            m.timings += more
+            m.spent_s += ended - started
+            m.batches += 1
+            m.level = _row(concurrency, m.timings, m.warm, m.spent_s, m.batches, slo)
+
+        async def settle(concurrency: int) -> None:
+            """More requests while a floor read at this level is undecided, to the less sure side."""
+            while pending(concurrency):
+                side = concurrency
+                if 1 in measured and _relative_width(measured[1].level) > _relative_width(measured[concurrency].level):
+                    side = 1
+                if not room(side):
+                    return
+                await extend(side)
+
         for concurrency in levels:
             if time.perf_counter() > deadline:
                 not_run.append(concurrency)
@@ -444,40 +496,28 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
             if warmup:
                 warm, _, _ = await run_level(clients, workload, headers, concurrency, warmup * concurrency,
                                              deadline, sentences)
-            batch = max(repeats * concurrency, min_requests)
-            timings, started, ended = await run_level(clients, workload, headers, concurrency, batch, deadline,
-                                                      sentences)
+            timings, started, ended = await run_level(clients, workload, headers, concurrency,
+                                                      batch_of(concurrency), deadline, sentences)
             sent += len(warm) + len(timings)
-            level = summarize(concurrency, timings, started, ended, slo)
-            earlier_s, batches = 0.0, 1
-            while (undecided is not None and undecided(level, results) and time.perf_counter() < deadline
-                   and (max_requests is None or sent + batch <= max_requests)):
-                earlier_s += ended - started
-                more, started, ended = await run_level(clients, workload, headers, concurrency, batch, deadline,
-                                                       sentences)
-                sent += len(more)
-                timings += more
-                batches += 1
-                level = summarize(concurrency, timings, started, ended, slo, earlier_s)
-            level.batches = batches
-            level.warmup_failures = sum(t.error is not None for t in warm)
-            level.errors = sorted({*level.errors, *(t.error for t in warm if t.error)})[:5]
-            results.append(level)
-            if concurrency == 1:
-                single = (timings, earlier_s + ended - started, level)
-            _progress_line(progress, level)
-        if single is not None and len(results) > 1 and time.perf_counter() < deadline and (
-                max_requests is None or sent + len(single[0]) <= max_requests):
-            # the 1-user level again, after the others: every ratio divides by it, and a machine whose load changed
-            # during the sweep (someone else's job started or ended) shows as a wider interval, not a wrong ratio
-            timings, spent, first = single
-            again, started, ended = await run_level(clients, workload, headers, 1, len(timings), deadline, sentences)
-            level = summarize(1, timings + again, started, ended, slo, spent)
-            level.batches, level.warmup_failures, level.errors = first.batches + 1, first.warmup_failures, \
-                sorted({*level.errors, *first.errors})[:5]
-            results[results.index(first)] = level
-            _progress_line(progress, level, " (again, after the other levels)")
-    return Sweep(results, not_run)
+            measured[concurrency] = _Measured(timings, warm, ended - started, 1,
+                                              _row(concurrency, timings, warm, ended - started, 1, slo))
+            await settle(concurrency)
+            _progress_line(progress, measured[concurrency].level)
+        if 1 in measured and len(measured) > 1 and room(1):
+            await extend(1)
+            _progress_line(progress, measured[1].level, " (again, after the other levels)")
+            for concurrency in sorted(measured)[1:]:
+                await settle(concurrency)
+    return Sweep([m.level for _, m in sorted(measured.items())], not_run)
+
+
+def _row(concurrency: int, timings: list[RequestTiming], warm: list[RequestTiming], spent_s: float, batches: int,
+         slo: Slo | None) -> LevelResult:
+    level = summarize(concurrency, timings, 0.0, spent_s, slo)
+    level.batches = batches
+    level.warmup_failures = sum(t.error is not None for t in warm)
+    level.errors = sorted({*level.errors, *(t.error for t in warm if t.error)})[:5]
+    return level
 
 
 def _progress_line(progress: Callable[[str], None], level: LevelResult, note: str = "") -> None:

@@ -141,7 +141,7 @@ def golive_perf(base_url: str, out: Path, profile: str = "reference-cpu", select
     inventory = out / "inventory.yaml"
     inventory.write_text(f"profile: {profile}\nstations:\n  - {{name: reference, endpoint: '{base_url}'}}\n")
     result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "perf",
-                             "-k", select, "-q"], capture_output=True, text=True, cwd=REPO, timeout=900)
+                             "-k", select, "-q"], capture_output=True, text=True, cwd=REPO, timeout=1200)
     results = json.loads((out / "results.json").read_text())
     by_check = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
     assert set(by_check) == checks, result.stdout + result.stderr
