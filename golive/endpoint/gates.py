@@ -105,8 +105,8 @@ class Curve:
     """The aggregate throughput against users: where it stops rising, and whether it falls after."""
 
     points: list[tuple[int, float]]  # (users, aggregate tok/s), users ascending
-    peak: int  # the first level that no later level raises by RISE; the top level while it still rises
-    falls: bool  # a later level is lower than the peak by more than the noise (1 / RISE)
+    peak: int  # the first level that no later level raises (by RISE, intervals apart); the top while it rises
+    falls: bool  # a later level is lower than the peak by 1 / RISE, intervals apart
 
     def shown(self) -> str:
         return ", ".join(f"{users}: {value:,.4g}" for users, value in self.points)
@@ -132,14 +132,27 @@ class Curve:
 
 
 def curve(levels: list[LevelResult]) -> Curve:
-    points = [(lv.concurrency, lv.aggregate_tok_s) for lv in sorted(levels, key=lambda lv: lv.concurrency)
-              if lv.requests > lv.failures]
-    peak = points[-1][0] if points else 0
-    for i, (users, value) in enumerate(points):
-        # no later level raises it by RISE: one noisy level in between does not end the rise (a busy machine)
-        if all(later < value * RISE for _, later in points[i + 1:]):
-            peak = users
+    ran = [lv for lv in sorted(levels, key=lambda lv: lv.concurrency) if lv.requests > lv.failures]
+    points = [(lv.concurrency, lv.aggregate_tok_s) for lv in ran]
+
+    def low(lv: LevelResult) -> float:
+        return lv.aggregate_tok_s_ci[0] if lv.aggregate_tok_s_ci else lv.aggregate_tok_s
+
+    def high(lv: LevelResult) -> float:
+        return lv.aggregate_tok_s_ci[1] if lv.aggregate_tok_s_ci else lv.aggregate_tok_s
+
+    def raises(later: LevelResult, level: LevelResult) -> bool:
+        """By RISE, and beyond the noise: the two intervals do not overlap."""
+        return later.aggregate_tok_s >= level.aggregate_tok_s * RISE and low(later) > high(level)
+
+    peak = ran[-1] if ran else None
+    for i, level in enumerate(ran):
+        # no later level raises it: one noisy level in between does not end the rise (a busy machine)
+        if not any(raises(later, level) for later in ran[i + 1:]):
+            peak = level
             break
-    best = dict(points).get(peak, 0.0)
-    falls = any(users > peak and value < best / RISE for users, value in points)
-    return Curve(points, peak, falls)
+    if peak is None:
+        return Curve(points, 0, False)
+    falls = any(lv.concurrency > peak.concurrency and lv.aggregate_tok_s < peak.aggregate_tok_s / RISE
+                and high(lv) < low(peak) for lv in ran)
+    return Curve(points, peak.concurrency, falls)
