@@ -86,9 +86,17 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
     return gates
 
 
-def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> bool:
-    """True when a measured gate at this level straddles its bound: more requests could decide it."""
-    return any(g.value is not None and g.decision is Decision.UNDECIDED for g in gates_at(load, level, earlier))
+RATIOS = {"scaling_ratio", "per_user_ratio"}
+
+
+def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> str | None:
+    """Where more requests could decide a measured gate at this level that straddles its bound: "ratio" (only ratio
+    gates: the 1-user level may be the less sure side), "level" (a gate of this level's own), None (all decided)."""
+    fields = {g.field for g in gates_at(load, level, earlier)
+              if g.value is not None and g.decision is Decision.UNDECIDED}
+    if not fields:
+        return None
+    return "ratio" if fields <= RATIOS else "level"
 
 
 def gate(load: Load, levels: list[LevelResult], field: str) -> Gate | None:

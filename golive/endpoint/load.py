@@ -411,8 +411,9 @@ def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool
     return levels[:-1], levels[-1:]
 
 
-# (the level just measured, the levels before it) → True when a floor is undecided there: its interval straddles it
-Undecided = Callable[[LevelResult, list[LevelResult]], bool]
+# (the level just measured, the levels before it) → where more requests could decide a floor whose interval
+# straddles it: "ratio" (the level or the 1-user level), "level" (this level), None (every floor decided)
+Undecided = Callable[[LevelResult, list[LevelResult]], str | None]
 
 
 @dataclass
@@ -457,8 +458,8 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
     def earlier(concurrency: int) -> list[LevelResult]:
         return [m.level for c, m in sorted(measured.items()) if c < concurrency]
 
-    def pending(concurrency: int) -> bool:
-        return undecided is not None and undecided(measured[concurrency].level, earlier(concurrency))
+    def pending(concurrency: int) -> str | None:
+        return None if undecided is None else undecided(measured[concurrency].level, earlier(concurrency))
 
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(c)
@@ -480,9 +481,10 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
 
         async def settle(concurrency: int) -> None:
             """More requests while a floor read at this level is undecided, to the less sure side."""
-            while pending(concurrency):
+            while kind := pending(concurrency):
                 side = concurrency
-                if 1 in measured and _relative_width(measured[1].level) > _relative_width(measured[concurrency].level):
+                if kind == "ratio" and 1 in measured and \
+                        _relative_width(measured[1].level) > _relative_width(measured[concurrency].level):
                     side = 1
                 if not room(side):
                     return

@@ -132,7 +132,10 @@ def test_the_curve_names_its_cause(curve, peak, ratio_decision, cause):
 def test_an_interval_that_straddles_asks_for_more_requests():
     levels = [level(1, 100.0), level(8, 250.0, spread=0.3)]  # 2.5× ± 30 %: the interval straddles the 2.5 floor
     assert gates.gate(LOAD, levels, "scaling_ratio").decision is Decision.UNDECIDED
-    assert gates.undecided(LOAD, levels[1], levels[:1]) and not gates.undecided(LOAD, levels[0], [])
+    assert gates.undecided(LOAD, levels[1], levels[:1]) == "ratio"  # the 1-user level may be the side to measure
+    assert gates.undecided(LOAD, levels[0], []) is None
+    own = Load(concurrency=[1, 8], gate_concurrency=8, tolerance=0, floors={"aggregate_tok_s": 250.0})
+    assert gates.undecided(own, levels[1], levels[:1]) == "level"  # the gate level's own floor: measure it
 
 
 def test_a_noisy_rise_within_the_intervals_is_no_rise():
