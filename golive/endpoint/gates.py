@@ -68,7 +68,9 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
                   ("ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci)),
                   ("goodput_share", level.goodput_share, _ci(level.goodput_share_ci))]
         one = level if level.concurrency == 1 else next((lv for lv in earlier if lv.concurrency == 1), None)
-        if one is not None:
+        if one is not None and one.drift:
+            found += [("scaling_ratio", None, None), ("per_user_ratio", None, None)]  # no ratio on a moving machine
+        elif one is not None:
             found += [("scaling_ratio", _ratio(level.aggregate_tok_s, one.aggregate_tok_s),
                        ratio_interval(level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci), one.aggregate_tok_s,
                                       _ci(one.aggregate_tok_s_ci)))]

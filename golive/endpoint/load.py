@@ -301,6 +301,9 @@ class LevelResult:
     goodput_share: float | None = None  # good ÷ successful requests
     goodput_share_ci: list[float] | None = None
     batches: int = 1  # measured batches of `repeats` × C: more when a floor was undecided (the interval straddled it)
+    # the 1-user level only: its aggregate before and after the other levels, when the two are intervals apart (the
+    # machine's speed changed during the sweep: no ratio within this run can be trusted)
+    drift: list[float] | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -425,6 +428,14 @@ class _Measured:
     spent_s: float  # the wall time of its measured batches
     batches: int
     level: LevelResult
+    drift: list[float] | None = None
+
+
+def _apart(a: LevelResult, b: LevelResult) -> bool:
+    """Two measurements of one level whose aggregate intervals do not overlap."""
+    if a.aggregate_tok_s_ci is None or b.aggregate_tok_s_ci is None:
+        return False
+    return a.aggregate_tok_s_ci[1] < b.aggregate_tok_s_ci[0] or b.aggregate_tok_s_ci[1] < a.aggregate_tok_s_ci[0]
 
 
 def _relative_width(level: LevelResult) -> float:
@@ -478,6 +489,7 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
             m.spent_s += ended - started
             m.batches += 1
             m.level = _row(concurrency, m.timings, m.warm, m.spent_s, m.batches, slo)
+            m.level.drift = m.drift
 
         async def settle(concurrency: int) -> None:
             """More requests while a floor read at this level is undecided, to the less sure side."""
@@ -506,7 +518,13 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
             await settle(concurrency)
             _progress_line(progress, measured[concurrency].level)
         if 1 in measured and len(measured) > 1 and room(1):
+            first = measured[1].level
+            before = len(measured[1].timings)
             await extend(1)
+            again = summarize(1, measured[1].timings[before:], 0.0, measured[1].spent_s - first.duration_s, slo)
+            if _apart(first, again):
+                measured[1].drift = [first.aggregate_tok_s, again.aggregate_tok_s]
+                measured[1].level.drift = measured[1].drift
             _progress_line(progress, measured[1].level, " (again, after the other levels)")
             for concurrency in sorted(measured)[1:]:
                 await settle(concurrency)
