@@ -150,3 +150,12 @@ def test_a_noisy_rise_within_the_intervals_is_no_rise():
     shape = gates.curve(levels)
     assert (shape.peak, shape.falls) == (1, False)
     assert "flat from 1 user on: the station does not batch" in shape.cause(16)
+
+
+def test_no_ratio_from_a_machine_whose_speed_changed_mid_sweep():
+    """Measured: one user gave 386 tok/s before the other levels and ~80 after (another job ended, then started):
+    the ratio gates are not judged on that run."""
+    one, top = level(1, 119.0), level(8, 1428.0)
+    one.drift = [386.2, 80.0]
+    assert gates.gate(LOAD, [one, top], "scaling_ratio").value is None
+    assert gates.undecided(LOAD, top, [one]) is None  # more requests would not make the machine steady
