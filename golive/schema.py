@@ -189,6 +189,7 @@ class Load(Strict):
         if self.gate_concurrency is not None and self.gate_concurrency not in self.concurrency:
             raise ValueError(f"gate_concurrency {self.gate_concurrency} is not one of the levels {self.concurrency}")
         needed = sum(max(c * self.repeats, self.min_requests) + c * self.warmup for c in set(self.concurrency))
+        needed += max(self.concurrency) * self.warmup  # the station primed once at the top level first
         if needed > self.max_requests:
             raise ValueError(f"the sweep needs {needed} requests, more than max_requests ({self.max_requests})")
         return self
