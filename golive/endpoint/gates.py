@@ -121,8 +121,9 @@ class Curve:
     def shown(self) -> str:
         return ", ".join(f"{users}: {value:,.4g}" for users, value in self.points)
 
-    def cause(self, max_num_seqs: int | None) -> str:
-        """The likely cause the curve's shape names (empty when it names none)."""
+    def cause(self, max_num_seqs: int | None, ratio: float | None = None, users: int | None = None) -> str:
+        """The likely cause the curve's shape names, else the scaling ratio at `users` (a station that batches N
+        sequences gives at most N× one user's aggregate); empty when neither names one."""
         expected = f" (the profile serves --max-num-seqs {max_num_seqs})" if max_num_seqs else ""
         if len(self.points) < 2:
             return ""
@@ -138,6 +139,11 @@ class Curve:
             return (f"the aggregate stops rising at {self.peak} users{expected}: batching is capped at about "
                     f"{self.peak} sequences (the served --max-num-seqs) or the KV cache holds no more (a KV or "
                     f"scheduling ceiling: `vllm:num_requests_waiting` > 0 while running stays at {self.peak})")
+        if ratio is not None and users is not None and (capped := max(1, int(ratio + 0.25))) < users:
+            return (f"the aggregate at {users} users is only {ratio:.2f}× one user's, and a station that batches N "
+                    f"sequences gives at most N×: batching is capped at about {capped} sequences (the served "
+                    f"--max-num-seqs{expected}) or a KV or scheduling ceiling holds it there "
+                    f"(`vllm:num_requests_running` on /metrics stays at {capped} under load)")
         return ""
 
 

@@ -228,7 +228,7 @@ def test_aggregate_scales_with_users(swept, load, profile, record_metric):
            recipe=f"aggregate at {users} users ÷ aggregate at 1 user ≥ {load.floors.scaling_ratio:g}, less "
                   f"{load.tolerance:.0%} (the recipe's table: the aggregate keeps rising up to max_num_seqs) "
                   f"[000][002]",
-           fix=(shape.cause(profile.vllm.max_num_seqs) or CAUSES) + "; then re-run the go-live")
+           fix=(shape.cause(profile.vllm.max_num_seqs, gate.value, users) or CAUSES) + "; then re-run the go-live")
 
 
 def test_per_user_speed_holds_under_load(swept, load, profile, record_metric):

@@ -237,7 +237,7 @@ def test_ratio_and_goodput_floors_above_the_station_fail_those_checks(reference,
 
 # variant -> what the scaling gate's message says the curve shows
 CAPPED = {"max-num-seqs-1": "flat from 1 user on: the station does not batch",
-          "max-num-seqs-2": "stops rising at 2 users"}
+          "max-num-seqs-2": "batching is capped at about 2 sequences"}
 
 
 @pytest.mark.parametrize("variant", sorted(CAPPED))

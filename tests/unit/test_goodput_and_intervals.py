@@ -159,3 +159,10 @@ def test_no_ratio_from_a_machine_whose_speed_changed_mid_sweep():
     one.drift = [386.2, 80.0]
     assert gates.gate(LOAD, [one, top], "scaling_ratio").value is None
     assert gates.undecided(LOAD, top, [one]) is None  # more requests would not make the machine steady
+
+
+def test_a_curve_too_noisy_to_name_a_peak_still_names_the_cap_from_the_ratio():
+    """Measured, --max-num-seqs 2 on a machine going quiet: 663 / 1,188 / 1,124 / 1,524 tok/s, 2.30× at 8 users."""
+    shape = gates.curve([level(u, a) for u, a in ((1, 663.3), (2, 1188.0), (4, 1124.0), (8, 1524.0))])
+    assert "batching is capped at about 2 sequences" in shape.cause(16, 2.30, 8)
+    assert gates.curve([level(1, 100.0), level(8, 800.0)]).cause(16, 8.0, 8) == ""  # 8× at 8: not capped
