@@ -127,8 +127,9 @@ class Curve:
         expected = f" (the profile serves --max-num-seqs {max_num_seqs})" if max_num_seqs else ""
         if len(self.points) < 2:
             return ""
-        if self.peak == self.points[0][0]:
-            return (f"the aggregate is flat from {self.peak} user on: the station does not batch. Batching is capped: "
+        # the ratio first: one level measured in a lull of other work can make any curve look like it rises and falls
+        if self.peak == self.points[0][0] or (ratio is not None and ratio < 1.5):
+            return (f"the aggregate is flat from 1 user on: the station does not batch. Batching is capped: "
                     f"the served --max-num-seqs is likely 1{expected}; read it in the service's ExecStart or "
                     f"`vllm:num_requests_running` on /metrics under load (it never exceeds the cap)")
         if self.falls:

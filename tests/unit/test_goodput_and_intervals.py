@@ -166,3 +166,14 @@ def test_a_curve_too_noisy_to_name_a_peak_still_names_the_cap_from_the_ratio():
     shape = gates.curve([level(u, a) for u, a in ((1, 663.3), (2, 1188.0), (4, 1124.0), (8, 1524.0))])
     assert "batching is capped at about 2 sequences" in shape.cause(16, 2.30, 8)
     assert gates.curve([level(1, 100.0), level(8, 800.0)]).cause(16, 8.0, 8) == ""  # 8× at 8: not capped
+
+
+def test_a_ratio_near_one_says_no_batching_whatever_one_noisy_level_shows():
+    """Measured, --max-num-seqs 1: 14.1 / 113.7 (a lull, interval 45–479) / 13.2 / 19.0 tok/s, 1.34× at 8 users."""
+    levels = []
+    for users, aggregate, ci in ((1, 14.14, [11.02, 19.7]), (2, 113.7, [45.37, 479.5]), (4, 13.15, [10.29, 19.12]),
+                                 (8, 18.99, [14.58, 25.85])):
+        lv = level(users, aggregate)
+        lv.aggregate_tok_s_ci = ci
+        levels.append(lv)
+    assert "flat from 1 user on: the station does not batch" in gates.curve(levels).cause(16, 1.34, 8)
