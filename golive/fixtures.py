@@ -17,9 +17,11 @@ from golive.cluster import ClusterFacts
 from golive.config import LoadedInventory
 from golive.endpoint.client import EndpointClient
 from golive.endpoint.errors import EndpointError
+from golive.endpoint.load import LevelResult
 from golive.endpoint.target import EndpointTarget
 from golive.outcomes import redacted_flags
 from golive.report import keys
+from golive.report.results import Metric
 from golive.runstate import CONNECTIONS, NO_INVENTORY, inventory, layer_of, station_of
 from golive.schema import Cluster, Profile, Service, Station
 from golive.scope import layer_scope
@@ -223,15 +225,29 @@ def endpoint(endpoint_reachable: EndpointClient, profile: Profile) -> EndpointCl
 
 @pytest.fixture
 def record_metric(request: pytest.FixtureRequest) -> Callable[..., bool]:
-    """Record a measured value for results.json and the report: record_metric(name, value, unit, floor=…)."""
+    """Record a measured value for results.json and the report: record_metric(name, value, unit, floor=…,
+    interval=(low, high), requests=n)."""
 
-    def record(name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None) -> bool:
-        passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
-        request.node.user_properties.append((keys.METRIC, {"name": name, "value": value, "unit": unit,
-                                                           "floor": floor, "ceiling": ceiling, "passed": passed}))
+    def record(name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None,
+               interval: tuple[float, float] | None = None, requests: int | None = None,
+               passed: bool | None = None) -> bool:
+        """`passed` given: the check's own judgement (an interval against its bound); else value against bound."""
+        if passed is None:
+            passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
+        metric = Metric(name=name, value=value, unit=unit, floor=floor, ceiling=ceiling, passed=passed,
+                        interval=None if interval is None else list(interval), requests=requests)
+        # plain data on the report: it crosses pytest-xdist; the Recorder makes it a Metric again
+        request.node.user_properties.append((keys.METRIC, metric.as_dict()))
         return passed
 
     return record
+
+
+@pytest.fixture
+def record_sweep(request: pytest.FixtureRequest) -> Callable[[list[LevelResult]], None]:
+    """Record the station's concurrency sweep (the load generator's level results) for results.json `sweep`, the
+    tables and the plot."""
+    return lambda levels: request.node.user_properties.append((keys.SWEEP, [level.as_dict() for level in levels]))
 
 
 @pytest.fixture

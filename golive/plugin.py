@@ -18,6 +18,7 @@ import pytest
 
 from golive import config as golive_config
 from golive import verdict as rules
+from golive.estimate import estimate
 from golive.outcomes import record_outcome
 from golive.progress import Progress
 from golive.report import keys
@@ -92,9 +93,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Before any check runs: a run that selected nothing writes and claims no report, and an `-m` naming a marker
-    no check carries (a typo that would select nothing) is a usage error."""
+    no check carries (a typo that would select nothing) is a usage error; otherwise how long the selected checks
+    should take (golive.estimate), said once."""
     config = session.config
-    if inventory(config) is None or hasattr(config, "workerinput"):
+    loaded = inventory(config)
+    if loaded is None or hasattr(config, "workerinput"):
         return
     unknown = _unknown_markers(config)
     if unknown or not session.items:
@@ -102,6 +105,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if unknown:
         raise pytest.UsageError(f"-m {config.option.markexpr!r}: no check carries the marker(s) {', '.join(unknown)}; "
                                 f"golive's markers: {', '.join([*MARKER_HELP, 'perf', 'quality'])}")
+    if not session.items or config.getoption("collectonly", False):
+        return
+    guess = estimate(session.items, lambda station: loaded.profile_of(station).profile)
+    config.stash[RECORDER].estimate = guess.as_dict()
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(guess.line(len(session.items)))
 
 
 def _unknown_markers(config: pytest.Config) -> list[str]:

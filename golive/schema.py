@@ -138,6 +138,28 @@ class LoadFloors(Strict):
     per_user_tok_s_p50: float | None = None  # at gate_concurrency
     ttft_p50_s: float | None = None  # a ceiling, at gate_concurrency
     peak_tok_s: float | None = None  # the best aggregate of the sweep
+    # ratios within one run: they hold on any machine (a station that cannot batch fails them on a laptop too)
+    scaling_ratio: float | None = None  # aggregate at gate_concurrency ÷ aggregate at 1 user
+    per_user_ratio: float | None = None  # per-user decode (p50) at gate_concurrency ÷ single-user decode
+    goodput_share: float | None = None  # at gate_concurrency: share of requests meeting every load.slo objective
+
+
+class LoadSlo(Strict):
+    """Per-request objectives for goodput; the same as `vllm bench serve --goodput ttft:MS tpot:MS e2el:MS`."""
+
+    ttft_s: float | None = Field(default=None, gt=0)
+    tpot_s: float | None = Field(default=None, gt=0)  # (E2E − TTFT) ÷ (output tokens − 1)
+    e2el_s: float | None = Field(default=None, gt=0)
+
+
+class LoadPrefill(Strict):
+    """Prompt tok/s at long prompts: one output token, a salted prompt no cached block can match, one at a time."""
+
+    prompt_tokens: list[int] = Field(default_factory=list)  # the lengths measured
+    requests: int = Field(default=3, ge=1)  # per length (sequential)
+    floors_tok_s: dict[int, float] = Field(default_factory=dict)  # a site's floors, by length: gated where set
+    reference_tok_s: dict[int, float] = Field(default_factory=dict)  # shown beside the measurement, never gated
+    reference_source: str | None = None  # where the reference numbers were measured (checkpoint, hardware)
 
 
 class Load(Strict):
@@ -148,6 +170,7 @@ class Load(Strict):
     concurrency: list[int] = Field(default_factory=lambda: [1], min_length=1)
     gate_concurrency: int | None = None  # the level the aggregate/per-user/TTFT gates read
     repeats: int = Field(default=3, ge=1)  # measured requests per level = repeats x level
+    min_requests: int = Field(default=1, ge=1)  # … but at least this many: the 1-user level's interval needs them
     warmup: int = Field(default=1, ge=0)  # warm-up requests per level = warmup x level, never measured
     reasoning_effort: str | None = None
     tolerance: float = Field(default=0.1, ge=0, lt=1)  # floors x (1 - t), ceilings x (1 + t)
@@ -155,6 +178,8 @@ class Load(Strict):
     max_requests: int = Field(default=2048, ge=1)
     max_duration_s: float = Field(default=900, gt=0)
     floors: LoadFloors = LoadFloors()
+    slo: LoadSlo = LoadSlo()
+    prefill: LoadPrefill = LoadPrefill()
 
     @property
     def gate_level(self) -> int:
@@ -168,7 +193,8 @@ class Load(Strict):
                              f"({self.max_concurrency})")
         if self.gate_concurrency is not None and self.gate_concurrency not in self.concurrency:
             raise ValueError(f"gate_concurrency {self.gate_concurrency} is not one of the levels {self.concurrency}")
-        needed = sum(c * (self.repeats + self.warmup) for c in set(self.concurrency))
+        needed = sum(max(c * self.repeats, self.min_requests) + c * self.warmup for c in set(self.concurrency))
+        needed += max(self.concurrency) * self.warmup  # the station primed once at the top level first
         if needed > self.max_requests:
             raise ValueError(f"the sweep needs {needed} requests, more than max_requests ({self.max_requests})")
         return self
@@ -226,7 +252,8 @@ class Profile(Strict):
     name: str
     description: str
     sources: list[str] = Field(default_factory=list)
-    layers: list[Layer] = Field(default_factory=lambda: list[Layer](["host", "endpoint"]))  # what a go-live of this recipe checks
+    # what a go-live of this recipe checks
+    layers: list[Layer] = Field(default_factory=lambda: list[Layer](["host", "endpoint"]))
     service: Service | None = None
     image: Image
     numa: Numa | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 import json
 import statistics
 import time
@@ -26,6 +27,7 @@ from golive.endpoint.longctx import filler
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
 from golive.endpoint.tls import trusting
+from golive.endpoint.uncertainty import aggregate_interval, median_interval, share_interval
 
 Clock = Callable[[], float]
 
@@ -42,7 +44,7 @@ class SseParser:
         self._data: list[str] = []
 
     def feed(self, chunk: bytes, at: float) -> list[tuple[str, float]]:
-        events = []
+        events: list[tuple[str, float]] = []
         self._buffer += chunk
         while True:
             cut = self._buffer.find(b"\n")
@@ -82,7 +84,7 @@ class RequestTiming:
 
     @property
     def itls(self) -> list[float]:
-        return [b - a for a, b in zip(self.token_times, self.token_times[1:])]
+        return [b - a for a, b in itertools.pairwise(self.token_times)]
 
     @property
     def tpot(self) -> float | None:
@@ -219,7 +221,7 @@ def read_timeline(attempt: Attempt, workload: Workload) -> RequestTiming:
     except ValueError as exc:  # an event that is not JSON or not an OpenAI chunk
         timing.error = f"{type(exc).__name__}: {exc}"[:300]
         return timing
-    timing.end = response.end - timing.sent
+    timing.end = None if response.end is None else response.end - timing.sent
     if timing.error is None and not done:
         timing.error = "the stream ended without [DONE]"
     elif timing.error is None and timing.completion_tokens != workload.output_tokens:
@@ -238,6 +240,31 @@ def _percentile(values: list[float], p: float) -> float | None:
         return values[0]
     # method "inclusive" is numpy's default (linear) percentile
     return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1] if p != 50 else statistics.median(values)
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Per-request objectives for goodput, as `vllm bench serve --goodput ttft:MS tpot:MS e2el:MS` (seconds here)."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2el_s: float | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2el_s))
+
+
+def meets_slo(timing: RequestTiming, slo: Slo) -> bool:
+    """A successful request is good when every objective set holds, exactly as vLLM's client counts it:
+    vllm/benchmarks/serve.py `calculate_metrics` (vLLM 0.32): TPOT = (latency − TTFT) ÷ (output tokens − 1), taken as
+    0 for a one-token answer; `s >= r` (a value equal to its objective is good); latency and TTFT from the send.
+    Failed requests are never good."""
+    if timing.error is not None or timing.ttft is None or timing.end is None:
+        return False
+    tokens = timing.completion_tokens or 0
+    tpot = (timing.end - timing.ttft) / (tokens - 1) if tokens > 1 else 0.0
+    return all(objective >= value for objective, value in
+               ((slo.ttft_s, timing.ttft), (slo.tpot_s, tpot), (slo.e2el_s, timing.end)) if objective is not None)
 
 
 @dataclass
@@ -264,20 +291,41 @@ class LevelResult:
     client_usage_mismatches: int  # requests whose client count differs from usage (cross-check, not a failure)
     warmup_failures: int = 0  # not measured, still a failure of the station
     errors: list[str] = field(default_factory=list)
+    # 95 % intervals (golive.endpoint.uncertainty), [low, high]; None with fewer than 2 successful requests
+    aggregate_tok_s_ci: list[float] | None = None
+    per_user_tok_s_p50_ci: list[float] | None = None
+    ttft_p50_s_ci: list[float] | None = None
+    # goodput against the profile's load.slo (None: no objectives set): vLLM's request goodput is good ÷ duration
+    good_requests: int | None = None
+    goodput_req_s: float | None = None
+    goodput_share: float | None = None  # good ÷ successful requests
+    goodput_share_ci: list[float] | None = None
+    batches: int = 1  # measured batches of `repeats` × C: more when a floor was undecided (the interval straddled it)
+    # the 1-user level only: its aggregate before and after the other levels, when the two are intervals apart (the
+    # machine's speed changed during the sweep: no ratio within this run can be trusted)
+    drift: list[float] | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def summarize(concurrency: int, timings: list[RequestTiming], started: float, ended: float) -> LevelResult:
+def _listed(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else list(interval)
+
+
+def summarize(concurrency: int, timings: list[RequestTiming], started: float, ended: float,
+              slo: Slo | None = None, earlier_s: float = 0.0) -> LevelResult:
+    """The level's row; `earlier_s`: the duration of its earlier batches (timings holds every batch's requests)."""
     ok = [t for t in timings if t.error is None]
     tokens = sum(t.completion_tokens or 0 for t in ok)
-    duration = max(ended - started, 1e-9)
+    duration = max(ended - started + earlier_s, 1e-9)
     ttfts = [t.ttft for t in ok if t.ttft is not None]
     tpots = [t.tpot for t in ok if t.tpot]
     itls = [gap for t in ok for gap in t.itls]
     e2es = [t.end for t in ok if t.end is not None]
     mean = lambda xs: statistics.fmean(xs) if xs else None  # noqa: E731
+    timed = [t for t in ok if t.end is not None]
+    good = sum(meets_slo(t, slo) for t in ok) if slo else None
     return LevelResult(
         concurrency=concurrency, requests=len(timings), failures=len(timings) - len(ok), duration_s=duration,
         output_tokens=tokens, aggregate_tok_s=tokens / duration,
@@ -288,7 +336,14 @@ def summarize(concurrency: int, timings: list[RequestTiming], started: float, en
         e2e_p50_s=_percentile(e2es, 50), e2e_mean_s=mean(e2es),
         prompt_tokens_p50=_percentile([t.prompt_tokens for t in ok if t.prompt_tokens is not None], 50),
         client_usage_mismatches=sum(t.client_tokens != t.completion_tokens for t in ok),
-        errors=sorted({t.error for t in timings if t.error})[:5])
+        errors=sorted({t.error for t in timings if t.error})[:5],
+        aggregate_tok_s_ci=_listed(aggregate_interval(tokens / duration, [t.completion_tokens or 0 for t in timed],
+                                                      [t.end or 0.0 for t in timed])),
+        per_user_tok_s_p50_ci=_listed(median_interval([1 / x for x in tpots])),
+        ttft_p50_s_ci=_listed(median_interval(ttfts)),
+        good_requests=good, goodput_req_s=None if good is None else good / duration,
+        goodput_share=None if good is None or not ok else good / len(ok),
+        goodput_share_ci=None if good is None else _listed(share_interval(good, len(ok))))
 
 
 def lanes(url: str, count: int, timeout_s: float, ca_file: str | None = None,
@@ -308,7 +363,7 @@ async def run_level(clients: list[Lane], workload: Workload, headers: dict, conc
     for client in clients[:concurrency]:
         free.put_nowait(client)
 
-    # bodies built before the clock starts: building 256 of them while the first answers arrive delays those (~40 µs each)
+    # bodies built before the clock starts: building 256 while the first answers arrive delays those (~40 µs each)
     bodies = [request_body(workload, sentences) for _ in range(requests)]
 
     async def gated(prepared: tuple[str, bytes]) -> Attempt | None:
@@ -322,7 +377,7 @@ async def run_level(clients: list[Lane], workload: Workload, headers: dict, conc
 
     collecting = gc.isenabled()
     gc.collect()
-    gc.disable()  # a full collection mid-level stalls every stream for tens of ms (timeit turns it off for the same reason)
+    gc.disable()  # a full collection mid-level stalls every stream for tens of ms (timeit turns it off for this too)
     try:
         started = clock()
         done = await asyncio.gather(*(gated(body) for body in bodies))
@@ -359,38 +414,144 @@ def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool
     return levels[:-1], levels[-1:]
 
 
+# (the level just measured, the levels before it) → where more requests could decide a floor whose interval
+# straddles it: "ratio" (the level or the 1-user level), "level" (this level), None (every floor decided)
+Undecided = Callable[[LevelResult, list[LevelResult]], str | None]
+
+
+@dataclass
+class _Measured:
+    """One level's requests so far (every batch), and its row."""
+
+    timings: list[RequestTiming]
+    warm: list[RequestTiming]
+    spent_s: float  # the wall time of its measured batches
+    batches: int
+    level: LevelResult
+    drift: list[float] | None = None
+
+
+def _apart(a: LevelResult, b: LevelResult) -> bool:
+    """Two measurements of one level whose aggregate intervals do not overlap."""
+    if a.aggregate_tok_s_ci is None or b.aggregate_tok_s_ci is None:
+        return False
+    return a.aggregate_tok_s_ci[1] < b.aggregate_tok_s_ci[0] or b.aggregate_tok_s_ci[1] < a.aggregate_tok_s_ci[0]
+
+
+def _relative_width(level: LevelResult) -> float:
+    ci = level.aggregate_tok_s_ci
+    return float("inf") if ci is None or level.aggregate_tok_s <= 0 else (ci[1] - ci[0]) / level.aggregate_tok_s
+
+
 async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterable[int], repeats: int, warmup: int,
-                      max_duration_s: float, progress: Callable[[str], None] = lambda line: None) -> Sweep:
-    """Each level: `warmup` × C requests (not measured), then `repeats` × C requests measured, C in flight."""
+                      max_duration_s: float, progress: Callable[[str], None] = lambda line: None,
+                      slo: Slo | None = None, undecided: Undecided | None = None,
+                      max_requests: int | None = None, min_requests: int = 1) -> Sweep:
+    """Each level: `warmup` × C requests (not measured), then `repeats` × C requests (at least `min_requests`)
+    measured, C in flight. The 1-user level is measured again after the others (every ratio divides by it: a machine
+    whose load changed during the sweep shows as a wider interval, not a wrong ratio). While `undecided` says a floor
+    cannot be judged yet, another batch goes to the level whose aggregate interval is wider, relatively: that level,
+    or the 1-user level (a ratio is as unsure as its less sure side). All within `max_requests` (every request sent,
+    warm-up included) and `max_duration_s`."""
     levels = sorted(set(levels))
+    sent = 0
     headers = target.headers()
     deadline = time.perf_counter() + max_duration_s
-    results, not_run = [], []
+    measured: dict[int, _Measured] = {}
+    not_run: list[int] = []
+
+    def batch_of(concurrency: int) -> int:
+        return max(repeats * concurrency, min_requests)
+
+    def room(concurrency: int) -> bool:
+        return time.perf_counter() < deadline and (max_requests is None or sent + batch_of(concurrency) <= max_requests)
+
+    def earlier(concurrency: int) -> list[LevelResult]:
+        return [m.level for c, m in sorted(measured.items()) if c < concurrency]
+
+    def pending(concurrency: int) -> str | None:
+        return None if undecided is None else undecided(measured[concurrency].level, earlier(concurrency))
+
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(c)
                    for c in lanes(target.chat_url, max(levels), target.request_timeout_s, target.ca_file)]
         light = await stack.enter_async_context(httpx.AsyncClient(timeout=target.request_timeout_s,
                                                                   verify=trusting(target.ca_file)))
         sentences = await sentences_for(light, target.root, workload, headers)
+
+        async def extend(concurrency: int) -> None:
+            nonlocal sent
+            m = measured[concurrency]
+            more, started, ended = await run_level(clients, workload, headers, concurrency, batch_of(concurrency),
+                                                   deadline, sentences)
+            sent += len(more)
+            m.timings += more
+            m.spent_s += ended - started
+            m.batches += 1
+            m.level = _row(concurrency, m.timings, m.warm, m.spent_s, m.batches, slo)
+            m.level.drift = m.drift
+
+        async def settle(concurrency: int) -> None:
+            """More requests while a floor read at this level is undecided, to the less sure side."""
+            while kind := pending(concurrency):
+                side = concurrency
+                if kind == "ratio" and 1 in measured and \
+                        _relative_width(measured[1].level) > _relative_width(measured[concurrency].level):
+                    side = 1
+                if not room(side):
+                    return
+                await extend(side)
+
+        if warmup:
+            # the station warmed once at the top level first: measured right after start, a fresh server's first
+            # requests (allocation, first batch shapes) made the first 1-user batch 10× slower than the same level
+            # measured after the others; not counted in any level, every request still sent within max_requests
+            top = levels[-1]
+            primed, _, _ = await run_level(clients, workload, headers, top, warmup * top, deadline, sentences)
+            sent += len(primed)
         for concurrency in levels:
             if time.perf_counter() > deadline:
                 not_run.append(concurrency)
                 continue
-            warm = []
+            warm: list[RequestTiming] = []
             if warmup:
                 warm, _, _ = await run_level(clients, workload, headers, concurrency, warmup * concurrency,
                                              deadline, sentences)
             timings, started, ended = await run_level(clients, workload, headers, concurrency,
-                                                      repeats * concurrency, deadline, sentences)
-            level = summarize(concurrency, timings, started, ended)
-            level.warmup_failures = sum(t.error is not None for t in warm)
-            level.errors = sorted({*level.errors, *(t.error for t in warm if t.error)})[:5]
-            results.append(level)
-            progress(f"load: {concurrency:>4} in flight: {level.requests} requests, {level.failures} failed, "
-                     f"{level.aggregate_tok_s:,.1f} tok/s aggregate, "
-                     f"{_fmt(level.per_user_tok_s_p50, '.1f')} tok/s per user (p50), "
-                     f"TTFT p50 {_fmt(level.ttft_p50_s, '.3f')} s")
-    return Sweep(results, not_run)
+                                                      batch_of(concurrency), deadline, sentences)
+            sent += len(warm) + len(timings)
+            measured[concurrency] = _Measured(timings, warm, ended - started, 1,
+                                              _row(concurrency, timings, warm, ended - started, 1, slo))
+            await settle(concurrency)
+            _progress_line(progress, measured[concurrency].level)
+        if 1 in measured and len(measured) > 1 and room(1):
+            first = measured[1].level
+            before = len(measured[1].timings)
+            await extend(1)
+            again = summarize(1, measured[1].timings[before:], 0.0, measured[1].spent_s - first.duration_s, slo)
+            if _apart(first, again):
+                measured[1].drift = [first.aggregate_tok_s, again.aggregate_tok_s]
+                measured[1].level.drift = measured[1].drift
+            _progress_line(progress, measured[1].level, " (again, after the other levels)")
+            for concurrency in sorted(measured)[1:]:
+                await settle(concurrency)
+    return Sweep([m.level for _, m in sorted(measured.items())], not_run)
+
+
+def _row(concurrency: int, timings: list[RequestTiming], warm: list[RequestTiming], spent_s: float, batches: int,
+         slo: Slo | None) -> LevelResult:
+    level = summarize(concurrency, timings, 0.0, spent_s, slo)
+    level.batches = batches
+    level.warmup_failures = sum(t.error is not None for t in warm)
+    level.errors = sorted({*level.errors, *(t.error for t in warm if t.error)})[:5]
+    return level
+
+
+def _progress_line(progress: Callable[[str], None], level: LevelResult, note: str = "") -> None:
+    progress(f"load: {level.concurrency:>4} in flight: {level.requests} requests, {level.failures} failed, "
+             f"{level.aggregate_tok_s:,.1f} tok/s aggregate, "
+             f"{_fmt(level.per_user_tok_s_p50, '.1f')} tok/s per user (p50), "
+             f"TTFT p50 {_fmt(level.ttft_p50_s, '.3f')} s{note}")
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -99,13 +99,16 @@ class _Reader(asyncio.Protocol):
             self.response.end = self._at
             self.done.set_result(self.response)
         else:
-            self._fail(StreamError("the connection closed before an HTTP response"
+            self._fail(StreamError(CLOSED_BEFORE_RESPONSE
                                    + (f" ({type(exc).__name__}: {exc})" if exc else "")))
 
     def _fail(self, error: StreamError) -> None:
         if self.done is not None and not self.done.done():
             self.done.set_exception(error)
         self.transport.close()
+
+
+CLOSED_BEFORE_RESPONSE = "the connection closed before an HTTP response"
 
 
 class Lane:
@@ -148,7 +151,19 @@ class Lane:
 
     async def post(self, body: bytes, headers: dict[str, str]) -> StreamedResponse:
         """POST `body` to the lane's URL, wait for the whole response; StreamError when the connection fails or falls
-        silent for `timeout_s` (a stalled stream)."""
+        silent for `timeout_s` (a stalled stream). A reused keep-alive connection that the server closed while idle,
+        before the lane noticed (its close and our request crossed: a busy client sees it late), gets the request
+        once more on a new connection, as HTTP clients do: no response byte came, so the server never read it."""
+        reused = self._reader is not None and self._reader.open
+        try:
+            return await self._post_once(body, headers)
+        except StreamError as exc:
+            if not (reused and str(exc).startswith(CLOSED_BEFORE_RESPONSE)):
+                raise
+            self._reader = None
+            return await self._post_once(body, headers)
+
+    async def _post_once(self, body: bytes, headers: dict[str, str]) -> StreamedResponse:
         reader = await self._connected()
         loop = asyncio.get_running_loop()
         done = loop.create_future()

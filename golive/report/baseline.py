@@ -3,8 +3,7 @@
 Four kinds of change: checks whose outcome flipped, metrics that moved more than the tolerance, battery cases that
 flipped (each battery's failing case ids), and provenance the stations reported (served args, parsers, image, vLLM
 version, GPU, driver, CUDA, NCCL, checkpoint hashes). A served flag or parser that changed without the new profile
-pinning its new value is unannounced: that fails the gate.
-Everything else is listed for the operator to read.
+pinning its new value is unannounced: that fails the gate. Everything else is listed for the operator to read.
 """
 from __future__ import annotations
 
@@ -171,8 +170,8 @@ def load_baseline(path, profile_name: str) -> dict:
         raise ValueError(f"{path}: baseline results file not found") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a readable results.json ({exc})") from None
-    if not isinstance(previous, dict) or previous.get("schema") != 2:
-        raise ValueError(f"{path}: not a golive results.json of schema 2 (got schema {previous.get('schema')!r})"
+    if not isinstance(previous, dict) or previous.get("schema") not in (2, 3):  # 2 → 3 kept `metrics` as it was
+        raise ValueError(f"{path}: not a golive results.json of schema 2 or 3 (got schema {previous.get('schema')!r})"
                          if isinstance(previous, dict) else f"{path}: not a golive results.json")
     was = (previous.get("profile") or {}).get("name")
     if was != profile_name:

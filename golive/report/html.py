@@ -5,7 +5,8 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from golive import verdict as rules
-from golive.report.plots import SWEEP_COLUMNS, SWEEP_METRIC, sweep_rows, sweep_svg
+from golive.estimate import duration
+from golive.report.plots import SWEEP_COLUMNS, sweep_rows, sweep_svg
 from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
 from golive.rules import measured
 from golive.verdict import printable
@@ -19,20 +20,21 @@ def shown(value: object) -> object:
 # every value is text: a model or a station may answer with markup, or with control characters
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=True, finalize=shown)
 _ENV.filters["measured"] = measured  # the one number format of every report (results.json keeps them whole)
+_ENV.globals["duration"] = duration
 
 
 def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
     verdict = recorder.verdict(interrupted)
     data = recorder.as_dict(interrupted)
-    plot = sweep_svg(recorder.metrics)  # our own drawing (matplotlib escapes every label): inlined as markup
+    plot = sweep_svg(recorder.sweep)  # our own drawing (matplotlib escapes every label): inlined as markup
     return [_ENV.get_template("summary.html.j2").render(
         verdict=verdict, verdict_word=verdict_word(verdict), table=recorder.by_layer_station(), outcomes=OUTCOMES,
         failures=recorder.of(rules.FAILED), notes=[r for r in recorder.of(rules.PASSED) if r.note],
         not_checked=grouped_by_reason(recorder.of(rules.NOT_CHECKED)),
         not_applicable=grouped_by_reason(recorder.of(rules.NOT_APPLICABLE)),
-        profile=data["profile"], stations=data["stations"],
-        metrics=[m for m in recorder.metrics if not SWEEP_METRIC.match(str(m.get("name", "")))],
+        profile=data["profile"], stations=data["stations"], metrics=recorder.metrics,
         interrupted=interrupted,
         recipes=rules.RECIPES, rules_text=data["verdict_rules"], waived=recorder.of(rules.WAIVED),
-        baseline=recorder.baseline, run=data["provenance"], provenance=any(s["provenance"] for s in data["stations"]),
-        sweep_plot=Markup(plot) if plot else None, sweep=sweep_rows(recorder.metrics), sweep_columns=SWEEP_COLUMNS)]
+        baseline=recorder.baseline, run=data["provenance"], estimate=data["estimate"],
+        provenance=any(s["provenance"] for s in data["stations"]),
+        sweep_plot=Markup(plot) if plot else None, sweep=sweep_rows(recorder.sweep), sweep_columns=SWEEP_COLUMNS)]

@@ -12,8 +12,9 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader
 
 from golive import verdict as rules
+from golive.estimate import duration
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
-from golive.report.results import verdict_word
+from golive.report.results import sweep_of, verdict_word
 from golive.rules import measured
 from golive.verdict import printable
 
@@ -41,6 +42,7 @@ def block(value: object) -> str:
 
 
 _ENV.filters.update(text=text, cell=cell, block=block, measured=measured)  # measured: 4 significant digits
+_ENV.globals["duration"] = duration
 
 
 def render_markdown(results: dict) -> str:
@@ -53,7 +55,7 @@ def render_markdown(results: dict) -> str:
     return _ENV.get_template("go-live.md.j2").render(
         r=results, verdict_word=verdict_word(results["verdict"]), outcomes=rules.OUTCOMES,
         counts=dict(sorted(counts.items())), by_outcome=by_outcome,
-        sweep=sweep_rows(results.get("metrics", [])), sweep_columns=SWEEP_COLUMNS,
+        sweep=sweep_rows(sweep_of(results)), sweep_columns=SWEEP_COLUMNS,
         checks=sorted(checks, key=lambda c: c["nodeid"]))
 
 

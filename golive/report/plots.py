@@ -1,21 +1,22 @@
-"""The concurrency sweep (metrics `load_c<C>_<name>`, suites/endpoint/test_throughput.py) as rows and as one SVG.
+"""The concurrency sweep (results.json `sweep`: golive.report.results.SweepPoint) as table rows and as one SVG.
 
-Pure functions of results.json's metrics list. The SVG is drawn by matplotlib (Agg backend: no display needed), text
-kept as text (`svg.fonttype: none`: no embedded glyphs, small, searchable) and no date in its metadata, so the same
-metrics draw the same file. It is inlined in go-live.html, which stays one self-contained file that opens offline.
+Pure functions of the sweep's rows. The SVG is drawn by matplotlib (Agg backend: no display needed), text kept as text
+(`svg.fonttype: none`: no embedded glyphs, small, searchable) and no date in its metadata, so the same sweep draws the
+same file. It is inlined in go-live.html, which stays one self-contained file that opens offline.
 """
 from __future__ import annotations
 
 import io
-import re
 from collections import defaultdict
 
-SWEEP_METRIC = re.compile(r"^load_c(\d+)_(.+)$")
-# the sweep table's columns: metric suffix → heading
+from golive.report.results import SweepPoint
+
+# the sweep table's columns: LevelResult field → heading
 SWEEP_COLUMNS = {
     "aggregate_tok_s": "aggregate tok/s",
     "per_user_tok_s_p50": "per-user tok/s p50",
     "ttft_p50_s": "TTFT p50 s",
+    "goodput_share": "goodput share",
     "itl_mean_s": "ITL mean s",
     "e2e_mean_s": "E2E mean s",
     "requests": "requests",
@@ -23,27 +24,27 @@ SWEEP_COLUMNS = {
 }
 
 
-def sweep(metrics: list[dict]) -> dict[str, dict[int, dict[str, float]]]:
-    """station → concurrency → {metric suffix: value}, concurrencies ascending; {} when no sweep was recorded."""
-    found: dict[str, dict[int, dict[str, float]]] = defaultdict(dict)
-    for metric in metrics or []:
-        match = SWEEP_METRIC.match(str(metric.get("name", "")))
-        if match and isinstance(metric.get("value"), (int, float)):
-            level = found[metric.get("station") or "-"].setdefault(int(match.group(1)), {})
-            level[match.group(2)] = metric["value"]
-    return {station: dict(sorted(levels.items())) for station, levels in sorted(found.items())}
+def by_station(points: list[SweepPoint]) -> dict[str, list[SweepPoint]]:
+    """station → its levels, concurrency ascending; stations sorted."""
+    found: dict[str, list[SweepPoint]] = defaultdict(list)
+    for point in points:
+        found[point.station or "-"].append(point)
+    return {station: sorted(levels, key=lambda p: p.level.concurrency) for station, levels in sorted(found.items())}
 
 
-def sweep_rows(metrics: list[dict]) -> list[dict]:
-    """The sweep as table rows: one per station and concurrency, with the SWEEP_COLUMNS values (None where absent)."""
-    return [{"station": station, "users": users, **{name: values.get(name) for name in SWEEP_COLUMNS}}
-            for station, levels in sweep(metrics).items() for users, values in levels.items()]
+def sweep_rows(points: list[SweepPoint]) -> list[dict]:
+    """The sweep as table rows: one per station and concurrency, with the SWEEP_COLUMNS values and, under
+    `<name>_ci`, a value's 95 % interval where the level has one."""
+    return [{"station": station, "users": p.level.concurrency,
+             **{name: getattr(p.level, name) for name in SWEEP_COLUMNS},
+             **{f"{name}_ci": getattr(p.level, f"{name}_ci", None) for name in SWEEP_COLUMNS}}
+            for station, levels in by_station(points).items() for p in levels]
 
 
-def sweep_svg(metrics: list[dict]) -> str | None:
+def sweep_svg(points: list[SweepPoint]) -> str | None:
     """Aggregate throughput and TTFT p50 against concurrent users, one line per station, as an inline <svg> element
-    (no XML prolog); None when the metrics hold no sweep."""
-    data = sweep(metrics)
+    (no XML prolog); None when there is no sweep."""
+    data = by_station(points)
     if not data:
         return None
     import matplotlib
@@ -55,14 +56,19 @@ def sweep_svg(metrics: list[dict]) -> str | None:
         figure = Figure(figsize=(9, 3.4), layout="constrained")
         throughput, ttft = figure.subplots(1, 2)
         for station, levels in data.items():
-            users = list(levels)
             for axes, name in ((throughput, "aggregate_tok_s"), (ttft, "ttft_p50_s")):
-                points = [(u, levels[u][name]) for u in users if name in levels[u]]
-                if points:
-                    axes.plot([u for u, _ in points], [v for _, v in points], marker="o", label=station)
-        users = sorted({u for levels in data.values() for u in levels})
+                shown = [p.level for p in levels if getattr(p.level, name) is not None]
+                if not shown:
+                    continue
+                values = [getattr(lv, name) for lv in shown]
+                # error bars: the 95 % interval (golive.endpoint.uncertainty); none where a level has no interval
+                intervals = [getattr(lv, f"{name}_ci") or [v, v] for lv, v in zip(shown, values, strict=True)]
+                axes.errorbar([lv.concurrency for lv in shown], values, marker="o", capsize=3, label=station,
+                              yerr=[[max(v - ci[0], 0) for v, ci in zip(values, intervals, strict=True)],
+                                    [max(ci[1] - v, 0) for v, ci in zip(values, intervals, strict=True)]])
+        users = sorted({p.level.concurrency for levels in data.values() for p in levels})
         for axes, title, unit in ((throughput, "Aggregate throughput", "tok/s"), (ttft, "TTFT p50", "s")):
-            axes.set_title(f"{title} vs concurrent users")
+            axes.set_title(f"{title} vs concurrent users (95 % CI)")
             axes.set_xlabel("concurrent users")
             axes.set_ylabel(unit)
             axes.set_xscale("log", base=2)  # the sweep doubles-ish: 1, 32, 256 users spread evenly

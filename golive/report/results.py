@@ -6,6 +6,14 @@ skipped, which hid "not applicable" and "did not run" in one word); a failed che
 them by name alone, so two stations overwrote each other); `verdict_rules` states the rules the verdict followed.
 Added within schema 2 (optional for readers): a check's `waiver`, each station's `provenance` (what the checks
 learned: served args, parsers, image, vLLM version) and `baseline` (the post-upgrade diff, golive.report.baseline).
+
+Added within schema 3: `estimate` {expected_s, upper_s, parts, actual_s}: the time estimate said before the first
+check ran (golive.estimate) and the run's actual time.
+
+schema 3 (golive 0.3): the concurrency sweep is its own list, `sweep`, one row per station and level
+({station, concurrency, requests, failures, aggregate_tok_s, …}: golive.endpoint.load.LevelResult's fields); the
+schema 2 metrics `load_c<C>_<name>` (the sweep spelled as metric names) are gone from `metrics`. `metrics` keeps its
+shape (golive.report.results.Metric).
 """
 from __future__ import annotations
 
@@ -13,18 +21,21 @@ import datetime as dt
 import json
 import platform
 import socket
+import time
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from golive import verdict as rules
 from golive.config import LoadedInventory
+from golive.endpoint.load import LevelResult
 from golive.report import keys
 from golive.urls import without_password
 
-SCHEMA = 2
+SCHEMA = 3
 OUTCOMES = rules.OUTCOMES
 
 
@@ -42,14 +53,60 @@ class CheckRecord:
     waiver: dict | None = None
 
 
+@dataclass(kw_only=True)
+class Metric:
+    """One measured value a check recorded (golive.fixtures.record_metric) and its bound: a row of `metrics`."""
+
+    station: str = ""  # filled in by the Recorder, which knows the check's station
+    check: str = ""
+    name: str
+    value: float
+    unit: str
+    floor: float | None = None
+    ceiling: float | None = None
+    passed: bool = True
+    interval: list[float] | None = None  # 95 % [low, high] (golive.endpoint.uncertainty); None: a single reading
+    requests: int | None = None  # how many requests the value and its interval stand on
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SweepPoint:
+    """One station's one concurrency level: a row of `sweep`."""
+
+    station: str
+    level: LevelResult
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"station": self.station, **self.level.as_dict()}
+
+
+_LEVEL_FIELDS = {f.name for f in fields(LevelResult)}
+
+
+def level_of(data: dict[str, Any]) -> LevelResult:
+    """A LevelResult from its plain data (a report key, or a row of results.json `sweep`); unknown keys ignored."""
+    return LevelResult(**{k: v for k, v in data.items() if k in _LEVEL_FIELDS})
+
+
+def sweep_of(results: dict) -> list[SweepPoint]:
+    """results.json's `sweep` list as typed rows ([] for a run without one, or a schema 2 file)."""
+    return [SweepPoint(str(row.get("station", "")), level_of(row)) for row in results.get("sweep") or []]
+
+
 @dataclass
 class Recorder:
     inventory: LoadedInventory | None = None
     checks: dict[str, CheckRecord] = field(default_factory=dict)
-    metrics: list[dict] = field(default_factory=list)
+    metrics: list[Metric] = field(default_factory=list)
+    sweep: list[SweepPoint] = field(default_factory=list)  # per station, levels ascending (keys.SWEEP)
     provenance: dict[str, dict] = field(default_factory=dict)  # per station: what the checks learned (keys.PROVENANCE)
     started: str = field(default_factory=lambda: _now())
     baseline: dict | None = None  # the post-upgrade diff (golive.report.baseline), where the run had a baseline
+    estimate: dict | None = None  # golive.estimate.Estimate.as_dict(), said before the first check ran
+    started_at: float = field(default_factory=time.monotonic)
 
     def compare_with(self, previous: dict, tolerance_pct: float) -> None:
         """Add the post-upgrade gate: the diff against the last go-live, as data and as one check."""
@@ -86,7 +143,11 @@ class Recorder:
             elif name == keys.PROVENANCE and record.station:
                 self.provenance.setdefault(record.station, {}).update(value)
             elif name == keys.METRIC and report.when == "call":
-                self.metrics.append({"station": record.station, "check": record.nodeid, **value})
+                self.metrics.append(replace(Metric(**value), station=record.station, check=record.nodeid))
+            elif name == keys.SWEEP and report.when == "call":
+                kept = [point for point in self.sweep if point.station != record.station]
+                self.sweep = kept + [SweepPoint(record.station, level_of(level))
+                                     for level in sorted(value, key=lambda level: level["concurrency"])]
 
     def mark_unfinished(self, items: list[pytest.Item], stopped: pytest.Item | None, reason: str) -> None:
         """After an interrupt: the check that was stopped and every check not reached are not checked, saying why
@@ -157,8 +218,11 @@ class Recorder:
             },
             "recipes": rules.RECIPES,
             "checks": [asdict(r) for r in self.checks.values()],
-            "metrics": self.metrics,
+            "metrics": [m.as_dict() for m in self.metrics],
+            "sweep": [point.as_dict() for point in self.sweep],
             "baseline": self.baseline,
+            "estimate": None if self.estimate is None else {
+                **self.estimate, "actual_s": round(time.monotonic() - self.started_at, 1)},
         }
 
     def write(self, path: Path, interrupted: bool = False) -> dict:

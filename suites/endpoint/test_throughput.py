@@ -1,11 +1,18 @@
 """Throughput floors: the recipe's measured go-live numbers, one concurrency sweep, each gate against its floor [000].
 
 Metric definitions: docs/metrics.md. The sweep runs once per station (salted prompts, fixed answer length, warm-up
-excluded) within the profile's load bounds; every check below reads its level of that one sweep.
+excluded) within the profile's load bounds; every check below reads its level of that one sweep. Each number carries a
+95 % interval (golive.endpoint.uncertainty): a floor passes when the interval clears it, fails when the interval lies
+below it; in between the sweep adds requests within load.max_requests / max_duration_s, and a floor still undecided
+after that is not checked (the run is INCOMPLETE, never GO).
 """
 import pytest
 
-from golive.endpoint.load import PEAK_REFUSED, LevelResult, Sweep, Workload, levels_to_run, sweep
+from golive.endpoint import gates
+from golive.endpoint.client import metric_total
+from golive.endpoint.errors import EndpointError
+from golive.endpoint.load import PEAK_REFUSED, LevelResult, Slo, Sweep, Workload, levels_to_run, sweep
+from golive.endpoint.uncertainty import Decision, against_floor, shown
 from golive.verdict import not_applicable, require
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
@@ -38,7 +45,9 @@ def swept(request, endpoint, station, profile, load) -> Sweep:
     if not levels:
         return Sweep([], [], refused)
     measured = sweep(endpoint.target, workload, levels, load.repeats, load.warmup, load.max_duration_s,
-                     progress=progress)
+                     progress=progress, slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
+                     undecided=lambda level, earlier: gates.undecided(load, level, earlier),
+                     max_requests=load.max_requests, min_requests=load.min_requests)
     measured.refused = refused
     return measured
 
@@ -58,29 +67,50 @@ def _level(swept: Sweep, concurrency: int) -> LevelResult:
 SPEED_UNMEASURABLE = ("no successful answer had its tokens spread over time (each arrived in one read: no decode "
                       "time to divide); longer answers (load.output_tokens) give it one")
 TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
+UNMEASURABLE = {"single_user_decode_tok_s": SPEED_UNMEASURABLE, "per_user_tok_s_p50": SPEED_UNMEASURABLE,
+                "per_user_ratio": SPEED_UNMEASURABLE, "single_user_ttft_p50_s": TTFT_UNMEASURABLE,
+                "ttft_p50_s": TTFT_UNMEASURABLE, "scaling_ratio": "a level had no successful request, or the machine's "
+                "speed changed during the sweep (see the 1-user level's drift)",
+                "goodput_share": "no successful request"}
+UNDECIDED = ("undecided: {what} at {users} users is {value} ({interval}, {requests} requests), which straddles the "
+             "{kind} {bound}; the sweep added requests up to the profile's bounds (load.max_requests "
+             "{max_requests}, load.max_duration_s {max_duration_s:g} s) and still could not tell: raise them, or "
+             "measure on a quieter station")
 
 
-def _measured(level: LevelResult, value: float | None, what: str, why: str) -> float:
-    """A number the level's answers could not give is not checked (never GO on it), with why."""
-    if value is None:
-        pytest.skip(f"{what} could not be measured at concurrency {level.concurrency}: {why}")
-    return value
+def _gate(load, swept: Sweep, field: str, what: str) -> gates.Gate:
+    """The gate's measurement, or why it is not applicable (no number in the profile) or not checked."""
+    if gates.bound(load, field) is None:
+        not_applicable(f"the profile sets no load floor {field}")
+    users = 1 if field.startswith("single_user") else gates.gate_concurrency(load)
+    levels = [_level(swept, 1)] if users != 1 and field.endswith("_ratio") else []
+    levels.append(_level(swept, users))
+    measured = gates.gate(load, swept.levels, field)
+    one = swept.at(1)
+    if field in gates.RATIOS and one is not None and one.drift:
+        pytest.skip(f"{what} not checked: one user gave {one.drift[0]:,.4g} tok/s before the other levels and "
+                    f"{one.drift[1]:,.4g} after, intervals apart: the machine's speed changed during the sweep (other "
+                    f"work started or stopped), so no ratio within this run holds; re-run when the station is quiet")
+    if measured is None or measured.value is None:
+        pytest.skip(f"{what} could not be measured at concurrency {users}: {UNMEASURABLE[field]}")
+    return measured
 
 
-def _gate(load) -> int:
-    return load.gate_concurrency or max(load.concurrency)
+def _judge(gate: gates.Gate, load, record_metric, name: str, unit: str, what: str, **finding: str) -> None:
+    """Record the gate's number with its interval; fail, pass or (undecided) leave it not checked."""
+    kind = "ceiling" if gate.ceiling else "floor"
+    record_metric(name, gate.value, unit, **{kind: gate.bound}, interval=gate.interval, requests=gate.requests,
+                  passed=gate.decision is Decision.PASSES)
+    if gate.decision is Decision.UNDECIDED:
+        pytest.skip(UNDECIDED.format(what=what, users=gate.concurrency, value=f"{gate.value:,.4g}",
+                                     interval=shown(gate.interval), requests=gate.requests, kind=kind,
+                                     bound=f"{gate.bound:,.4g}", max_requests=load.max_requests,
+                                     max_duration_s=load.max_duration_s))
+    require(gate.decision is Decision.PASSES, **finding)
 
 
-def _floor(load, value: float | None, name: str) -> float:
-    if value is None:
-        not_applicable(f"the profile sets no load floor {name}")
-    return value * (1 - load.tolerance)
-
-
-def _ceiling(load, value: float | None, name: str) -> float:
-    if value is None:
-        not_applicable(f"the profile sets no load ceiling {name}")
-    return value * (1 + load.tolerance)
+def _measured_at(gate: gates.Gate, spec: str = ",.4g") -> str:
+    return f"{format(gate.value, spec)} ({shown(gate.interval)}, {gate.requests} requests)"
 
 
 def _workload(load, concurrency: int) -> str:
@@ -88,19 +118,12 @@ def _workload(load, concurrency: int) -> str:
             f"{load.repeats} × {concurrency} requests after warm-up")
 
 
-def test_sweep_runs_every_level_without_failures(swept, load, profile, record_metric):
+def test_sweep_runs_every_level_without_failures(swept, load, profile, record_sweep):
     """The concurrency sweep runs every level ({load.concurrency} users) with 0 failed requests (the [002]-style
     table, as data) {cited}."""
     if not swept.levels and swept.refused:
         pytest.skip(PEAK_REFUSED.format(levels=", ".join(map(str, swept.refused))))
-    for level in swept.levels:
-        for name, unit in (("aggregate_tok_s", "tok/s"), ("per_user_tok_s_p50", "tok/s"), ("ttft_p50_s", "s"),
-                           ("ttft_mean_s", "s"), ("itl_mean_s", "s"), ("tpot_p50_s", "s"), ("e2e_mean_s", "s"),
-                           ("prompt_tokens_p50", "tokens"), ("requests", "requests"), ("failures", "requests"),
-                           ("warmup_failures", "requests"), ("client_usage_mismatches", "requests")):
-            value = getattr(level, name)
-            if value is not None:
-                record_metric(f"load_c{level.concurrency}_{name}", value, unit)
+    record_sweep(swept.levels)
     failures = {lv.concurrency: lv.failures + lv.warmup_failures for lv in swept.levels}
     errors = sorted({e for lv in swept.levels for e in lv.errors})
     total = sum(lv.requests for lv in swept.levels)
@@ -120,87 +143,200 @@ def test_sweep_runs_every_level_without_failures(swept, load, profile, record_me
 def test_single_user_decode_meets_floor(swept, load, profile, record_metric):
     """One user decodes at least the recipe's single-user speed, {load.floors.single_user_decode_tok_s} tok/s less
     {load.tolerance:%} tolerance {cited}."""
-    floor = _floor(load, load.floors.single_user_decode_tok_s, "single_user_decode_tok_s")
-    level = _level(swept, 1)
-    measured = _measured(level, level.per_user_tok_s_p50, "single-user decode speed", SPEED_UNMEASURABLE)
-    record_metric("single_user_decode_tok_s", measured, "tok/s", floor=floor)
-    require(measured >= floor,
-            found=f"1 user decodes at {measured:.1f} tok/s (p50 over {level.requests} requests; "
-                  f"{level.aggregate_tok_s:,.1f} tok/s aggregate), below the floor {floor:,.1f} tok/s",
-            recipe=f"1 user {load.floors.single_user_decode_tok_s:g} tok/s, less {load.tolerance:.0%} tolerance "
-                   f"({_workload(load, 1)}) {profile.cited}",
-            fix=CAUSES)
+    gate = _gate(load, swept, "single_user_decode_tok_s", "single-user decode speed")
+    _judge(gate, load, record_metric, "single_user_decode_tok_s", "tok/s", "single-user decode speed",
+           found=f"1 user decodes at {_measured_at(gate)} tok/s (p50), below the floor {gate.bound:,.1f} tok/s",
+           recipe=f"1 user {load.floors.single_user_decode_tok_s:g} tok/s, less {load.tolerance:.0%} tolerance "
+                  f"({_workload(load, 1)}) {profile.cited}",
+           fix=CAUSES)
 
 
 def test_single_user_ttft_within_ceiling(swept, load, profile, record_metric):
     """One user's first token (reasoning counts) arrives within the recipe's TTFT, p50
     {load.floors.single_user_ttft_p50_s} s plus {load.tolerance:%} tolerance {cited}."""
-    ceiling = _ceiling(load, load.floors.single_user_ttft_p50_s, "single_user_ttft_p50_s")
-    level = _level(swept, 1)
-    measured = _measured(level, level.ttft_p50_s, "time to first token", TTFT_UNMEASURABLE)
-    record_metric("single_user_ttft_p50_s", measured, "s", ceiling=ceiling)
-    require(measured <= ceiling,
-            found=f"1 user waits {measured:.3f} s for the first token (p50), above the ceiling {ceiling:.3f} s",
-            recipe=f"TTFT p50 {load.floors.single_user_ttft_p50_s:g} s at 1 user, plus {load.tolerance:.0%} "
-                   f"tolerance {profile.cited}",
-            fix=CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the network path")
+    gate = _gate(load, swept, "single_user_ttft_p50_s", "time to first token")
+    _judge(gate, load, record_metric, "single_user_ttft_p50_s", "s", "time to first token",
+           found=f"1 user waits {_measured_at(gate, '.3f')} s for the first token (p50), above the ceiling "
+                 f"{gate.bound:.3f} s",
+           recipe=f"TTFT p50 {load.floors.single_user_ttft_p50_s:g} s at 1 user, plus {load.tolerance:.0%} "
+                  f"tolerance {profile.cited}",
+           fix=CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the network path")
 
 
 def test_aggregate_throughput_meets_floor(swept, load, profile, record_metric):
     """At the gate level ({load.gate_level} users) the station delivers at least the recipe's aggregate
     {load.floors.aggregate_tok_s} tok/s, less {load.tolerance:%} tolerance {cited}."""
-    floor = _floor(load, load.floors.aggregate_tok_s, "aggregate_tok_s")
-    gate = _gate(load)
-    level = _level(swept, gate)
-    record_metric(f"aggregate_tok_s_at_{gate}", level.aggregate_tok_s, "tok/s", floor=floor)
-    require(level.aggregate_tok_s >= floor,
-            found=f"{gate} users get {level.aggregate_tok_s:,.1f} tok/s aggregate, below the floor {floor:,.1f}",
-            recipe=f"{load.floors.aggregate_tok_s:,g} tok/s aggregate at {gate} users, less {load.tolerance:.0%} "
-                   f"({_workload(load, gate)}) {profile.cited}",
-            fix=CAUSES)
+    gate = _gate(load, swept, "aggregate_tok_s", "aggregate throughput")
+    users = gate.concurrency
+    _judge(gate, load, record_metric, f"aggregate_tok_s_at_{users}", "tok/s", "aggregate throughput",
+           found=f"{users} users get {_measured_at(gate, ',.1f')} tok/s aggregate, below the floor {gate.bound:,.1f}",
+           recipe=f"{load.floors.aggregate_tok_s:,g} tok/s aggregate at {users} users, less {load.tolerance:.0%} "
+                  f"({_workload(load, users)}) {profile.cited}",
+           fix=CAUSES)
 
 
 def test_per_user_speed_meets_floor(swept, load, profile, record_metric):
     """At the gate level ({load.gate_level} users) each user still decodes at the recipe's median,
     {load.floors.per_user_tok_s_p50} tok/s less {load.tolerance:%} tolerance {cited}."""
-    floor = _floor(load, load.floors.per_user_tok_s_p50, "per_user_tok_s_p50")
-    gate = _gate(load)
-    level = _level(swept, gate)
-    measured = _measured(level, level.per_user_tok_s_p50, "per-user decode speed", SPEED_UNMEASURABLE)
-    record_metric(f"per_user_tok_s_p50_at_{gate}", measured, "tok/s", floor=floor)
-    require(measured >= floor,
-            found=f"at {gate} users each decodes at {measured:.1f} tok/s (median), below the floor {floor:.1f}",
-            recipe=f"{load.floors.per_user_tok_s_p50:g} tok/s per user (median) at {gate} users, less "
-                   f"{load.tolerance:.0%} {profile.cited}",
-            fix=CAUSES)
+    gate = _gate(load, swept, "per_user_tok_s_p50", "per-user decode speed")
+    users = gate.concurrency
+    _judge(gate, load, record_metric, f"per_user_tok_s_p50_at_{users}", "tok/s", "per-user decode speed",
+           found=f"at {users} users each decodes at {_measured_at(gate, '.1f')} tok/s (median), below the floor "
+                 f"{gate.bound:.1f}",
+           recipe=f"{load.floors.per_user_tok_s_p50:g} tok/s per user (median) at {users} users, less "
+                  f"{load.tolerance:.0%} {profile.cited}",
+           fix=CAUSES)
 
 
 def test_ttft_under_load_within_ceiling(swept, load, profile, record_metric):
     """At the gate level ({load.gate_level} users) the first token (reasoning counts) arrives within the recipe's
     TTFT, p50 {load.floors.ttft_p50_s} s plus {load.tolerance:%} tolerance {cited}."""
-    ceiling = _ceiling(load, load.floors.ttft_p50_s, "ttft_p50_s")
-    gate = _gate(load)
-    level = _level(swept, gate)
-    measured = _measured(level, level.ttft_p50_s, "time to first token", TTFT_UNMEASURABLE)
-    record_metric(f"ttft_p50_s_at_{gate}", measured, "s", ceiling=ceiling)
-    require(measured <= ceiling,
-            found=f"at {gate} users the first token takes {measured:.3f} s (p50), above the ceiling {ceiling:.3f} s",
-            recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {gate} users, plus {load.tolerance:.0%} "
-                   f"{profile.cited}",
-            fix=CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill settings")
+    gate = _gate(load, swept, "ttft_p50_s", "time to first token")
+    users = gate.concurrency
+    _judge(gate, load, record_metric, f"ttft_p50_s_at_{users}", "s", "time to first token",
+           found=f"at {users} users the first token takes {_measured_at(gate, '.3f')} s (p50), above the ceiling "
+                 f"{gate.bound:.3f} s",
+           recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {users} users, plus {load.tolerance:.0%} {profile.cited}",
+           fix=CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill settings")
 
 
 def test_peak_throughput_meets_floor(swept, load, profile, record_metric):
     """The sweep's best aggregate, at any of {load.concurrency} users, reaches the recipe's peak,
     {load.floors.peak_tok_s} tok/s less {load.tolerance:%} tolerance {cited}."""
-    floor = _floor(load, load.floors.peak_tok_s, "peak_tok_s")
+    floor = gates.bound(load, "peak_tok_s")
+    if floor is None:
+        not_applicable("the profile sets no load floor peak_tok_s")
     top = max(load.concurrency)
     _level(swept, top)
     best = max(swept.levels, key=lambda lv: lv.aggregate_tok_s)
-    record_metric("peak_tok_s", best.aggregate_tok_s, "tok/s", floor=floor)
-    require(best.aggregate_tok_s >= floor,
-            found=f"the best aggregate is {best.aggregate_tok_s:,.1f} tok/s (at {best.concurrency} users; "
-                  f"{top} users: {swept.at(top).aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
-            recipe=f"peak {load.floors.peak_tok_s:,g} tok/s, less {load.tolerance:.0%} (levels "
-                   f"{load.concurrency}) {profile.cited}",
-            fix=CAUSES + "; a peak that stops rising early usually means --max-num-seqs or the KV cache caps the batch")
+    gate = gates.Gate("peak_tok_s", best.concurrency, best.aggregate_tok_s,
+                      None if best.aggregate_tok_s_ci is None else (best.aggregate_tok_s_ci[0],
+                                                                    best.aggregate_tok_s_ci[1]),
+                      floor, best.requests - best.failures)
+    _judge(gate, load, record_metric, "peak_tok_s", "tok/s", "the best aggregate",
+           found=f"the best aggregate is {_measured_at(gate, ',.1f')} tok/s (at {best.concurrency} users; "
+                 f"{top} users: {swept.at(top).aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
+           recipe=f"peak {load.floors.peak_tok_s:,g} tok/s, less {load.tolerance:.0%} (levels "
+                  f"{load.concurrency}) {profile.cited}",
+           fix=CAUSES + "; a peak that stops rising early usually means --max-num-seqs or the KV cache caps the batch")
+
+
+def test_aggregate_scales_with_users(swept, load, profile, record_metric):
+    """At {load.gate_concurrency} users the aggregate is at least {load.floors.scaling_ratio}× the single user's
+    (a ratio within one run: it holds on any machine), and the level where it stops rising is reported [000][002]."""
+    gate = _gate(load, swept, "scaling_ratio", "the aggregate's scaling")
+    users = gate.concurrency
+    shape = gates.curve(swept.levels)
+    record_metric("aggregate_peaks_at_users", shape.peak, "users")
+    _judge(gate, load, record_metric, f"scaling_ratio_at_{users}", "×", "the aggregate's scaling",
+           found=f"the aggregate at {users} users is {_measured_at(gate, '.2f')}× the single user's, below the "
+                 f"floor {gate.bound:.2f}×; aggregate tok/s by users: {shape.shown()}; it stops rising at "
+                 f"{shape.peak} users (max_num_seqs in the profile: {profile.vllm.max_num_seqs})",
+           recipe=f"aggregate at {users} users ÷ aggregate at 1 user ≥ {load.floors.scaling_ratio:g}, less "
+                  f"{load.tolerance:.0%} (the recipe's table: the aggregate keeps rising up to max_num_seqs) "
+                  f"[000][002]",
+           fix=(shape.cause(profile.vllm.max_num_seqs, gate.value, users) or CAUSES) + "; then re-run the go-live")
+
+
+def test_per_user_speed_holds_under_load(swept, load, profile, record_metric):
+    """At {load.gate_concurrency} users each user still decodes at least {load.floors.per_user_ratio} of the single
+    user's speed (a ratio within one run: it holds on any machine) [000][002]."""
+    gate = _gate(load, swept, "per_user_ratio", "per-user decode under load")
+    users = gate.concurrency
+    _judge(gate, load, record_metric, f"per_user_ratio_at_{users}", "×", "per-user decode under load",
+           found=f"at {users} users each user decodes at {_measured_at(gate, '.3f')} of the single user's speed "
+                 f"(p50 ÷ p50), below the floor {gate.bound:,.4g}",
+           recipe=f"per-user decode at {users} users ÷ single-user decode ≥ {load.floors.per_user_ratio:g}, less "
+                  f"{load.tolerance:.0%} [000][002]",
+           fix="batches this large slow every user more than the recipe's: preemptions or KV-cache swapping "
+               "(`vllm:num_preemptions_total` on /metrics), --max-num-batched-tokens too small for the batch, or "
+               "another workload on the accelerator; " + CAUSES)
+
+
+def test_goodput_meets_floor(swept, load, record_metric):
+    """At {load.gate_concurrency} users at least {load.floors.goodput_share} of the requests meet every objective at
+    once (TTFT {load.slo.ttft_s} s, TPOT {load.slo.tpot_s} s, E2E {load.slo.e2el_s} s), as `vllm bench serve
+    --goodput` counts them [000][002]."""
+    if not any(v is not None for v in (load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s)):
+        not_applicable("the profile sets no load.slo objectives (no goodput)")
+    gate = _gate(load, swept, "goodput_share", "goodput")
+    users = gate.concurrency
+    level = swept.at(users)
+    record_metric(f"goodput_req_s_at_{users}", level.goodput_req_s, "req/s")
+    _judge(gate, load, record_metric, f"goodput_share_at_{users}", "share", "the goodput share",
+           found=f"at {users} users {level.good_requests} of {gate.requests} requests meet every objective "
+                 f"({_measured_at(gate, '.3f')}; {level.goodput_req_s:.3g} req/s good), below the floor "
+                 f"{gate.bound:.3f}; TTFT p50 {level.ttft_p50_s} s, TPOT p50 {level.tpot_p50_s} s, "
+                 f"E2E p50 {level.e2e_p50_s} s",
+           recipe=f"objectives TTFT ≤ {load.slo.ttft_s} s, TPOT ≤ {load.slo.tpot_s} s, E2E ≤ {load.slo.e2el_s} s "
+                  f"per request (vllm bench serve --goodput definitions), met by ≥ {load.floors.goodput_share:g} "
+                  f"of the requests, less {load.tolerance:.0%} [000][002]",
+           fix="the objective that most requests miss names the fix: TTFT (prefill, queueing: --max-num-seqs, "
+               "--max-num-batched-tokens), TPOT (batch too large for the accelerator, preemptions), E2E (both); "
+               + CAUSES)
+
+
+@pytest.fixture(scope="module")
+def prefilled(endpoint, profile, load) -> tuple[dict[int, LevelResult], float]:
+    """Each listed prompt length, one request at a time, one output token; and the server's prefix-cache hits
+    (tokens) over all of it, which must be 0: every prompt starts with its own salt (golive.endpoint.load.prompt)."""
+    lengths = [n for n in load.prefill.prompt_tokens if n < profile.vllm.max_model_len]
+    if not lengths:
+        not_applicable("the profile lists no load.prefill.prompt_tokens within its max_model_len")
+    try:
+        before = metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total")
+    except EndpointError as exc:
+        pytest.skip(f"not checked because /metrics did not answer ({exc.what}): without the server's prefix-cache "
+                    f"counter golive cannot show the prompts were not served from cache")
+    measured = {}
+    for length in lengths:
+        workload = Workload(model=profile.vllm.served_model_name, prompt_tokens=length, output_tokens=1)
+        level = sweep(endpoint.target, workload, [1], load.prefill.requests, 0, load.max_duration_s).at(1)
+        if level is not None:
+            measured[length] = level
+    return measured, metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total") - before
+
+
+def test_prefill_speed_at_long_prompts(prefilled, load, record_metric):
+    """Prompts of {load.prefill.prompt_tokens} tokens are read at the profile's prefill floors (prompt tok/s = prompt
+    tokens ÷ TTFT, one output token), none served from the prefix cache (the server's vllm:prefix_cache_hits_total
+    does not move); without floors the speed is recorded beside the reference values, not gated [000]."""
+    measured, hits = prefilled
+    record_metric("prefix_cache_hits_during_prefill", hits, "tokens", ceiling=0)
+    if hits > 0:
+        pytest.skip(f"not checked because the server's prefix cache served {hits:,.0f} tokens while golive measured "
+                    f"prefill with salted prompts (another client, or a cache that ignores the prefix): the speed "
+                    f"would be the cache's; re-run when golive is the station's only client")
+    below: list[str] = []
+    undecided: list[str] = []
+    for length, level in measured.items():
+        if level.failures or level.ttft_p50_s is None or not level.prompt_tokens_p50:
+            below.append(f"{length:,} tokens: {level.failures} of {level.requests} requests failed "
+                         f"({'; '.join(level.errors)})")
+            continue
+        speed = level.prompt_tokens_p50 / level.ttft_p50_s
+        ci = level.ttft_p50_s_ci
+        interval = None if ci is None or ci[0] <= 0 else (level.prompt_tokens_p50 / ci[1],
+                                                          level.prompt_tokens_p50 / ci[0])
+        floor = load.prefill.floors_tok_s.get(length)
+        bound = None if floor is None else floor * (1 - load.tolerance)
+        decision = Decision.PASSES if bound is None else against_floor(interval, bound)
+        record_metric(f"prefill_tok_s_at_{length}", speed, "tok/s", floor=bound, interval=interval,
+                      requests=level.requests - level.failures, passed=decision is Decision.PASSES)
+        reference = load.prefill.reference_tok_s.get(length)
+        said = (f"{length:,} tokens: {speed:,.0f} prompt tok/s ({shown(interval, ',.0f')}, "
+                f"{level.requests - level.failures} requests, {level.prompt_tokens_p50:,.0f} prompt tokens)"
+                + (f", reference {reference:,.0f} ({load.prefill.reference_source})" if reference else ""))
+        if decision is Decision.FAILS:
+            below.append(f"{said}, below the floor {bound:,.0f}")
+        elif decision is Decision.UNDECIDED:
+            undecided.append(f"{said} straddles the floor {bound:,.0f}")
+    require(not below,
+            found="; ".join(below),
+            recipe=f"prefill at {', '.join(f'{n:,}' for n in load.prefill.prompt_tokens)} prompt tokens at least the "
+                   f"profile's load.prefill.floors_tok_s, less {load.tolerance:.0%} [000]",
+            fix="prefill is compute-bound: the accelerator's clocks and power (nvidia-smi -q -d PERFORMANCE), "
+                "--max-num-batched-tokens (chunked prefill's chunk), another workload on the accelerator, the "
+                "attention backend the server picked (its start-up log)")
+    if undecided:
+        pytest.skip(f"undecided: {'; '.join(undecided)}: raise load.prefill.requests")

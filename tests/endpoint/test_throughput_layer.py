@@ -11,7 +11,10 @@ from golive_run import Run, golive_run
 
 CHECKS = {"test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
           "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
-          "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor"}
+          "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor",
+          "test_aggregate_scales_with_users", "test_per_user_speed_holds_under_load", "test_goodput_meets_floor",
+          "test_prefill_speed_at_long_prompts"}
+SCALING = "test_aggregate_scales_with_users"
 
 
 class DroppingProxy:
@@ -126,7 +129,7 @@ def golive_perf(base_url: str, out: Path, profile: str = "reference-cpu", select
     """The healthy station's perf checks (the session's station, tests/conftest.py) through golive run."""
     inventory = out / "inventory.yaml"
     inventory.write_text(f"profile: {profile}\nstations:\n  - {{name: reference, endpoint: '{base_url}'}}\n")
-    run = golive_run(inventory, out, "-m", "perf", "-k", select, "-q", timeout=600)
+    run = golive_run(inventory, out, "-m", "perf", "-k", select, "-q", timeout=1200)
     assert set(run.by_name()) == checks, run.output
     return run
 
@@ -137,13 +140,26 @@ def test_shipped_reference_floors_pass(healthy_endpoint_run):
     run = healthy_endpoint_run
     output = run.output
     assert run.code == 0 and {run.check(name)["outcome"] for name in CHECKS} == {"passed"}, output
-    metrics = {m["name"]: m for m in run.results["metrics"]}
-    for level in (1, 4, 8):
-        assert metrics[f"load_c{level}_aggregate_tok_s"]["value"] > 0
-        assert metrics[f"load_c{level}_failures"]["value"] == 0
-        assert metrics[f"load_c{level}_requests"]["value"] == 2 * level  # repeats × level, warm-up excluded
+    results = run.results
+    sweep = {row["concurrency"]: row for row in results["sweep"]}
+    assert set(sweep) == {1, 2, 4, 8} and {row["station"] for row in results["sweep"]} == {"reference"}
+    for level in (1, 2, 4, 8):
+        assert sweep[level]["aggregate_tok_s"] > 0 and sweep[level]["failures"] == 0
+        # repeats × level (at least min_requests) per batch, warm-up excluded; more batches while a floor was undecided
+        assert sweep[level]["requests"] == max(3 * level, 12) * sweep[level]["batches"]
+        low, high = sweep[level]["aggregate_tok_s_ci"]
+        assert low <= sweep[level]["aggregate_tok_s"] <= high
+    assert sweep[1]["batches"] >= 2  # the 1-user level again after the others (every ratio divides by it)
+    metrics = {m["name"]: m for m in results["metrics"]}
+    assert not any(name.startswith("load_c") for name in metrics)
     assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
+    assert metrics["prefix_cache_hits_during_prefill"]["value"] == 0  # vllm:prefix_cache_hits_total did not move
+    assert metrics["prefill_tok_s_at_4096"]["value"] > 0 and metrics["prefill_tok_s_at_4096"]["requests"] == 2
     assert "load:    1 in flight" in output  # progress, one line per level
+    # the estimate is said before any check runs, and the record shows it beside the actual time
+    assert output.index("checks should take about") < output.index("load:    1 in flight"), output
+    assert results["estimate"]["actual_s"] > 0 and results["estimate"]["upper_s"] >= results["estimate"]["expected_s"]
+    assert "estimated" in (run.out / "go-live.md").read_text()
 
 
 def test_floor_above_the_station_fails_that_check(reference, tmp_path):
@@ -151,9 +167,15 @@ def test_floor_above_the_station_fails_that_check(reference, tmp_path):
     site = tmp_path / "site.yaml"
     # one level keeps it short: every gate then reads concurrency 1, so the aggregate floors are scaled to one user
     site.write_text("extends: reference-cpu\nload:\n  concurrency: [1]\n  gate_concurrency: 1\n"
-                    "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1}\n")
+                    "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1,\n"
+                    "           scaling_ratio: null, per_user_ratio: null}\n"
+                    "  prefill: {prompt_tokens: [1024], requests: 3, floors_tok_s: {1024: 1000000000}}\n")
     run = golive_perf(reference.base_url, tmp_path, profile=str(site))
-    assert run.failed() == {"test_single_user_decode_meets_floor"}, run.output
+    assert run.failed() == {"test_single_user_decode_meets_floor", "test_prefill_speed_at_long_prompts"}, run.output
+    prefill = run.check("test_prefill_speed_at_long_prompts")["message"]
+    assert "1,024 tokens: " in prefill and "below the floor 1,000,000,000" in prefill and "95 % CI" in prefill, prefill
+    hits = next(m for m in run.results["metrics"] if m["name"] == "prefix_cache_hits_during_prefill")
+    assert hits["value"] == 0  # salted prompts: the server's own counter shows no cached token
     assert run.code == 1 and run.results["verdict"] == "fail"
     message = run.check("test_single_user_decode_meets_floor")["message"]
     assert "below the floor 100,000.0 tok/s" in message, message
@@ -162,9 +184,9 @@ def test_floor_above_the_station_fails_that_check(reference, tmp_path):
 
 def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     """Behind a proxy that drops 1 chat request in 50, the sweep check fails with the count and the error."""
-    site = tmp_path / "site.yaml"  # 3 + 4 warm-up + 8 requests: the proxy drops the 10th, at concurrency 4, measured
+    site = tmp_path / "site.yaml"  # 1 + 8, then 4 warm-up + 12: the proxy drops the 14th, at concurrency 4, measured
     site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 4]\n  gate_concurrency: 4\n")
-    proxy = DroppingProxy(reference.port, every=50, first=10)
+    proxy = DroppingProxy(reference.port, every=50, first=14)
     try:
         run = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path, profile=str(site))
     finally:
@@ -174,6 +196,41 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     message = run.check("test_sweep_runs_every_level_without_failures")["message"]
     assert f"{proxy.dropped} of " in message and "requests failed" in message, message
     assert "closed before an HTTP response" in message, message
+
+
+def test_ratio_and_goodput_floors_above_the_station_fail_those_checks(reference, tmp_path):
+    """Per-user decode at 2 users ≥ 1000× one user's (a busy CPU gave 55× once: one user measured in a burst of
+    other work) and objectives no request
+    meets: those two checks fail, with measured vs floor and the interval, and nothing else."""
+    site = tmp_path / "site.yaml"
+    site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 2]\n  gate_concurrency: 2\n"
+                    "  floors: {per_user_ratio: 1000, scaling_ratio: null}\n  slo: {ttft_s: 0.000001}\n"
+                    "  prefill: {prompt_tokens: []}\n")
+    run = golive_perf(reference.base_url, tmp_path, profile=str(site))
+    assert run.failed() == {"test_per_user_speed_holds_under_load", "test_goodput_meets_floor"}, run.output
+    ratio = run.check("test_per_user_speed_holds_under_load")["message"]
+    assert "of the single user's speed" in ratio and "95 % CI" in ratio and "below the floor 1,000" in ratio, ratio
+    goodput = run.check("test_goodput_meets_floor")["message"]
+    assert "at 2 users 0 of " in goodput and "vllm bench serve --goodput" in goodput, goodput
+    assert run.check(SCALING)["outcome"] == "not_applicable", run.output  # 2 users: no scaling floor
+    [metric] = [m for m in run.results["metrics"] if m["name"] == "per_user_ratio_at_2"]
+    assert metric["interval"][0] <= metric["value"] <= metric["interval"][1] and metric["requests"] >= 8
+
+
+# variant -> what the scaling gate's message says the curve shows
+CAPPED = {"max-num-seqs-1": "flat from 1 user on: the station does not batch",
+          "max-num-seqs-2": "batching is capped at about 2 sequences"}
+
+
+@pytest.mark.parametrize("reference", sorted(CAPPED), indirect=True)  # tests/conftest.py: one station per variant
+def test_capped_batching_fails_the_scaling_gate_naming_the_cause(reference, tmp_path):
+    """A station that batches 1 (or 2) sequences passes every absolute floor of the reference profile and fails the
+    scaling gate, whose message names the cause from the curve's shape."""
+    run = golive_perf(reference.base_url, tmp_path)
+    assert run.failed() == {SCALING}, run.output
+    message = run.check(SCALING)["message"]
+    assert CAPPED[reference.variant] in message and "--max-num-seqs" in message and "95 % CI" in message, message
+    assert run.code == 1 and run.results["verdict"] == "fail"
 
 
 UNDER_LOAD = "test_tool_calls_and_arithmetic_stay_correct_under_load"

@@ -6,7 +6,7 @@ import pytest
 
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
-from golive.report.results import CheckRecord, Recorder
+from golive.report.results import CheckRecord, Metric, Recorder
 
 HOSTILE = "<script>document.title='pwned'</script> <img src=x onerror=\"document.title='pwned'\"> </td> a|b"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -21,8 +21,7 @@ def hostile_recorder() -> Recorder:
     recorder.checks["suites/endpoint/test_chat.py::test_y[a]"] = CheckRecord(
         nodeid="suites/endpoint/test_chat.py::test_y[a]", layer="endpoint", rule="Chat", station="a",
         outcome="not_checked", message=HOSTILE)
-    recorder.metrics.append({"station": "a", "check": "c", "name": HOSTILE, "value": 1, "unit": "x", "floor": None,
-                             "ceiling": None, "passed": True})
+    recorder.metrics.append(Metric(station="a", check="c", name=HOSTILE, value=1, unit="x"))
     return recorder
 
 

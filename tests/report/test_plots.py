@@ -1,53 +1,57 @@
 """The concurrency sweep in the report: an inline SVG plot and a table, in HTML (rendered by Chromium) and markdown."""
+import json
 import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
+from golive.endpoint.load import LevelResult
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
 from golive.report.plots import sweep_rows, sweep_svg
-from golive.report.results import CheckRecord, Recorder
+from golive.report.results import CheckRecord, Metric, Recorder, SweepPoint, sweep_of
 from tests.report.test_report import CHROMIUM, chromium_dom
 
 SVG = "{http://www.w3.org/2000/svg}"
 STATIONS = ("gb300-a", "station <b>&amp; b")  # a station name with markup stays text in the plot
 
 
-def sweep_metrics() -> list[dict]:
-    metrics = []
-    for station, scale in zip(STATIONS, (1.0, 0.8), strict=True):
-        for users, tok_s, ttft in ((1, 180.0, 0.08), (32, 2900.0, 0.35), (256, 9100.0, 1.9)):
-            for name, value, unit in (("aggregate_tok_s", tok_s * scale, "tok/s"), ("ttft_p50_s", ttft / scale, "s"),
-                                      ("requests", users * 2, "requests"), ("failures", 0, "requests")):
-                metrics.append({"station": station, "check": f"suites/endpoint/test_throughput.py::sweep[{station}]",
-                                "name": f"load_c{users}_{name}", "value": value, "unit": unit, "floor": None,
-                                "ceiling": None, "passed": True})
-    metrics.append({"station": "gb300-a", "check": "x", "name": "peak_tok_s", "value": 9100.0, "unit": "tok/s",
-                    "floor": 8000, "ceiling": None, "passed": True})
-    return metrics
+def level(users: int, tok_s: float, ttft: float) -> LevelResult:
+    return LevelResult(concurrency=users, requests=users * 2, failures=0, duration_s=10.0,
+                       output_tokens=int(tok_s * 10), aggregate_tok_s=tok_s, per_user_tok_s_p50=None,
+                       ttft_p50_s=ttft, ttft_p99_s=None,
+                       ttft_mean_s=None, ttfo_p50_s=None, itl_p50_s=None, itl_mean_s=None, tpot_p50_s=None,
+                       e2e_p50_s=None, e2e_mean_s=None, prompt_tokens_p50=None, client_usage_mismatches=0,
+                       aggregate_tok_s_ci=[tok_s * 0.95, tok_s * 1.05], ttft_p50_s_ci=[ttft * 0.9, ttft * 1.2])
+
+
+def sweep_points() -> list[SweepPoint]:
+    return [SweepPoint(station, level(users, tok_s * scale, ttft / scale))
+            for station, scale in zip(STATIONS, (1.0, 0.8), strict=True)
+            for users, tok_s, ttft in ((256, 9100.0, 1.9), (1, 180.0, 0.08), (32, 2900.0, 0.35))]  # any order
 
 
 def test_sweep_svg_is_valid_xml_with_one_line_per_station():
-    svg = sweep_svg(sweep_metrics())
-    assert svg is not None
+    svg = sweep_svg(sweep_points())
     root = ET.fromstring(svg)  # parses: well-formed, and the station's markup was escaped
     assert root.tag == f"{SVG}svg" and float(root.get("width", "").removesuffix("pt")) > 0
     texts = {"".join(t.itertext()) for t in root.iter(f"{SVG}text")}
     assert set(STATIONS) <= texts  # both series' legend labels, as text (svg.fonttype none)
-    assert {"Aggregate throughput vs concurrent users", "TTFT p50 vs concurrent users"} <= texts
+    assert {"Aggregate throughput vs concurrent users (95 % CI)", "TTFT p50 vs concurrent users (95 % CI)"} <= texts
     assert not svg.startswith("<?xml") and "<script" not in svg
     assert re.findall(r'(?:href|src)="(?!#)[^"]*"', svg) == []  # links only within the SVG: nothing to fetch
-    assert sweep_svg(sweep_metrics()) == svg  # the same metrics draw the same file (diff-friendly)
+    assert sweep_svg(sweep_points()) == svg  # the same sweep draws the same file (diff-friendly)
+    caps = [line for line in root.iter(f"{SVG}g") if (line.get("id") or "").startswith("LineCollection")]
+    assert len(caps) == 8  # error bars: one collection per station and panel, and again in each legend
 
 
 def test_no_sweep_no_plot():
-    assert sweep_svg([m for m in sweep_metrics() if not m["name"].startswith("load_c")]) is None
     assert sweep_svg([]) is None and sweep_rows([]) == []
+    assert "## Concurrency sweep" not in render_markdown(Recorder().as_dict())
 
 
 def test_sweep_rows_per_station_and_users():
-    rows = sweep_rows(sweep_metrics())
+    rows = sweep_rows(sweep_points())
     assert [(r["station"], r["users"]) for r in rows] == [(s, u) for s in sorted(STATIONS) for u in (1, 32, 256)]
     assert rows[2]["aggregate_tok_s"] == 9100.0 and rows[2]["failures"] == 0 and rows[2]["itl_mean_s"] is None
 
@@ -56,8 +60,20 @@ def sweep_recorder() -> Recorder:
     recorder = Recorder()
     recorder.checks["t::sweep"] = CheckRecord(nodeid="t::sweep", layer="endpoint", rule="The sweep runs",
                                               station="gb300-a")
-    recorder.metrics.extend(sweep_metrics())
+    recorder.sweep.extend(sweep_points())
+    recorder.metrics.append(Metric(station="gb300-a", check="x", name="peak_tok_s", value=9100.0, unit="tok/s",
+                                   floor=8000, interval=[8800.0, 9400.0], requests=24))
     return recorder
+
+
+def test_results_json_carries_the_sweep_as_rows_that_read_back():
+    data = json.loads(json.dumps(sweep_recorder().as_dict()))  # as written to and read from results.json
+    assert data["schema"] == 3 and len(data["sweep"]) == 6
+    assert data["sweep"][0]["station"] == "gb300-a" and data["sweep"][0]["concurrency"] == 256
+    assert sweep_of(data) == sweep_points()
+    assert [m["name"] for m in data["metrics"]] == ["peak_tok_s"]  # the sweep is not spelled as metric names
+    assert set(data["metrics"][0]) == {"station", "check", "name", "value", "unit", "floor", "ceiling", "passed",
+                                       "interval", "requests"}  # schema 2's fields, and the interval it stands on
 
 
 def test_markdown_has_the_sweep_table():
@@ -65,7 +81,11 @@ def test_markdown_has_the_sweep_table():
     section = record.split("## Concurrency sweep\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert rows[0].startswith("| station | users | aggregate tok/s |") and len(rows) == 2 + 6
-    assert "| gb300-a | 256 | 9,100 |" in section and "| station &lt;b&gt;&amp;amp; b | 1 | 144 |" in section
+    assert "| gb300-a | 256 | 9100 (8645–9555) |  | 1.9 (1.71–2.28) |" in section  # values with their interval
+    assert "| station &lt;b&gt;&amp;amp; b | 1 | 144 (136.8–151.2) |" in section
+    assert "| requests | failures |" in rows[0] and "| 512 | 0 |" in section  # the request count of each level
+    measured = record.split("## Measured\n", 1)[1]
+    assert "tok/s (95 % CI 8800–9400), 24 requests |" in measured
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")

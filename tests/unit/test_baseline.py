@@ -81,7 +81,7 @@ def test_baseline_must_be_a_go_live_of_the_same_profile(tmp_path):
                                          "checks 'glm-5.3-flash-gb300': compare go-lives of the same profile"):
         load_baseline(other, "glm-5.3-flash-gb300")
     other.write_text(json.dumps({"schema": 1}))
-    with pytest.raises(ValueError, match="not a golive results.json of schema 2"):
+    with pytest.raises(ValueError, match="not a golive results.json of schema 2 or 3"):
         load_baseline(other, "glm-5.3-flash-gb300")
     with pytest.raises(ValueError, match="baseline results file not found"):
         load_baseline(tmp_path / "missing.json", "glm-5.3-flash-gb300")

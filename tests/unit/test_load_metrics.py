@@ -222,8 +222,8 @@ def test_shipped_profiles_carry_the_recipes_load_numbers():
 @pytest.mark.parametrize("load,fragment", [
     ("concurrency: [1, 512]", "must lie in 1..max_concurrency (256)"),
     ("concurrency: [1, 32]\n  gate_concurrency: 1\n  max_requests: 10",
-     "the sweep needs 99 requests, more than max_requests (10)"),  # (1 + 32) x (2 repeats + 1 warm-up)
-    ("gate_concurrency: 2", "gate_concurrency 2 is not one of the levels [1, 4, 8]"),
+     "the sweep needs 173 requests, more than max_requests (10)"),  # max(3, 12) + 1 + 32 × (3 + 1) + 32 priming
+    ("gate_concurrency: 3", "gate_concurrency 3 is not one of the levels [1, 2, 4, 8]"),
     ("tolerance: 1.5", "'load.tolerance'"),
 ], ids=["over-max-concurrency", "over-max-requests", "gate-not-a-level", "tolerance"])
 def test_load_outside_its_bounds_is_one_line_with_its_place(tmp_path, load, fragment):

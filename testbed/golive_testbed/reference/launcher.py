@@ -44,13 +44,17 @@ def _fault(name: str) -> Variant:
 
 VARIANTS: dict[str, Variant] = {
     "healthy": Variant("the recipe's flags, scaled to a CPU"),
-    "no-tool-parser": Variant("requests with tools get HTTP 400", drop=("--enable-auto-tool-choice", "--tool-call-parser")),
+    "no-tool-parser": Variant("requests with tools get HTTP 400",
+                              drop=("--enable-auto-tool-choice", "--tool-call-parser")),
     "no-reasoning-parser": Variant("reasoning arrives in content", drop=("--reasoning-parser",)),
     "wrong-served-name": Variant("served under another name", add={"--served-model-name": "glm-5.3"}),
     "max-model-len-differs": Variant("context window half the profile's", add={"--max-model-len": "8192"}),
     "no-prefix-caching": Variant("prefix caching off", drop=("--enable-prefix-caching",),
                                  add={"--no-enable-prefix-caching": None}),
     "api-key-required": Variant("/v1 needs a bearer key", api_key=API_KEY),
+    # batching capped: the sweep's scaling gates must fail with "flat from 1 user" / "stops rising at 2 users"
+    "max-num-seqs-1": Variant("one sequence at a time: no batching", add={"--max-num-seqs": "1"}),
+    "max-num-seqs-2": Variant("at most two sequences batched", add={"--max-num-seqs": "2"}),
     "fault-malformed-args": _fault("malformed_tool_args"),
     "fault-think-leak": _fault("think_leak"),
     "fault-wrong-tool": _fault("wrong_tool"),

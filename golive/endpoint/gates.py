@@ -1,0 +1,175 @@
+"""The sweep's gates as data: each bound of a profile's `load.floors` at its level, the measured value, its interval and
+what the interval decides; and the shape of the throughput curve with the cause it usually has.
+
+Pure functions of the sweep's level results (golive.endpoint.load.LevelResult) and the profile's `load` section, so
+the load generator can ask, level by level, whether more requests would decide a floor (`undecided`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from golive.endpoint.load import LevelResult
+from golive.endpoint.uncertainty import Decision, Interval, against_ceiling, against_floor, ratio_interval
+from golive.schema import Load
+
+CEILINGS = {"single_user_ttft_p50_s", "ttft_p50_s"}
+RISE = 1.15  # a level "raises" the aggregate when it adds at least 15 %: less is within a loaded machine's noise
+
+
+@dataclass
+class Gate:
+    field: str  # load.floors.<field>
+    concurrency: int
+    value: float | None
+    interval: Interval | None
+    bound: float  # the floor (or ceiling) after load.tolerance
+    requests: int
+
+    @property
+    def ceiling(self) -> bool:
+        return self.field in CEILINGS
+
+    @property
+    def decision(self) -> Decision:
+        if self.value is None:
+            return Decision.UNDECIDED
+        return against_ceiling(self.interval, self.bound) if self.ceiling else against_floor(self.interval, self.bound)
+
+
+def gate_concurrency(load: Load) -> int:
+    return load.gate_concurrency or max(load.concurrency)
+
+
+def bound(load: Load, field: str) -> float | None:
+    """The profile's number less (a floor) or plus (a ceiling) its tolerance; None where the profile sets none."""
+    value = getattr(load.floors, field)
+    if value is None:
+        return None
+    return value * (1 + load.tolerance) if field in CEILINGS else value * (1 - load.tolerance)
+
+
+def _ci(values: list[float] | None) -> Interval | None:
+    return None if values is None else (values[0], values[1])
+
+
+def _ratio(top: float | None, bottom: float | None) -> float | None:
+    return None if top is None or not bottom else top / bottom
+
+
+def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list[Gate]:
+    """The gates this level decides (those the profile sets a number for)."""
+    found: list[tuple[str, float | None, Interval | None]] = []
+    if level.concurrency == 1:
+        found += [("single_user_decode_tok_s", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
+                  ("single_user_ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci))]
+    if level.concurrency == gate_concurrency(load):
+        found += [("aggregate_tok_s", level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci)),
+                  ("per_user_tok_s_p50", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
+                  ("ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci)),
+                  ("goodput_share", level.goodput_share, _ci(level.goodput_share_ci))]
+        one = level if level.concurrency == 1 else next((lv for lv in earlier if lv.concurrency == 1), None)
+        if one is not None and one.drift:
+            found += [("scaling_ratio", None, None), ("per_user_ratio", None, None)]  # no ratio on a moving machine
+        elif one is not None:
+            found += [("scaling_ratio", _ratio(level.aggregate_tok_s, one.aggregate_tok_s),
+                       ratio_interval(level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci), one.aggregate_tok_s,
+                                      _ci(one.aggregate_tok_s_ci)))]
+            if level.per_user_tok_s_p50 is not None and one.per_user_tok_s_p50 is not None:
+                found += [("per_user_ratio", _ratio(level.per_user_tok_s_p50, one.per_user_tok_s_p50),
+                           ratio_interval(level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci),
+                                          one.per_user_tok_s_p50, _ci(one.per_user_tok_s_p50_ci)))]
+            else:
+                found += [("per_user_ratio", None, None)]
+    gates = []
+    for field, value, interval in found:
+        limit = bound(load, field)
+        if limit is not None:
+            gates.append(Gate(field, level.concurrency, value, interval, limit, level.requests - level.failures))
+    return gates
+
+
+RATIOS = {"scaling_ratio", "per_user_ratio"}
+
+
+def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> str | None:
+    """Where more requests could decide a measured gate at this level that straddles its bound: "ratio" (only ratio
+    gates: the 1-user level may be the less sure side), "level" (a gate of this level's own), None (all decided)."""
+    fields = {g.field for g in gates_at(load, level, earlier)
+              if g.value is not None and g.decision is Decision.UNDECIDED}
+    if not fields:
+        return None
+    return "ratio" if fields <= RATIOS else "level"
+
+
+def gate(load: Load, levels: list[LevelResult], field: str) -> Gate | None:
+    """The named gate, from the level that decides it; None where that level was not run or the profile sets none."""
+    for i, level in enumerate(levels):
+        for g in gates_at(load, level, levels[:i]):
+            if g.field == field:
+                return g
+    return None
+
+
+@dataclass
+class Curve:
+    """The aggregate throughput against users: where it stops rising, and whether it falls after."""
+
+    points: list[tuple[int, float]]  # (users, aggregate tok/s), users ascending
+    peak: int  # the first level that no later level raises (by RISE, intervals apart); the top while it rises
+    falls: bool  # a later level is lower than the peak by 1 / RISE, intervals apart
+
+    def shown(self) -> str:
+        return ", ".join(f"{users}: {value:,.4g}" for users, value in self.points)
+
+    def cause(self, max_num_seqs: int | None, ratio: float | None = None, users: int | None = None) -> str:
+        """The likely cause the curve's shape names, else the scaling ratio at `users` (a station that batches N
+        sequences gives at most N× one user's aggregate); empty when neither names one."""
+        expected = f" (the profile serves --max-num-seqs {max_num_seqs})" if max_num_seqs else ""
+        if len(self.points) < 2:
+            return ""
+        # the ratio first: one level measured in a lull of other work can make any curve look like it rises and falls
+        if self.peak == self.points[0][0] or (ratio is not None and ratio < 1.5):
+            return (f"the aggregate is flat from 1 user on: the station does not batch. Batching is capped: "
+                    f"the served --max-num-seqs is likely 1{expected}; read it in the service's ExecStart or "
+                    f"`vllm:num_requests_running` on /metrics under load (it never exceeds the cap)")
+        if self.falls:
+            return (f"the aggregate rises to {self.peak} users, then falls: a KV-cache or scheduling ceiling "
+                    f"(preemptions: `vllm:num_preemptions_total` on /metrics; KV cache too small for more sequences: "
+                    f"--gpu-memory-utilization, --max-model-len; --max-num-batched-tokens)")
+        if self.peak < self.points[-1][0] and (max_num_seqs is None or self.peak < max_num_seqs):
+            return (f"the aggregate stops rising at {self.peak} users{expected}: batching is capped at about "
+                    f"{self.peak} sequences (the served --max-num-seqs) or the KV cache holds no more (a KV or "
+                    f"scheduling ceiling: `vllm:num_requests_waiting` > 0 while running stays at {self.peak})")
+        if ratio is not None and users is not None and (capped := max(1, int(ratio + 0.25))) < users:
+            return (f"the aggregate at {users} users is only {ratio:.2f}× one user's, and a station that batches N "
+                    f"sequences gives at most N×: batching is capped at about {capped} sequences (the served "
+                    f"--max-num-seqs{expected}) or a KV or scheduling ceiling holds it there "
+                    f"(`vllm:num_requests_running` on /metrics stays at {capped} under load)")
+        return ""
+
+
+def curve(levels: list[LevelResult]) -> Curve:
+    ran = [lv for lv in sorted(levels, key=lambda lv: lv.concurrency) if lv.requests > lv.failures]
+    points = [(lv.concurrency, lv.aggregate_tok_s) for lv in ran]
+
+    def low(lv: LevelResult) -> float:
+        return lv.aggregate_tok_s_ci[0] if lv.aggregate_tok_s_ci else lv.aggregate_tok_s
+
+    def high(lv: LevelResult) -> float:
+        return lv.aggregate_tok_s_ci[1] if lv.aggregate_tok_s_ci else lv.aggregate_tok_s
+
+    def raises(later: LevelResult, level: LevelResult) -> bool:
+        """By RISE, and beyond the noise: the two intervals do not overlap."""
+        return later.aggregate_tok_s >= level.aggregate_tok_s * RISE and low(later) > high(level)
+
+    peak = ran[-1] if ran else None
+    for i, level in enumerate(ran):
+        # no later level raises it: one noisy level in between does not end the rise (a busy machine)
+        if not any(raises(later, level) for later in ran[i + 1:]):
+            peak = level
+            break
+    if peak is None:
+        return Curve(points, 0, False)
+    falls = any(lv.concurrency > peak.concurrency and lv.aggregate_tok_s < peak.aggregate_tok_s / RISE
+                and high(lv) < low(peak) for lv in ran)
+    return Curve(points, peak.concurrency, falls)
