@@ -32,7 +32,7 @@ def test_agent_battery_meets_floor(endpoint, profile, record_metric, record_find
                 outcomes = list(pool.map(run, jobs))
         except openai.BadRequestError as exc:
             pytest.skip(f"the server refuses tool requests (HTTP 400: {error_body(exc)}): see the smoke-test check")
-        failing = {}
+        failing: dict[str, str] = {}
         for (case, stream), outcome in zip(jobs, outcomes, strict=True):
             if not outcome.passed:
                 failing.setdefault(case.id, f"{case.id} ({case.category}, {'streamed' if stream else 'non-streamed'}"

@@ -21,13 +21,16 @@ def test_kv_cache_capacity_meets_floor(endpoint, profile, record_metric):
     if floor is None:
         not_applicable("the profile sets no kv_cache_tokens_floor")
     info = _cache_config(endpoint)
-    tokens = info.get("kv_cache_size_tokens")
-    if tokens in (None, "", "None") and info.get("num_gpu_blocks") not in (None, "", "None"):
-        tokens = int(info["num_gpu_blocks"]) * int(info.get("block_size") or 0)
-    require(tokens not in (None, "", "None"),
+    label = info.get("kv_cache_size_tokens")
+    tokens: int | None = None
+    if label not in (None, "", "None"):
+        tokens = int(str(label))
+    elif info.get("num_gpu_blocks") not in (None, "", "None"):
+        tokens = int(str(info["num_gpu_blocks"])) * int(str(info.get("block_size") or 0))
+    require(tokens is not None,
             found=f"/metrics has no vllm:cache_config_info capacity (labels: {sorted(info)})",
             recipe=f"KV cache ≥ {floor:,} tokens {profile.cited}", fix="enable /metrics (it is on by default in vLLM)")
-    tokens = int(tokens)
+    assert tokens is not None  # require() ended the check otherwise
     record_metric("kv_cache_tokens", tokens, "tokens", floor=floor)
     require(tokens >= floor,
             found=f"KV cache holds {tokens:,} tokens ({tokens / profile.vllm.max_model_len:.2f} full-context requests; "

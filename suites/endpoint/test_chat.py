@@ -1,5 +1,6 @@
 """Chat and the recipe's real requests [000][002]."""
 import re
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ def test_sales_question_gets_trend_and_increase(endpoint, profile):
     increase [002]."""
     question = ("Our quarterly sales were Q1 100, Q2 110, Q3 130 and Q4 150 (thousand USD). "
                 "Summarise the trend and compute the percentage increase from Q1 to Q4.")
-    params = {"temperature": 0, "max_tokens": 1024}
+    params: dict[str, Any] = {"temperature": 0, "max_tokens": 1024}
     if "low" in profile.endpoint.reasoning_effort_levels:
         params["reasoning_effort"] = "low"
     result = endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": question}], **params)

@@ -1,4 +1,6 @@
 """The endpoint is up, alive, and serves the recipe's model under the recipe's name [000][002]."""
+from typing import Any
+
 import httpx
 import openai
 import pytest
@@ -23,9 +25,9 @@ def test_health_endpoint_is_ok(endpoint_client, station):
             raise
         problem = exc
     require(problem is None,
-            found=problem and problem.found,
+            found=problem.found if problem else "",
             recipe="health on the serving port answers 200 before go-live [002]; a dead engine answers 503",
-            fix=(problem and problem.hint or "") + "; read the server log (`journalctl -u <unit>` / `docker logs`) "
+            fix=(problem.hint if problem else "") + "; read the server log (`journalctl -u <unit>` / `docker logs`) "
                 "and restart the service once the cause is fixed")
 
 
@@ -48,7 +50,7 @@ def test_models_max_model_len_matches_profile(endpoint, profile):
     """The served model's max_model_len equals the recipe's context window, {vllm.max_model_len} tokens
     [000][002]."""
     models = {m.get("id"): m for m in endpoint.models()}
-    entry = models.get(profile.vllm.served_model_name) or next(iter(models.values()), {})
+    entry: dict[str, Any] = models.get(profile.vllm.served_model_name) or next(iter(models.values()), {})
     got = entry.get("max_model_len")
     want = profile.vllm.max_model_len
     if isinstance(got, int) and got > want:

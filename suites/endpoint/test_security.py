@@ -18,9 +18,9 @@ def test_auth_matches_profile(endpoint_answers, station, profile, record_finding
     elif anonymous == 200 and "json" not in response.headers.get("content-type", ""):
         problem = from_response(response, "GET /v1/models without a key answered a page, not the API")
     require(problem is None,
-            found=problem and problem.found,
+            found=problem.found if problem else "",
             recipe="the endpoint answers 200 (open) or 401 (auth required)",
-            fix=problem and problem.hint)
+            fix=problem.hint if problem else "")
     if anonymous == 401:
         require(endpoint_answers.has_key,
                 found="the endpoint requires a key (401 without one) and the inventory gives golive none"
