@@ -4,7 +4,8 @@ import json
 
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
-from golive.report.results import CheckRecord, Recorder
+from golive.endpoint.load import LevelResult
+from golive.report.results import CheckRecord, Metric, Recorder, SweepPoint
 
 AGGREGATE = 279.37329271811655  # what go-live.md printed before: every digit the float had
 
@@ -18,11 +19,14 @@ def numbers_recorder() -> Recorder:
             ("aggregate_tok_s_at_4", AGGREGATE, "tok/s", 250.123456, None),
             ("ttft_p50_s_at_4", 0.0612345, "s", None, 0.06710000001),
             ("kv_cache_tokens", 5933986, "tokens", 100000, None),
-            ("peak_tok_s", 12345.678, "tok/s", 2265.3, None),
-            ("load_c4_aggregate_tok_s", AGGREGATE, "tok/s", None, None),
-            ("load_c4_ttft_p50_s", 0.0612345, "s", None, None)):
-        recorder.metrics.append({"station": "a", "check": "t::aggregate[a]", "name": name, "value": value,
-                                 "unit": unit, "floor": floor, "ceiling": ceiling, "passed": True})
+            ("peak_tok_s", 12345.678, "tok/s", 2265.3, None)):
+        recorder.metrics.append(Metric(station="a", check="t::aggregate[a]", name=name, value=value, unit=unit,
+                                       floor=floor, ceiling=ceiling, passed=True))
+    recorder.sweep.append(SweepPoint("a", LevelResult(
+        concurrency=4, requests=12, failures=0, duration_s=10.0, output_tokens=2794, aggregate_tok_s=AGGREGATE,
+        per_user_tok_s_p50=None, ttft_p50_s=0.0612345, ttft_p99_s=None, ttft_mean_s=None, ttfo_p50_s=None,
+        itl_p50_s=None, itl_mean_s=None, tpot_p50_s=None, e2e_p50_s=None, e2e_mean_s=None, prompt_tokens_p50=None,
+        client_usage_mismatches=0)))
     recorder.baseline = {"baseline_profile": "reference-cpu", "tolerance_pct": 10.0, "passed": True, "changes": [
         {"kind": "metric", "station": "a", "name": "aggregate_tok_s_at_4", "before": 312.98765432, "after": AGGREGATE,
          "failing": False, "why": ""}]}

@@ -81,11 +81,11 @@ def test_markdown_has_the_sweep_table():
     section = record.split("## Concurrency sweep\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert rows[0].startswith("| station | users | aggregate tok/s |") and len(rows) == 2 + 6
-    assert "| gb300-a | 256 | 9100 (8645–9555) |  | 1.9 (1.71–2.28) |" in section  # values with their interval
+    assert "| gb300-a | 256 | 9,100 (8,645–9,555) |  | 1.9 (1.71–2.28) |" in section  # values with their interval
     assert "| station &lt;b&gt;&amp;amp; b | 1 | 144 (136.8–151.2) |" in section
     assert "| requests | failures |" in rows[0] and "| 512 | 0 |" in section  # the request count of each level
     measured = record.split("## Measured\n", 1)[1]
-    assert "tok/s (95 % CI 8800–9400), 24 requests |" in measured
+    assert "tok/s (95 % CI 8,800–9,400), 24 requests |" in measured
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")

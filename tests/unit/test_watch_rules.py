@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from golive import config as golive_config
+from golive.config import load_profile
 from golive.watch import Latency, StationRound, Watcher, check_name, checks_from_results, per_user_speed, rules_document
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,11 +99,15 @@ def test_thresholds_come_from_each_stations_profile(inventory, tmp_path):
            'golive_station_requests_running{station="gb300-a"} >= 32' == gb300["GolivePerUserDecodeSlow"]["expr"]
     assert gb300["GoliveRestartSpike"]["expr"] == \
         'increase(golive_service_restarts_total{station="gb300-a"}[3600s]) >= 2'
-    # the reference has no watch: section: its go-live floors (tolerance 0), no unit so no restart alert
+    # the reference has no watch: section: its go-live floors less its tolerance, no unit so no restart alert
+    load = load_profile("reference-cpu").profile.load
+    assert load is not None
+    single = load.floors.single_user_decode_tok_s * (1 - load.tolerance)
+    per_user_floor = load.floors.per_user_tok_s_p50 * (1 - load.tolerance)
     assert ref["GoliveSingleUserDecodeSlow"]["expr"].startswith(
-        'golive_probe_decode_tokens_per_second{station="ref"} < 2 ')
+        f'golive_probe_decode_tokens_per_second{{station="ref"}} < {single:g} ')
     per_user = ref["GolivePerUserDecodeSlow"]["expr"]
-    assert "< 2.5 and on(station)" in per_user and per_user.endswith(">= 4")
+    assert f"< {per_user_floor:g} and on(station)" in per_user and per_user.endswith(f">= {load.gate_level}")
     assert "GoliveRestartSpike" not in ref
     assert {r["labels"]["station"] for r in ref.values()} == {"ref"}
     assert {r["labels"]["profile"] for r in gb300.values()} == {"glm-5.3-flash-gb300"}
