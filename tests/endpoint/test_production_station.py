@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from golive_run import golive_run
 
+from golive.config import load_profile
 from golive.endpoint.load import levels_to_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,21 +94,27 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
         f"    production: true\n")
     out = tmp_path / "out"
     run = golive_run(tmp_path / "inventory.yaml", out, "-m", "perf", "-p", "no:cacheprovider",
-                     # the fake answers load, not questions: the under-load probes have their own proof
-                     "-k", "not correctness_under_load", *(["--allow-peak-load"] if allow else []),
+                     # the fake answers load, not questions, and has no /metrics: the probes and prefill have their own proofs
+                     "-k", "not correctness_under_load and not prefill", *(["--allow-peak-load"] if allow else []),
                      cwd=tmp_path, timeout=60)
     result, results = run.proc, run.results
     checks = {c["nodeid"].split("::")[1].split("[")[0]: c for c in results["checks"]}
     peak = checks["test_peak_throughput_meets_floor"]
-    # reference-cpu sweeps [1, 4, 8], 2 measured + 1 warm-up round per level
+    # reference-cpu sweeps [1, 2, 4, 8] (batches added while a floor is undecided): never past the profile's bounds
+    load = load_profile("reference-cpu").profile.load
+    assert load is not None and 0 < streaming_server.chats <= load.max_requests
     if allow:
         assert result.returncode == 0, result.stdout[-3000:]
         assert peak["outcome"] == "passed"
         # the peak level ran: more in flight than the refused run's cap (8 when the threads line up exactly)
-        assert 4 < streaming_server.most <= 8 and streaming_server.chats == (1 + 4 + 8) * 3
+        assert 4 < streaming_server.most <= 8
     else:
         assert result.returncode == 2, result.stdout[-3000:]  # INCOMPLETE: the peak is not checked
         assert peak["outcome"] == "not_checked"
         assert "production: true" in peak["message"] and "--allow-peak-load" in peak["message"]
-        assert streaming_server.most <= 4 and streaming_server.chats == (1 + 4) * 3
-        assert {c["outcome"] for name, c in checks.items() if name != "test_peak_throughput_meets_floor"} == {"passed"}
+        assert streaming_server.most <= 4  # the peak level (8 in flight) never ran
+        # the reference profile gates at its top level: every check that reads it is not checked for the same reason
+        for name, check in checks.items():
+            assert check["outcome"] == "passed" or (
+                check["outcome"] == "not_checked" and "--allow-peak-load" in check["message"]), (name, check)
+        assert checks["test_single_user_decode_meets_floor"]["outcome"] == "passed"
