@@ -42,7 +42,8 @@ expect 0 "$OP/golive" run gb300-healthy.yaml -m host -o out-healthy
 expect 1 "$OP/golive" run restart-always.yaml -m host -o out-broken
 expect 0 "$OP/pytest" -q -p no:cacheprovider --pyargs golive.suites --golive-inventory gb300-healthy.yaml -m host
 "$DEV/golive" reference up --port "$PORT" --state-dir "$WORK/state"
-# The three long checks (tool battery, needles, streaming) take ~15 min here on 2 cores; tests/endpoint runs them.
-expect 0 "$OP/golive" run reference.yaml -m endpoint -o out-reference \
+# The three long checks (tool battery, needles, streaming) take ~15 min here on 2 cores, and the throughput gates
+# are timing ratios a CPU shared with the build can leave undecided: tests/endpoint runs all of them.
+expect 0 "$OP/golive" run reference.yaml -m "endpoint and not perf" -o out-reference \
   -k "not tool_call_battery and not needle_retrieved and not streaming_and_non_streaming"
 echo "wheel-check: the wheel installs with no extras and checks station trees and the reference station"
