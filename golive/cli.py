@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -41,9 +42,15 @@ def run_suites(inventory: Path, out: Path, pytest_args: list[str]) -> int:
     suites = suites_dir()
     out.mkdir(parents=True, exist_ok=True)
     before = {name: _stamp(out / name) for name in REPORT_FILES}
-    args = [str(suites), f"--golive-inventory={inventory}", *report_args(out), "-p", "no:cacheprovider",
-            "-c", str(Path(__file__).with_name("suites.ini")), f"--rootdir={suites.parent}", *pytest_args]
-    code = int(pytest.main(args))
+    args = [str(suites), f"--golive-inventory={inventory.resolve()}", *report_args(out.resolve()), "-p",
+            "no:cacheprovider", "-c", str(Path(__file__).with_name("suites.ini")), f"--rootdir={suites.parent}",
+            *pytest_args]
+    here = os.getcwd()
+    os.chdir(suites.parent)  # pytest names checks relative to where it starts: `suites/host/test_unit.py::…`
+    try:
+        code = int(pytest.main(args))
+    finally:
+        os.chdir(here)
     if code == EXIT_USAGE:
         return code  # pytest refused the arguments: nothing ran, nothing to claim
     for name in REPORT_FILES:
@@ -69,7 +76,8 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
     out = Path(ns.output) if ns.output else (
         (loaded.path.parent / loaded.inventory.output) if loaded.inventory.output else Path("reports"))
     if ns.profile:
-        extra = [f"--golive-profile={ns.profile}", *extra]
+        profile = ns.profile if not ns.profile.endswith((".yaml", ".yml")) else str(Path(ns.profile).resolve())
+        extra = [f"--golive-profile={profile}", *extra]
     if ns.baseline:
         extra = [f"--golive-baseline={Path(ns.baseline).resolve()}", *extra]
     if ns.max_run_time is not None:
