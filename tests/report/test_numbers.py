@@ -2,9 +2,9 @@
 results.json keeps them whole."""
 import json
 
+from golive.endpoint.load import LevelResult
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
-from golive.endpoint.load import LevelResult
 from golive.report.results import CheckRecord, Metric, Recorder, SweepPoint
 
 AGGREGATE = 279.37329271811655  # what go-live.md printed before: every digit the float had
