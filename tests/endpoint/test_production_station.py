@@ -94,7 +94,7 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
         f"    production: true\n")
     out = tmp_path / "out"
     run = golive_run(tmp_path / "inventory.yaml", out, "-m", "perf", "-p", "no:cacheprovider",
-                     # the fake answers load, not questions, and has no /metrics: probes and prefill are proven elsewhere
+                     # the fake answers load, not questions, has no /metrics: probes and prefill are proven elsewhere
                      "-k", "not correctness_under_load and not prefill", *(["--allow-peak-load"] if allow else []),
                      cwd=tmp_path, timeout=60)
     result, results = run.proc, run.results
