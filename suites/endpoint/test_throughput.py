@@ -126,15 +126,19 @@ def test_sweep_runs_every_level_without_failures(swept, load, profile, record_sw
     record_sweep(swept.levels)
     failures = {lv.concurrency: lv.failures + lv.warmup_failures for lv in swept.levels}
     errors = sorted({e for lv in swept.levels for e in lv.errors})
-    total = sum(lv.requests for lv in swept.levels)
+    measured = sum(lv.requests for lv in swept.levels)
+    measured_failed = sum(lv.failures for lv in swept.levels)
+    warm_failed = sum(lv.warmup_failures for lv in swept.levels)
     require(not swept.not_run,
             found=f"concurrency {swept.not_run} not run: the sweep reached max_duration_s ({load.max_duration_s:g} s)",
             recipe=f"the go-live sweep covers {', '.join(map(str, load.concurrency))} users {profile.cited}",
             fix="raise load.max_duration_s in the site profile, or find why requests are this slow (TTFT/E2E in "
                 "the sweep table)")
     require(sum(failures.values()) == 0,
-            found=f"{sum(failures.values())} of {total} measured (+ warm-up) requests failed "
-                  f"(by level: {failures}); first errors: {errors}",
+            # counts that add up: measured failures of the measured requests, warm-up failures beside them
+            found=f"{measured_failed} of {measured} measured requests failed"
+                  + (f", and {warm_failed} warm-up requests" if warm_failed else "")
+                  + f" (by level, both: {failures}); first errors: {errors}",
             recipe=f"0 failures at every level ({', '.join(map(str, load.concurrency))} users) {profile.cited}",
             fix="read the server log around those requests: dropped connections (a proxy or load balancer timeout), "
                 "HTTP 5xx (engine errors, KV cache exhausted), or answers shorter than asked (ignore_eos not honoured)")
