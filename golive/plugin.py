@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import signal
+import sys
 import threading
 from html import escape
 from pathlib import Path
@@ -43,6 +44,7 @@ from golive.verdict import not_applicable
 pytest_plugins = ["golive.fixtures"]
 
 SIGTERM_BEFORE = pytest.StashKey[Any]()  # the SIGTERM handler golive replaced, restored at unconfigure
+SIGNALS_BEFORE = pytest.StashKey[dict[signal.Signals, Any]]()  # the handlers held while the reports are written
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -150,7 +152,23 @@ def _stop_cleanly_on_sigterm(config: pytest.Config) -> None:
         config.stash[SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, _interrupt)
 
 
+def _hold_signals_while_writing(config: pytest.Config) -> None:
+    """The checks are over and the reports are being written: a SIGTERM or Ctrl-C now would cut them half-written
+    (pytest-html and junitxml write from hooks that do not expect an interrupt). It is noted instead, and the run ends
+    as soon as they are written (the fault campaign found a SIGTERM landing here)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = {sig: signal.signal(sig, _noted) for sig in (signal.SIGTERM, signal.SIGINT)}
+    config.stash.setdefault(SIGNALS_BEFORE, previous)
+
+
+def _noted(signum: int, frame: FrameType | None) -> None:
+    sys.stderr.write(f"golive: {signal.Signals(signum).name} while writing the reports: they are finished first\n")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    for sig, handler in config.stash.get(SIGNALS_BEFORE, {}).items():
+        signal.signal(sig, handler)
     before = config.stash.get(SIGTERM_BEFORE, None)
     if before is not None:
         signal.signal(signal.SIGTERM, before)
@@ -222,6 +240,7 @@ class _Recording:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput"):
             return
+        _hold_signals_while_writing(self.config)
         loaded = inventory(self.config)
         assert loaded is not None  # registered only for a run with an inventory
         session.exitstatus = report_writer.finish(self.config, session, exitstatus, self.config.stash[RECORDER],
