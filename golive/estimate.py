@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from golive.rules import duration
 from golive.runstate import layer_of, station_of
 from golive.schema import Load, Profile
 
@@ -50,13 +51,6 @@ class Estimate:
         return {"expected_s": round(self.expected_s, 1), "upper_s": round(self.upper_s, 1),
                 "parts": {what: {"expected_s": round(e, 1), "upper_s": round(u, 1)}
                           for what, (e, u) in sorted(self.parts.items())}}
-
-
-def duration(seconds: float) -> str:
-    seconds = max(0, math.ceil(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
 def level_speed(load: Load, users: int) -> float | None:

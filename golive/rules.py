@@ -12,6 +12,7 @@ line: no unset field where the check applies, no number of another profile, no r
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -94,3 +95,11 @@ def rule_text(function: Callable[..., Any] | None, profile: Profile | None) -> s
 def rule_of(item: pytest.Item, profile: Profile | None) -> str:
     """The Rule line of a check for the station's profile: its docstring's first paragraph, rendered and cited."""
     return rule_text(getattr(item, "function", None), profile) or item.name
+
+
+def duration(seconds: float) -> str:
+    """A time span as an operator reads it: "5 min 45 s", "1 h 2 min", "20 s"."""
+    seconds = max(0, math.ceil(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s" if minutes else f"{secs} s"

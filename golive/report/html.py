@@ -5,10 +5,9 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from golive import verdict as rules
-from golive.estimate import duration
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows, sweep_svg
 from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
-from golive.rules import measured
+from golive.rules import duration, measured
 from golive.verdict import printable
 
 

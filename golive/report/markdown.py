@@ -12,10 +12,9 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader
 
 from golive import verdict as rules
-from golive.estimate import duration
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
 from golive.report.results import sweep_of, verdict_word
-from golive.rules import measured
+from golive.rules import duration, measured
 from golive.verdict import printable
 
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=False, keep_trailing_newline=True,
