@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from golive_run import Run, golive_run
 
+from golive.config import load_profile
+
 CHECKS = {"test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
           "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
           "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor",
@@ -268,4 +270,7 @@ def test_answers_corrupted_under_load_fail_naming_the_probes(reference, tmp_path
     assert "got tool calls [('get_weather', " in message and "Lyons" in message, message
     assert "arithmetic 17 * 23 (expected 391, " in message and "392" in message, message
     assert "arithmetic 96 - 58" not in message, message  # its answer has nothing the proxy swaps: right
-    assert "probes wrong under 4 concurrent load requests" in message and "\nDo: " in message, message
+    load = load_profile("reference-cpu").profile.load
+    assert load is not None  # the gate level's load: the profile's, not a number written here
+    assert f"probes wrong under {load.gate_level} concurrent load requests" in message and "\nDo: " in message, message
+    assert "each right when asked again alone" in message and "batch-dependent" in message, message
