@@ -301,8 +301,8 @@ class LevelResult:
     goodput_share: float | None = None  # good ÷ successful requests
     goodput_share_ci: list[float] | None = None
     batches: int = 1  # measured batches of `repeats` × C: more when a floor was undecided (the interval straddled it)
-    # the 1-user level only: its aggregate before and after the other levels, when the two are intervals apart (the
-    # machine's speed changed during the sweep: no ratio within this run can be trusted)
+    # the 1-user level only: its aggregate before and after the other levels, when the two are intervals apart and
+    # more than STEADY apart (the machine's speed changed during the sweep: no ratio within this run can be trusted)
     drift: list[float] | None = None
 
     def as_dict(self) -> dict:
@@ -419,6 +419,9 @@ def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool
 Undecided = Callable[[LevelResult, list[LevelResult]], str | None]
 
 
+Covers = tuple[list[float] | None, list[float] | None]
+
+
 @dataclass
 class _Measured:
     """One level's requests so far (every batch), and its row."""
@@ -429,6 +432,41 @@ class _Measured:
     batches: int
     level: LevelResult
     drift: list[float] | None = None
+    # the 1-user level measured before and after the other levels, a little apart: intervals that cover both
+    # (aggregate, per-user p50), so every ratio carries the machine's small change instead of ignoring it
+    covers: Covers | None = None
+
+    def row(self, concurrency: int, slo: Slo | None) -> LevelResult:
+        level = _row(concurrency, self.timings, self.warm, self.spent_s, self.batches, slo)
+        level.drift = self.drift
+        if self.covers is not None:
+            level.aggregate_tok_s_ci = _hull(level.aggregate_tok_s_ci, self.covers[0])
+            level.per_user_tok_s_p50_ci = _hull(level.per_user_tok_s_p50_ci, self.covers[1])
+        return level
+
+
+# The 1-user level's aggregate may move this much (relatively) between its batch before the other levels and its
+# batch after and still be one machine's noise: its interval then covers both, and every ratio carries it. A larger
+# move is the machine's speed changing under the sweep (another job started or stopped, measured: 386 → 80 tok/s):
+# no ratio within the run holds. 10 % keeps a batch capped at 2 sequences (≤ 2×) below a 3× floor either way.
+STEADY = 0.10
+
+
+def _hull(*intervals: list[float] | None) -> list[float] | None:
+    known = [i for i in intervals if i is not None]
+    return [min(i[0] for i in known), max(i[1] for i in known)] if known else None
+
+
+def steadiness(first: LevelResult, again: LevelResult) -> tuple[list[float] | None, Covers | None]:
+    """The 1-user level before and after the other levels: (drift, covers). Intervals that overlap: neither. Apart
+    by more than STEADY: the drift [before, after] (no ratio holds). Apart by less: the intervals (aggregate,
+    per-user p50) that cover both batches."""
+    if not _apart(first, again):
+        return None, None
+    if first.aggregate_tok_s <= 0 or abs(again.aggregate_tok_s / first.aggregate_tok_s - 1) > STEADY:
+        return [first.aggregate_tok_s, again.aggregate_tok_s], None
+    return None, (_hull(first.aggregate_tok_s_ci, again.aggregate_tok_s_ci),
+                  _hull(first.per_user_tok_s_p50_ci, again.per_user_tok_s_p50_ci))
 
 
 def _apart(a: LevelResult, b: LevelResult) -> bool:
@@ -449,7 +487,8 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
                       max_requests: int | None = None, min_requests: int = 1) -> Sweep:
     """Each level: `warmup` × C requests (not measured), then `repeats` × C requests (at least `min_requests`)
     measured, C in flight. The 1-user level is measured again after the others (every ratio divides by it: a machine
-    whose load changed during the sweep shows as a wider interval, not a wrong ratio). While `undecided` says a floor
+    whose speed moved a little during the sweep shows as a wider interval, one that moved more as `drift`; see
+    steadiness). While `undecided` says a floor
     cannot be judged yet, another batch goes to the level whose aggregate interval is wider, relatively: that level,
     or the 1-user level (a ratio is as unsure as its less sure side). All within `max_requests` (every request sent,
     warm-up included) and `max_duration_s`."""
@@ -488,8 +527,7 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
             m.timings += more
             m.spent_s += ended - started
             m.batches += 1
-            m.level = _row(concurrency, m.timings, m.warm, m.spent_s, m.batches, slo)
-            m.level.drift = m.drift
+            m.level = m.row(concurrency, slo)
 
         async def settle(concurrency: int) -> None:
             """More requests while a floor read at this level is undecided, to the less sure side."""
@@ -529,9 +567,8 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
             before = len(measured[1].timings)
             await extend(1)
             again = summarize(1, measured[1].timings[before:], 0.0, measured[1].spent_s - first.duration_s, slo)
-            if _apart(first, again):
-                measured[1].drift = [first.aggregate_tok_s, again.aggregate_tok_s]
-                measured[1].level.drift = measured[1].drift
+            measured[1].drift, measured[1].covers = steadiness(first, again)
+            measured[1].level = measured[1].row(1, slo)
             _progress_line(progress, measured[1].level, " (again, after the other levels)")
             for concurrency in sorted(measured)[1:]:
                 await settle(concurrency)

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from golive.endpoint import gates
-from golive.endpoint.load import LevelResult, RequestTiming, Slo, meets_slo, summarize
+from golive.endpoint.load import LevelResult, RequestTiming, Slo, meets_slo, steadiness, summarize
 from golive.endpoint.uncertainty import (
     Decision,
     against_ceiling,
@@ -159,6 +159,36 @@ def test_no_ratio_from_a_machine_whose_speed_changed_mid_sweep():
     one.drift = [386.2, 80.0]
     assert gates.gate(LOAD, [one, top], "scaling_ratio").value is None
     assert gates.undecided(LOAD, top, [one]) is None  # more requests would not make the machine steady
+
+
+@pytest.mark.parametrize("before,after,spread,drift,covers", [
+    # measured (CI, a sleep-paced server): 98.53 then 98.21 tok/s, intervals ~0.1 % wide: apart, yet one machine
+    (98.53, 98.21, 0.001, None, [98.11, 98.63]),
+    (100.0, 91.0, 0.01, None, [90.09, 101.0]),  # 9 % slower after: still within STEADY, covered
+    (386.2, 80.0, 0.05, [386.2, 80.0], None),  # measured: another job ended, then started
+    (100.0, 85.0, 0.01, [100.0, 85.0], None),  # 15 % slower: the machine changed
+    (100.0, 104.0, 0.05, None, None),  # intervals overlap: one measurement, nothing to say
+])
+def test_the_one_user_level_before_and_after_is_steady_covered_or_drifted(before, after, spread, drift, covers):
+    d, c = steadiness(level(1, before, spread=spread), level(1, after, spread=spread))
+    assert d == drift
+    if covers is None:
+        assert c is None
+    else:
+        assert c is not None and c[0] == pytest.approx(covers, abs=0.01) and c[1] == pytest.approx(covers, abs=0.01)
+
+
+def test_a_small_move_of_one_user_widens_every_ratio_instead_of_dropping_it():
+    """The 1-user interval that covers both batches is the denominator: the ratio is judged, with a wider interval."""
+    one, top = level(1, 98.4, spread=0.001), level(8, 577.6, spread=0.01)
+    narrow = gates.gate(LOAD, [one, top], "scaling_ratio")
+    _, covers = steadiness(level(1, 98.53, spread=0.001), level(1, 98.21, spread=0.001))
+    assert covers is not None
+    one.aggregate_tok_s_ci = covers[0]
+    wide = gates.gate(LOAD, [one, top], "scaling_ratio")
+    assert narrow is not None and wide is not None and wide.interval is not None and narrow.interval is not None
+    assert wide.interval[0] < narrow.interval[0] and wide.interval[1] > narrow.interval[1]
+    assert wide.decision is Decision.PASSES
 
 
 def test_a_curve_too_noisy_to_name_a_peak_still_names_the_cap_from_the_ratio():
