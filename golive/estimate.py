@@ -75,9 +75,12 @@ def level_speed(load: Load, users: int) -> float | None:
 def sweep_seconds(load: Load) -> float:
     """The sweep's time at the floors: each level's tokens (warm-up included) ÷ its floor speed."""
     total = 0.0
+    rounds = load.ratio_rounds if load.round_requests else 0  # each a batch at 1 user and one at the gate level
     for users in sorted(set(load.concurrency)):
         speed = level_speed(load, users)
         requests = max(load.repeats * users, load.min_requests) + load.warmup * users
+        if users in (1, load.gate_level):
+            requests += rounds * max(load.repeats * users, load.min_requests)
         ttft = load.floors.ttft_p50_s or load.floors.single_user_ttft_p50_s or 0.0
         if speed:
             total += requests * load.output_tokens / speed + math.ceil(requests / users) * ttft

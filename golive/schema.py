@@ -172,6 +172,9 @@ class Load(Strict):
     repeats: int = Field(default=3, ge=1)  # measured requests per level = repeats x level
     min_requests: int = Field(default=1, ge=1)  # … but at least this many: the 1-user level's interval needs them
     warmup: int = Field(default=1, ge=0)  # warm-up requests per level = warmup x level, never measured
+    # ratio rounds after the levels (a 1-user batch and a gate-level batch back to back, each round one ratio; more
+    # while a ratio floor is undecided): the ratio gates read their median. 0: the ratios of the pooled levels
+    ratio_rounds: int = Field(default=3, ge=0)
     reasoning_effort: str | None = None
     tolerance: float = Field(default=0.1, ge=0, lt=1)  # floors x (1 - t), ceilings x (1 + t)
     max_concurrency: int = Field(default=256, ge=1)
@@ -186,6 +189,13 @@ class Load(Strict):
         """The users the aggregate, per-user and TTFT-under-load gates read: gate_concurrency, else the top level."""
         return self.gate_concurrency or max(self.concurrency)
 
+    @property
+    def round_requests(self) -> int:
+        """The requests of one ratio round (0 where the profile sets no ratio floor or the gate level is 1)."""
+        if self.gate_level == 1 or (self.floors.scaling_ratio is None and self.floors.per_user_ratio is None):
+            return 0
+        return max(self.repeats, self.min_requests) + max(self.gate_level * self.repeats, self.min_requests)
+
     @model_validator(mode="after")
     def _bounded(self):
         if max(self.concurrency) > self.max_concurrency or min(self.concurrency) < 1:
@@ -195,6 +205,7 @@ class Load(Strict):
             raise ValueError(f"gate_concurrency {self.gate_concurrency} is not one of the levels {self.concurrency}")
         needed = sum(max(c * self.repeats, self.min_requests) + c * self.warmup for c in set(self.concurrency))
         needed += max(self.concurrency) * self.warmup  # the station primed once at the top level first
+        needed += self.ratio_rounds * self.round_requests
         if needed > self.max_requests:
             raise ValueError(f"the sweep needs {needed} requests, more than max_requests ({self.max_requests})")
         return self

@@ -6,10 +6,18 @@ the load generator can ask, level by level, whether more requests would decide a
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from golive.endpoint.load import LevelResult
-from golive.endpoint.uncertainty import Decision, Interval, against_ceiling, against_floor, ratio_interval
+from golive.endpoint.uncertainty import (
+    Decision,
+    Interval,
+    against_ceiling,
+    against_floor,
+    median_interval,
+    ratio_interval,
+)
 from golive.schema import Load
 
 CEILINGS = {"single_user_ttft_p50_s", "ttft_p50_s"}
@@ -24,6 +32,7 @@ class Gate:
     interval: Interval | None
     bound: float  # the floor (or ceiling) after load.tolerance
     requests: int
+    rounds: int | None = None  # a ratio read from ratio rounds: how many
 
     @property
     def ceiling(self) -> bool:
@@ -56,6 +65,11 @@ def _ratio(top: float | None, bottom: float | None) -> float | None:
     return None if top is None or not bottom else top / bottom
 
 
+def _median_of(rounds: list[float]) -> tuple[float | None, Interval | None]:
+    """A ratio from its rounds: their median, and the bootstrap interval of that median (None with one round)."""
+    return (statistics.median(rounds) if rounds else None), median_interval(rounds)
+
+
 def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list[Gate]:
     """The gates this level decides (those the profile sets a number for)."""
     found: list[tuple[str, float | None, Interval | None]] = []
@@ -68,9 +82,10 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
                   ("ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci)),
                   ("goodput_share", level.goodput_share, _ci(level.goodput_share_ci))]
         one = level if level.concurrency == 1 else next((lv for lv in earlier if lv.concurrency == 1), None)
-        if one is not None and one.drift:
-            found += [("scaling_ratio", None, None), ("per_user_ratio", None, None)]  # no ratio on a moving machine
-        elif one is not None:
+        if level.scaling_rounds:
+            found += [("scaling_ratio", *_median_of(level.scaling_rounds)),
+                      ("per_user_ratio", *_median_of([r for r in level.per_user_rounds or [] if r is not None]))]
+        elif one is not None:  # no rounds (load.ratio_rounds 0, or the bounds ran out first): the pooled levels
             found += [("scaling_ratio", _ratio(level.aggregate_tok_s, one.aggregate_tok_s),
                        ratio_interval(level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci), one.aggregate_tok_s,
                                       _ci(one.aggregate_tok_s_ci)))]
@@ -84,7 +99,9 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
     for field, value, interval in found:
         limit = bound(load, field)
         if limit is not None:
-            gates.append(Gate(field, level.concurrency, value, interval, limit, level.requests - level.failures))
+            rounds = len(level.scaling_rounds) if field in RATIOS and level.scaling_rounds else None
+            gates.append(Gate(field, level.concurrency, value, interval, limit, level.requests - level.failures,
+                              rounds))
     return gates
 
 

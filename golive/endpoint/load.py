@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from golive.endpoint.longctx import filler
 from golive.endpoint.target import EndpointTarget
@@ -301,9 +302,13 @@ class LevelResult:
     goodput_share: float | None = None  # good ÷ successful requests
     goodput_share_ci: list[float] | None = None
     batches: int = 1  # measured batches of `repeats` × C: more when a floor was undecided (the interval straddled it)
-    # the 1-user level only: its aggregate before and after the other levels, when the two are intervals apart and
-    # more than STEADY apart (the machine's speed changed during the sweep: no ratio within this run can be trusted)
-    drift: list[float] | None = None
+    # the gate level only: the ratio rounds (golive.endpoint.load.sweep_async), one value a round, each from a batch
+    # at this level and a 1-user batch measured back to back: aggregate ÷ aggregate, per-user p50 ÷ per-user p50
+    scaling_rounds: list[float] | None = None
+    per_user_rounds: list[float | None] | None = None
+    # the gate level only: the most requests vLLM ran at once during its round batches (`vllm:num_requests_running`
+    # on /metrics, polled); None where /metrics never reported it
+    running_max: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -419,9 +424,6 @@ def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool
 Undecided = Callable[[LevelResult, list[LevelResult]], str | None]
 
 
-Covers = tuple[list[float] | None, list[float] | None]
-
-
 @dataclass
 class _Measured:
     """One level's requests so far (every batch), and its row."""
@@ -431,67 +433,61 @@ class _Measured:
     spent_s: float  # the wall time of its measured batches
     batches: int
     level: LevelResult
-    drift: list[float] | None = None
-    # the 1-user level measured before and after the other levels, a little apart: intervals that cover both
-    # (aggregate, per-user p50), so every ratio carries the machine's small change instead of ignoring it
-    covers: Covers | None = None
+    rounds: list[tuple[LevelResult, LevelResult]] = field(default_factory=list)  # (1 user, this level) per round
+    running_max: float | None = None
 
     def row(self, concurrency: int, slo: Slo | None) -> LevelResult:
         level = _row(concurrency, self.timings, self.warm, self.spent_s, self.batches, slo)
-        level.drift = self.drift
-        if self.covers is not None:
-            level.aggregate_tok_s_ci = _hull(level.aggregate_tok_s_ci, self.covers[0])
-            level.per_user_tok_s_p50_ci = _hull(level.per_user_tok_s_p50_ci, self.covers[1])
+        level.running_max = self.running_max
+        if self.rounds:
+            level.scaling_rounds = [top.aggregate_tok_s / one.aggregate_tok_s if one.aggregate_tok_s > 0 else 0.0
+                                    for one, top in self.rounds]
+            level.per_user_rounds = [None if not one.per_user_tok_s_p50 or top.per_user_tok_s_p50 is None
+                                     else top.per_user_tok_s_p50 / one.per_user_tok_s_p50 for one, top in self.rounds]
         return level
 
 
-# The 1-user level's aggregate may move this much (relatively) between its batch before the other levels and its
-# batch after and still be one machine's noise: its interval then covers both, and every ratio carries it. A larger
-# move is the machine's speed changing under the sweep (another job started or stopped, measured: 386 → 80 tok/s):
-# no ratio within the run holds. 10 % keeps a batch capped at 2 sequences (≤ 2×) below a 3× floor either way.
-STEADY = 0.10
+RUNNING = "vllm:num_requests_running"
 
 
-def _hull(*intervals: list[float] | None) -> list[float] | None:
-    known = [i for i in intervals if i is not None]
-    return [min(i[0] for i in known), max(i[1] for i in known)] if known else None
-
-
-def steadiness(first: LevelResult, again: LevelResult) -> tuple[list[float] | None, Covers | None]:
-    """The 1-user level before and after the other levels: (drift, covers). Intervals that overlap: neither. Apart
-    by more than STEADY: the drift [before, after] (no ratio holds). Apart by less: the intervals (aggregate,
-    per-user p50) that cover both batches."""
-    if not _apart(first, again):
-        return None, None
-    if first.aggregate_tok_s <= 0 or abs(again.aggregate_tok_s / first.aggregate_tok_s - 1) > STEADY:
-        return [first.aggregate_tok_s, again.aggregate_tok_s], None
-    return None, (_hull(first.aggregate_tok_s_ci, again.aggregate_tok_s_ci),
-                  _hull(first.per_user_tok_s_p50_ci, again.per_user_tok_s_p50_ci))
-
-
-def _apart(a: LevelResult, b: LevelResult) -> bool:
-    """Two measurements of one level whose aggregate intervals do not overlap."""
-    if a.aggregate_tok_s_ci is None or b.aggregate_tok_s_ci is None:
-        return False
-    return a.aggregate_tok_s_ci[1] < b.aggregate_tok_s_ci[0] or b.aggregate_tok_s_ci[1] < a.aggregate_tok_s_ci[0]
-
-
-def _relative_width(level: LevelResult) -> float:
-    ci = level.aggregate_tok_s_ci
-    return float("inf") if ci is None or level.aggregate_tok_s <= 0 else (ci[1] - ci[0]) / level.aggregate_tok_s
+async def busiest(client: httpx.AsyncClient, root: str, headers: dict, model: str, done: asyncio.Event,
+                  every_s: float = 0.1, timeout_s: float = 10) -> float | None:
+    """The most requests vLLM reported running at once (`vllm:num_requests_running`, the served model's series
+    summed over engines) from a /metrics poll every `every_s` until `done`; None where no poll gave the gauge. Read
+    only: a GET, like Prometheus' own scrape."""
+    most: float | None = None
+    while not done.is_set():
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            response = await client.get(f"{root}/metrics", headers=headers, timeout=timeout_s)
+            if response.status_code == 200:
+                # only the gauge's lines go to the parser: the whole page is ~100 kB, polled ten times a second
+                lines = "\n".join(line for line in response.text.splitlines() if line.startswith(RUNNING))
+                running = [sample.value for family in text_string_to_metric_families(lines + "\n")
+                           for sample in family.samples
+                           if sample.name == RUNNING and sample.labels.get("model_name", model) == model]
+                if running:
+                    most = max(most or 0.0, sum(running))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), every_s)
+    return most
 
 
 async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterable[int], repeats: int, warmup: int,
                       max_duration_s: float, progress: Callable[[str], None] = lambda line: None,
                       slo: Slo | None = None, undecided: Undecided | None = None,
-                      max_requests: int | None = None, min_requests: int = 1) -> Sweep:
+                      max_requests: int | None = None, min_requests: int = 1,
+                      paired: int | None = None, rounds: int = 0) -> Sweep:
     """Each level: `warmup` × C requests (not measured), then `repeats` × C requests (at least `min_requests`)
-    measured, C in flight. The 1-user level is measured again after the others (every ratio divides by it: a machine
-    whose speed moved a little during the sweep shows as a wider interval, one that moved more as `drift`; see
-    steadiness). While `undecided` says a floor
-    cannot be judged yet, another batch goes to the level whose aggregate interval is wider, relatively: that level,
-    or the 1-user level (a ratio is as unsure as its less sure side). All within `max_requests` (every request sent,
-    warm-up included) and `max_duration_s`."""
+    measured, C in flight; while `undecided` says a floor of that level cannot be judged yet, another batch of it.
+
+    Then the ratio rounds, when `paired` (the gate level) and 1 user were both measured: `rounds` rounds (more while
+    a ratio is undecided), each a 1-user batch and a `paired` batch back to back (the order alternating), each giving
+    one ratio. A ratio reads the median of its rounds with the bootstrap interval of that median: two batches a few
+    seconds apart meet the same machine, so other work starting or stopping moves both sides of a round instead of
+    one side of the ratio, and a round that met a change anyway is one outlier among the rounds (measured on this
+    2-core machine with two CPU hogs: the 1-user aggregate swung 20–711 tok/s between batches, 8 users collapsed to
+    62 tok/s for ~10 s; 25 rounds gave a median of 4.2× with 3 outliers). Round batches count in their levels' rows
+    too. All within `max_requests` (every request sent, warm-up included) and `max_duration_s`."""
     levels = sorted(set(levels))
     sent = 0
     headers = target.headers()
@@ -502,8 +498,9 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
     def batch_of(concurrency: int) -> int:
         return max(repeats * concurrency, min_requests)
 
-    def room(concurrency: int) -> bool:
-        return time.perf_counter() < deadline and (max_requests is None or sent + batch_of(concurrency) <= max_requests)
+    def room(*concurrencies: int) -> bool:
+        needed = sum(batch_of(c) for c in concurrencies)
+        return time.perf_counter() < deadline and (max_requests is None or sent + needed <= max_requests)
 
     def earlier(concurrency: int) -> list[LevelResult]:
         return [m.level for c, m in sorted(measured.items()) if c < concurrency]
@@ -518,7 +515,8 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
                                                                   verify=trusting(target.ca_file)))
         sentences = await sentences_for(light, target.root, workload, headers)
 
-        async def extend(concurrency: int) -> None:
+        async def extend(concurrency: int) -> LevelResult:
+            """One more batch of this level; returns that batch's own row."""
             nonlocal sent
             m = measured[concurrency]
             more, started, ended = await run_level(clients, workload, headers, concurrency, batch_of(concurrency),
@@ -528,17 +526,47 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
             m.spent_s += ended - started
             m.batches += 1
             m.level = m.row(concurrency, slo)
+            return summarize(concurrency, more, started, ended, slo)
+
+        pairing = paired is not None and paired != 1 and rounds > 0
+
+        async def ratio_round() -> None:
+            assert paired is not None
+            m = measured[paired]
+            order = (1, paired) if len(m.rounds) % 2 == 0 else (paired, 1)
+            batch = {}
+            for c in order:
+                if c != paired:
+                    batch[c] = await extend(c)
+                    continue
+                done = asyncio.Event()
+                poll = asyncio.ensure_future(busiest(light, target.root, headers, workload.model, done,
+                                                     timeout_s=target.light_timeout_s))
+                try:
+                    batch[c] = await extend(c)
+                finally:
+                    done.set()
+                    running = await poll
+                if running is not None:
+                    m.running_max = max(m.running_max or 0.0, running)
+            m.rounds.append((batch[1], batch[paired]))
+            m.level = m.row(paired, slo)
+            ratio = m.level.scaling_rounds[-1] if m.level.scaling_rounds else None
+            progress(f"load: round {len(m.rounds)}: 1 user {batch[1].aggregate_tok_s:,.1f} tok/s, {paired} users "
+                     f"{batch[paired].aggregate_tok_s:,.1f} tok/s: {_fmt(ratio, '.2f')}×")
 
         async def settle(concurrency: int) -> None:
-            """More requests while a floor read at this level is undecided, to the less sure side."""
+            """More requests while a floor read at this level is undecided: a batch of the level, or (a ratio) a
+            round, once the rounds have begun."""
             while kind := pending(concurrency):
-                side = concurrency
-                if kind == "ratio" and 1 in measured and \
-                        _relative_width(measured[1].level) > _relative_width(measured[concurrency].level):
-                    side = 1
-                if not room(side):
+                if kind == "ratio":
+                    if not (pairing and concurrency == paired and measured[concurrency].rounds and room(1, paired)):
+                        return
+                    await ratio_round()
+                elif room(concurrency):
+                    await extend(concurrency)
+                else:
                     return
-                await extend(side)
 
         if warmup:
             # the station warmed once at the top level first: measured right after start, a fresh server's first
@@ -562,14 +590,9 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
                                               _row(concurrency, timings, warm, ended - started, 1, slo))
             await settle(concurrency)
             _progress_line(progress, measured[concurrency].level)
-        if 1 in measured and len(measured) > 1 and room(1):
-            first = measured[1].level
-            before = len(measured[1].timings)
-            await extend(1)
-            again = summarize(1, measured[1].timings[before:], 0.0, measured[1].spent_s - first.duration_s, slo)
-            measured[1].drift, measured[1].covers = steadiness(first, again)
-            measured[1].level = measured[1].row(1, slo)
-            _progress_line(progress, measured[1].level, " (again, after the other levels)")
+        if pairing and 1 in measured and paired in measured:
+            while len(measured[paired].rounds) < rounds and room(1, paired):
+                await ratio_round()
             for concurrency in sorted(measured)[1:]:
                 await settle(concurrency)
     return Sweep([m.level for _, m in sorted(measured.items())], not_run)

@@ -47,7 +47,8 @@ def swept(request, endpoint, station, profile, load) -> Sweep:
     measured = sweep(endpoint.target, workload, levels, load.repeats, load.warmup, load.max_duration_s,
                      progress=progress, slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
                      undecided=lambda level, earlier: gates.undecided(load, level, earlier),
-                     max_requests=load.max_requests, min_requests=load.min_requests)
+                     max_requests=load.max_requests, min_requests=load.min_requests,
+                     paired=gates.gate_concurrency(load), rounds=load.ratio_rounds if load.round_requests else 0)
     measured.refused = refused
     return measured
 
@@ -69,10 +70,9 @@ SPEED_UNMEASURABLE = ("no successful answer had its tokens spread over time (eac
 TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
 UNMEASURABLE = {"single_user_decode_tok_s": SPEED_UNMEASURABLE, "per_user_tok_s_p50": SPEED_UNMEASURABLE,
                 "per_user_ratio": SPEED_UNMEASURABLE, "single_user_ttft_p50_s": TTFT_UNMEASURABLE,
-                "ttft_p50_s": TTFT_UNMEASURABLE, "scaling_ratio": "a level had no successful request, or the machine's "
-                "speed changed during the sweep (see the 1-user level's drift)",
+                "ttft_p50_s": TTFT_UNMEASURABLE, "scaling_ratio": "a level had no successful request",
                 "goodput_share": "no successful request"}
-UNDECIDED = ("undecided: {what} at {users} users is {value} ({interval}, {requests} requests), which straddles the "
+UNDECIDED = ("undecided: {what} at {users} users is {value} ({interval}, {requests}), which straddles the "
              "{kind} {bound}; the sweep added requests up to the profile's bounds (load.max_requests "
              "{max_requests}, load.max_duration_s {max_duration_s:g} s) and still could not tell: raise them, or "
              "measure on a quieter station")
@@ -86,11 +86,6 @@ def _gate(load, swept: Sweep, field: str, what: str) -> gates.Gate:
     levels = [_level(swept, 1)] if users != 1 and field.endswith("_ratio") else []
     levels.append(_level(swept, users))
     measured = gates.gate(load, swept.levels, field)
-    one = swept.at(1)
-    if field in gates.RATIOS and one is not None and one.drift:
-        pytest.skip(f"{what} not checked: one user gave {one.drift[0]:,.4g} tok/s before the other levels and "
-                    f"{one.drift[1]:,.4g} after, intervals apart: the machine's speed changed during the sweep (other "
-                    f"work started or stopped), so no ratio within this run holds; re-run when the station is quiet")
     if measured is None or measured.value is None:
         pytest.skip(f"{what} could not be measured at concurrency {users}: {UNMEASURABLE[field]}")
     return measured
@@ -103,14 +98,25 @@ def _judge(gate: gates.Gate, load, record_metric, name: str, unit: str, what: st
                   passed=gate.decision is Decision.PASSES)
     if gate.decision is Decision.UNDECIDED:
         pytest.skip(UNDECIDED.format(what=what, users=gate.concurrency, value=f"{gate.value:,.4g}",
-                                     interval=shown(gate.interval), requests=gate.requests, kind=kind,
+                                     interval=shown(gate.interval), kind=kind,
+                                     requests=f"{gate.rounds} rounds" if gate.rounds else f"{gate.requests} requests",
                                      bound=f"{gate.bound:,.4g}", max_requests=load.max_requests,
                                      max_duration_s=load.max_duration_s))
     require(gate.decision is Decision.PASSES, **finding)
 
 
 def _measured_at(gate: gates.Gate, spec: str = ",.4g") -> str:
+    if gate.rounds:
+        return (f"{format(gate.value, spec)} (median of {gate.rounds} rounds of 1 and {gate.concurrency} users back "
+                f"to back, {shown(gate.interval)})")
     return f"{format(gate.value, spec)} ({shown(gate.interval)}, {gate.requests} requests)"
+
+
+def _rounds(swept: Sweep, users: int) -> str:
+    level = swept.at(users)
+    if level is None or not level.scaling_rounds:
+        return ""
+    return " (rounds: " + ", ".join(f"{r:.2f}×" for r in level.scaling_rounds) + ")"
 
 
 def _workload(load, concurrency: int) -> str:
@@ -227,14 +233,16 @@ def test_peak_throughput_meets_floor(swept, load, profile, record_metric):
 
 def test_aggregate_scales_with_users(swept, load, profile, record_metric):
     """At {load.gate_concurrency} users the aggregate is at least {load.floors.scaling_ratio}× the single user's
-    (a ratio within one run: it holds on any machine), and the level where it stops rising is reported [000][002]."""
+    (the median of rounds of 1 and {load.gate_concurrency} users measured back to back: it holds on a busy machine),
+    and the level where it stops rising is reported [000][002]."""
     gate = _gate(load, swept, "scaling_ratio", "the aggregate's scaling")
     users = gate.concurrency
     shape = gates.curve(swept.levels)
     record_metric("aggregate_peaks_at_users", shape.peak, "users")
     _judge(gate, load, record_metric, f"scaling_ratio_at_{users}", "×", "the aggregate's scaling",
            found=f"the aggregate at {users} users is {_measured_at(gate, '.2f')}× the single user's, below the "
-                 f"floor {gate.bound:.2f}×; aggregate tok/s by users: {shape.shown()}; it stops rising at "
+                 f"floor {gate.bound:.2f}×{_rounds(swept, users)}; aggregate tok/s by users: {shape.shown()}; it "
+                 f"stops rising at "
                  f"{shape.peak} users (max_num_seqs in the profile: {profile.vllm.max_num_seqs})",
            recipe=f"aggregate at {users} users ÷ aggregate at 1 user ≥ {load.floors.scaling_ratio:g}, less "
                   f"{load.tolerance:.0%} (the recipe's table: the aggregate keeps rising up to max_num_seqs) "
@@ -242,9 +250,39 @@ def test_aggregate_scales_with_users(swept, load, profile, record_metric):
            fix=(shape.cause(profile.vllm.max_num_seqs, gate.value, users) or CAUSES) + "; then re-run the go-live")
 
 
+def test_gate_level_runs_as_one_batch(swept, load, profile, record_metric):
+    """With {load.gate_level} users in flight vLLM runs them all at once, up to --max-num-seqs {vllm.max_num_seqs}
+    (`vllm:num_requests_running` on /metrics during the ratio rounds): a cap that a busy machine's noise cannot
+    hide, where throughput ratios can [000][002]."""
+    if not (load.ratio_rounds and load.round_requests):
+        not_applicable("the profile runs no ratio rounds (load.ratio_rounds 0, no ratio floor, or gate level 1)")
+    users = gates.gate_concurrency(load)
+    level = _level(swept, users)
+    cap = profile.vllm.max_num_seqs
+    expected = min(users, cap) if cap else users
+    if not level.scaling_rounds:
+        pytest.skip(f"the ratio rounds did not run (the profile's load.max_requests {load.max_requests} or "
+                    f"load.max_duration_s {load.max_duration_s:g} s ran out first): see the sweep check")
+    if level.running_max is None:
+        pytest.skip("not checked: GET /metrics never reported vllm:num_requests_running while "
+                    f"{users} users were in flight (vLLM serves /metrics by default: is a proxy hiding it?)")
+    running = level.running_max
+    record_metric(f"running_at_once_at_{users}", running, "requests", floor=expected, passed=running >= expected)
+    require(running >= expected,
+            found=f"with {users} requests in flight vLLM ran at most {running:g} at once "
+                  f"(`vllm:num_requests_running` on /metrics, polled every 0.1 s during {len(level.scaling_rounds)} "
+                  f"batches of {users} users)",
+            recipe=f"the station batches up to --max-num-seqs {cap or '(unset)'}: {users} users run as one batch of "
+                   f"{expected} {profile.cited}",
+            fix=f"the batch is capped at about {running:g}: read --max-num-seqs in the service's ExecStart (the "
+                f"recipe serves {cap or 'its default'}); a KV cache too small for {expected} sequences caps it too "
+                f"(the vLLM log's 'Maximum concurrency' line, --gpu-memory-utilization, --max-model-len); then "
+                f"re-run the go-live")
+
+
 def test_per_user_speed_holds_under_load(swept, load, profile, record_metric):
     """At {load.gate_concurrency} users each user still decodes at least {load.floors.per_user_ratio} of the single
-    user's speed (a ratio within one run: it holds on any machine) [000][002]."""
+    user's speed (the median of rounds of 1 and {load.gate_concurrency} users measured back to back) [000][002]."""
     gate = _gate(load, swept, "per_user_ratio", "per-user decode under load")
     users = gate.concurrency
     _judge(gate, load, record_metric, f"per_user_ratio_at_{users}", "×", "per-user decode under load",

@@ -4,6 +4,7 @@ Probes under load (suites/endpoint/test_correctness_under_load.py) pass on the s
 corrupts answers only while streamed load is in flight."""
 import asyncio
 import re
+import statistics
 import threading
 from pathlib import Path
 
@@ -16,8 +17,10 @@ CHECKS = {"test_sweep_runs_every_level_without_failures", "test_single_user_deco
           "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
           "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor",
           "test_aggregate_scales_with_users", "test_per_user_speed_holds_under_load", "test_goodput_meets_floor",
-          "test_prefill_speed_at_long_prompts"}
+          "test_prefill_speed_at_long_prompts", "test_gate_level_runs_as_one_batch"}
 SCALING = "test_aggregate_scales_with_users"
+BATCH = "test_gate_level_runs_as_one_batch"
+PER_USER_RATIO = "test_per_user_speed_holds_under_load"  # no floor in reference-cpu (noise under CPU hogs)
 
 
 class DroppingProxy:
@@ -142,7 +145,8 @@ def test_shipped_reference_floors_pass(healthy_endpoint_run):
     from the session's whole-layer run on the healthy station, tests/conftest.py)."""
     run = healthy_endpoint_run
     output = run.output
-    assert run.code == 0 and {run.check(name)["outcome"] for name in CHECKS} == {"passed"}, output
+    assert run.code == 0 and {run.check(name)["outcome"] for name in CHECKS - {PER_USER_RATIO}} == {"passed"}, output
+    assert run.check(PER_USER_RATIO)["outcome"] == "not_applicable", output
     results = run.results
     sweep = {row["concurrency"]: row for row in results["sweep"]}
     assert set(sweep) == {1, 2, 4, 8} and {row["station"] for row in results["sweep"]} == {"reference"}
@@ -152,7 +156,12 @@ def test_shipped_reference_floors_pass(healthy_endpoint_run):
         assert sweep[level]["requests"] == max(3 * level, 12) * sweep[level]["batches"]
         low, high = sweep[level]["aggregate_tok_s_ci"]
         assert low <= sweep[level]["aggregate_tok_s"] <= high
-    assert sweep[1]["batches"] >= 2  # the 1-user level again after the others (every ratio divides by it)
+    # the ratio rounds: 7 (at least) of 1 and 8 users back to back, each a batch in its level's row too
+    rounds = sweep[8]["scaling_rounds"]
+    assert len(rounds) >= 7 and sweep[1]["batches"] >= 1 + len(rounds) and sweep[8]["batches"] >= 1 + len(rounds)
+    scaling = {m["name"]: m for m in results["metrics"]}["scaling_ratio_at_8"]
+    assert scaling["value"] == pytest.approx(statistics.median(rounds)) and scaling["passed"]
+    assert sweep[8]["running_max"] == 8  # vLLM ran all 8 at once (/metrics, polled during the rounds)
     metrics = {m["name"]: m for m in results["metrics"]}
     assert not any(name.startswith("load_c") for name in metrics)
     assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
@@ -198,8 +207,10 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     assert "test_sweep_runs_every_level_without_failures" in run.failed(), run.output
     message = run.check("test_sweep_runs_every_level_without_failures")["message"]
     counted = re.search(r"(\d+) of (\d+) measured requests failed(?:, and (\d+) warm-up requests)?", message)
-    assert counted, message  # counts that add up: every dropped request is counted once, measured or warm-up
-    assert int(counted[1]) + int(counted[3] or 0) == proxy.dropped and int(counted[1]) <= int(counted[2]), message
+    assert counted, message  # counts that add up: a dropped request is counted once, measured or warm-up ...
+    # ... unless it went out on a reused keep-alive connection: closed before any response byte, the lane sends it
+    # again once (as HTTP clients do) and the station's answer to the resend is what counts
+    assert 1 <= int(counted[1]) + int(counted[3] or 0) <= proxy.dropped and int(counted[1]) <= int(counted[2]), message
     assert "closed before an HTTP response" in message, message
 
 
@@ -222,24 +233,25 @@ def test_ratio_and_goodput_floors_above_the_station_fail_those_checks(reference,
     assert metric["interval"][0] <= metric["value"] <= metric["interval"][1] and metric["requests"] >= 8
 
 
-# variant -> what the scaling gate's message says the curve shows
-CAPPED = {"max-num-seqs-1": "flat from 1 user on: the station does not batch",
-          "max-num-seqs-2": "batching is capped at about 2 sequences"}
+# variant -> {failing check: what its message says}. A batch of 1 gives ~1× one user's aggregate (below the 1.5×
+# floor); a batch of 2 gives ~2×, which a busy machine's healthy batch of 8 also gave (2.7× median under two CPU
+# hogs), so the batch check (vLLM's running count under load) is what tells it, on a quiet machine or a busy one.
+CAPPED = {"max-num-seqs-1": {SCALING: "flat from 1 user on: the station does not batch",
+                             BATCH: "with 8 requests in flight vLLM ran at most 1 at once"},
+          "max-num-seqs-2": {BATCH: "with 8 requests in flight vLLM ran at most 2 at once"}}
 
 
-# Known open (issue 18): on this 2-core CPU the tiny reference model's levels last a fraction of a second, and the
-# capped stations' curves came out erratic (1 → 8 users: 350, 610, 833, 121 tok/s at max-num-seqs 1, the machine
-# otherwise idle): the gate then ends undecided or drifted (not checked, never GO) instead of failing. Kept running
-# so the day it passes is seen; not strict, so a noisy CI run does not hide everything else.
-@pytest.mark.xfail(reason="capped-batching proof not yet robust on a 2-core CPU (issue 18 open)", strict=False)
 @pytest.mark.parametrize("reference", sorted(CAPPED), indirect=True)  # tests/conftest.py: one station per variant
-def test_capped_batching_fails_the_scaling_gate_naming_the_cause(reference, tmp_path):
+def test_capped_batching_fails_the_batch_check_naming_the_cap(reference, tmp_path):
     """A station that batches 1 (or 2) sequences passes every absolute floor of the reference profile and fails the
-    scaling gate, whose message names the cause from the curve's shape."""
+    batch check (and, batching 1, the scaling gate), each message naming the cap and --max-num-seqs."""
     run = golive_perf(reference.base_url, tmp_path)
-    assert run.failed() == {SCALING}, run.output
-    message = run.check(SCALING)["message"]
-    assert CAPPED[reference.variant] in message and "--max-num-seqs" in message and "95 % CI" in message, message
+    assert run.failed() == set(CAPPED[reference.variant]), run.output
+    for check, says in CAPPED[reference.variant].items():
+        message = run.check(check)["message"]
+        assert says in message and "--max-num-seqs" in message, message
+    if SCALING in CAPPED[reference.variant]:
+        assert "median of " in run.check(SCALING)["message"] and "95 % CI" in run.check(SCALING)["message"]
     assert run.code == 1 and run.results["verdict"] == "fail"
 
 
