@@ -94,9 +94,10 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
         f"    production: true\n")
     out = tmp_path / "out"
     run = golive_run(tmp_path / "inventory.yaml", out, "-m", "perf", "-p", "no:cacheprovider",
-                     # the fake answers load, not questions, has no /metrics: probes and prefill are proven elsewhere
-                     "-k", "not correctness_under_load and not prefill", *(["--allow-peak-load"] if allow else []),
-                     cwd=tmp_path, timeout=60)
+                     # the fake answers load, not questions, and has no /metrics: probes, prefill and the batch check
+                     # (vLLM's running count) are proven on the reference station
+                     "-k", "not correctness_under_load and not prefill and not as_one_batch",
+                     *(["--allow-peak-load"] if allow else []), cwd=tmp_path, timeout=180)
     result, results = run.proc, run.results
     checks = {c["nodeid"].split("::")[1].split("[")[0]: c for c in results["checks"]}
     peak = checks["test_peak_throughput_meets_floor"]
@@ -115,6 +116,6 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
         assert streaming_server.most <= 4  # the peak level (8 in flight) never ran
         # the reference profile gates at its top level: every check that reads it is not checked for the same reason
         for name, check in checks.items():
-            assert check["outcome"] == "passed" or (
+            assert check["outcome"] in ("passed", "not_applicable") or (
                 check["outcome"] == "not_checked" and "--allow-peak-load" in check["message"]), (name, check)
         assert checks["test_single_user_decode_meets_floor"]["outcome"] == "passed"
