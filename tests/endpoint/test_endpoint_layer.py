@@ -86,7 +86,10 @@ def test_station_fails_exactly_its_checks(reference, tmp_path, request):
     assert run.results["stations"][0]["provenance"]["vllm_version"] == "0.32.0"  # from the server's /version
     skipped = {name for name, cs in run.by_name().items()
                if all(c["outcome"] in ("not_checked", "not_applicable") for c in cs)}
-    assert not skipped, run.output
+    # the one floor reference-cpu leaves unset (per-user decode is noise on a busy 2-core CPU: the profile says why);
+    # its pass direction: tests/endpoint/test_throughput_layer.py, a site profile that sets it
+    assert skipped == {"test_per_user_speed_holds_under_load"}, run.output
+    assert "sets no load floor per_user_ratio" in run.check("test_per_user_speed_holds_under_load")["message"]
     auth = run.check("test_auth_matches_profile")
     assert auth["note"].startswith("OPEN ENDPOINT:")  # passed, and the report says so
     assert "OPEN ENDPOINT" in (run.out / "go-live.html").read_text()

@@ -214,6 +214,19 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     assert "closed before an HTTP response" in message, message
 
 
+def test_per_user_ratio_floor_the_station_meets_passes(reference, tmp_path):
+    """A site profile that sets the per-user ratio reference-cpu leaves unset, at 0.01 (healthy here: ~0.5-0.8 at 2
+    users): the check passes, read from the rounds."""
+    site = tmp_path / "site.yaml"
+    site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 2]\n  gate_concurrency: 2\n"
+                    "  floors: {per_user_ratio: 0.01, scaling_ratio: null}\n  prefill: {prompt_tokens: []}\n")
+    run = golive_perf(reference.base_url, tmp_path, profile=str(site))
+    assert run.code == 0 and run.check(PER_USER_RATIO)["outcome"] == "passed", run.output
+    [metric] = [m for m in run.results["metrics"] if m["name"] == "per_user_ratio_at_2"]
+    rounds = {row["concurrency"]: row for row in run.results["sweep"]}[2]["per_user_rounds"]
+    assert len(rounds) >= 7 and metric["value"] == pytest.approx(statistics.median(rounds)) and metric["passed"]
+
+
 def test_ratio_and_goodput_floors_above_the_station_fail_those_checks(reference, tmp_path):
     """Per-user decode at 2 users ≥ 1000× one user's (a busy CPU gave 55× once: one user measured in a burst of
     other work) and objectives no request

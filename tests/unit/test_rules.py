@@ -47,6 +47,8 @@ NOT_APPLICABLE_WHEN_UNSET = {
     "test_per_user_speed_meets_floor": {"load.floors.per_user_tok_s_p50"},
     "test_ttft_under_load_within_ceiling": {"load.floors.ttft_p50_s"},
     "test_peak_throughput_meets_floor": {"load.floors.peak_tok_s"},
+    "test_aggregate_scales_with_users": {"load.floors.scaling_ratio"},
+    "test_per_user_speed_holds_under_load": {"load.floors.per_user_ratio"},
 }
 
 
