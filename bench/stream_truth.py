@@ -53,7 +53,7 @@ async def measured(url: str, concurrency: int, requests: int, tokens: int, trans
     """`requests` requests through golive's `run_level`, `concurrency` in flight: [(timing, true send times)], start,
     end. `transport` "stream" is golive's (golive.endpoint.timed_http); "httpx" the one it replaced
     (bench/httpx_lane.py)."""
-    workload = Workload(model="scripted", prompt_tokens=40, output_tokens=tokens, timeout_s=300)
+    workload = Workload(model="scripted", prompt_tokens=40, output_tokens=tokens)
     chat = url + "/v1/chat/completions"
     if transport == "stream":
         clients = lanes(chat, concurrency, 300)
