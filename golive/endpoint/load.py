@@ -306,9 +306,10 @@ class LevelResult:
     # at this level and a 1-user batch measured back to back: aggregate ÷ aggregate, per-user p50 ÷ per-user p50
     scaling_rounds: list[float] | None = None
     per_user_rounds: list[float | None] | None = None
-    # the gate level only: the most requests vLLM ran at once during its round batches (`vllm:num_requests_running`
-    # on /metrics, polled); None where /metrics never reported it
-    running_max: float | None = None
+    # the gate level only: vLLM's own count of the requests it ran and kept waiting, [running, waiting] per /metrics
+    # poll during its round batches (`vllm:num_requests_running`, `vllm:num_requests_waiting`); None where /metrics
+    # never reported them
+    engine_samples: list[list[float]] | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -434,11 +435,11 @@ class _Measured:
     batches: int
     level: LevelResult
     rounds: list[tuple[LevelResult, LevelResult]] = field(default_factory=list)  # (1 user, this level) per round
-    running_max: float | None = None
+    engine_samples: list[list[float]] = field(default_factory=list)
 
     def row(self, concurrency: int, slo: Slo | None) -> LevelResult:
         level = _row(concurrency, self.timings, self.warm, self.spent_s, self.batches, slo)
-        level.running_max = self.running_max
+        level.engine_samples = self.engine_samples or None
         if self.rounds:
             level.scaling_rounds = [top.aggregate_tok_s / one.aggregate_tok_s if one.aggregate_tok_s > 0 else 0.0
                                     for one, top in self.rounds]
@@ -447,29 +448,30 @@ class _Measured:
         return level
 
 
-RUNNING = "vllm:num_requests_running"
+RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
 
 
-async def busiest(client: httpx.AsyncClient, root: str, headers: dict, model: str, done: asyncio.Event,
-                  every_s: float = 0.1, timeout_s: float = 10) -> float | None:
-    """The most requests vLLM reported running at once (`vllm:num_requests_running`, the served model's series
-    summed over engines) from a /metrics poll every `every_s` until `done`; None where no poll gave the gauge. Read
-    only: a GET, like Prometheus' own scrape."""
-    most: float | None = None
+async def engine_counts(client: httpx.AsyncClient, root: str, headers: dict, model: str, done: asyncio.Event,
+                        every_s: float = 0.1, timeout_s: float = 10) -> list[list[float]]:
+    """[running, waiting] from vLLM's /metrics gauges (the served model's series summed over engines), polled every
+    `every_s` until `done`; polls that did not give both are left out. Read only: a GET, like Prometheus' scrape."""
+    samples: list[list[float]] = []
     while not done.is_set():
         with contextlib.suppress(httpx.HTTPError, ValueError):
             response = await client.get(f"{root}/metrics", headers=headers, timeout=timeout_s)
             if response.status_code == 200:
-                # only the gauge's lines go to the parser: the whole page is ~100 kB, polled ten times a second
-                lines = "\n".join(line for line in response.text.splitlines() if line.startswith(RUNNING))
-                running = [sample.value for family in text_string_to_metric_families(lines + "\n")
-                           for sample in family.samples
-                           if sample.name == RUNNING and sample.labels.get("model_name", model) == model]
-                if running:
-                    most = max(most or 0.0, sum(running))
+                # only the two gauges' lines go to the parser: the whole page is ~100 kB, polled ten times a second
+                lines = "\n".join(line for line in response.text.splitlines() if line.startswith((RUNNING, WAITING)))
+                seen: dict[str, float] = {}
+                for family in text_string_to_metric_families(lines + "\n"):
+                    for sample in family.samples:
+                        if sample.name in (RUNNING, WAITING) and sample.labels.get("model_name", model) == model:
+                            seen[sample.name] = seen.get(sample.name, 0.0) + sample.value
+                if len(seen) == 2:
+                    samples.append([seen[RUNNING], seen[WAITING]])
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), every_s)
-    return most
+    return samples
 
 
 async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterable[int], repeats: int, warmup: int,
@@ -540,15 +542,13 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
                     batch[c] = await extend(c)
                     continue
                 done = asyncio.Event()
-                poll = asyncio.ensure_future(busiest(light, target.root, headers, workload.model, done,
-                                                     timeout_s=target.light_timeout_s))
+                poll = asyncio.ensure_future(engine_counts(light, target.root, headers, workload.model, done,
+                                                           timeout_s=target.light_timeout_s))
                 try:
                     batch[c] = await extend(c)
                 finally:
                     done.set()
-                    running = await poll
-                if running is not None:
-                    m.running_max = max(m.running_max or 0.0, running)
+                    m.engine_samples += await poll
             m.rounds.append((batch[1], batch[paired]))
             m.level = m.row(paired, slo)
             ratio = m.level.scaling_rounds[-1] if m.level.scaling_rounds else None

@@ -250,34 +250,40 @@ def test_aggregate_scales_with_users(swept, load, profile, record_metric):
            fix=(shape.cause(profile.vllm.max_num_seqs, gate.value, users) or CAUSES) + "; then re-run the go-live")
 
 
-def test_gate_level_runs_as_one_batch(swept, load, profile, record_metric):
-    """With {load.gate_level} users in flight vLLM runs them all at once, up to --max-num-seqs {vllm.max_num_seqs}
-    (`vllm:num_requests_running` on /metrics during the ratio rounds): a cap that a busy machine's noise cannot
-    hide, where throughput ratios can [000][002]."""
+def test_gate_level_is_never_held_back(swept, load, profile, record_metric):
+    """With {load.gate_level} users in flight vLLM keeps none of them waiting while it runs fewer than
+    --max-num-seqs {vllm.max_num_seqs} (`vllm:num_requests_running` and `_waiting` on /metrics during the ratio
+    rounds): a cap on the batch that a busy machine's noise cannot hide, where throughput ratios can [000][002]."""
     if not (load.ratio_rounds and load.round_requests):
         not_applicable("the profile runs no ratio rounds (load.ratio_rounds 0, no ratio floor, or gate level 1)")
     users = gates.gate_concurrency(load)
     level = _level(swept, users)
     cap = profile.vllm.max_num_seqs
-    expected = min(users, cap) if cap else users
+    batch = min(users, cap) if cap else users
     if not level.scaling_rounds:
         pytest.skip(f"the ratio rounds did not run (the profile's load.max_requests {load.max_requests} or "
                     f"load.max_duration_s {load.max_duration_s:g} s ran out first): see the sweep check")
-    if level.running_max is None:
-        pytest.skip("not checked: GET /metrics never reported vllm:num_requests_running while "
-                    f"{users} users were in flight (vLLM serves /metrics by default: is a proxy hiding it?)")
-    running = level.running_max
-    record_metric(f"running_at_once_at_{users}", running, "requests", floor=expected, passed=running >= expected)
-    require(running >= expected,
-            found=f"with {users} requests in flight vLLM ran at most {running:g} at once "
-                  f"(`vllm:num_requests_running` on /metrics, polled every 0.1 s during {len(level.scaling_rounds)} "
-                  f"batches of {users} users)",
+    busy = [(running, waiting) for running, waiting in level.engine_samples or [] if running + waiting > 0]
+    if not busy:
+        pytest.skip("not checked: GET /metrics never reported vllm:num_requests_running and _waiting with work in "
+                    f"the engine while {users} users were in flight (vLLM serves /metrics by default: is a proxy "
+                    "hiding it?)")
+    held = [(running, waiting) for running, waiting in busy if waiting > 0 and running < batch]
+    most = max(running for running, _ in busy)
+    record_metric(f"held_back_share_at_{users}", len(held) / len(busy), "", ceiling=0.5,
+                  passed=len(held) < len(busy) / 2)
+    # a request that reached the engine between two scheduler steps waits a few ms: a poll can meet that once in a
+    # while, a cap holds requests back in every poll (a batch capped at 2 of 8: 6 waiting, poll after poll)
+    require(len(held) < len(busy) / 2,
+            found=f"with {users} requests in flight vLLM ran at most {most:g} at once and kept requests waiting in "
+                  f"{len(held)} of {len(busy)} polls (`vllm:num_requests_running`/`_waiting` on /metrics, every 0.1 s "
+                  f"during {len(level.scaling_rounds)} batches of {users} users)",
             recipe=f"the station batches up to --max-num-seqs {cap or '(unset)'}: {users} users run as one batch of "
-                   f"{expected} {profile.cited}",
-            fix=f"the batch is capped at about {running:g}: read --max-num-seqs in the service's ExecStart (the "
-                f"recipe serves {cap or 'its default'}); a KV cache too small for {expected} sequences caps it too "
-                f"(the vLLM log's 'Maximum concurrency' line, --gpu-memory-utilization, --max-model-len); then "
-                f"re-run the go-live")
+                   f"{batch}, none waiting {profile.cited}",
+            fix=f"the batch is capped at about {most:g}: read --max-num-seqs in the service's ExecStart (the "
+                f"recipe serves {cap or 'its default'}); a KV cache too small for {batch} sequences caps it too "
+                f"(the vLLM log's 'Maximum concurrency' line, --gpu-memory-utilization, --max-model-len), as does "
+                f"--max-num-batched-tokens below {batch} prompts; then re-run the go-live")
 
 
 def test_per_user_speed_holds_under_load(swept, load, profile, record_metric):

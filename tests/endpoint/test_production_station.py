@@ -96,7 +96,7 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
     run = golive_run(tmp_path / "inventory.yaml", out, "-m", "perf", "-p", "no:cacheprovider",
                      # the fake answers load, not questions, and has no /metrics: probes, prefill and the batch check
                      # (vLLM's running count) are proven on the reference station
-                     "-k", "not correctness_under_load and not prefill and not as_one_batch",
+                     "-k", "not correctness_under_load and not prefill and not held_back",
                      *(["--allow-peak-load"] if allow else []), cwd=tmp_path, timeout=180)
     result, results = run.proc, run.results
     checks = {c["nodeid"].split("::")[1].split("[")[0]: c for c in results["checks"]}
