@@ -217,6 +217,7 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     assert "closed before an HTTP response" in message, message
 
 
+@pytest.mark.slow  # ~20 s: the healthy station's other perf checks prove the pass direction in the default loop
 def test_per_user_ratio_floor_the_station_meets_passes(reference, tmp_path):
     """A site profile that sets the per-user ratio reference-cpu leaves unset, at 0.01 (healthy here: ~0.5-0.8 at 2
     users): the check passes, read from the rounds."""
@@ -257,6 +258,7 @@ CAPPED = {"max-num-seqs-1": {SCALING: "flat from 1 user on: the station does not
           "max-num-seqs-2": {BATCH: "with 8 requests in flight vLLM ran at most 2 at once and kept requests waiting"}}
 
 
+@pytest.mark.slow  # ~30 s each and a station of its own: the README's loop stays within 10 min, CI's slow run has it
 @pytest.mark.parametrize("reference", sorted(CAPPED), indirect=True)  # tests/conftest.py: one station per variant
 def test_capped_batching_fails_the_batch_check_naming_the_cap(reference, tmp_path):
     """A station that batches 1 (or 2) sequences passes every absolute floor of the reference profile and fails the
