@@ -2,7 +2,7 @@
 
 Progress goes to a copy of stderr taken before any test runs, so pytest's output capture does not swallow it; the
 line names the check and its target (password hidden, secrets scrubbed), never a key. The time bound interrupts the
-main thread the way Ctrl-C does (a real SIGINT: a blocking read wakes up), so the run ends through pytest's own
+main thread the way Ctrl-C does (a real signal, SIGUSR1: a blocking read wakes up), so the run ends through pytest's own
 interrupt path: every report written, INCOMPLETE, with the checks it did not reach not checked for that reason.
 """
 from __future__ import annotations
@@ -12,10 +12,18 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 import pytest
 
 from golive.urls import without_password
+
+BOUND_SIGNAL = signal.SIGUSR1
+
+
+def _bound_reached(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt("the run's time bound")
 
 
 class Progress:
@@ -28,6 +36,7 @@ class Progress:
         self.bound_reached = False
         self.running: pytest.Item | None = None  # the check that runs now (after an interrupt: the one stopped)
         self._timer: threading.Timer | None = None
+        self._signal_before: Callable[..., Any] | int | None = None
         self._finishing = False  # the checks are over: the reports are being written, never interrupt that
         self._position: dict[str, int] = {}  # nodeid → n of the run's N checks, in the order pytest runs them
         self._finished, self._finished_s = 0, 0.0  # checks finished so far and their summed wall time
@@ -43,6 +52,9 @@ class Progress:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.bound_s is not None and threading.current_thread() is threading.main_thread():
+            # the bound's own signal, not SIGINT: a shell without job control starts background jobs (`golive run … &`,
+            # a CI step run in the background) with SIGINT ignored, and Python then never turns it into Ctrl-C
+            self._signal_before = signal.signal(BOUND_SIGNAL, _bound_reached)
             self._timer = threading.Timer(max(0.0, self.bound_s - (time.monotonic() - self.started)), self._stop_run,
                                           args=(threading.main_thread().ident,))
             self._timer.daemon = True
@@ -54,7 +66,7 @@ class Progress:
                 return
             self.bound_reached = True
             self._say(f"golive: {self.reason}: stopping the running check, writing the reports (INCOMPLETE)")
-            signal.pthread_kill(main, signal.SIGINT)  # pytest's Ctrl-C path: the session ends, the reports are written
+            signal.pthread_kill(main, BOUND_SIGNAL)  # a blocking read wakes, then pytest's Ctrl-C path: the reports
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -69,6 +81,9 @@ class Progress:
     def pytest_unconfigure(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        if self._signal_before is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(BOUND_SIGNAL, self._signal_before)
+            self._signal_before = None
         if self._out is not None:
             self._out.close()
             self._out = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -33,9 +34,11 @@ def golive(*args: str | Path, cwd: Path = REPO, env: dict[str, str] | None = Non
 
 
 def golive_started(*args: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """`golive ARGS` left running (a test that signals it), stdout and stderr in one pipe."""
+    """`golive ARGS` left running (a test that signals it), stdout and stderr in one pipe. SIGINT at its default in
+    golive, as from a terminal: a test run started in the background without job control inherits it ignored."""
     return subprocess.Popen(_command(args), cwd=cwd, env=_environment(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def check_name(check: dict) -> str:

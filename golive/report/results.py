@@ -9,8 +9,8 @@ learned: served args, parsers, image, vLLM version) and `baseline` (the post-upg
 
 Added within schema 3: `estimate` {expected_s, upper_s, parts, actual_s}: the time estimate said before the first
 check ran (golive.estimate) and the run's actual time. The gate level's `sweep` row: `scaling_rounds` and
-`per_user_rounds`, one ratio per ratio round (a 1-user batch and a gate-level batch back to back); the ratio gates read
-their median.
+`per_user_rounds`, one ratio per ratio round (a 1-user batch and a gate-level batch back to back; the ratio gates read
+their median), and `engine_samples`, [running, waiting] from vLLM's /metrics a poll during those batches.
 
 schema 3 (golive 0.3): the concurrency sweep is its own list, `sweep`, one row per station and level
 ({station, concurrency, requests, failures, aggregate_tok_s, …}: golive.endpoint.load.LevelResult's fields); the
