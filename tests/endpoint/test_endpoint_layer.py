@@ -37,7 +37,12 @@ BROKEN = {
 }
 
 
-EVERY_VARIANT = pytest.mark.parametrize("reference", ["healthy", *BROKEN], indirect=True)  # tests/conftest.py
+# the two variants whose quick run includes the tool battery they break (~30 s each) run in CI's slow step, beside
+# their slow run below: the README's loop stays within 10 min
+SLOW_VARIANTS = {"fault-wrong-tool", "fault-malformed-args"}
+EVERY_VARIANT = pytest.mark.parametrize(  # tests/conftest.py
+    "reference", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_VARIANTS else name
+                  for name in ["healthy", *BROKEN]], indirect=True)
 BROKEN_VARIANTS = pytest.mark.parametrize("reference", list(BROKEN), indirect=True)
 
 
@@ -127,7 +132,8 @@ def test_keys_never_reach_a_report(reference, tmp_path):
     ("vllm:\n  max_model_len: 8192\n", "max_model_len", "max_model_len 16,384: raised above the recipe's 8,192"),
     ("endpoint:\n  reasoning_effort_levels: [low, ultra]\n", "effort", "ultra: HTTP 400"),
     ("endpoint:\n  kv_cache_tokens_floor: 1000000000\n", "kv_cache", "KV cache ≥ 1,000,000,000 tokens"),
-    ("endpoint:\n  tool_battery_floor: 1.01\n", "battery", "cases pass (100%)"),
+    pytest.param("endpoint:\n  tool_battery_floor: 1.01\n", "battery", "cases pass (100%)",
+                 marks=pytest.mark.slow),  # the whole tool battery (~17 s): CI's slow step
 ], ids=["auth-required-but-open", "prompt-limit-not-enforced", "max-tokens-limit-not-enforced",
      "context-raised-above-profile", "unknown-effort-level", "kv-below-floor", "battery-floor"])
 def test_profile_demands_more_than_the_station_gives(reference, tmp_path, site, selection, fragment):
