@@ -21,7 +21,7 @@ from golive import config as golive_config
 from golive import verdict as rules
 from golive.estimate import estimate
 from golive.outcomes import record_outcome
-from golive.progress import Progress
+from golive.progress import Progress, raise_interrupt
 from golive.report import keys
 from golive.report import writer as report_writer
 from golive.report.baseline import load_baseline
@@ -141,15 +141,11 @@ def _budget(item: pytest.Item, loaded: golive_config.LoadedInventory) -> str:
     return f"; one request may take {limits.request_timeout_s:g} s (endpoint.request_timeout_s)"
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-
-
 def _stop_cleanly_on_sigterm(config: pytest.Config) -> None:
     """SIGTERM (a CI job cancelled, `kill`, systemd stopping a timer) ends the run like Ctrl-C: pytest finishes the
     session, and the reports are written, marked INCOMPLETE with everything measured so far."""
     if threading.current_thread() is threading.main_thread():
-        config.stash[SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, _interrupt)
+        config.stash[SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, raise_interrupt)
 
 
 def _hold_signals_while_writing(config: pytest.Config) -> None:

@@ -22,8 +22,9 @@ from golive.urls import without_password
 BOUND_SIGNAL = signal.SIGUSR1
 
 
-def _bound_reached(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt("the run's time bound")
+def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """A signal handler that ends the run as Ctrl-C does (pytest's interrupt path writes every report)."""
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 class Progress:
@@ -54,7 +55,7 @@ class Progress:
         if self.bound_s is not None and threading.current_thread() is threading.main_thread():
             # the bound's own signal, not SIGINT: a shell without job control starts background jobs (`golive run … &`,
             # a CI step run in the background) with SIGINT ignored, and Python then never turns it into Ctrl-C
-            self._signal_before = signal.signal(BOUND_SIGNAL, _bound_reached)
+            self._signal_before = signal.signal(BOUND_SIGNAL, raise_interrupt)
             self._timer = threading.Timer(max(0.0, self.bound_s - (time.monotonic() - self.started)), self._stop_run,
                                           args=(threading.main_thread().ident,))
             self._timer.daemon = True
