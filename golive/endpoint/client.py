@@ -161,11 +161,7 @@ class EndpointClient:
         response = self.get("/metrics")
         if response.status_code != 200:
             raise from_response(response, "GET /metrics did not answer")
-        samples: dict[str, list[tuple[dict, float]]] = {}
-        for family in text_string_to_metric_families(response.text):
-            for sample in family.samples:
-                samples.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
-        return samples
+        return parse_metrics(response.text)
 
     def close(self) -> None:
         self.http.close()
@@ -200,6 +196,15 @@ def _reasoning(message) -> str | None:
         if value:
             return value
     return None
+
+
+def parse_metrics(text: str) -> dict[str, list[tuple[dict, float]]]:
+    """Prometheus text (/metrics) as {sample name: [(labels, value), …]}, read by prometheus_client's parser."""
+    samples: dict[str, list[tuple[dict, float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return samples
 
 
 def metric_total(samples: dict, name: str, **labels) -> float:

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
+from golive.endpoint.client import parse_metrics
 from golive.endpoint.longctx import filler
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
@@ -462,13 +462,11 @@ async def engine_counts(client: httpx.AsyncClient, root: str, headers: dict, mod
             if response.status_code == 200:
                 # only the two gauges' lines go to the parser: the whole page is ~100 kB, polled ten times a second
                 lines = "\n".join(line for line in response.text.splitlines() if line.startswith((RUNNING, WAITING)))
-                seen: dict[str, float] = {}
-                for family in text_string_to_metric_families(lines + "\n"):
-                    for sample in family.samples:
-                        if sample.name in (RUNNING, WAITING) and sample.labels.get("model_name", model) == model:
-                            seen[sample.name] = seen.get(sample.name, 0.0) + sample.value
-                if len(seen) == 2:
-                    samples.append([seen[RUNNING], seen[WAITING]])
+                found = parse_metrics(lines + "\n")
+                served = [[value for labels, value in found.get(name, []) if labels.get("model_name", model) == model]
+                          for name in (RUNNING, WAITING)]
+                if all(served):
+                    samples.append([sum(values) for values in served])
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), every_s)
     return samples
