@@ -75,7 +75,7 @@ def level_speed(load: Load, users: int) -> float | None:
 def sweep_seconds(load: Load) -> float:
     """The sweep's time at the floors: each level's tokens (warm-up included) ÷ its floor speed."""
     total = 0.0
-    rounds = load.ratio_rounds if load.round_requests else 0  # each a batch at 1 user and one at the gate level
+    rounds = load.rounds_to_run  # each a batch at 1 user and one at the gate level
     for users in sorted(set(load.concurrency)):
         speed = level_speed(load, users)
         requests = max(load.repeats * users, load.min_requests) + load.warmup * users

@@ -196,6 +196,11 @@ class Load(Strict):
             return 0
         return max(self.repeats, self.min_requests) + max(self.gate_level * self.repeats, self.min_requests)
 
+    @property
+    def rounds_to_run(self) -> int:
+        """The ratio rounds the sweep runs at first: ratio_rounds, where a round has something to measure."""
+        return self.ratio_rounds if self.round_requests else 0
+
     @model_validator(mode="after")
     def _bounded(self):
         if max(self.concurrency) > self.max_concurrency or min(self.concurrency) < 1:

@@ -530,23 +530,22 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
 
         pairing = paired is not None and paired != 1 and rounds > 0
 
+        async def extend_watched(concurrency: int) -> LevelResult:
+            """A batch with vLLM's running and waiting counts polled beside it (the batch check reads them)."""
+            done = asyncio.Event()
+            poll = asyncio.ensure_future(engine_counts(light, target.root, headers, workload.model, done,
+                                                       timeout_s=target.light_timeout_s))
+            try:
+                return await extend(concurrency)
+            finally:
+                done.set()
+                measured[concurrency].engine_samples += await poll
+
         async def ratio_round() -> None:
             assert paired is not None
             m = measured[paired]
             order = (1, paired) if len(m.rounds) % 2 == 0 else (paired, 1)
-            batch = {}
-            for c in order:
-                if c != paired:
-                    batch[c] = await extend(c)
-                    continue
-                done = asyncio.Event()
-                poll = asyncio.ensure_future(engine_counts(light, target.root, headers, workload.model, done,
-                                                           timeout_s=target.light_timeout_s))
-                try:
-                    batch[c] = await extend(c)
-                finally:
-                    done.set()
-                    m.engine_samples += await poll
+            batch = {c: await (extend_watched(c) if c == paired else extend(c)) for c in order}
             m.rounds.append((batch[1], batch[paired]))
             m.level = m.row(paired, slo)
             ratio = m.level.scaling_rounds[-1] if m.level.scaling_rounds else None

@@ -48,7 +48,7 @@ def swept(request, endpoint, station, profile, load) -> Sweep:
                      progress=progress, slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
                      undecided=lambda level, earlier: gates.undecided(load, level, earlier),
                      max_requests=load.max_requests, min_requests=load.min_requests,
-                     paired=gates.gate_concurrency(load), rounds=load.ratio_rounds if load.round_requests else 0)
+                     paired=gates.gate_concurrency(load), rounds=load.rounds_to_run)
     measured.refused = refused
     return measured
 
@@ -254,7 +254,7 @@ def test_gate_level_is_never_held_back(swept, load, profile, record_metric):
     """With {load.gate_level} users in flight vLLM keeps none of them waiting while it runs fewer than
     --max-num-seqs {vllm.max_num_seqs} (`vllm:num_requests_running` and `_waiting` on /metrics during the ratio
     rounds): a cap on the batch that a busy machine's noise cannot hide, where throughput ratios can [000][002]."""
-    if not (load.ratio_rounds and load.round_requests):
+    if not load.rounds_to_run:
         not_applicable("the profile runs no ratio rounds (load.ratio_rounds 0, no ratio floor, or gate level 1)")
     users = gates.gate_concurrency(load)
     level = _level(swept, users)
