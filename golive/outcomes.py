@@ -15,7 +15,7 @@ from golive import verdict as rules
 from golive.endpoint.errors import EndpointError
 from golive.facts import FactError
 from golive.report import keys
-from golive.runstate import CONNECTIONS, inventory, station_of
+from golive.runstate import CONNECTIONS, inventory, layer_of, station_of
 from golive.transport import Gone, TransportError, now
 from golive.verdict import Finding, NotApplicable, printable
 from golive.waivers import expired_message
@@ -80,22 +80,31 @@ def same_cause(item: pytest.Item, report: pytest.TestReport, call: pytest.CallIn
 
 def lost_way(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classified | None:
     """A check whose way to the station failed mid-run (golive.transport.TransportError; an endpoint that had
-    answered /health and then refused, timed out connecting or cut an answer): not checked, one line naming the
+    answered /health and then refused, timed out connecting or cut an answer; an endpoint check that failed while
+    the station stopped answering /health, as vLLM does once its engine died): not checked, one line naming the
     station, the time and the check that met it first; recorded so that later checks of that station are not
     checked with the same line without trying again (golive.fixtures.station_not_gone). None for anything else."""
     exc = call.excinfo.value if call.excinfo is not None else None
     cache = item.config.stash.get(CONNECTIONS, None)
     if isinstance(exc, TransportError):
         gone, way = exc.gone, "host"
-    elif isinstance(exc, EndpointError) and exc.transport and cache is not None:
+    elif report.failed and cache is not None and layer_of(item) == "endpoint":
         station = station_of(item)
         if station is None or cache.get(("health", station.name), "never asked") is not None:
             return None  # never healthy in this run: the /health check and its dependents say so (golive.fixtures)
-        gone = cache.get(("gone-endpoint", station.name)) or Gone(station.name, "HTTP", now(), exc.found)
-        if ("gone-endpoint", station.name) not in cache and _still_healthy(cache, station.name):
-            # /health still answers: only this answer was lost (a cut stream); later checks go on
-            return _not_checked(item, report, f"station {station.name}'s answer was lost over HTTP at {gone.at}: "
-                                              f"{exc.found}; GET /health still answers 200: re-run this check")
+        known = cache.get(("gone-endpoint", station.name))
+        problem = None if known else _health_problem(cache, station.name)
+        if known is None and problem is None:
+            if isinstance(exc, EndpointError) and exc.transport:  # only this answer was lost (a cut stream)
+                return _not_checked(item, report, f"station {station.name}'s answer was lost over HTTP at {now()}: "
+                                                  f"{exc.found}; GET /health still answers 200: re-run this check")
+            return None  # the station is up: this failure is its own answer
+        if known is not None:
+            gone = known
+        elif isinstance(exc, EndpointError) and exc.transport:
+            gone = Gone(station.name, "HTTP", now(), exc.found)
+        else:  # it answered, wrongly or not at all, while going down: that answer is not the station's verdict
+            gone = Gone(station.name, "HTTP", now(), f"GET /health {problem} (the engine or server went down)")
         way = "endpoint"
     else:
         return None
@@ -110,14 +119,16 @@ def _check_name(item: pytest.Item) -> str:
     return getattr(item, "originalname", None) or item.name
 
 
-def _still_healthy(cache: dict, station: str) -> bool:
+def _health_problem(cache: dict, station: str) -> str | None:
+    """None when the station's GET /health answers 200 now, else what it did ("answers HTTP 503", "…refused")."""
     client = cache.get(("endpoint", station))
     if client is None:
-        return False
+        return "was never asked"
     try:
-        return bool(client.get("/health", with_key=False).status_code == 200)
-    except EndpointError:
-        return False
+        status = client.get("/health", with_key=False).status_code
+    except EndpointError as exc:
+        return f"no longer answers: {exc.what}"
+    return None if status == 200 else f"answers HTTP {status}"
 
 
 def _not_checked(item: pytest.Item, report: pytest.TestReport, reason: str) -> Classified:

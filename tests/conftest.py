@@ -5,15 +5,23 @@ asked for with `@pytest.mark.parametrize("reference", [variant, ...], indirect=T
 once: tests are ordered so each variant's tests run together (stations last, healthy after every broken variant), the
 next variant boots in the background while the current one is in use (vLLM start-up is ~1 core for a minute; a test
 drives mostly one core), and a variant stops right after its last test, so at most two stations are up at once.
+
+Under pytest-xdist (`-n 2 --dist loadgroup`, the default in pytest.ini) every test that uses a reference station is in
+one group that one worker runs, first: the station order above holds in that worker, and the other worker runs the
+tests that need no station beside it. Any other test is grouped with its module (its module fixtures are made once),
+and the network-namespace pairs' users with each other (one pair per variant per session). tests/xdist_schedule.py
+says how.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
 from pathlib import Path
 
 import pytest
+import xdist_schedule
 from e2e import e2e_chroot  # noqa: F401  (the fixture behind e2e.needs_chroot)
 from golive_run import Run, golive_endpoint
 
@@ -22,6 +30,9 @@ from golive_testbed.reference.launcher import ReferenceStation
 # Unset: the next variant boots while the current one serves tests. "0": one station at a time (a busy machine).
 OVERLAP = os.environ.get("GOLIVE_TEST_OVERLAP", "1") != "0"
 HEALTHY = "healthy"
+NETNS_FIXTURES = {"station_pairs", "healthy_pair", "netns_available"}
+# an xdist worker does not know, when its loop starts, whether it will get the stations: it boots the first on use
+XDIST_WORKER = "PYTEST_XDIST_WORKER" in os.environ
 
 
 # --- reference stations -----------------------------------------------------------------------------------------
@@ -83,6 +94,7 @@ class StationPool:
 
 
 POOL = pytest.StashKey[StationPool]()
+GROUPS = pytest.StashKey[Path]()  # the controller's: where its xdist workers write the test → group map
 LAST_USE = pytest.StashKey[dict[str, str]]()  # variant → nodeid of its last test
 
 
@@ -93,6 +105,18 @@ def variant_of(item: pytest.Item) -> str | None:
         callspec = getattr(item, "callspec", None)
         return callspec.params.get("reference", HEALTHY) if callspec else HEALTHY
     return HEALTHY if "healthy_endpoint_run" in names else None
+
+
+def xdist_group_of(item: pytest.Item) -> str:
+    """The xdist group of a test (tests/xdist_schedule.py): the stations', the namespace pairs', its module's, or its
+    own (a fuzz property)."""
+    if variant_of(item) is not None:
+        return xdist_schedule.STATIONS
+    if NETNS_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return "netns-pairs"
+    if item.get_closest_marker("fuzz"):  # no shared fixture, minutes at depth: each fills whichever worker is free
+        return item.nodeid
+    return item.nodeid.split("::")[0]
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: order and plan only what runs
@@ -106,15 +130,19 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         variants.remove(HEALTHY)
         variants.append(HEALTHY)
     rank = {v: i + 1 for i, v in enumerate(variants)}
-    items.sort(key=lambda item: rank.get(variant_of(item) or "", 0))  # stable: no station first, then each variant
+    # stable: no station first, then each variant's tests, a test that may end its station (ends_station) last
+    items.sort(key=lambda item: (rank.get(variant_of(item) or "", 0), bool(item.get_closest_marker("ends_station"))))
     config.stash[LAST_USE] = {variant_of(item) or "": item.nodeid for item in items if variant_of(item)}
     config.stash[POOL] = StationPool(variants)
+    groups = getattr(config, "workerinput", {}).get(xdist_schedule.GROUPS_KEY)
+    if groups:  # an xdist worker: the map the controller's scheduler reads
+        xdist_schedule.write_groups(groups, {item.nodeid: xdist_group_of(item) for item in items})
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtestloop(session: pytest.Session):
     pool = session.config.stash.get(POOL, None)
-    if pool is not None and pool.order and OVERLAP and not session.config.option.collectonly:
+    if pool is not None and pool.order and OVERLAP and not XDIST_WORKER and not session.config.option.collectonly:
         pool.prelaunch(pool.order[0])  # boots while the tests that need no station run
     try:
         yield
@@ -129,6 +157,26 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     variant = variant_of(item)
     if variant and item.config.stash[LAST_USE].get(variant) == item.nodeid:
         item.config.stash[POOL].release(variant)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """The controller names the file its workers write the test → group map to."""
+    path = node.config.stash.setdefault(GROUPS, xdist_schedule.groups_file())
+    node.workerinput[xdist_schedule.GROUPS_KEY] = str(path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return xdist_schedule.StationsFirst(config, log, config.stash.setdefault(GROUPS, xdist_schedule.groups_file()))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    groups = config.stash.get(GROUPS, None)
+    if groups is not None:
+        shutil.rmtree(groups.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -111,6 +111,9 @@ PubkeyAuthentication yes
 UsePAM no
 StrictModes no
 LogLevel ERROR
+# root's login shell is bash, which reads ~/.bashrc under sshd: on a host whose ~/.bashrc runs pyenv, every session
+# took its rehash lock, and a session cut mid-way (the fault campaign) left it held for the sessions after
+SetEnv HOME={dir}
 """
 
 SSH_HOST = """\

@@ -82,27 +82,36 @@ class TreeSshd:
         return self.workdir / "ssh_config"
 
     def stop(self) -> None:
-        """The listener goes away and its sessions with it (a host going down; sshd stopped with its control group).
-        The listener is frozen first, so that no session it forks escapes the cut as an orphan."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGSTOP)
-        self.cut()
-        self.process.terminate()
-        self.process.send_signal(signal.SIGCONT)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
+        """The listener goes away and its sessions with it (a host going down; sshd stopped with its control group)."""
+        if self.process is not None and self.process.poll() is None:
+            stop_sshd(self.process.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
 
     def cut(self) -> int:
         """Every established session's sshd killed: the client sees its connection closed by the remote host.
         How many processes were killed (0: no connection was open)."""
-        listener = self.process.pid if self.process is not None else None
-        killed = 0
-        for pid in _children_of_sshd(listener):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-        return killed
+        return cut_sessions(self.process.pid if self.process is not None else None)
+
+
+def stop_sshd(listener: int) -> None:
+    """Stop an sshd listener and every session it holds. The listener is frozen first, so that no session it forks
+    escapes the cut as an orphan."""
+    with contextlib.suppress(OSError):
+        os.kill(listener, signal.SIGSTOP)
+        cut_sessions(listener)
+        os.kill(listener, signal.SIGTERM)
+        os.kill(listener, signal.SIGCONT)
+
+
+def cut_sessions(listener: int | None) -> int:
+    """SIGKILL every session process an sshd listener forked; how many there were."""
+    killed = 0
+    for pid in _children_of_sshd(listener):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+    return killed
 
 
 def _children_of_sshd(listener: int | None) -> list[int]:
