@@ -228,7 +228,9 @@ def test_per_user_ratio_floor_the_station_meets_passes(reference, tmp_path):
     assert run.code == 0 and run.check(PER_USER_RATIO)["outcome"] == "passed", run.output
     [metric] = [m for m in run.results["metrics"] if m["name"] == "per_user_ratio_at_2"]
     rounds = {row["concurrency"]: row for row in run.results["sweep"]}[2]["per_user_rounds"]
-    assert len(rounds) >= 7 and metric["value"] == pytest.approx(statistics.median(rounds)) and metric["passed"]
+    # a round whose batch had no time per output token (each answer came in one burst) has no ratio: the gate skips it
+    measured = [r for r in rounds if r is not None]
+    assert len(rounds) >= 7 and metric["value"] == pytest.approx(statistics.median(measured)) and metric["passed"]
 
 
 def test_ratio_and_goodput_floors_above_the_station_fail_those_checks(reference, tmp_path):

@@ -195,10 +195,11 @@ def test_fault_mid_run_never_blames_the_station(trees, baselines, tmp_path, faul
     rng = random.Random(f"{FAULT_SEED}-{fault}-{index}")
     name = rng.choice(TARGETS)
     baseline, commands = baselines[name]
-    # the point: once the run has sent its k-th command (k=0: before the first), then a few milliseconds more. A
-    # SIGTERM lands mid-run, once the first command is out: before golive's Python has set its handler (its first
-    # ~second) the default action ends it unreported, with nothing checked (docs/guarantees.md)
-    k, extra_s = rng.randint(1 if fault == "sigterm" else 0, commands), rng.uniform(0, 0.05)
+    # the point: once the run has sent its k-th command (k=0: before the first), then a few milliseconds more; before
+    # its last command, so that the fault lands mid-run. A SIGTERM lands once the first command is out: before golive's
+    # Python has set its handler (its first ~second) the default action ends it unreported, with nothing checked
+    # (docs/guarantees.md)
+    k, extra_s = rng.randint(1 if fault == "sigterm" else 0, commands - 1), rng.uniform(0, 0.05)
     with _target(name, trees, rng) as target:
         started = time.monotonic()
         process = _start(target, tmp_path)

@@ -133,7 +133,7 @@ def _kill_mid_run(station: ReferenceStation, baseline: tuple[dict, int], out: Pa
     assert len(lost) == 1 or _outcomes(results) == outcomes, f"{where}: {lost}\n{output[-3000:]}"
     print(f"campaign-result: engine-killed reference n={fault_at}/{requests} variant={station.variant} "
           f"verdict={results['verdict']} lost={sum(o == 'not_checked' for o in _outcomes(results).values())} "
-          f"took={took:.1f}")
+          f"lines={len(lost)} took={took:.1f}")
 
 
 @pytest.fixture(scope="module")
