@@ -24,7 +24,7 @@ from golive.endpoint.target import EndpointTarget
 
 MODEL = "fuzz-model"
 DEPTH = int(os.environ.get("GOLIVE_FUZZ_EXAMPLES") or 0)  # CI's fuzz step: 10000 examples a property
-pytestmark = pytest.mark.fuzz  # CI's slow step runs these again at depth: `-m "slow or fuzz"`
+pytestmark = pytest.mark.fuzz  # CI's fuzz step runs these again at depth: `-m fuzz`
 
 
 def fuzz(examples: int) -> settings:

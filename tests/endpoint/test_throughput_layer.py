@@ -266,12 +266,19 @@ def test_capped_batching_fails_the_batch_check_naming_the_cap(reference, tmp_pat
     """A station that batches 1 (or 2) sequences passes every absolute floor of the reference profile and fails the
     batch check (and, batching 1, the scaling gate), each message naming the cap and --max-num-seqs."""
     run = golive_perf(reference.base_url, tmp_path)
-    assert run.failed() == set(CAPPED[reference.variant]), run.output
-    for check, says in CAPPED[reference.variant].items():
+    expected = dict(CAPPED[reference.variant])
+    scaling = run.check(SCALING)
+    if SCALING in expected and scaling["outcome"] == "not_checked":
+        # batching 1 keeps the scaling near 1×, which fails the gate on a quiet machine; with the other xdist worker
+        # busy beside it the rounds may straddle the floor: undecided, said so, never passed
+        assert "undecided" in scaling["message"] and "straddles the floor" in scaling["message"], scaling["message"]
+        del expected[SCALING]
+    assert run.failed() == set(expected), run.output
+    for check, says in expected.items():
         message = run.check(check)["message"]
         assert says in message and "--max-num-seqs" in message, message
-    if SCALING in CAPPED[reference.variant]:
-        assert "median of " in run.check(SCALING)["message"] and "95 % CI" in run.check(SCALING)["message"]
+    if SCALING in expected:
+        assert "median of " in scaling["message"] and "95 % CI" in scaling["message"]
     assert run.code == 1 and run.results["verdict"] == "fail"
 
 

@@ -29,7 +29,7 @@ from golive.waivers import load_waivers
 
 # derandomized: CI sees the same examples every run (a red here is a regression, not luck); no example database
 DEPTH = int(os.environ.get("GOLIVE_FUZZ_EXAMPLES") or 0)  # CI's fuzz step: 10000 examples a property
-pytestmark = pytest.mark.fuzz  # CI's slow step runs these again at depth: `-m "slow or fuzz"`
+pytestmark = pytest.mark.fuzz  # CI's fuzz step runs these again at depth: `-m fuzz`
 
 
 def fuzz(examples: int, share: float = 1.0) -> settings:
