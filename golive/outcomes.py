@@ -92,19 +92,18 @@ def lost_way(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
         station = station_of(item)
         if station is None or cache.get(("health", station.name), "never asked") is not None:
             return None  # never healthy in this run: the /health check and its dependents say so (golive.fixtures)
+        lost = exc.found if isinstance(exc, EndpointError) and exc.transport else None  # refused, timed out, cut
         known = cache.get(("gone-endpoint", station.name))
-        problem = None if known else _health_problem(cache, station.name)
-        if known is None and problem is None:
-            if isinstance(exc, EndpointError) and exc.transport:  # only this answer was lost (a cut stream)
-                return _not_checked(item, report, f"station {station.name}'s answer was lost over HTTP at {now()}: "
-                                                  f"{exc.found}; GET /health still answers 200: re-run this check")
-            return None  # the station is up: this failure is its own answer
         if known is not None:
             gone = known
-        elif isinstance(exc, EndpointError) and exc.transport:
-            gone = Gone(station.name, "HTTP", now(), exc.found)
-        else:  # it answered, wrongly or not at all, while going down: that answer is not the station's verdict
-            gone = Gone(station.name, "HTTP", now(), f"GET /health {problem} (the engine or server went down)")
+        elif (problem := _health_problem(cache, station.name)) is None:  # the station is up
+            if lost is None:
+                return None  # this failure is its own answer
+            return _not_checked(item, report, f"station {station.name}'s answer was lost over HTTP at {now()}: "
+                                              f"{lost}; GET /health still answers 200: re-run this check")
+        else:  # going down: a refused or cut answer, or one it gave while going down, is not the station's verdict
+            gone = Gone(station.name, "HTTP", now(),
+                        lost or f"GET /health {problem} (the engine or server went down)")
         way = "endpoint"
     else:
         return None

@@ -159,18 +159,24 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
         item.config.stash[POOL].release(variant)
 
 
+def _groups_path(config: pytest.Config) -> Path:
+    """The controller's file for the test → group map its workers write, made once per session."""
+    if GROUPS not in config.stash:
+        config.stash[GROUPS] = xdist_schedule.groups_file()
+    return config.stash[GROUPS]
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """The controller names the file its workers write the test → group map to."""
-    path = node.config.stash.setdefault(GROUPS, xdist_schedule.groups_file())
-    node.workerinput[xdist_schedule.GROUPS_KEY] = str(path)
+    node.workerinput[xdist_schedule.GROUPS_KEY] = str(_groups_path(node.config))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getvalue("dist") != "loadgroup":
         return None
-    return xdist_schedule.StationsFirst(config, log, config.stash.setdefault(GROUPS, xdist_schedule.groups_file()))
+    return xdist_schedule.StationsFirst(config, log, _groups_path(config))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

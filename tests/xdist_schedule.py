@@ -43,7 +43,7 @@ class StationsFirst(LoadScopeScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         if self.groups is None:  # first asked once every worker has collected: the map is written
-            self.groups = json.loads(self.path.read_text()) if self.path.exists() else {}
+            self.groups = json.loads(self.path.read_text())
         return self.groups.get(nodeid, nodeid)
 
     def _assign_work_unit(self, node: Any) -> None:

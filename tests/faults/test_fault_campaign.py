@@ -148,6 +148,24 @@ def _failed(outcomes: dict[tuple[str, str], str]) -> set[tuple[str, str]]:
     return {key for key, outcome in outcomes.items() if outcome == "failed"}
 
 
+def _judge(where: str, code: int, output: str, took: float, out: Path, baseline: dict, budget_s: float,
+           roles: dict[str, str] | None = None) -> tuple[dict, dict[tuple[str, str], str]]:
+    """What every faulted run is held to: within its budget, no traceback or internal repr in its output or reports,
+    every report written, exit code and verdict the same, GO only with exactly the fault-free run's outcomes (the
+    fault met nothing it needed), no check failed that the fault-free run does not fail. results.json and the
+    outcomes by (check, role)."""
+    assert took < budget_s + 60, f"{where}: the run took {took:.0f} s"
+    assert not any(leak in output for leak in LEAKS), f"{where}\n{output[-3000:]}"
+    results = _reports(out)
+    outcomes = _outcomes(results, roles)
+    assert (code == 0) == (results["verdict"] == "pass"), f"{where}: exit {code}, verdict {results['verdict']}"
+    if results["verdict"] == "pass":
+        assert outcomes == baseline, f"{where}: GO without the fault-free run's checks\n{output[-3000:]}"
+    blamed = _failed(outcomes) - _failed(baseline)
+    assert not blamed, f"{where}: blamed the station for {blamed}\n{output[-3000:]}"
+    return results, outcomes
+
+
 @pytest.fixture(scope="module")
 def trees():
     from golive_testbed.targets import build_station_trees
@@ -212,19 +230,9 @@ def test_fault_mid_run_never_blames_the_station(trees, baselines, tmp_path, faul
     where = (f"{fault} on {target.faulted} after command {k} of {commands} into {name} "
              f"(seed {FAULT_SEED}-{fault}-{index})")
     print(f"campaign: {where}: exit {code} in {took:.1f} s")
-    assert took < BUDGET_S + 60, f"{where}: the run took {took:.0f} s"
-    assert not any(leak in output for leak in LEAKS), f"{where}\n{output[-3000:]}"
-    results = _reports(tmp_path)
-    outcomes = _outcomes(results, target.roles)
-    # GO only where every check got its answers before the fault (it came after the last command): exactly the
-    # fault-free run's outcomes, nothing lost on the way
-    assert (code == 0) == (results["verdict"] == "pass"), f"{where}: exit {code}, verdict {results['verdict']}"
-    if results["verdict"] == "pass":
-        assert outcomes == baseline, f"{where}: GO without the fault-free run's checks\n{output[-3000:]}"
+    results, outcomes = _judge(where, code, output, took, tmp_path, baseline, BUDGET_S, target.roles)
     print(f"campaign-result: {fault} {name} k={k}/{commands} injected={injected} verdict={results['verdict']} "
           f"lost={sum(o == 'not_checked' for o in outcomes.values())}")
-    blamed = _failed(outcomes) - _failed(baseline)
-    assert not blamed, f"{where}: blamed the station for {blamed}\n{output[-3000:]}"
     lost = [c["message"] for c in results["checks"] if "stopped answering" in c.get("message", "")]
     if lost:  # one line per lost station, the same on every check it ended, naming the station the fault hit
         assert len(set(lost)) == 1 and f"station {target.faulted} stopped answering over ssh at " in lost[0], lost

@@ -14,12 +14,8 @@ The stream-cut points share the session's healthy station. GOLIVE_FAULT_POINTS s
 """
 from __future__ import annotations
 
-import os
 import random
 import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -27,9 +23,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from golive_run import golive
 
 from faults.proxy import FaultProxy
-from faults.test_fault_campaign import FAULT_SEED, LEAKS, POINTS, _failed, _outcomes, _reports
+from faults.test_fault_campaign import FAULT_SEED, LEAKS, POINTS, _free_port, _judge, _outcomes, _reports
 from golive_testbed.reference.launcher import VARIANTS, ReferenceStation
 
 # the endpoint checks that take seconds on the CPU station; the load sweep and the long context take minutes
@@ -42,23 +39,15 @@ FRESH_POINTS = max(0, POINTS - len(VARIANTS))  # the session's stations give one
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _golive(out: Path, proxy: FaultProxy, key: str | None = None) -> tuple[int, str, float]:
     out.mkdir(parents=True, exist_ok=True)
     key_line = f", api_key_env: {KEY_ENV}" if key else ""
     (out / "inventory.yaml").write_text(f"profile: reference-cpu\nstations:\n"
                                         f"  - {{name: {STATION}, endpoint: '{proxy.base_url}'{key_line}}}\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")} | ({KEY_ENV: key} if key else {})
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(out / "inventory.yaml"), "-o",
-                           str(out / "reports"), "-m", "endpoint", "-k", CHECKS, "-q", "-p", "no:cacheprovider",
-                           "--max-run-time", str(BUDGET_S)], cwd=out, env=env, capture_output=True, text=True,
-                          timeout=BUDGET_S + 60)
+    proc = golive("run", out / "inventory.yaml", "-o", out / "reports", "-m", "endpoint", "-k", CHECKS, "-q", "-p",
+                  "no:cacheprovider", "--max-run-time", str(BUDGET_S), cwd=out, env={KEY_ENV: key} if key else None,
+                  timeout=BUDGET_S + 60)
     return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - started
 
 
@@ -126,13 +115,13 @@ def _kill_mid_run(station: ReferenceStation, baseline: tuple[dict, int], out: Pa
     with FaultProxy(station.port, fault_at=fault_at, before=lambda: kill_engine(station)) as proxy:
         code, output, took = _golive(out, proxy, station.api_key)
     where = f"engine of {station.variant} killed before request {fault_at} of {requests} (seed {seed})"
-    results = _judge(where, code, output, took, out, outcomes)
+    results, got = _judge_http(where, code, output, took, out, outcomes)
     lost = {c["message"] for c in results["checks"] if "stopped answering" in c.get("message", "")}
     # the one line, on every check after the death; none only where no later request needed the engine (vLLM answers
     # /v1/models without it): then the run is exactly the fault-free one
-    assert len(lost) == 1 or _outcomes(results) == outcomes, f"{where}: {lost}\n{output[-3000:]}"
+    assert len(lost) == 1 or got == outcomes, f"{where}: {lost}\n{output[-3000:]}"
     print(f"campaign-result: engine-killed reference n={fault_at}/{requests} variant={station.variant} "
-          f"verdict={results['verdict']} lost={sum(o == 'not_checked' for o in _outcomes(results).values())} "
+          f"verdict={results['verdict']} lost={sum(o == 'not_checked' for o in got.values())} "
           f"lines={len(lost)} took={took:.1f}")
 
 
@@ -156,22 +145,16 @@ def shared_baseline(reference, tmp_path_factory) -> tuple[dict, int]:
     return _SHARED["healthy"]
 
 
-def _judge(where: str, code: int, output: str, took: float, out: Path, baseline: dict) -> dict:
-    assert took < BUDGET_S + 60, f"{where}: the run took {took:.0f} s"
-    assert not any(leak in output for leak in LEAKS), f"{where}\n{output[-3000:]}"
-    results = _reports(out)
-    outcomes = _outcomes(results)
-    assert (code == 0) == (results["verdict"] == "pass"), f"{where}: exit {code}, verdict {results['verdict']}"
-    if results["verdict"] == "pass":
-        assert outcomes == baseline, f"{where}: GO without the fault-free run's checks\n{output[-3000:]}"
-    blamed = _failed(outcomes) - _failed(baseline)
-    assert not blamed, f"{where}: blamed the station for {blamed}\n{output[-3000:]}"
+def _judge_http(where: str, code: int, output: str, took: float, out: Path,
+                baseline: dict) -> tuple[dict, dict[tuple[str, str], str]]:
+    """The campaign's rules (test_fault_campaign._judge), and a lost station said in its one HTTP line."""
+    results, outcomes = _judge(where, code, output, took, out, baseline, BUDGET_S)
     for check in results["checks"]:
         message = check.get("message", "")
         if "stopped answering" in message:
             assert message.startswith(f"station {STATION} stopped answering over HTTP at "), message
             assert "first seen by test_" in message and "\n" not in message, message
-    return results
+    return results, outcomes
 
 
 @pytest.mark.ends_station
@@ -200,7 +183,7 @@ def test_stream_cut_mid_answer_never_blames_the_station(reference, shared_baseli
         code, output, took = _golive(tmp_path, proxy)
     where = (f"answer {fault_at} of {requests} cut at {cut_at:.0%} of its bytes "
              f"(seed {FAULT_SEED}-stream-cut-real-{index})")
-    results = _judge(where, code, output, took, tmp_path, baseline)
+    results, got = _judge_http(where, code, output, took, tmp_path, baseline)
     assert proxy.cuts == 1, where  # GO stays possible: a client that asked again got every answer (_judge)
     print(f"campaign-result: stream-cut reference n={fault_at}/{requests} verdict={results['verdict']} "
-          f"lost={sum(o == 'not_checked' for o in _outcomes(results).values())} took={took:.1f}")
+          f"lost={sum(o == 'not_checked' for o in got.values())} took={took:.1f}")
