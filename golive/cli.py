@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from importlib.metadata import entry_points
@@ -13,20 +12,16 @@ import yaml
 
 from golive import __version__
 from golive import config as golive_config
+from golive.scope import suites_dir
 from golive.verdict import EXIT_CODES, EXIT_USAGE
 
 COMMANDS_GROUP = "golive.commands"  # other distributions (golive's testbed) add subcommands here
 TESTBED_COMMANDS = ("demo", "reference")
 REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
 # pytest plugins a Python environment may bring that a go-live run has no use for: hypothesis's loads its whole
-# engine (~0.55 s of every run's start) where it is installed
-UNUSED_PLUGINS = ("hypothesispytest",)
-
-
-def suites_dir() -> Path:
-    """The checklist, shipped inside the package (the repo's top-level suites/ is installed as golive.suites)."""
-    suites = importlib.import_module("golive.suites")  # by name: in a checkout it is the top-level suites/
-    return Path(str(suites.__file__)).parent
+# engine (~0.55 s of every run's start) where it is installed; anyio's (installed with httpx) imports its asyncio
+# backend (~0.1 s) for async tests the checklist does not have
+UNUSED_PLUGINS = ("hypothesispytest", "anyio")
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from golive.cluster import ClusterFacts
 from golive.config import LoadedInventory
-from golive.endpoint.client import EndpointClient
 from golive.endpoint.errors import EndpointError
-from golive.endpoint.load import LevelResult
+from golive.endpoint.levels import LevelResult
 from golive.endpoint.target import EndpointTarget
 from golive.outcomes import redacted_flags
 from golive.report import keys
@@ -28,6 +27,9 @@ from golive.scope import layer_scope
 from golive.station import StationFacts, chroot_tree, connect, disconnect, unreachable
 from golive.urls import without_password
 from golive.verdict import cite, not_applicable
+
+if TYPE_CHECKING:  # the client is imported where an endpoint check first needs it (endpoint_client): see there
+    from golive.endpoint.client import EndpointClient
 
 
 def _cached(request: pytest.FixtureRequest, key: tuple[str, str], make: Callable[[], Any]) -> Any:
@@ -163,6 +165,9 @@ def endpoint_client(request: pytest.FixtureRequest, station: Station, profile: P
     """The station's endpoint as configured, before anyone checked that it lets us in (the auth check uses this)."""
     if not station.endpoint:
         pytest.skip(f"station {station.name} has no endpoint URL")
+    # imported here, not at the top: it brings openai (~0.6 s), which a run of host and cluster checks never uses
+    from golive.endpoint.client import EndpointClient
+
     return _cached(request, ("endpoint", station.name), lambda: EndpointClient(
         EndpointTarget.of(station, profile.endpoint, golive_inventory.tls_ca_file(station))))
 

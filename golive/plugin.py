@@ -38,11 +38,13 @@ from golive.runstate import (
     secrets,
     station_of,
 )
-from golive.scope import MARKER_HELP, layer_scope
+from golive.schema import LAYERS
+from golive.scope import MARKER_HELP, layer_scope, layers_asked, suites_dir
 from golive.verdict import not_applicable
 
 pytest_plugins = ["golive.fixtures"]
 
+SUITES = suites_dir().resolve()  # the checklist, one folder a layer: pytest_ignore_collect leaves out what -m does
 SIGTERM_BEFORE = pytest.StashKey[Any]()  # the SIGTERM handler golive replaced, restored at unconfigure
 SIGNALS_BEFORE = pytest.StashKey[dict[signal.Signals, Any]]()  # the handlers held while the reports are written
 
@@ -168,6 +170,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     before = config.stash.get(SIGTERM_BEFORE, None)
     if before is not None:
         signal.signal(signal.SIGTERM, before)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A layer's suite that `-m` leaves out is not even imported: the endpoint suite brings openai, ~0.6 s of the
+    start of a run of host or cluster checks. Any other -m expression: every suite, and pytest deselects."""
+    asked = layers_asked(config.option.markexpr)
+    if asked is None or collection_path.name not in LAYERS or collection_path.parent.resolve() != SUITES:
+        return None
+    return collection_path.name not in asked
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

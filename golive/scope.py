@@ -1,7 +1,12 @@
-"""Which layers apply to which station: decided by the profile and the inventory, before any check runs."""
+"""Which layers apply to which station (the profile and the inventory decide, before any check runs), and which
+layers' suites a run collects at all."""
 from __future__ import annotations
 
-from golive.schema import Layer, Profile, Station
+import importlib
+import re
+from pathlib import Path
+
+from golive.schema import LAYERS, Layer, Profile, Station
 from golive.verdict import NOT_APPLICABLE, NOT_CHECKED
 
 # the pytest marker of each layer (golive.schema.LAYERS), as `pytest --markers` shows it
@@ -32,3 +37,17 @@ def layer_scope(layer: Layer, station: Station, profile: Profile, profile_name: 
             return NOT_CHECKED, (f"station {station.name} has no `endpoint:` in the inventory, so its endpoint layer "
                                  f"was not checked: add the base URL (http://host:port/v1)")
     return None
+
+
+def suites_dir() -> Path:
+    """The checklist, one folder a layer, shipped inside the package (the repo's top-level suites/ is installed as
+    golive.suites)."""
+    suites = importlib.import_module("golive.suites")  # by name: in a checkout it is the top-level suites/
+    return Path(str(suites.__file__)).parent
+
+
+def layers_asked(markexpr: str) -> frozenset[str] | None:
+    """The layers a `-m` expression asks for when it names only layers, joined by `or` ("host", "host or cluster");
+    None for any other expression, which pytest evaluates check by check."""
+    names = re.split(r"\s+or\s+", markexpr.strip())
+    return frozenset(names) if markexpr.strip() and set(names) <= set(LAYERS) else None

@@ -1,4 +1,5 @@
 """The operator's commands: bad input gives one line and a usage exit code, never a traceback."""
+import re
 import subprocess
 import sys
 
@@ -116,3 +117,18 @@ def test_collect_only_lists_the_checks_and_exits_0_without_reports(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "test_unit_caps_starts_per_interval[gb300-a]" in result.stdout
     assert not list((tmp_path / "out").glob("*"))
+
+
+@pytest.mark.parametrize("selection,client_imported,listed", [
+    ("host", False, {"host"}), ("host or cluster", False, {"host", "cluster"}),  # layer names only: their suites
+    ("host or endpoint", True, {"host", "endpoint"}), ("not endpoint", True, {"host", "cluster"}),  # else: all, -m
+])
+def test_layers_left_out_by_m_are_not_imported(tmp_path, selection, client_imported, listed):
+    """`-m` naming only layers collects only their suites: a run of host checks never imports the endpoint suite and
+    the OpenAI client (~0.6 s of its start, golive.plugin.pytest_ignore_collect)."""
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "golive.cli", "run", str(HEALTHY), "-o",
+                             str(tmp_path / "out"), "-m", selection, "--co", "-q", "-s"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)  # -s: the imports while collecting too
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert {layer for layer in ("host", "cluster", "endpoint") if f"suites/{layer}/" in result.stdout} == listed
+    assert bool(re.search(r"\| +openai$", result.stderr, re.MULTILINE)) == client_imported, result.stdout

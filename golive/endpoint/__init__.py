@@ -6,7 +6,8 @@ client       EndpointClient: chat (streamed or not, normalised), /health, /metri
 errors       EndpointError: a sick endpoint as one operator line (transport vs answer)
 stream       the chat stream reader: every value checked, anything a server sends ends as a result or one error
 timed_http   the load generator's HTTP/1.1 lanes, timed at byte arrival
-load         the load generator: concurrency levels, request timelines, level results (docs/metrics.md)
+load         the load generator: concurrency levels, request timelines, the sweep (docs/metrics.md)
+levels       LevelResult: one level's row of the sweep, the typed hand-off to the gates and the reports
 underload    probes with known answers sent while load runs
 toolcalls    the tool-call battery (batteries/*.yaml) and its judge
 agent        the multi-turn agent battery

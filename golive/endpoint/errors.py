@@ -1,10 +1,10 @@
 """A sick endpoint as one operator line: which URL, what came back (status, content type, first bytes), what to do."""
 from __future__ import annotations
 
+import sys
 from types import ModuleType
 
 import httpx
-import openai
 
 try:  # the openai client makes its requests with httpx2 (a fork): its errors are the same kinds under other classes
     import httpx2
@@ -18,6 +18,13 @@ FIRST_BYTES = 120
 
 def _kinds(*names: str) -> tuple[type, ...]:
     return tuple(getattr(lib, name) for lib in _HTTP_LIBS for name in names if hasattr(lib, name))
+
+
+def _openai_error(exc: BaseException, name: str) -> bool:
+    """Whether `exc` is the openai client's error `name`. Not imported here: a run that never loaded the client
+    (host and cluster checks only) cannot have met one of its errors, and importing it costs ~0.6 s of the start."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(exc, getattr(openai, name))
 
 
 class EndpointError(Exception):
@@ -80,12 +87,12 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
 
 def from_transport(url: str, exc: BaseException) -> EndpointError:
     """httpx / openai transport errors (connect, DNS, TLS, timeouts, cut streams) as one line, no internals."""
-    cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ else exc
+    cause = exc.__cause__ if _openai_error(exc, "APIConnectionError") and exc.__cause__ else exc
     text = str(cause).splitlines()[0][:200] if str(cause) else ""
     if isinstance(cause, _kinds("ConnectTimeout", "PoolTimeout")):
         what, hint = "no connection within the connect timeout", \
             "check the host is up and the port is not firewalled (endpoint.connect_timeout_s in the profile)"
-    elif isinstance(cause, _kinds("ReadTimeout", "WriteTimeout")) or isinstance(exc, openai.APITimeoutError):
+    elif isinstance(cause, _kinds("ReadTimeout", "WriteTimeout")) or _openai_error(exc, "APITimeoutError"):
         what, hint = "connected, but no answer within the timeout", \
             "the server accepts connections but does not answer: check its log for a hang or an overloaded engine " \
             "(timeouts: endpoint.light_timeout_s, request_timeout_s, stream_stall_timeout_s in the profile)"

@@ -1,7 +1,7 @@
 """The sweep's gates as data: each bound of a profile's `load.floors` at its level, the measured value, its interval and
 what the interval decides; and the shape of the throughput curve with the cause it usually has.
 
-Pure functions of the sweep's level results (golive.endpoint.load.LevelResult) and the profile's `load` section, so
+Pure functions of the sweep's level results (golive.endpoint.levels.LevelResult) and the profile's `load` section, so
 the load generator can ask, level by level, whether more requests would decide a floor (`undecided`).
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from golive.endpoint.load import LevelResult
+from golive.endpoint.levels import LevelResult
 from golive.endpoint.uncertainty import (
     Decision,
     Interval,

@@ -19,11 +19,12 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import httpx
 
 from golive.endpoint.client import parse_metrics
+from golive.endpoint.levels import LevelResult
 from golive.endpoint.longctx import filler
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
@@ -266,53 +267,6 @@ def meets_slo(timing: RequestTiming, slo: Slo) -> bool:
     tpot = (timing.end - timing.ttft) / (tokens - 1) if tokens > 1 else 0.0
     return all(objective >= value for objective, value in
                ((slo.ttft_s, timing.ttft), (slo.tpot_s, tpot), (slo.e2el_s, timing.end)) if objective is not None)
-
-
-@dataclass
-class LevelResult:
-    """One concurrency level of the sweep: the [002]-style table row, as data."""
-
-    concurrency: int
-    requests: int
-    failures: int
-    duration_s: float
-    output_tokens: int
-    aggregate_tok_s: float
-    per_user_tok_s_p50: float | None
-    ttft_p50_s: float | None
-    ttft_p99_s: float | None
-    ttft_mean_s: float | None
-    ttfo_p50_s: float | None
-    itl_p50_s: float | None
-    itl_mean_s: float | None
-    tpot_p50_s: float | None
-    e2e_p50_s: float | None
-    e2e_mean_s: float | None
-    prompt_tokens_p50: float | None
-    client_usage_mismatches: int  # requests whose client count differs from usage (cross-check, not a failure)
-    warmup_failures: int = 0  # not measured, still a failure of the station
-    errors: list[str] = field(default_factory=list)
-    # 95 % intervals (golive.endpoint.uncertainty), [low, high]; None with fewer than 2 successful requests
-    aggregate_tok_s_ci: list[float] | None = None
-    per_user_tok_s_p50_ci: list[float] | None = None
-    ttft_p50_s_ci: list[float] | None = None
-    # goodput against the profile's load.slo (None: no objectives set): vLLM's request goodput is good ÷ duration
-    good_requests: int | None = None
-    goodput_req_s: float | None = None
-    goodput_share: float | None = None  # good ÷ successful requests
-    goodput_share_ci: list[float] | None = None
-    batches: int = 1  # measured batches of `repeats` × C: more when a floor was undecided (the interval straddled it)
-    # the gate level only: the ratio rounds (golive.endpoint.load.sweep_async), one value a round, each from a batch
-    # at this level and a 1-user batch measured back to back: aggregate ÷ aggregate, per-user p50 ÷ per-user p50
-    scaling_rounds: list[float] | None = None
-    per_user_rounds: list[float | None] | None = None
-    # the gate level only: vLLM's own count of the requests it ran and kept waiting, [running, waiting] per /metrics
-    # poll during its round batches (`vllm:num_requests_running`, `vllm:num_requests_waiting`); None where /metrics
-    # never reported them
-    engine_samples: list[list[float]] | None = None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _listed(interval: tuple[float, float] | None) -> list[float] | None:

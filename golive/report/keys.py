@@ -16,7 +16,7 @@ OUTCOME = "golive_outcome"    # (outcome, reason) as golive classifies this phas
 FINDING = "golive_finding"    # {found, recipe, fix, sources} of a failed check
 NOTE = "golive_note"          # a passed check the operator must still read (e.g. an endpoint open to anyone)
 METRIC = "golive_metric"      # a golive.report.results.Metric as plain data {name, value, unit, floor, ceiling, passed}
-SWEEP = "golive_sweep"        # the station's concurrency sweep: [golive.endpoint.load.LevelResult as plain data, …]
+SWEEP = "golive_sweep"        # the station's concurrency sweep: [golive.endpoint.levels.LevelResult as plain data, …]
 WAIVER = "golive_waiver"      # the waiver that matched a failed check {name, owner, justification, expires, expired, …}
 PROVENANCE = "golive_provenance"  # what a check learned about the station: served args, parsers, image, vLLM version
 

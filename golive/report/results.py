@@ -13,7 +13,7 @@ check ran (golive.estimate) and the run's actual time. The gate level's `sweep` 
 their median), and `engine_samples`, [running, waiting] from vLLM's /metrics a poll during those batches.
 
 schema 3 (golive 0.3): the concurrency sweep is its own list, `sweep`, one row per station and level
-({station, concurrency, requests, failures, aggregate_tok_s, …}: golive.endpoint.load.LevelResult's fields); the
+({station, concurrency, requests, failures, aggregate_tok_s, …}: golive.endpoint.levels.LevelResult's fields); the
 schema 2 metrics `load_c<C>_<name>` (the sweep spelled as metric names) are gone from `metrics`. `metrics` keeps its
 shape (golive.report.results.Metric).
 """
@@ -33,7 +33,7 @@ import pytest
 
 from golive import verdict as rules
 from golive.config import LoadedInventory
-from golive.endpoint.load import LevelResult
+from golive.endpoint.levels import LevelResult
 from golive.report import keys
 from golive.urls import without_password
 

@@ -146,6 +146,10 @@ class ReferenceStation:
         env |= {
             "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; ~500k tokens for this model, plenty
             "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # keeps `uni`; the API server still runs the engine core apart
+            # one unbound OpenMP thread: vLLM binds one a core by default, and the second spins between the tiny
+            # model's kernels (~0.7 core). Measured on 2 cores, the whole endpoint layer: the same 48 s, the
+            # station's CPU 80.5 s -> 52.9 s, the scaling ratio 3.9x -> 5.0x (docs/performance.md)
+            "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1",
             "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
         }
         env |= self.spec.env | self.extra_env
