@@ -113,7 +113,7 @@ def test_broken_station_keeps_every_other_check_green(reference, tmp_path):
     # calls are broken without load too, they must not fail again (one root cause, one failure: the smoke and battery
     # checks name it), so they are in this run and not among the expected failures. Their own proof, both ways, is
     # tests/endpoint/test_throughput_layer.py.
-    # The load checks run under a lighter load than reference-cpu's (4 users, 3 ratio rounds: ~110 requests, not
+    # The load checks run under a lighter load than reference-cpu's (4 users, 3 ratio rounds: ~105 requests, not
     # ~340): what this run proves is that they do not fail on a station broken elsewhere; their floors, both ways,
     # are proven on the healthy station (test_throughput_layer.py). Fewer rounds only widen the intervals, which
     # leaves a gate undecided, never failed.

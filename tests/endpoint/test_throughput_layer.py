@@ -199,9 +199,9 @@ def test_floor_above_the_station_fails_that_check(reference, tmp_path):
 
 def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     """Behind a proxy that drops 1 chat request in 50, the sweep check fails with the count and the error."""
-    # the proxy drops the 14th chat request and every 50th after it. Only the sweep is asked: no
-    # ratio rounds, prefill or scaling gate, whose requests the proxy would drop too (a round that lost a request
-    # leaves its ratio undecided, and rounds were added up to max_requests: 149 s where 20 s do)
+    # the proxy drops the 14th chat request and every 50th after it. Only the sweep is asked: no ratio rounds, prefill
+    # or scaling gate, whose requests the proxy would drop too (a round that lost a request left its ratio undecided,
+    # and rounds were added up to max_requests: 149 s, now ~10 s)
     site = tmp_path / "site.yaml"
     site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 4]\n  gate_concurrency: 4\n  ratio_rounds: 0\n"
                     "  floors: {scaling_ratio: null}\n  prefill: {prompt_tokens: []}\n")
