@@ -175,10 +175,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """A layer's suite that `-m` leaves out is not even imported: the endpoint suite brings openai, ~0.6 s of the
     start of a run of host or cluster checks. Any other -m expression: every suite, and pytest deselects."""
-    asked = layers_asked(config.option.markexpr)
-    if asked is None or collection_path.name not in LAYERS or collection_path.parent.resolve() != SUITES:
+    if collection_path.name not in LAYERS or collection_path.parent.resolve() != SUITES:
         return None
-    return collection_path.name not in asked
+    asked = layers_asked(config.option.markexpr)
+    return None if asked is None else collection_path.name not in asked
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

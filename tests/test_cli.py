@@ -6,6 +6,8 @@ import sys
 import pytest
 from golive_run import REPO, golive
 
+from golive.schema import LAYERS
+
 
 @pytest.mark.parametrize("content,expected", [
     ("profile: glm-5.3-flash-gb300\nstations:\n  - name: a\n    hots: x\n",
@@ -126,9 +128,9 @@ def test_collect_only_lists_the_checks_and_exits_0_without_reports(tmp_path):
 def test_layers_left_out_by_m_are_not_imported(tmp_path, selection, client_imported, listed):
     """`-m` naming only layers collects only their suites: a run of host checks never imports the endpoint suite and
     the OpenAI client (~0.6 s of its start, golive.plugin.pytest_ignore_collect)."""
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "golive.cli", "run", str(HEALTHY), "-o",
-                             str(tmp_path / "out"), "-m", selection, "--co", "-q", "-s"], cwd=REPO,
-                            capture_output=True, text=True, timeout=120)  # -s: the imports while collecting too
+    # PYTHONPROFILEIMPORTTIME: every import on stderr; -s: the imports made while collecting too
+    result = golive("run", HEALTHY, "-o", tmp_path / "out", "-m", selection, "--co", "-q", "-s",
+                    env={"PYTHONPROFILEIMPORTTIME": "1"}, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert {layer for layer in ("host", "cluster", "endpoint") if f"suites/{layer}/" in result.stdout} == listed
+    assert {layer for layer in LAYERS if f"suites/{layer}/" in result.stdout} == listed
     assert bool(re.search(r"\| +openai$", result.stderr, re.MULTILINE)) == client_imported, result.stdout
