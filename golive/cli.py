@@ -11,9 +11,9 @@ from typing import NoReturn
 import yaml
 
 from golive import __version__
-from golive import config as golive_config
-from golive.scope import suites_dir
-from golive.verdict import EXIT_CODES, EXIT_USAGE
+from golive.core.verdict import EXIT_CODES, EXIT_USAGE
+from golive.inventory import loader as golive_config
+from golive.run.scope import suites_dir
 
 COMMANDS_GROUP = "golive.commands"  # other distributions (golive's testbed) add subcommands here
 TESTBED_COMMANDS = ("demo", "reference")
@@ -91,7 +91,7 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
 
 def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
     if ns.action == "capture":
-        from golive.capture import cmd_capture
+        from golive.day2.capture import cmd_capture
 
         return cmd_capture(ns)
     if ns.action == "list":
@@ -112,7 +112,7 @@ def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
 
 
 def cmd_watch(ns: argparse.Namespace, extra: list[str]) -> int:
-    from golive.watch import cmd_watch as watch
+    from golive.day2.watch import cmd_watch as watch
 
     return watch(ns)
 

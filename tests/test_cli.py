@@ -6,7 +6,7 @@ import sys
 import pytest
 from golive_run import REPO, golive
 
-from golive.schema import LAYERS
+from golive.profile.schema import LAYERS
 
 
 @pytest.mark.parametrize("content,expected", [
@@ -127,7 +127,7 @@ def test_collect_only_lists_the_checks_and_exits_0_without_reports(tmp_path):
 ])
 def test_layers_left_out_by_m_are_not_imported(tmp_path, selection, client_imported, listed):
     """`-m` naming only layers collects only their suites: a run of host checks never imports the endpoint suite and
-    the OpenAI client (~0.6 s of its start, golive.plugin.pytest_ignore_collect)."""
+    the OpenAI client (~0.6 s of its start, golive.run.plugin.pytest_ignore_collect)."""
     # PYTHONPROFILEIMPORTTIME: every import on stderr; -s: the imports made while collecting too
     result = golive("run", HEALTHY, "-o", tmp_path / "out", "-m", selection, "--co", "-q", "-s",
                     env={"PYTHONPROFILEIMPORTTIME": "1"}, timeout=120)

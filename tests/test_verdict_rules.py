@@ -1,4 +1,4 @@
-"""The verdict rules as an operator meets them: GO only on what was checked (golive/verdict.py, README)."""
+"""The verdict rules as an operator meets them: GO only on what was checked (golive/core/verdict.py, README)."""
 import socket
 from pathlib import Path
 

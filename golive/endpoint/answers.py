@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from golive.schema import Strict
-from golive.yamlfile import ConfigError, load_yaml, validate
+from golive.profile.schema import Strict
+from golive.profile.yamlfile import ConfigError, load_yaml, validate
 
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?|[-+]?\.\d+")
 

@@ -9,11 +9,11 @@ import httpx
 import openai
 from prometheus_client.parser import text_string_to_metric_families
 
+from golive.core.verdict import printable
 from golive.endpoint.errors import EndpointError, from_response, from_transport
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.tls import trusting
-from golive.verdict import printable
 
 
 @dataclass

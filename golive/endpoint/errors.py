@@ -52,7 +52,7 @@ class EndpointError(Exception):
     @property
     def transport(self) -> bool:
         """The way to the endpoint failed (refused, timed out connecting, closed mid-answer): mid-run, after the
-        endpoint had answered, this is not the station's answer (golive.outcomes: not checked)."""
+        endpoint had answered, this is not the station's answer (golive.run.outcomes: not checked)."""
         return self.unreachable or self.cut
 
     def __str__(self) -> str:

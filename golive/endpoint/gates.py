@@ -18,7 +18,7 @@ from golive.endpoint.uncertainty import (
     median_interval,
     ratio_interval,
 )
-from golive.schema import Load
+from golive.profile.schema import Load
 
 CEILINGS = {"single_user_ttft_p50_s", "ttft_p50_s"}
 RISE = 1.15  # a level "raises" the aggregate when it adds at least 15 %: less is within a loaded machine's noise

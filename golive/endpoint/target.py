@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from golive.schema import Endpoint, Station
+from golive.profile.schema import Endpoint, Station
 
 
 def api_key_of(station: Station) -> str | None:
@@ -22,7 +22,7 @@ class EndpointTarget:
     'http://gb300-a:8888/v1/chat/completions'
     """
 
-    url: str  # the OpenAI base URL, ending in /v1 (golive.urls.normalise_endpoint)
+    url: str  # the OpenAI base URL, ending in /v1 (golive.core.urls.normalise_endpoint)
     api_key: str | None = field(default=None, repr=False)
     ca_file: str | None = None  # the site CA for https (golive.endpoint.tls); None: httpx's default trust
     request_timeout_s: float = 120  # one whole non-streamed generation

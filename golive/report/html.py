@@ -4,11 +4,11 @@ from __future__ import annotations
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
-from golive import verdict as rules
+from golive.core import verdict as rules
+from golive.core.verdict import printable
+from golive.profile.rules import duration, measured
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows, sweep_svg
 from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
-from golive.rules import duration, measured
-from golive.verdict import printable
 
 
 def shown(value: object) -> object:

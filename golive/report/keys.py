@@ -12,7 +12,7 @@ import pytest
 LAYER = "golive_layer"        # host | cluster | endpoint
 STATION = "golive_station"    # the inventory's station name
 RULE = "golive_rule"          # the check's docstring line, recipe tags expanded
-OUTCOME = "golive_outcome"    # (outcome, reason) as golive classifies this phase (golive.verdict.OUTCOMES)
+OUTCOME = "golive_outcome"    # (outcome, reason) as golive classifies this phase (golive.core.verdict.OUTCOMES)
 FINDING = "golive_finding"    # {found, recipe, fix, sources} of a failed check
 NOTE = "golive_note"          # a passed check the operator must still read (e.g. an endpoint open to anyone)
 METRIC = "golive_metric"      # a golive.report.results.Metric as plain data {name, value, unit, floor, ceiling, passed}

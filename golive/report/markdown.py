@@ -1,6 +1,6 @@
 """go-live.md: the go-live record for the deployment repo, written from results.json (same facts, diff-friendly).
 
-Everything a station or a model said is text: control characters escaped (golive.verdict.printable), HTML-escaped
+Everything a station or a model said is text: control characters escaped (golive.core.verdict.printable), HTML-escaped
 (a markdown viewer renders raw HTML) and, in tables, with
 `|` and newlines escaped so a cell stays a cell.
 """
@@ -11,11 +11,11 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader
 
-from golive import verdict as rules
+from golive.core import verdict as rules
+from golive.core.verdict import printable
+from golive.profile.rules import duration, measured
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
 from golive.report.results import sweep_of, verdict_word
-from golive.rules import duration, measured
-from golive.verdict import printable
 
 _ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=False, keep_trailing_newline=True,
                    trim_blocks=True, lstrip_blocks=True,

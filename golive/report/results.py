@@ -8,7 +8,7 @@ Added within schema 2 (optional for readers): a check's `waiver`, each station's
 learned: served args, parsers, image, vLLM version) and `baseline` (the post-upgrade diff, golive.report.baseline).
 
 Added within schema 3: `estimate` {expected_s, upper_s, parts, actual_s}: the time estimate said before the first
-check ran (golive.estimate) and the run's actual time. The gate level's `sweep` row: `scaling_rounds` and
+check ran (golive.run.estimate) and the run's actual time. The gate level's `sweep` row: `scaling_rounds` and
 `per_user_rounds`, one ratio per ratio round (a 1-user batch and a gate-level batch back to back; the ratio gates read
 their median), and `engine_samples`, [running, waiting] from vLLM's /metrics a poll during those batches.
 
@@ -31,11 +31,11 @@ from typing import Any
 
 import pytest
 
-from golive import verdict as rules
-from golive.config import LoadedInventory
+from golive.core import verdict as rules
+from golive.core.urls import without_password
 from golive.endpoint.levels import LevelResult
+from golive.inventory.loader import LoadedInventory
 from golive.report import keys
-from golive.urls import without_password
 
 SCHEMA = 3
 OUTCOMES = rules.OUTCOMES
@@ -57,7 +57,7 @@ class CheckRecord:
 
 @dataclass(kw_only=True)
 class Metric:
-    """One measured value a check recorded (golive.fixtures.record_metric) and its bound: a row of `metrics`."""
+    """One measured value a check recorded (golive.run.fixtures.record_metric) and its bound: a row of `metrics`."""
 
     station: str = ""  # filled in by the Recorder, which knows the check's station
     check: str = ""
@@ -107,7 +107,7 @@ class Recorder:
     provenance: dict[str, dict] = field(default_factory=dict)  # per station: what the checks learned (keys.PROVENANCE)
     started: str = field(default_factory=lambda: _now())
     baseline: dict | None = None  # the post-upgrade diff (golive.report.baseline), where the run had a baseline
-    estimate: dict | None = None  # golive.estimate.Estimate.as_dict(), said before the first check ran
+    estimate: dict | None = None  # golive.run.estimate.Estimate.as_dict(), said before the first check ran
     started_at: float = field(default_factory=time.monotonic)
 
     def compare_with(self, previous: dict, tolerance_pct: float) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from _pytest.junitxml import mangle_test_address, xml_key
 
-from golive import verdict as rules
-from golive.config import LoadedInventory
+from golive.core import verdict as rules
+from golive.inventory.loader import LoadedInventory
 from golive.report.markdown import write_markdown
 from golive.report.results import Recorder, verdict_word
 

@@ -4,7 +4,7 @@ import difflib
 
 import pytest
 
-from golive.verdict import not_applicable, require
+from golive.core.verdict import not_applicable, require
 
 pytestmark = pytest.mark.cluster
 

@@ -2,8 +2,8 @@
 jumbo frames end to end [002]. If either station drops off the rail, the model stops answering."""
 import pytest
 
+from golive.core.verdict import not_applicable, require
 from golive.facts.net import PingVerdict
-from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.cluster
 

@@ -2,7 +2,7 @@
 the profile's NCCL with GPU Direct RDMA, never sockets, no warnings [002]."""
 import pytest
 
-from golive.verdict import not_applicable, require
+from golive.core.verdict import not_applicable, require
 
 pytestmark = pytest.mark.cluster
 

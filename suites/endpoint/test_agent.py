@@ -4,10 +4,10 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
+from golive.core.verdict import require
 from golive.endpoint.agent import load_agent_battery, run_agent_case
 from golive.endpoint.battery_runs import Spread, failing_ids
 from golive.endpoint.client import error_body
-from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
 

@@ -3,9 +3,9 @@ import uuid
 
 import pytest
 
+from golive.core.verdict import not_applicable, require
 from golive.endpoint.client import metric_total
 from golive.endpoint.longctx import filler
-from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.endpoint
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from golive.verdict import require
+from golive.core.verdict import require
 
 pytestmark = pytest.mark.endpoint
 

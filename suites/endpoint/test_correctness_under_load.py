@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
+from golive.core.verdict import not_applicable, require
 from golive.endpoint.load import Workload
 from golive.endpoint.underload import PROBES, Probe, probes_under_load
-from golive.verdict import not_applicable, require
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 

@@ -2,9 +2,9 @@
 import openai
 import pytest
 
+from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.longctx import repeat_to
-from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
 

@@ -3,8 +3,8 @@ import time
 
 import pytest
 
+from golive.core.verdict import require
 from golive.endpoint import longctx
-from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
 

@@ -5,9 +5,9 @@ import httpx
 import openai
 import pytest
 
+from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.errors import EndpointError, from_response
-from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
 

@@ -2,8 +2,8 @@
 import openai
 import pytest
 
+from golive.core.verdict import not_applicable, require
 from golive.endpoint.client import error_body
-from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.endpoint
 QUESTION = [{"role": "user", "content": "What is 12 * 12?"}]

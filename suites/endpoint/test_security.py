@@ -1,8 +1,8 @@
 """Auth: required when the profile says so; an open endpoint is reported plainly [000][002]."""
 import pytest
 
+from golive.core.verdict import require
 from golive.endpoint.errors import from_response
-from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
 

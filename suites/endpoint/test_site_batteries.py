@@ -3,9 +3,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from golive.core.verdict import not_applicable, require
 from golive.endpoint.answers import battery_ref, load_answer_battery, score_answer
 from golive.endpoint.battery_runs import Spread, failing_ids
-from golive.verdict import not_applicable, require
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.quality]
 

@@ -8,12 +8,12 @@ after that is not checked (the run is INCOMPLETE, never GO).
 """
 import pytest
 
+from golive.core.verdict import not_applicable, require
 from golive.endpoint import gates
 from golive.endpoint.client import metric_total
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.load import PEAK_REFUSED, LevelResult, Slo, Sweep, Workload, levels_to_run, sweep
 from golive.endpoint.uncertainty import Decision, against_floor, shown
-from golive.verdict import not_applicable, require
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 

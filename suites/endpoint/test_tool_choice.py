@@ -6,9 +6,9 @@ from dataclasses import dataclass
 import openai
 import pytest
 
+from golive.core.verdict import require
 from golive.endpoint.client import ChatResult, error_body
 from golive.endpoint.toolcalls import _schema_problem
-from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
 

@@ -5,9 +5,9 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
+from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.toolcalls import load_battery, score_calls
-from golive.verdict import require
 
 pytestmark = pytest.mark.endpoint
 

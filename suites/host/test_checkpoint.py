@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from golive.verdict import require
+from golive.core.verdict import require
 
 pytestmark = pytest.mark.host
 SIZE_TOLERANCE = 0.05  # shards of another quantization differ by far more; one missing shard of 40 by 2.5 %

@@ -1,6 +1,7 @@
 """The container systemd starts: docker flags, image pin, served vLLM flags [000][002]."""
 import pytest
 
+from golive.core.verdict import not_applicable, require
 from golive.facts.vllm import (
     ALL_INTERFACES,
     VALUE_TYPES,
@@ -12,7 +13,6 @@ from golive.facts.vllm import (
     served_host,
     speculative_tokens,
 )
-from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
 

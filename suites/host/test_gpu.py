@@ -3,9 +3,9 @@ from collections import Counter
 
 import pytest
 
+from golive.core.verdict import not_applicable, require
 from golive.facts import FactError
 from golive.facts.gpu import is_workstation_brand, mib, normalize_bus_id
-from golive.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
 

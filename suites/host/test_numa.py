@@ -1,7 +1,7 @@
 """The NUMA page-cache trap of the GB300 [000]."""
 import pytest
 
-from golive.verdict import not_applicable, require
+from golive.core.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
 

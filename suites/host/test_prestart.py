@@ -1,7 +1,7 @@
 """The prestart script: what systemd runs before every start attempt [000]."""
 import pytest
 
-from golive.verdict import not_applicable, require
+from golive.core.verdict import not_applicable, require
 
 pytestmark = pytest.mark.host
 

@@ -5,7 +5,7 @@ The unit is read as systemd runs it: the unit file with its drop-ins (`systemctl
 """
 import pytest
 
-from golive.verdict import require
+from golive.core.verdict import require
 
 pytestmark = pytest.mark.host
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from golive_run import Run, golive_run
 
-from golive.config import load_profile
+from golive.inventory.loader import load_profile
 
 CHECKS = {"test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
           "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import testinfra
 
-from golive.readonly import guard
-from golive.station import connect, unreachable
-from golive.transport import TransportError, failure_of_ansible, failure_of_result
+from golive.inventory.readonly import guard
+from golive.inventory.station import connect, unreachable
+from golive.inventory.transport import TransportError, failure_of_ansible, failure_of_result
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def test_ssh_exit_255_is_the_way_not_the_station(ssh_config):
 
 
 def test_a_station_never_reached_is_not_a_station_gone(ssh_config):
-    """The first contact failing is "cannot run commands" (golive.fixtures), not "stopped answering"."""
+    """The first contact failing is "cannot run commands" (golive.run.fixtures), not "stopped answering"."""
     port = _closed_port()
     host = connect(f"ssh://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
     assert unreachable(host) == f"ssh: connect to host 127.0.0.1 port {port}: Connection refused"

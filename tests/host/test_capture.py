@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from golive import config as golive_config
-from golive.capture import Capture, Observed, _Collector, capture_flags, redacted, render
+from golive.day2.capture import Capture, Observed, _Collector, capture_flags, redacted, render
+from golive.inventory import loader as golive_config
 from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]
@@ -145,7 +145,7 @@ def test_two_station_capture_reads_nccl_and_rails(cluster_trees, tmp_path, a, b,
     ({}, None, None),  # no capacity published: nothing captured, nothing made up
 ])
 def test_kv_capacity_below_the_recipe_is_reviewed_never_tightened(info, written, review):
-    from golive.capture import capture_endpoint
+    from golive.day2.capture import capture_endpoint
 
     recipe = golive_config.load_profile("glm-5.3-flash-gb300").profile
     result = Capture(station="s", recipe=recipe.name, why="test")

@@ -5,7 +5,7 @@ from pathlib import Path
 from e2e import needs_chroot
 from golive_run import golive_run
 
-from golive.fleet import station_of
+from golive.run.scheduling import station_of
 
 REPO = Path(__file__).resolve().parents[2]
 

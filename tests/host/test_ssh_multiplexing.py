@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.config import load_inventory
-from golive.station import connect, disconnect
+from golive.inventory.loader import load_inventory
+from golive.inventory.station import connect, disconnect
 from golive_testbed.sshd import available, loopback_sshd
 from golive_testbed.targets import build_station_trees
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.config import load_inventory
-from golive.station import StationFacts, connect
+from golive.inventory.loader import load_inventory
+from golive.inventory.station import StationFacts, connect
 from golive_testbed.targets import build_station_trees, load_variants
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from golive.watch import watched_layers
+from golive.day2.watch import watched_layers
 from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def test_watch_round_on_a_tree(trees, variant, failing):
 
 
 def test_watched_layers_follow_the_inventory():
-    from golive.schema import Station
+    from golive.profile.schema import Station
 
     assert watched_layers(Station(name="a", host="ssh://h", endpoint="http://h:8000/v1")) == {"host", "endpoint"}
     assert watched_layers(Station(name="a", endpoint="http://h:8000/v1")) == {"endpoint"}

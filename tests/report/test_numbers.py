@@ -1,5 +1,5 @@
-"""Measured numbers read the same in every report: 4 significant digits, thousands grouped (golive.rules.number);
-results.json keeps them whole."""
+"""Measured numbers read the same in every report: 4 significant digits, thousands grouped
+(golive.profile.rules.number); results.json keeps them whole."""
 import json
 
 from golive.endpoint.load import LevelResult
@@ -61,8 +61,8 @@ def test_results_json_keeps_every_digit():
 def test_results_json_states_the_fixed_verdict_rules_and_readme_its_verdict_values():
     from pathlib import Path
 
+    from golive.core.verdict import GO, INCOMPLETE, NO_GO, VERDICT_RULES
     from golive.report.results import verdict_word
-    from golive.verdict import GO, INCOMPLETE, NO_GO, VERDICT_RULES
 
     data = numbers_recorder().as_dict()
     assert data["verdict_rules"] == VERDICT_RULES and data["verdict"] == GO

@@ -1,10 +1,10 @@
 """Site-battery scoring rules and file validation (golive.endpoint.answers)."""
 import pytest
 
-from golive.config import ConfigError, load_inventory, load_profile
 from golive.endpoint.answers import SHIPPED, Expect, load_answer_battery, score_answer
 from golive.endpoint.battery_runs import Spread, failing_ids
-from golive.schema import Sampling
+from golive.inventory.loader import ConfigError, load_inventory, load_profile
+from golive.profile.schema import Sampling
 
 # Answers as the reference station's server returned them (message.content; streamed content joins to the same text).
 SALES = "Sales rose every quarter, from $100k in Q1 to $120k in Q4: a 20% increase from Q1 to Q4."

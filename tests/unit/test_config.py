@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from golive.config import ConfigError, load_inventory, load_profile, shipped_profiles
+from golive.inventory.loader import ConfigError, load_inventory, load_profile, shipped_profiles
 
 REPO = Path(__file__).resolve().parents[2]
 

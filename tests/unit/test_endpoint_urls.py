@@ -1,7 +1,7 @@
 """Endpoint URLs are normalised at inventory load; a URL golive cannot use is one line with file:line."""
 import pytest
 
-from golive import config
+from golive.inventory import loader as config
 
 
 def _inventory(tmp_path, endpoint: str):

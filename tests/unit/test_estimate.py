@@ -1,8 +1,8 @@
 """The time estimate said before a run: the sweep's tokens at the floors, the budgets as the upper bound."""
 import pytest
 
-from golive.config import load_profile
-from golive.estimate import Estimate, duration, level_speed, sweep_seconds
+from golive.inventory.loader import load_profile
+from golive.run.estimate import Estimate, duration, level_speed, sweep_seconds
 
 
 def test_sweep_time_is_tokens_over_floor_speed():

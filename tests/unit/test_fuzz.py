@@ -21,11 +21,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from golive.config import ConfigError, load_inventory, load_profile
 from golive.endpoint.answers import load_answer_battery
 from golive.endpoint.load import RequestTiming, SseParser, read_event
 from golive.facts import FactError, docker, gpu, nccl, net, shell, systemd, vllm
-from golive.waivers import load_waivers
+from golive.inventory.loader import ConfigError, load_inventory, load_profile
+from golive.profile.waivers import load_waivers
 
 # derandomized: CI sees the same examples every run (a red here is a regression, not luck); no example database
 DEPTH = int(os.environ.get("GOLIVE_FUZZ_EXAMPLES") or 0)  # CI's fuzz step: 10000 examples a property

@@ -16,7 +16,7 @@ from golive.endpoint.uncertainty import (
     ratio_interval,
     share_interval,
 )
-from golive.schema import Load
+from golive.profile.schema import Load
 
 
 def timing(ttft: float, end: float, tokens: int, error: str | None = None) -> RequestTiming:

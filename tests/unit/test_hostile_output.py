@@ -4,10 +4,10 @@ import json
 
 import pytest
 
+from golive.core.verdict import TEXT_LIMIT, Finding, require
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
 from golive.report.results import CheckRecord, Recorder
-from golive.verdict import TEXT_LIMIT, Finding, require
 
 CLEAR_SCREEN, SET_TITLE, CSI_8BIT = "\x1b[2J", "\x1b]0;pwned\x07", "\x9b31m"
 UNDECODABLE = b"caf\xe9 \xff\xfe".decode("utf-8", "surrogateescape")  # bytes that are not UTF-8, as Python keeps them

@@ -2,7 +2,7 @@
 secret golive knows (keys, passwords) is scrubbed from the line."""
 from types import SimpleNamespace
 
-from golive.progress import Progress
+from golive.run.progress import Progress
 
 
 def _item(endpoint_check: bool, **station):

@@ -1,4 +1,4 @@
-"""Every check's Rule line, rendered under every shipped profile, is that profile's rule (golive/rules.py).
+"""Every check's Rule line, rendered under every shipped profile, is that profile's rule (golive/profile/rules.py).
 
 For each shipped profile and each check of golive.suites: the rule is one complete sentence (it ends with '.'), every
 `{field}` is rendered, no field the rule names is unset where the check applies, and no number appears in it that
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from golive.config import load_profile, shipped_profiles
-from golive.rules import NOT_SET, field_value, fields_in, first_paragraph, number, rule_text
-from golive.schema import LAYERS, Profile
+from golive.inventory.loader import load_profile, shipped_profiles
+from golive.profile.rules import NOT_SET, field_value, fields_in, first_paragraph, number, rule_text
+from golive.profile.schema import LAYERS, Profile
 
 PROFILES: dict[str, Profile] = {name: load_profile(name).profile for name in shipped_profiles()}
 PROSE = {"name", "description", "sources", "note", "source"}
@@ -27,7 +27,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)*(?!\w)")  # not the dig
 _STATUS = re.compile(r"HTTP \d{3}")  # a status code is a protocol word, not a quantity of any profile
 
 # Where an unset field makes a check not applicable, so its rule may say "(not set in this profile)". Fixtures first:
-# a check that takes one of these fixtures is not applicable when that profile section is None (golive/fixtures.py
+# a check that takes one of these fixtures is not applicable when that profile section is None (golive/run/fixtures.py
 # `service` and `cluster`, suites/endpoint/test_throughput.py `load`); then the checks whose body says so.
 SECTION_OF_FIXTURE = {"service": "service", "docker_run": "service", "cluster": "cluster", "cluster_facts": "cluster",
                       "peer": "cluster", "rails": "cluster", "rdma_rails": "cluster", "load": "load", "swept": "load"}

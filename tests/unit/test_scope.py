@@ -1,8 +1,8 @@
 """Which suites a run collects: `-m` naming only layers (joined by `or`) asks for exactly those; any other expression
-is pytest's to evaluate check by check (golive.scope.layers_asked, golive.plugin.pytest_ignore_collect)."""
+is pytest's to evaluate check by check (golive.run.scope.layers_asked, golive.run.plugin.pytest_ignore_collect)."""
 import pytest
 
-from golive.scope import layers_asked
+from golive.run.scope import layers_asked
 
 
 @pytest.mark.parametrize("markexpr,asked", [

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.config import ConfigError, load_inventory
-from golive.waivers import load_waivers
+from golive.inventory.loader import ConfigError, load_inventory
+from golive.profile.waivers import load_waivers
 
 REPO = Path(__file__).resolve().parents[2]
 

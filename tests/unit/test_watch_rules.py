@@ -8,9 +8,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from golive import config as golive_config
-from golive.config import load_profile
-from golive.watch import Latency, StationRound, Watcher, check_name, checks_from_results, per_user_speed, rules_document
+from golive.day2.watch import (
+    Latency,
+    StationRound,
+    Watcher,
+    check_name,
+    checks_from_results,
+    per_user_speed,
+    rules_document,
+)
+from golive.inventory import loader as golive_config
+from golive.inventory.loader import load_profile
 
 REPO = Path(__file__).resolve().parents[2]
 EVERY = 60
@@ -194,7 +202,7 @@ def test_generated_rules_pass_promtool_check(inventory, tmp_path, capsys):
     from golive.cli import main
 
     assert main(["watch", str(inventory), "--rules", "--every", str(EVERY)]) == 0
-    rules = tmp_path / "golive.rules.yml"
+    rules = tmp_path / "golive.profile.rules.yml"
     rules.write_text(capsys.readouterr().out)
     result = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True)
     assert result.returncode == 0 and "SUCCESS: 13 rules found" in result.stdout, result.stdout + result.stderr
@@ -208,7 +216,7 @@ def test_each_alert_fires_on_its_threshold_and_not_below(inventory, tmp_path):
                    "GoliveKvCacheExhausted"}
     assert set(rules["gb300-a"]) == every_alert  # a new alert without a scenario fails here
     loaded = golive_config.load_inventory(inventory)
-    rules_file = tmp_path / "golive.rules.yml"
+    rules_file = tmp_path / "golive.profile.rules.yml"
     rules_file.write_text(yaml.safe_dump(rules_document(loaded, EVERY, str(inventory)), sort_keys=False))
     for swap in (False, True):  # swapped expectations must fail: the scenarios really decide
         tests = tmp_path / f"tests-{swap}.yml"

@@ -2,7 +2,7 @@
 
 Each station's checks go to one worker, in order: its load tests never overlap (the load a profile bounds is per
 endpoint), and its connections and gathered facts are made once. Stations run side by side on the workers. Reports
-reach the controller, which alone writes results.json, go-live.md and the HTML (golive.plugin).
+reach the controller, which alone writes results.json, go-live.md and the HTML (golive.run.plugin).
 """
 from __future__ import annotations
 

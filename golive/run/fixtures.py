@@ -13,20 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from golive.cluster import ClusterFacts
-from golive.config import LoadedInventory
+from golive.core.urls import without_password
+from golive.core.verdict import cite, not_applicable
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.levels import LevelResult
 from golive.endpoint.target import EndpointTarget
-from golive.outcomes import redacted_flags
+from golive.inventory.cluster import ClusterFacts
+from golive.inventory.loader import LoadedInventory
+from golive.inventory.station import StationFacts, chroot_tree, connect, disconnect, unreachable
+from golive.profile.schema import Cluster, Profile, Service, Station
 from golive.report import keys
 from golive.report.results import Metric
-from golive.runstate import CONNECTIONS, NO_INVENTORY, inventory, layer_of, station_of
-from golive.schema import Cluster, Profile, Service, Station
-from golive.scope import layer_scope
-from golive.station import StationFacts, chroot_tree, connect, disconnect, unreachable
-from golive.urls import without_password
-from golive.verdict import cite, not_applicable
+from golive.run.outcomes import redacted_flags
+from golive.run.scope import layer_scope
+from golive.run.session import CONNECTIONS, NO_INVENTORY, inventory, layer_of, station_of
 
 if TYPE_CHECKING:  # the client is imported where an endpoint check first needs it (endpoint_client): see there
     from golive.endpoint.client import EndpointClient
@@ -100,7 +100,7 @@ def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, l
 def station_not_gone(request: pytest.FixtureRequest) -> None:
     """A station whose host (host and cluster checks) or endpoint (endpoint checks) stopped answering earlier in this
     run: its later checks are not checked with the line of the first failure, without trying the connection again
-    (golive.outcomes.lost_way records it)."""
+    (golive.run.outcomes.lost_way records it)."""
     station = station_of(request.node)
     layer = layer_of(request.node)
     if station is None or layer is None or CONNECTIONS not in request.config.stash:

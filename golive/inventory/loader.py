@@ -10,14 +10,14 @@ from typing import Any
 
 import yaml
 
-from golive.ansible import AnsibleError, expand
 from golive.endpoint.answers import battery_ref, load_answer_battery
-from golive.schema import Inventory, Profile, Station
-from golive.station import CHROOT, chroot_tree
-from golive.waivers import Waivers, load_waivers
-from golive.yamlfile import ConfigError, Located, Path_, load_yaml, validate
+from golive.inventory.ansible import AnsibleError, expand
+from golive.inventory.station import CHROOT, chroot_tree
+from golive.profile.schema import Inventory, Profile, Station
+from golive.profile.waivers import Waivers, load_waivers
+from golive.profile.yamlfile import ConfigError, Located, Path_, load_yaml, validate
 
-PROFILES_DIR = Path(__file__).parent / "profiles"
+PROFILES_DIR = Path(__file__).parents[1] / "profile" / "profiles"
 
 
 def shipped_profiles() -> list[str]:

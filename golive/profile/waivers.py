@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from golive.schema import Strict
-from golive.yamlfile import load_yaml, validate
+from golive.profile.schema import Strict
+from golive.profile.yamlfile import load_yaml, validate
 
 
 class Waiver(Strict):

@@ -16,8 +16,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from golive.facts import FactError, docker, gpu, shell, systemd
-from golive.schema import Profile, Service, Station
-from golive.transport import TransportError
+from golive.inventory.transport import TransportError
+from golive.profile.schema import Profile, Service, Station
 
 UNIT_DIRS = systemd.UNIT_DIRS
 QUERY_GPU = ["index", "name", "pci.bus_id", "memory.used", "memory.total"]
@@ -359,10 +359,10 @@ def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float |
     """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
     `ssh_config` is passed to the ssh backends (an inventory's or a station's `ssh_config:`), and so is the connect
     timeout. ssh:// hosts share one connection for every command (see MUX_SCHEMES); call disconnect() at the end.
-    `station` names the station in a transport failure's line (golive.transport)."""
+    `station` names the station in a transport failure's line (golive.inventory.transport)."""
     import testinfra
 
-    from golive.readonly import guard
+    from golive.inventory.readonly import guard
 
     tree = chroot_tree(spec)
     if tree:

@@ -6,7 +6,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from golive.urls import normalise_endpoint
+from golive.core.urls import normalise_endpoint
 
 
 class Strict(BaseModel):
@@ -328,9 +328,10 @@ class AnsibleStations(Strict):
 class Inventory(Strict):
     profile: str
     stations: list[Station] = Field(default_factory=list)
-    stations_from: list[AnsibleStations] = Field(default_factory=list)  # expanded into stations (golive.ansible)
+    # expanded into stations (golive.inventory.ansible)
+    stations_from: list[AnsibleStations] = Field(default_factory=list)
     output: str | None = None
-    waivers: str | None = None  # a waiver file (golive/waivers.py), relative to this inventory
+    waivers: str | None = None  # a waiver file (golive/profile/waivers.py), relative to this inventory
     ssh_config: str | None = None  # an ssh_config for ssh:// hosts (relative to the inventory)
     site_batteries: list[str] = Field(default_factory=list)  # answer batteries (relative to this inventory)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from golive.urls import without_password
+from golive.core.urls import without_password
 
 BOUND_SIGNAL = signal.SIGUSR1
 
@@ -28,7 +28,7 @@ def raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 class Progress:
-    """Registered per run by golive.plugin; `every_s` 0 shows no progress, `bound_s` None sets no time bound."""
+    """Registered per run by golive.run.plugin; `every_s` 0 shows no progress, `bound_s` None sets no time bound."""
 
     def __init__(self, every_s: float, bound_s: float | None, secrets: Callable[[], list[str]],
                  budget: Callable[[pytest.Item], str] = lambda item: ""):

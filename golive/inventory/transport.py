@@ -1,12 +1,12 @@
 """A station that stopped answering is not a station that answered wrong.
 
-Every command golive sends goes through one wrapper of the testinfra backend (golive.readonly.guard), which calls
-`transport_failure` on what came back: ssh's own exit 255 ("Connection refused", "closed by remote host", "Broken
+Every command golive sends goes through one wrapper of the testinfra backend (golive.inventory.readonly.guard), which
+calls `transport_failure` on what came back: ssh's own exit 255 ("Connection refused", "closed by remote host", "Broken
 pipe"), paramiko's lost sessions, ansible's "unreachable", a docker daemon that no longer answers. Such a failure says
 nothing about the station, so it becomes a `TransportError` (never a FactError: that one blames the station), the
 backend remembers it (`Gone`), and every later command to that station raises the same error at once, without trying
-the connection again. golive.outcomes classifies it: not checked, one line naming the station, the time and the check
-that met it first.
+the connection again. golive.run.outcomes classifies it: not checked, one line naming the station, the time and the
+check that met it first.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class Gone:
     via: str          # ssh, paramiko, ansible, docker, HTTP
     at: str           # HH:MM:SS, local time
     detail: str       # the transport's own last line ("ssh: connect to host … port 22: Connection refused")
-    first_seen_by: str = ""  # the check that met it first (golive.outcomes fills it in)
+    first_seen_by: str = ""  # the check that met it first (golive.run.outcomes fills it in)
 
     def line(self) -> str:
         seen = f" (first seen by {self.first_seen_by})" if self.first_seen_by else ""

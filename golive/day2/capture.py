@@ -1,10 +1,10 @@
 """`golive profile capture`: a running, known-good station written down as a site profile.
 
-The station is read read-only through the facts the checks read (golive.station.StationFacts, the endpoint client),
-the closest shipped recipe is chosen, and the site profile `extends:` it with only what differs from the recipe or
-what only the site knows, each value commented with where it was read. Values that differ from the recipe, and
-station facts that break a recipe rule no profile can keep (a docker restart policy, say), make the review list the
-operator reads before using the profile. Secrets (API keys, passwords in host specs) are never read into it.
+The station is read read-only through the facts the checks read (golive.inventory.station.StationFacts, the endpoint
+client), the closest shipped recipe is chosen, and the site profile `extends:` it with only what differs from the
+recipe or what only the site knows, each value commented with where it was read. Values that differ from the recipe,
+and station facts that break a recipe rule no profile can keep (a docker restart policy, say), make the review list
+the operator reads before using the profile. Secrets (API keys, passwords in host specs) are never read into it.
 """
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from golive import config as golive_config
+from golive.core.verdict import EXIT_GO, EXIT_INCOMPLETE, EXIT_USAGE, printable
 from golive.facts import FactError
 from golive.facts.vllm import parse_human_int, parse_serve_args, served_host, speculative_tokens
-from golive.schema import Profile, Station
-from golive.verdict import EXIT_GO, EXIT_INCOMPLETE, EXIT_USAGE, printable
+from golive.inventory import loader as golive_config
+from golive.profile.schema import Profile, Station
 
 # profile key -> the vLLM flag it pins (suites/host/test_container.py reads the same flags)
 VLLM_FLAGS = {
@@ -181,7 +181,7 @@ def choose_recipe(recipes: dict[str, Profile], host_units: set[str], observed: O
 
 
 def _host(loaded, station: Station):
-    from golive.station import connect, unreachable
+    from golive.inventory.station import connect, unreachable
 
     spec = loaded.host_spec(station)
     profile = loaded.profile_of(station).profile
@@ -193,7 +193,7 @@ def _host(loaded, station: Station):
 
 
 def _units_present(host, recipes: dict[str, Profile]) -> set[str]:
-    from golive.station import UNIT_DIRS
+    from golive.inventory.station import UNIT_DIRS
 
     found = set()
     for profile in recipes.values():
@@ -329,7 +329,7 @@ def _checkpoint_on_host(model: str, volumes: list[str]) -> str | None:
 
 
 def capture_host(collect: _Collector, host, station: Station, observed: Observed) -> None:
-    from golive.station import StationFacts
+    from golive.inventory.station import StationFacts
 
     recipe = collect.recipe
     service = recipe.service
@@ -421,7 +421,7 @@ def capture_host(collect: _Collector, host, station: Station, observed: Observed
 
 
 def capture_checkpoint(collect: _Collector, host, station: Station, profile: Profile) -> None:
-    from golive.station import StationFacts
+    from golive.inventory.station import StationFacts
 
     facts = StationFacts(host, station, profile)
     where = facts.checkpoint_dir
@@ -458,9 +458,10 @@ def _pair(stations: list[Station]) -> bool:
 
 def capture_cluster(collect: _Collector, loaded, stations: list[Station]) -> None:
     """NCCL version from each station's NCCL log and the rails' addresses and MTU, read the way the cluster checks
-    read them (golive.cluster.ClusterFacts). Rails are written whole when any address differs: a list replaces."""
-    from golive.cluster import ClusterFacts
-    from golive.station import StationFacts
+    read them (golive.inventory.cluster.ClusterFacts). Rails are written whole when any address differs: a list
+    replaces."""
+    from golive.inventory.cluster import ClusterFacts
+    from golive.inventory.station import StationFacts
 
     recipe = collect.recipe
     cluster = recipe.cluster
@@ -517,7 +518,7 @@ def capture_gpus(collect: _Collector, host, station: Station, observed: Observed
 
 
 def _gpu_names(host, station: Station, any_recipe: Profile) -> list[str]:
-    from golive.station import StationFacts
+    from golive.inventory.station import StationFacts
 
     # the query the GPU checks run (StationFacts.gpus), so a recorded station answers it too
     return [g["name"] for g in StationFacts(host, station, any_recipe).gpus]

@@ -1,8 +1,8 @@
 """golive's pytest plugin: options, markers and hook wiring only.
 
-The work lives in modules named for it: golive.fixtures (what a check asks for), golive.outcomes (how a phase ends in
-golive's terms), golive.runstate (what a run keeps), golive.progress (long waits, the run's time bound),
-golive.report.writer (the reports) and golive.fleet (stations in parallel).
+The work lives in modules named for it: golive.run.fixtures (what a check asks for), golive.run.outcomes (how a phase
+ends in golive's terms), golive.run.session (what a run keeps), golive.run.progress (long waits, the run's time bound),
+golive.report.writer (the reports) and golive.run.scheduling (stations in parallel).
 """
 from __future__ import annotations
 
@@ -17,17 +17,20 @@ from typing import Any
 
 import pytest
 
-from golive import config as golive_config
-from golive import verdict as rules
-from golive.estimate import estimate
-from golive.outcomes import record_outcome
-from golive.progress import Progress, raise_interrupt
+from golive.core import verdict as rules
+from golive.core.verdict import not_applicable
+from golive.inventory import loader as golive_config
+from golive.profile.rules import rule_of
+from golive.profile.schema import LAYERS
 from golive.report import keys
 from golive.report import writer as report_writer
 from golive.report.baseline import load_baseline
 from golive.report.results import Recorder
-from golive.rules import rule_of
-from golive.runstate import (
+from golive.run.estimate import estimate
+from golive.run.outcomes import record_outcome
+from golive.run.progress import Progress, raise_interrupt
+from golive.run.scope import MARKER_HELP, layer_scope, layers_asked, suites_dir
+from golive.run.session import (
     BASELINE,
     CONNECTIONS,
     INVENTORY,
@@ -38,11 +41,8 @@ from golive.runstate import (
     secrets,
     station_of,
 )
-from golive.schema import LAYERS
-from golive.scope import MARKER_HELP, layer_scope, layers_asked, suites_dir
-from golive.verdict import not_applicable
 
-pytest_plugins = ["golive.fixtures"]
+pytest_plugins = ["golive.run.fixtures"]
 
 SUITES = suites_dir().resolve()  # the checklist, one folder a layer: pytest_ignore_collect leaves out what -m does
 SIGTERM_BEFORE = pytest.StashKey[Any]()  # the SIGTERM handler golive replaced, restored at unconfigure
@@ -98,7 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Before any check runs: a run that selected nothing writes and claims no report, and an `-m` naming a marker
     no check carries (a typo that would select nothing) is a usage error; otherwise how long the selected checks
-    should take (golive.estimate), said once."""
+    should take (golive.run.estimate), said once."""
     config = session.config
     loaded = inventory(config)
     if loaded is None or hasattr(config, "workerinput"):
@@ -272,8 +272,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`-n N`: stations in parallel, each station's checks on one worker (golive.fleet)."""
-    from golive.fleet import station_scheduling  # xdist is only there when -n is used
+    """`-n N`: stations in parallel, each station's checks on one worker (golive.run.scheduling)."""
+    from golive.run.scheduling import station_scheduling  # xdist is only there when -n is used
 
     loaded = inventory(config)
     return station_scheduling(config, log, [s.name for s in loaded.inventory.stations]) if loaded else None

@@ -1,4 +1,4 @@
-"""How one phase of a check ends in golive's terms (golive.verdict), waivers applied, secrets scrubbed.
+"""How one phase of a check ends in golive's terms (golive.core.verdict), waivers applied, secrets scrubbed.
 
 pytest says passed / failed / skipped / error; an operator signs passed / failed / waived / not applicable / not
 checked. `classify` decides which, from the exception that ended the phase (a Finding, a NotApplicable, a skip, a
@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from golive import verdict as rules
+from golive.core import verdict as rules
+from golive.core.verdict import Finding, NotApplicable, printable
 from golive.endpoint.errors import EndpointError
 from golive.facts import FactError
+from golive.inventory.transport import Gone, TransportError, now
+from golive.profile.waivers import expired_message
 from golive.report import keys
-from golive.runstate import CONNECTIONS, inventory, layer_of, station_of
-from golive.transport import Gone, TransportError, now
-from golive.verdict import Finding, NotApplicable, printable
-from golive.waivers import expired_message
+from golive.run.session import CONNECTIONS, inventory, layer_of, station_of
 
 Classified = tuple[str, str]  # (outcome, reason)
 
@@ -35,7 +35,7 @@ def record_outcome(item: pytest.Item, report: pytest.TestReport, call: pytest.Ca
 
 
 def classify(report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classified | None:
-    """The golive outcome of one phase (verdict rules in golive.verdict); None for a setup/teardown that passed."""
+    """The golive outcome of one phase (verdict rules in golive.core.verdict); None for a setup/teardown that passed."""
     exc = call.excinfo.value if call.excinfo is not None else None
     if report.passed:
         return (rules.PASSED, "") if report.when == "call" else None
@@ -79,11 +79,11 @@ def same_cause(item: pytest.Item, report: pytest.TestReport, call: pytest.CallIn
 
 
 def lost_way(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classified | None:
-    """A check whose way to the station failed mid-run (golive.transport.TransportError; an endpoint that had
+    """A check whose way to the station failed mid-run (golive.inventory.transport.TransportError; an endpoint that had
     answered /health and then refused, timed out connecting or cut an answer; an endpoint check that failed while
     the station stopped answering /health, as vLLM does once its engine died): not checked, one line naming the
     station, the time and the check that met it first; recorded so that later checks of that station are not
-    checked with the same line without trying again (golive.fixtures.station_not_gone). None for anything else."""
+    checked with the same line without trying again (golive.run.fixtures.station_not_gone). None for anything else."""
     exc = call.excinfo.value if call.excinfo is not None else None
     cache = item.config.stash.get(CONNECTIONS, None)
     if isinstance(exc, TransportError):
@@ -91,7 +91,7 @@ def lost_way(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
     elif report.failed and cache is not None and layer_of(item) == "endpoint":
         station = station_of(item)
         if station is None or cache.get(("health", station.name), "never asked") is not None:
-            return None  # never healthy in this run: the /health check and its dependents say so (golive.fixtures)
+            return None  # never healthy in this run: the /health check and its dependents say so (golive.run.fixtures)
         lost = exc.found if isinstance(exc, EndpointError) and exc.transport else None  # refused, timed out, cut
         known = cache.get(("gone-endpoint", station.name))
         if known is not None:

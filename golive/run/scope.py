@@ -6,10 +6,10 @@ import importlib
 import re
 from pathlib import Path
 
-from golive.schema import LAYERS, Layer, Profile, Station
-from golive.verdict import NOT_APPLICABLE, NOT_CHECKED
+from golive.core.verdict import NOT_APPLICABLE, NOT_CHECKED
+from golive.profile.schema import LAYERS, Layer, Profile, Station
 
-# the pytest marker of each layer (golive.schema.LAYERS), as `pytest --markers` shows it
+# the pytest marker of each layer (golive.profile.schema.LAYERS), as `pytest --markers` shows it
 MARKER_HELP: dict[Layer, str] = {
     "host": "host checks: NUMA page cache, prestart, systemd unit, docker flags, image, served flags, checkpoint, GPU",
     "cluster": "cluster checks: rails, MTU, RDMA, NCCL, station parity",

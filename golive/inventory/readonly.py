@@ -10,7 +10,14 @@ import re
 import shlex
 
 from golive.facts import FactError
-from golive.transport import Gone, TransportError, failure_of_ansible, failure_of_exception, failure_of_result, now
+from golive.inventory.transport import (
+    Gone,
+    TransportError,
+    failure_of_ansible,
+    failure_of_exception,
+    failure_of_result,
+    now,
+)
 
 # The first words of each command golive (or testinfra's file/exists modules for it) sends; each only reads.
 ALLOWED = (
@@ -79,8 +86,8 @@ def _stage_allowed(words: list[str]) -> bool:
 
 def guard(host, station: str | None = None):
     """Make `host` (a testinfra host) refuse, before sending, any command that is not on the allow-list; and tell a
-    transport failure from the station's answer (golive.transport): the first one is remembered on the backend and
-    every later command raises it again at once. Guarding again (a new run) forgets it."""
+    transport failure from the station's answer (golive.inventory.transport): the first one is remembered on the
+    backend and every later command raises it again at once. Guarding again (a new run) forgets it."""
     backend = host.backend
     backend.golive_gone = None
     backend.golive_station = station or getattr(backend, "golive_station", None) or backend.get_pytest_id()
@@ -102,7 +109,8 @@ def guard(host, station: str | None = None):
                 out.write(line.replace("\n", "\\n") + "\n")
         if not allowed(line):
             raise FactError(f"golive refused to send `{line}`: it is not on golive's read-only allow-list "
-                            f"(golive/readonly.py)", fix="report this as a golive bug: no check may change a station")
+                            f"(golive/inventory/readonly.py)",
+                            fix="report this as a golive bug: no check may change a station")
         if backend.golive_gone is not None:  # not tried again: one dead connection costs one timeout, not one a check
             raise TransportError(backend.golive_gone)
         try:

@@ -1,7 +1,7 @@
 """What one golive run keeps on pytest's `config.stash`, and how a check says which layer and station it is for.
 
-Shared by the plugin's hooks (golive.plugin), its fixtures (golive.fixtures) and outcome classification
-(golive.outcomes); nothing here talks to a station.
+Shared by the plugin's hooks (golive.run.plugin), its fixtures (golive.run.fixtures) and outcome classification
+(golive.run.outcomes); nothing here talks to a station.
 """
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from golive.config import LoadedInventory
+from golive.core.urls import password_of
 from golive.endpoint.target import api_key_of
+from golive.inventory.loader import LoadedInventory
+from golive.profile.schema import LAYERS, Layer, Station
 from golive.report.results import Recorder
-from golive.schema import LAYERS, Layer, Station
-from golive.urls import password_of
 
 INVENTORY = pytest.StashKey[LoadedInventory | None]()
 RECORDER = pytest.StashKey[Recorder]()
@@ -33,7 +33,7 @@ def layer_of(node: pytest.Item | pytest.Function | Any) -> Layer | None:
 
 
 def station_of(item: pytest.Item) -> Station | None:
-    """The inventory station a check is parametrized with (golive.plugin.pytest_generate_tests), else None."""
+    """The inventory station a check is parametrized with (golive.run.plugin.pytest_generate_tests), else None."""
     callspec = getattr(item, "callspec", None)
     station = callspec.params.get("station") if callspec is not None else None
     return station if isinstance(station, Station) else None

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from golive.schema import AnsibleStations, Station
+from golive.profile.schema import AnsibleStations, Station
 
 EXTRA = "pip install 'golive[ansible]'"
 # The ansible_connection types testinfra's ansible backend runs commands through itself

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from golive.schema import Profile
-from golive.verdict import cite
+from golive.core.verdict import cite
+from golive.profile.schema import Profile
 
 _FIELD = re.compile(r"\{([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)(:%)?\}")
 NOT_SET = "(not set in this profile)"

@@ -26,9 +26,9 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from golive import config as golive_config
-from golive.schema import Profile, Station
-from golive.verdict import EXIT_USAGE, printable
+from golive.core.verdict import EXIT_USAGE, printable
+from golive.inventory import loader as golive_config
+from golive.profile.schema import Profile, Station
 
 LIGHT_MARKERS = "(host or endpoint) and not perf and not quality"
 # heavy endpoint checks the markers leave in: the needle (a near-full-context prompt), the tool and agent batteries
@@ -198,7 +198,7 @@ def read_restarts(loaded, station: Station, profile: Profile) -> float | None:
     if not station.host or profile.service is None:
         return None
     from golive.facts import systemd
-    from golive.station import connect, unreachable
+    from golive.inventory.station import connect, unreachable
 
     host = connect(loaded.host_spec(station) or "", loaded.ssh_config, profile.host.connect_timeout_s)
     if unreachable(host):
@@ -379,7 +379,7 @@ def station_rules(station: Station, profile: Profile, every_s: float, inventory:
     unit = profile.service.unit if profile.service else None
     rules = []
     if station.endpoint:
-        from golive.capture import redacted
+        from golive.day2.capture import redacted
 
         health = (redacted(station.endpoint) or "").removesuffix("/v1") + "/health"
         rules.append(Rule(

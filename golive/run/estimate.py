@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from golive.rules import duration
-from golive.runstate import layer_of, station_of
-from golive.schema import Load, Profile
+from golive.profile.rules import duration
+from golive.profile.schema import Load, Profile
+from golive.run.session import layer_of, station_of
 
 # [000]: 3 needles at 968,377 prompt tokens took 37.0 / 35.8 / 33.5 s: ~27,000 prompt tok/s with the answer
 RECIPE_LONG_PREFILL_TOK_S = 968_377 / 35.4

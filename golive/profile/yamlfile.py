@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from golive.verdict import printable
+from golive.core.verdict import printable
 
 
 class ConfigError(Exception):
