@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from golive.endpoint.load import Workload, sweep_async
+from golive.endpoint.load import SweepPlan, Workload, sweep_async
 from golive.endpoint.target import EndpointTarget
 from golive_testbed.reference.launcher import ReferenceStation, default_model_dir
 from golive_testbed.reference.model import SERVED_NAME
@@ -51,8 +51,8 @@ def template_tokens(base_url: str) -> int:
 def golive_level(base_url: str, level: int, requests: int, output_tokens: int, prompt_tokens: int) -> dict:
     prompt_tokens += template_tokens(base_url)
     workload = Workload(model=MODEL, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
-    result = asyncio.run(sweep_async(EndpointTarget(base_url), workload, [level], repeats=requests // level, warmup=1,
-                                     max_duration_s=3600))
+    plan = SweepPlan((level,), repeats=requests // level, warmup=1, max_duration_s=3600)
+    result = asyncio.run(sweep_async(EndpointTarget(base_url), workload, plan))
     row = result.levels[0]
     return {"aggregate_tok_s": row.aggregate_tok_s, "ttft_p50_s": row.ttft_p50_s, "failures": row.failures,
             "requests": row.requests, "prompt_tokens_p50": row.prompt_tokens_p50}

@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO
 
 import yaml
 
 from golive import __version__
-from golive.core.verdict import EXIT_CODES, EXIT_USAGE
+from golive.core.secrets import scrub
+from golive.core.verdict import EXIT_CODES, EXIT_USAGE, printable
 from golive.inventory import loader as golive_config
 from golive.run.scope import suites_dir
 
@@ -25,30 +27,82 @@ UNUSED_PLUGINS = ("hypothesispytest", "anyio")
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(f"golive: {message}", file=sys.stderr)
+    """One line on stderr (escaped, secrets hidden by their shape: golive.core.secrets), and the exit code."""
+    print(f"golive: {printable(scrub(' '.join(message.split())))}", file=sys.stderr)
     return code
+
+
+def report_folder_problem(out: Path, option: str = "-o") -> str | None:
+    """Why `out` cannot be the report folder (a usage error, said before anything runs); None when it can."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"{option} {out}: cannot be the report folder ({exc.strerror or exc})"
+    if not os.access(out, os.W_OK | os.X_OK):
+        return f"{option} {out}: cannot be the report folder (not writable)"
+    return None
 
 
 def report_args(out: Path) -> list[str]:
     return [f"--golive-output={out}", "-o", "junit_family=xunit2"]
 
 
-def run_suites(inventory: Path, out: Path, pytest_args: list[str]) -> int:
-    """Run the checklist against the inventory; the exit code is the verdict's (README: exit codes)."""
+class _UsageLine:
+    """sys.stderr while pytest runs: everything passes through at once, except pytest's own usage error (the
+    `ERROR: …` lines pytest.main writes as it returns 4: several lines, argparse's usage among them), held back for
+    golive to say in one line (README: exit codes); written through as it came when pytest ends otherwise."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+        self.held: list[str] = []
+
+    def write(self, text: str) -> int:
+        plain = _ANSI.sub("", text)
+        if plain.startswith("ERROR: ") or (self.held and not plain.strip()):
+            self.held.append(text)
+            return len(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:  # fileno, flush, isatty, encoding … are the stream's
+        return getattr(self._stream, name)
+
+    def line(self, command: str) -> str:
+        """The held error as one line: argparse's own error where pytest's parser refused an argument."""
+        text = _ANSI.sub("", "".join(self.held)).strip().removeprefix("ERROR: ")
+        refused = re.search(r"^\S*: error: (.+)$", text, re.MULTILINE)
+        if refused:
+            return f"{command}: {refused[1]} (see `{command} --help`; other arguments go to pytest)"
+        return f"golive: {' '.join(text.split())}"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str = "golive run") -> int:
+    """Run the checklist against the inventory; the exit code is the verdict's (README: exit codes). A usage error
+    (a report folder golive cannot write, an argument pytest refuses) is one line on stderr and exit 4."""
     import pytest
 
+    problem = report_folder_problem(out)
+    if problem:
+        return _fail(problem)
     suites = suites_dir()
-    out.mkdir(parents=True, exist_ok=True)
     before = {name: _stamp(out / name) for name in REPORT_FILES}
     args = [str(suites), f"--golive-inventory={inventory.resolve()}", *report_args(out.resolve()), "-p",
             "no:cacheprovider", *(a for name in UNUSED_PLUGINS for a in ("-p", f"no:{name}")), "-c",
             str(Path(__file__).with_name("suites.ini")), f"--rootdir={suites.parent}", *pytest_args]
-    here = os.getcwd()
+    here, stderr = os.getcwd(), sys.stderr
+    sys.stderr = errors = _UsageLine(stderr)
     os.chdir(suites.parent)  # pytest names checks relative to where it starts: `suites/host/test_unit.py::…`
     try:
         code = int(pytest.main(args))
     finally:
         os.chdir(here)
+        sys.stderr = stderr
+    if code == EXIT_USAGE and errors.held:
+        print(printable(scrub(errors.line(command))), file=sys.stderr)
+    elif errors.held:
+        sys.stderr.write("".join(errors.held))
     if code == EXIT_USAGE:
         return code  # pytest refused the arguments: nothing ran, nothing to claim
     for name in REPORT_FILES:
@@ -56,6 +110,18 @@ def run_suites(inventory: Path, out: Path, pytest_args: list[str]) -> int:
         if path.exists() and _stamp(path) != before[name]:  # never claim a file an earlier run left
             print(f"golive: wrote {path}")
     return code
+
+
+def arguments_refused(inventory: Path, pytest_args: list[str], command: str) -> bool:
+    """Whether pytest refuses these arguments for this inventory (then its one line is said, exit 4): collection only,
+    nothing run, no report written, in a moment. For a command with a slow start (`golive demo` brings up a vLLM
+    server) that would otherwise find a typo minutes later."""
+    import contextlib
+    import io
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="golive-arguments-") as out, contextlib.redirect_stdout(io.StringIO()):
+        return run_suites(inventory, Path(out), ["--co", "-q", *pytest_args], command) == EXIT_USAGE
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -77,6 +143,12 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
         profile = ns.profile if not ns.profile.endswith((".yaml", ".yml")) else str(Path(ns.profile).resolve())
         extra = [f"--golive-profile={profile}", *extra]
     if ns.baseline:
+        from golive.report.baseline import load_baseline
+
+        try:  # read here too: a baseline that cannot be one is a usage error before pytest starts
+            load_baseline(Path(ns.baseline), loaded.profile.profile.name)
+        except ValueError as exc:
+            return _fail(f"--baseline {exc}")
         extra = [f"--golive-baseline={Path(ns.baseline).resolve()}", *extra]
     if ns.max_run_time is not None:
         try:
@@ -89,7 +161,17 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
     return run_suites(Path(ns.inventory), out, extra)
 
 
+# what each `golive profile` action takes besides its action: anything else given is a usage error
+PROFILE_TAKES = {"list": set(), "show": {"name"}, "capture": {"name", "station", "recipe", "output"}}
+PROFILE_OPTIONS = {"name": "a name", "station": "--station", "recipe": "--recipe", "output": "--output/-o"}
+
+
 def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
+    given = [option for option in PROFILE_OPTIONS if getattr(ns, option) is not None]
+    refused = [PROFILE_OPTIONS[option] for option in given if option not in PROFILE_TAKES[ns.action]]
+    if refused:
+        what = f"{ns.name!r}" if refused == ["a name"] else ", ".join(refused)
+        return _fail(f"profile {ns.action} does not take {what} (see `golive profile --help`)")
     if ns.action == "capture":
         from golive.day2.capture import cmd_capture
 

@@ -78,12 +78,125 @@ def test_demo_with_a_dead_reference_station_is_incomplete(tmp_path):
 HEALTHY = REPO / "fixtures" / "inventories" / "gb300-healthy.yaml"
 
 
-@pytest.mark.parametrize("args", [[], ["run"], ["nosuch"], ["run", "--max-run-time"], ["profile", "nosuch"]])
+@pytest.mark.parametrize("args", [[], ["run"], ["nosuch"], ["run", "--max-run-time"], ["profile", "nosuch"],
+                                  ["profile", "capture"], ["run", str(HEALTHY), "--bogus-flag"]])
 def test_every_usage_error_exits_4_with_one_line(args):
+    """As a process (`python -m golive.cli`): the exit status the shell sees, pytest's own refusals included."""
     result = golive(*args)
     assert result.returncode == 4, result
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert result.stderr.startswith("golive"), result.stderr
+
+
+def _testbed() -> bool:
+    from importlib.metadata import entry_points
+
+    return {"demo", "reference"} <= {ep.name for ep in entry_points(group="golive.commands")}
+
+
+TESTBED = pytest.mark.skipif(not _testbed(), reason="golive's testbed (demo, reference) is not installed")
+H = str(HEALTHY)
+# every subcommand's usage errors: (argv, what its one line says); {tmp} is the test's folder, {bad} an inventory
+# that does not parse, {file} a plain file, {folder} a folder
+USAGE_ERRORS = [
+    ([], "the following arguments are required: command"),
+    (["nosuch"], "invalid choice: 'nosuch'"),
+    (["--version", "x"], None),  # argparse's --version exits 0 before reading the rest: not a usage error
+    # golive run
+    (["run"], "golive run: the following arguments are required: inventory"),
+    (["run", "{tmp}/absent.yaml"], "absent.yaml: file not found"),
+    (["run", "{bad}"], "bad.yaml:3: YAML syntax error"),
+    (["run", "{folder}"], "cannot read"),
+    (["run", H, "--profile", "nosuch"], "unknown profile 'nosuch'"),
+    (["run", H, "--profile", "{bad}"], "bad.yaml:3: YAML syntax error"),
+    (["run", H, "--baseline", "{tmp}/absent.json"], "--baseline {tmp}/absent.json: baseline results file not found"),
+    (["run", H, "--baseline", "{bad}"], "not a readable results.json"),
+    (["run", H, "--max-run-time", "abc"], "--max-run-time takes a number of seconds above 0, not 'abc'"),
+    (["run", H, "--max-run-time", "0"], "--max-run-time takes a number of seconds above 0"),
+    (["run", H, "--max-run-time"], "argument --max-run-time: expected one argument"),
+    (["run", H, "-o", "{file}"], "cannot be the report folder"),
+    (["run", H, "-o", "{tmp}/out", "--no-such-pytest-flag"],
+     "golive run: unrecognized arguments: --no-such-pytest-flag"),
+    (["run", H, "-o", "{tmp}/out", "-n", "abc"], "golive run: argument -n/--numprocesses: invalid"),
+    # golive profile show | list
+    (["profile"], "golive profile: the following arguments are required: action"),
+    (["profile", "nosuch"], "invalid choice: 'nosuch'"),
+    (["profile", "show"], "profile show needs a profile name or file"),
+    (["profile", "show", "nosuch"], "unknown profile 'nosuch'"),
+    (["profile", "show", "{tmp}/absent.yaml"], "absent.yaml: file not found"),
+    (["profile", "show", "{bad}"], "bad.yaml:3: YAML syntax error"),
+    (["profile", "show", "reference-cpu", "-o", "{tmp}/x.yaml"], "profile show does not take --output/-o"),
+    (["profile", "show", "reference-cpu", "extra"], "unexpected arguments: extra"),
+    (["profile", "list", "extra"], "profile list does not take 'extra'"),
+    (["profile", "list", "--station", "a"], "profile list does not take --station"),
+    # golive profile capture: all said before the station is read
+    (["profile", "capture"], "profile capture needs an inventory file"),
+    (["profile", "capture", H], "profile capture needs -o FILE"),
+    (["profile", "capture", "{tmp}/absent.yaml", "-o", "{tmp}/s.yaml"], "absent.yaml: file not found"),
+    (["profile", "capture", "{bad}", "-o", "{tmp}/s.yaml"], "bad.yaml:3: YAML syntax error"),
+    (["profile", "capture", H, "--station", "nosuch", "-o", "{tmp}/s.yaml"], "--station nosuch: the inventory has"),
+    (["profile", "capture", H, "--recipe", "nosuch", "-o", "{tmp}/s.yaml"], "--recipe nosuch: not a shipped recipe"),
+    (["profile", "capture", H, "-o", "{tmp}/no/s.yaml"], "which is not a folder that exists"),
+    (["profile", "capture", H, "-o", "{folder}"], "is a folder"),
+    # golive watch
+    (["watch"], "golive watch: the following arguments are required: inventory"),
+    (["watch", "{tmp}/absent.yaml"], "absent.yaml: file not found"),
+    (["watch", "{bad}", "--rules"], "bad.yaml:3: YAML syntax error"),
+    (["watch", H, "--every", "abc"], "argument --every: invalid float value: 'abc'"),
+    (["watch", H, "--every", "0"], "--every takes seconds above 0"),
+    (["watch", H, "--every", "nan"], "--every takes seconds above 0"),
+    (["watch", H, "--listen", "abc"], "--listen takes [HOST]:PORT"),
+    (["watch", H, "--listen", ":70000"], "--listen takes [HOST]:PORT"),
+    (["watch", H, "--listen", "::1:9109"], "an IPv6 host goes in brackets"),
+    (["watch", H, "extra"], "unexpected arguments: extra"),
+    # the testbed's golive demo | reference: said before the reference station starts
+    pytest.param(["demo", "-o"], "golive demo: argument --output/-o: expected one argument", marks=TESTBED),
+    pytest.param(["demo", "-o", "{file}"], "cannot be the report folder", marks=TESTBED),
+    pytest.param(["demo", "-o", "{tmp}/out", "--no-such-pytest-flag"],
+                 "golive demo: unrecognized arguments: --no-such-pytest-flag", marks=TESTBED),
+    pytest.param(["demo", "-o", "{tmp}/out", "-m", "host or hots"], "no check carries the marker(s) hots",
+                 marks=TESTBED),
+    pytest.param(["reference"], "golive reference: the following arguments are required: action", marks=TESTBED),
+    pytest.param(["reference", "sideways"], "invalid choice: 'sideways'", marks=TESTBED),
+    pytest.param(["reference", "up", "--port", "70000"], "argument --port: takes a TCP port 1-65535, not '70000'",
+                 marks=TESTBED),
+    pytest.param(["reference", "up", "--port", "0"], "argument --port: takes a TCP port 1-65535", marks=TESTBED),
+    pytest.param(["reference", "up", "--variant", "nosuch", "--state-dir", "{tmp}/state"], "unknown variant 'nosuch'",
+                 marks=TESTBED),
+    pytest.param(["reference", "down", "extra"], "unexpected arguments: extra", marks=TESTBED),
+]
+
+
+def _case_id(value: object) -> str | None:
+    return " ".join(value).replace(H, "HEALTHY") or "(none)" if isinstance(value, list) else "-"
+
+
+@pytest.mark.parametrize("argv,says", USAGE_ERRORS, ids=_case_id)
+def test_every_subcommands_usage_errors_exit_4_with_one_line(tmp_path, capsys, argv, says):
+    """Every subcommand, every kind of usage error (missing, extra or unknown arguments, bad values, unknown names,
+    files that do not exist or do not parse, arguments pytest refuses): exit 4, one line on stderr naming it, nothing
+    on stdout, no traceback (README: exit codes). In-process (golive.cli.main)."""
+    from golive.cli import main
+
+    (tmp_path / "bad.yaml").write_text("profile: reference-cpu\nstations: {a: 1\n")
+    (tmp_path / "file").write_text("")
+    (tmp_path / "folder").mkdir()
+    names = {"tmp": str(tmp_path), "bad": str(tmp_path / "bad.yaml"), "file": str(tmp_path / "file"),
+             "folder": str(tmp_path / "folder")}
+    argv = [arg.format(**names) for arg in argv]
+    if says is None:
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 0
+        return
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 4, (out, err)
+    assert err.count("\n") == 1 and err.endswith("\n") and err.startswith("golive"), err
+    assert says.format(**names) in err and "Traceback" not in err, err
+    if "-m" not in argv:  # an -m typo is found after pytest's session header (stdout); nothing else prints there
+        assert out == "", out
+    assert not (tmp_path / "s.yaml").exists() and not list((tmp_path / "out").glob("*"))
 
 
 def test_version_and_python_dash_m():

@@ -1,7 +1,10 @@
-"""Endpoint URLs as operators write them, normalised once at inventory load: the checks see one form only."""
+"""Endpoint URLs as operators write them, normalised once at inventory load: the checks see one form only.
+
+How a URL or host spec is shown without its password: golive.core.secrets.hide_password.
+"""
 from __future__ import annotations
 
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 
 def normalise_endpoint(url: str) -> str:
@@ -21,25 +24,3 @@ def normalise_endpoint(url: str) -> str:
         path += "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
-
-def without_password(spec: str | None) -> str | None:
-    """A host spec or URL as it may be shown: `ssh://user:secret@host` → `ssh://user:***@host`."""
-    if not spec or "://" not in spec:
-        return spec
-    parts = urlsplit(spec)
-    if parts.password is None:
-        return spec
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
-
-
-def password_of(spec: str | None) -> list[str]:
-    """The password in a host spec, as written and percent-decoded (either may reach a message); [] when none."""
-    if not spec or "://" not in spec:
-        return []
-    try:
-        password = urlsplit(spec).password
-    except ValueError:
-        return []
-    return [password, unquote(password)] if password else []

@@ -14,9 +14,10 @@ import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
+from golive.core.secrets import hide_password, scrub, station_secrets
 from golive.core.verdict import EXIT_GO, EXIT_INCOMPLETE, EXIT_USAGE, printable
+from golive.endpoint.target import api_key_of
 from golive.facts import FactError
 from golive.facts.vllm import parse_human_int, parse_serve_args, served_host, speculative_tokens
 from golive.inventory import loader as golive_config
@@ -70,17 +71,7 @@ class Capture:
     cannot_keep: list[str] = field(default_factory=list)  # station facts breaking recipe rules no profile can keep
     matched: int = 0  # captured values equal to the recipe's (not written)
     read_from: list[str] = field(default_factory=list)
-
-
-def redacted(spec: str | None) -> str | None:
-    """A host spec or URL without the password a site may have written into it (`ssh://u:pw@h` → `ssh://u@h`)."""
-    if not spec or "@" not in spec or "://" not in spec:
-        return spec
-    parts = urlsplit(spec)
-    if parts.password is None:
-        return spec
-    netloc = f"{parts.username}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    secrets: list[str] = field(default_factory=list, repr=False)  # the inventory's: scrubbed from comments and lines
 
 
 def _shown(value: object) -> str:
@@ -188,7 +179,7 @@ def _host(loaded, station: Station):
     host = connect(spec, loaded.ssh_config, profile.host.connect_timeout_s)
     problem = unreachable(host)
     if problem:
-        raise CaptureError(f"station {station.name}: cannot reach its host {redacted(station.host)}: {problem}")
+        raise CaptureError(f"station {station.name}: cannot reach its host {hide_password(station.host)}: {problem}")
     return host
 
 
@@ -292,7 +283,7 @@ def kv_capacity_tokens(info: dict) -> int | None:
 def capture_endpoint(collect: _Collector, observed: Observed) -> None:
     if not observed.endpoint:
         return
-    root = redacted(observed.endpoint)
+    root = hide_password(observed.endpoint)
     source = f"GET {root}/v1/models"
     ids = [m.get("id") for m in observed.models if isinstance(m.get("id"), str)]
     if ids:
@@ -525,11 +516,22 @@ def _gpu_names(host, station: Station, any_recipe: Profile) -> list[str]:
 
 
 def capture(inventory: Path, station_name: str | None = None, recipe: str | None = None) -> Capture:
-    """Read the station and compare it with the closest shipped recipe."""
+    """Read the station and compare it with the closest shipped recipe. What a CaptureError says is scrubbed of the
+    inventory's secrets (golive.core.secrets): it quotes exception text."""
     try:
         loaded = golive_config.load_inventory(inventory)
     except golive_config.ConfigError as exc:
-        raise CaptureError(str(exc), EXIT_USAGE) from None
+        raise CaptureError(scrub(str(exc)), EXIT_USAGE) from None
+    secrets = station_secrets(loaded.inventory.stations, api_key_of)
+    try:
+        result = _capture(loaded, station_name, recipe)
+    except CaptureError as exc:
+        raise CaptureError(scrub(str(exc), secrets), exc.code) from None
+    result.secrets = secrets
+    return result
+
+
+def _capture(loaded: golive_config.LoadedInventory, station_name: str | None, recipe: str | None) -> Capture:
     stations = loaded.inventory.stations
     if station_name:
         chosen = [s for s in stations if s.name == station_name]
@@ -545,6 +547,8 @@ def capture(inventory: Path, station_name: str | None = None, recipe: str | None
         raise CaptureError(f"the inventory has {len(stations)} stations: name one with --station "
                            f"({', '.join(s.name for s in stations)})", EXIT_USAGE)
     recipes = {name: golive_config.load_profile(name).profile for name in golive_config.shipped_profiles()}
+    if recipe and recipe not in recipes:  # before the station is read: a usage error, said at once
+        raise CaptureError(f"--recipe {recipe}: not a shipped recipe ({', '.join(recipes)})", EXIT_USAGE)
     observed = Observed(pair=_pair(stations))
     read_endpoint(loaded, station, observed)
     host = _host(loaded, station) if station.host else None
@@ -555,8 +559,8 @@ def capture(inventory: Path, station_name: str | None = None, recipe: str | None
             observed.gpu_names = _gpu_names(host, station, next(iter(recipes.values())))
     name, why = choose_recipe(recipes, units, observed, recipe)
     result = Capture(station=station.name, recipe=name, why=why)
-    result.read_from = [f"station {station.name}"] + ([f"host {redacted(station.host)}"] if station.host else []) \
-        + ([f"endpoint {redacted(observed.endpoint)}"] if observed.endpoint else [])
+    result.read_from = [f"station {station.name}"] + ([f"host {hide_password(station.host)}"] if station.host else []) \
+        + ([f"endpoint {hide_password(observed.endpoint)}"] if observed.endpoint else [])
     collect = _Collector(recipes[name], result)
     try:
         if host is not None:
@@ -586,21 +590,21 @@ def yaml_scalar(value: object) -> str:
     return json.dumps(str(value))
 
 
-def _comment(text: str) -> str:
-    return printable(text.replace("\n", " "))
+def _comment(text: str, secrets: list[str]) -> str:
+    return printable(scrub(text.replace("\n", " "), secrets))
 
 
 def render(result: Capture, when: datetime | None = None) -> str:
     when = when or datetime.now(UTC)
     lines = [f"# Site profile captured by `golive profile capture` from station {result.station} on "
              f"{when:%Y-%m-%d %H:%M} UTC.",
-             f"# Read from: {_comment('; '.join(result.read_from))}.",
-             f"# Extends {result.recipe}: {_comment(result.why)}.",
+             f"# Read from: {_comment('; '.join(result.read_from), result.secrets)}.",
+             f"# Extends {result.recipe}: {_comment(result.why, result.secrets)}.",
              f"# {result.matched} captured value(s) equal the recipe's and are not repeated here.",
              "# Secrets (API keys, passwords in host specs) are never captured."]
     if result.review or result.cannot_keep:
         lines.append("# REVIEW before go-live:")
-        lines += [f"#   - {_comment(item)}" for item in result.review + result.cannot_keep]
+        lines += [f"#   - {_comment(item, result.secrets)}" for item in result.review + result.cannot_keep]
     lines.append(f"extends: {result.recipe}")
     by_section: dict[str, list[Value]] = {}
     for value in result.values:
@@ -608,7 +612,7 @@ def render(result: Capture, when: datetime | None = None) -> str:
     for section in sorted(by_section, key=lambda s: SECTION_ORDER.index(s) if s in SECTION_ORDER else 99):
         lines.append(f"{section}:")
         for value in by_section[section]:
-            lines.append(f"  {value.key}: {yaml_scalar(value.value)}  # {_comment(value.source)}")
+            lines.append(f"  {value.key}: {yaml_scalar(value.value)}  # {_comment(value.source, result.secrets)}")
     return "\n".join(lines) + "\n"
 
 
@@ -620,26 +624,35 @@ def cmd_capture(ns) -> int:
     if not ns.output:
         print("golive: profile capture needs -o FILE (where to write the site profile)", file=sys.stderr)
         return EXIT_USAGE
+    out = Path(ns.output)
+    if out.is_dir() or not out.parent.is_dir():  # before the station is read: a usage error, said at once
+        why = "is a folder" if out.is_dir() else f"is in {out.parent}, which is not a folder that exists"
+        print(f"golive: profile capture -o {printable(str(out))}: {why}; give the site profile's file name",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         result = capture(Path(ns.name), ns.station, ns.recipe)
     except CaptureError as exc:
-        print(f"golive: {printable(str(exc))}", file=sys.stderr)
+        print(f"golive: {printable(scrub(str(exc)))}", file=sys.stderr)
         return exc.code
-    out = Path(ns.output)
-    out.write_text(render(result))
+    try:
+        out.write_text(render(result))
+    except OSError as exc:
+        print(f"golive: profile capture -o {printable(str(out))}: cannot write it ({exc.strerror})", file=sys.stderr)
+        return EXIT_USAGE
     try:  # what we wrote must load as golive loads it
         golive_config.load_profile(out.resolve())
     except golive_config.ConfigError as exc:
         print(f"golive: the captured profile does not load ({exc}); please report this", file=sys.stderr)
         return EXIT_INCOMPLETE
-    print(f"golive: wrote {out} (extends {result.recipe}: {printable(result.why)})")
+    print(f"golive: wrote {out} (extends {result.recipe}: {printable(scrub(result.why, result.secrets))})")
     print(f"golive: {len(result.values)} value(s) written, {result.matched} equal to the recipe")
     if result.review or result.cannot_keep:
         print("Review before go-live:")
         for item in result.review:
-            print(f"  - {printable(item)}")
+            print(f"  - {printable(scrub(item, result.secrets))}")
         for item in result.cannot_keep:
-            print(f"  - {printable(item)}")
+            print(f"  - {printable(scrub(item, result.secrets))}")
     else:
         print("Review: nothing differs from the recipe.")
     return EXIT_GO

@@ -26,7 +26,9 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from golive.core.secrets import hide_password, scrub, scrub_data, station_secrets
 from golive.core.verdict import EXIT_USAGE, printable
+from golive.endpoint.target import api_key_of
 from golive.inventory import loader as golive_config
 from golive.profile.schema import Profile, Station
 
@@ -218,6 +220,7 @@ class Watcher:
         self.inventory = Path(inventory)
         self.every_s = every_s
         self.loaded = golive_config.load_inventory(self.inventory)
+        self.secrets = station_secrets(self.loaded.inventory.stations, api_key_of)  # out of every line and label
         self.state = State()
         self._latency: dict[str, Latency | None] = {}
         self._lock = threading.Lock()
@@ -263,6 +266,7 @@ class Watcher:
                               if key[1] in watched_layers(station)}
             if not results:
                 reading.problems.append(f"the light checks wrote no results (golive run exited {code})")
+            reading.problems = [scrub(problem, self.secrets) for problem in reading.problems]  # quote exceptions
             rounds[station.name] = reading
         with self._lock:
             self.state.rounds = rounds
@@ -307,17 +311,18 @@ class Watcher:
                                        labels=["station"])
         success = GaugeMetricFamily("golive_last_success_timestamp_seconds", "when every light check passed and "
                                     "the canary answered", labels=["station"])
-        for name, reading in rounds.items():
+        for station, reading in rounds.items():
+            name = scrub(station, self.secrets)  # a label value is an output too
             for (check, layer), ok in sorted(reading.checks.items()):
-                passed.add_metric([name, check, layer], 1.0 if ok else 0.0)
+                passed.add_metric([name, scrub(check, self.secrets), layer], 1.0 if ok else 0.0)
             for attr, family in gauges.items():
                 value = getattr(reading, attr)
                 if value is not None:
                     family.add_metric([name], float(value))
             if reading.restarts is not None:
                 restarts.add_metric([name], reading.restarts)
-            if name in last_success:
-                success.add_metric([name], last_success[name])
+            if station in last_success:
+                success.add_metric([name], last_success[station])
         yield passed
         yield from gauges.values()
         yield restarts
@@ -337,12 +342,13 @@ class Watcher:
         """One line per station and round on stderr (stdout carries `--once`'s metrics)."""
         for name, reading in self.state.rounds.items():
             failing = sorted(c for (c, _), ok in reading.checks.items() if not ok)
-            print(f"golive watch: {name}: {len(reading.checks) - len(failing)}/{len(reading.checks)} checks passed"
-                  + (f", failing: {', '.join(failing[:5])}" if failing else "")
-                  + f"; canary {'up' if reading.canary_up else 'DOWN' if reading.canary_up is False else '-'}"
-                  + (f"; TTFT {reading.ttft_s:.3f} s" if reading.ttft_s is not None else "")
-                  + (f"; decode {reading.decode_tok_s:.1f} tok/s" if reading.decode_tok_s is not None else "")
-                  + "".join(f"; {p}" for p in reading.problems[:2]), file=sys.stderr, flush=True)
+            line = (f"golive watch: {name}: {len(reading.checks) - len(failing)}/{len(reading.checks)} checks passed"
+                    + (f", failing: {', '.join(failing[:5])}" if failing else "")
+                    + f"; canary {'up' if reading.canary_up else 'DOWN' if reading.canary_up is False else '-'}"
+                    + (f"; TTFT {reading.ttft_s:.3f} s" if reading.ttft_s is not None else "")
+                    + (f"; decode {reading.decode_tok_s:.1f} tok/s" if reading.decode_tok_s is not None else "")
+                    + "".join(f"; {p}" for p in reading.problems[:2]))
+            print(scrub(line, self.secrets), file=sys.stderr, flush=True)
 
 
 # --- alert rules ---------------------------------------------------------------------------------------------------
@@ -379,9 +385,7 @@ def station_rules(station: Station, profile: Profile, every_s: float, inventory:
     unit = profile.service.unit if profile.service else None
     rules = []
     if station.endpoint:
-        from golive.day2.capture import redacted
-
-        health = (redacted(station.endpoint) or "").removesuffix("/v1") + "/health"
+        health = (hide_password(station.endpoint) or "").removesuffix("/v1") + "/health"
         rules.append(Rule(
             "GoliveStationNotAnswering", f"golive_canary_up{{{sel}}} == 0", 0, "critical",
             f"{name} does not answer a one-token request",
@@ -441,6 +445,9 @@ def station_rules(station: Station, profile: Profile, every_s: float, inventory:
 
 
 def rules_document(loaded, every_s: float, inventory: str) -> dict:
+    """Every station's alert rules, as Prometheus reads them; every label and annotation scrubbed of the inventory's
+    secrets (golive.core.secrets)."""
+    secrets = station_secrets(loaded.inventory.stations, api_key_of)
     groups = []
     for station in loaded.inventory.stations:
         profile = loaded.profile_of(station).profile
@@ -452,8 +459,8 @@ def rules_document(loaded, every_s: float, inventory: str) -> dict:
             entry["labels"] = {"severity": rule.severity, **rule.labels}
             entry["annotations"] = {"summary": rule.summary, "check": rule.check,
                                     "runbook": f"docs/day-2.md#{rule.alert.lower()}"}
-            rules.append(entry)
-        groups.append({"name": f"golive-{station.name}", "rules": rules})
+            rules.append(scrub_data(entry, secrets))  # expr, labels and annotations alike: they must agree
+        groups.append({"name": scrub(f"golive-{station.name}", secrets), "rules": rules})
     return {"groups": groups}
 
 
@@ -470,9 +477,14 @@ def rules_text(loaded, every_s: float, inventory: str) -> str:
 
 
 def parse_listen(text: str) -> tuple[str, int]:
+    """`:9109` → all addresses; `127.0.0.1:9109`, `[::1]:9109` (IPv6 in brackets, as in a URL)."""
     host, _, port = text.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"--listen takes [HOST]:PORT, not {text!r}")
+    if ":" in host and not text.startswith("["):
+        raise ValueError(f"--listen takes [HOST]:PORT, not {text!r}: an IPv6 host goes in brackets, [::1]:9109")
     return host or "0.0.0.0", int(port)
 
 
@@ -484,7 +496,7 @@ def cmd_watch(ns) -> int:
         address, port = parse_listen(ns.listen)
         loaded = golive_config.load_inventory(Path(ns.inventory))
     except (ValueError, golive_config.ConfigError) as exc:
-        print(f"golive: {exc}", file=sys.stderr)
+        print(f"golive: {printable(scrub(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
     if ns.rules:
         print(rules_text(loaded, ns.every, ns.inventory), end="")
@@ -499,12 +511,13 @@ def cmd_watch(ns) -> int:
         watcher.report()
         print(generate_latest(registry).decode(), end="")
         return 0
+    where = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
     try:
         server, thread = start_http_server(port, addr=address, registry=registry)
     except OSError as exc:
-        print(f"golive: cannot listen on {address}:{port}: {exc.strerror}", file=sys.stderr)
+        print(f"golive: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"golive watch: serving metrics on http://{address}:{port}/metrics, a round every {ns.every:g} s "
+    print(f"golive watch: serving metrics on http://{where}/metrics, a round every {ns.every:g} s "
           f"({len(loaded.inventory.stations)} station(s))", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a service manager's stop: finish the round, exit 0

@@ -42,7 +42,7 @@ class Expect(Strict):
 
     @field_validator("regex")
     @classmethod
-    def _compiles(cls, value):
+    def _compiles(cls, value: str | None) -> str | None:
         if value is not None:
             try:
                 re.compile(value)
@@ -51,7 +51,7 @@ class Expect(Strict):
         return value
 
     @model_validator(mode="after")
-    def _one_rule(self):
+    def _one_rule(self) -> Expect:
         rules = [r for r in ("exact", "contains", "one_of", "regex", "numeric") if getattr(self, r) is not None]
         if len(rules) > 1:
             raise ValueError(f"one scoring rule per case, got {', '.join(rules)}")
@@ -67,7 +67,7 @@ class AnswerCase(Strict):
     expect: Expect
 
     @model_validator(mode="after")
-    def _one_prompt(self):
+    def _one_prompt(self) -> AnswerCase:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("give either prompt or messages")
         return self
@@ -85,7 +85,7 @@ class AnswerBattery(Strict):
 
     @field_validator("cases")
     @classmethod
-    def _unique(cls, cases):
+    def _unique(cls, cases: list[AnswerCase]) -> list[AnswerCase]:
         ids = [c.id for c in cases]
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import openai
@@ -94,7 +95,7 @@ class EndpointClient:
         return data
 
     def chat(self, model: str, messages: list[dict], *, stream: bool = False, tools: list[dict] | None = None,
-             **params) -> ChatResult:
+             **params: Any) -> ChatResult:
         kwargs = dict(model=model, messages=messages, **params)
         if tools:
             kwargs["tools"] = tools
@@ -187,7 +188,7 @@ def _one_line(text: str, limit: int = 160) -> str:
     return printable(" ".join(text[:limit].split()))
 
 
-def _reasoning(message) -> str | None:
+def _reasoning(message: Any) -> str | None:
     # vLLM 0.32 says `reasoning`; older builds said `reasoning_content`: read both
     for name in ("reasoning", "reasoning_content"):
         value = getattr(message, name, None)
@@ -207,7 +208,7 @@ def parse_metrics(text: str) -> dict[str, list[tuple[dict, float]]]:
     return samples
 
 
-def metric_total(samples: dict, name: str, **labels) -> float:
+def metric_total(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
     """Sum a counter/gauge across label sets that match `labels`."""
     return sum(v for lbl, v in samples.get(name, []) if all(lbl.get(k) == val for k, val in labels.items()))
 

@@ -135,7 +135,7 @@ class Curve:
     peak: int  # the first level that no later level raises (by RISE, intervals apart); the top while it rises
     falls: bool  # a later level is lower than the peak by 1 / RISE, intervals apart
 
-    def shown(self) -> str:
+    def described(self) -> str:
         return ", ".join(f"{users}: {value:,.4g}" for users, value in self.points)
 
     def cause(self, max_num_seqs: int | None, ratio: float | None = None, users: int | None = None) -> str:

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -125,13 +126,13 @@ def read_event(timing: RequestTiming, data: str, at: float) -> bool:
     return False
 
 
-def _object(value, what: str) -> dict:
+def _object(value: object, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"the stream's {what} is not a JSON object: {str(value)[:80]!r}")
     return value
 
 
-def _count(value) -> int | None:
+def _count(value: object) -> int | None:
     if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
         raise ValueError(f"a token count that is not a number: {str(value)[:80]!r}")
     return value
@@ -379,6 +380,22 @@ def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool
 Undecided = Callable[[LevelResult, list[LevelResult]], str | None]
 
 
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep may send: the levels (users in flight), the batches per level and the profile's bounds."""
+
+    levels: tuple[int, ...]
+    repeats: int  # measured requests per level: repeats × users (at least min_requests)
+    warmup: int  # unmeasured requests per level before it: warmup × users
+    max_duration_s: float  # the whole sweep, warm-up and rounds included
+    slo: Slo | None = None  # goodput counts the requests within it
+    undecided: Undecided | None = None  # another batch while a floor cannot be judged yet
+    max_requests: int | None = None  # every request sent, warm-up included
+    min_requests: int = 1
+    paired: int | None = None  # the gate level whose ratio to 1 user is read in rounds
+    rounds: int = 0
+
+
 @dataclass
 class _Measured:
     """One level's requests so far (every batch), and its row."""
@@ -426,11 +443,8 @@ async def engine_counts(client: httpx.AsyncClient, root: str, headers: dict, mod
     return samples
 
 
-async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterable[int], repeats: int, warmup: int,
-                      max_duration_s: float, progress: Callable[[str], None] = lambda line: None,
-                      slo: Slo | None = None, undecided: Undecided | None = None,
-                      max_requests: int | None = None, min_requests: int = 1,
-                      paired: int | None = None, rounds: int = 0) -> Sweep:
+async def sweep_async(target: EndpointTarget, workload: Workload, plan: SweepPlan,
+                      progress: Callable[[str], None] = lambda line: None) -> Sweep:
     """Each level: `warmup` × C requests (not measured), then `repeats` × C requests (at least `min_requests`)
     measured, C in flight; while `undecided` says a floor of that level cannot be judged yet, another batch of it.
 
@@ -442,10 +456,12 @@ async def sweep_async(target: EndpointTarget, workload: Workload, levels: Iterab
     2-core machine with two CPU hogs: the 1-user aggregate swung 20–711 tok/s between batches, 8 users collapsed to
     62 tok/s for ~10 s; 25 rounds gave a median of 4.2× with 3 outliers). Round batches count in their levels' rows
     too. All within `max_requests` (every request sent, warm-up included) and `max_duration_s`."""
-    levels = sorted(set(levels))
+    levels = sorted(set(plan.levels))
+    repeats, warmup, slo, undecided = plan.repeats, plan.warmup, plan.slo, plan.undecided
+    max_requests, min_requests, paired, rounds = plan.max_requests, plan.min_requests, plan.paired, plan.rounds
     sent = 0
     headers = target.headers()
-    deadline = time.perf_counter() + max_duration_s
+    deadline = time.perf_counter() + plan.max_duration_s
     measured: dict[int, _Measured] = {}
     not_run: list[int] = []
 
@@ -569,5 +585,7 @@ def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def sweep(*args, **kwargs) -> Sweep:
-    return asyncio.run(sweep_async(*args, **kwargs))
+def sweep(target: EndpointTarget, workload: Workload, plan: SweepPlan,
+          progress: Callable[[str], None] = lambda line: None) -> Sweep:
+    """`sweep_async` from synchronous code (a check)."""
+    return asyncio.run(sweep_async(target, workload, plan, progress))

@@ -19,7 +19,6 @@ _ADJ = ["amber", "cobalt", "silent", "northern", "velvet", "granite", "lunar", "
 _NOUN = ["falcon", "harbor", "lantern", "meadow", "compass", "glacier", "orchid", "beacon"]
 
 TOLERANCE = 0.005  # of the target: the recipe's needle is 968,377 tokens, so ±4,842
-MAX_CALLS = 3
 # The density measured on 200k characters of filler is within ~0.15 % of the whole's (1 σ over 12 seeds, reference
 # tokenizer): missing ±0.5 % needs a > 3 σ draw, and the third call repairs that. More would only cost time.
 CALIBRATION_CHARS = 200_000
@@ -142,7 +141,7 @@ class Mismatch(NamedTuple):
     fix: str
 
 
-def usage_mismatch(prompt_tokens, haystack: Haystack) -> Mismatch | None:
+def usage_mismatch(prompt_tokens: int | None, haystack: Haystack) -> Mismatch | None:
     """What is wrong with a chat answer's usage.prompt_tokens for this haystack, or None: it must be the verified
     count plus the chat template's few tokens, and that count within ±0.5 % of the target."""
     if not isinstance(prompt_tokens, int):
@@ -169,7 +168,7 @@ def usage_mismatch(prompt_tokens, haystack: Haystack) -> Mismatch | None:
     return None
 
 
-def repeat_to(tokenize, min_tokens: int) -> str:
+def repeat_to(tokenize: Callable[[str], int], min_tokens: int) -> str:
     """Text just over min_tokens by the server's count (for over-limit probes: far over would test another limit)."""
     chunk = " ".join(filler(20, 7))  # ~1 % of a 64k limit: lands just over it
     count = -(-min_tokens // tokenize(chunk))  # ceil

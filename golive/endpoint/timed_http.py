@@ -192,5 +192,5 @@ class Lane:
     async def __aenter__(self) -> Lane:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

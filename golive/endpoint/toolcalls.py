@@ -12,6 +12,7 @@ import math
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -141,7 +142,7 @@ def _schema_problem(name: str, args: dict, params: dict) -> str | None:
     return None
 
 
-def _type_problem(value, spec: dict) -> str | None:
+def _type_problem(value: object, spec: dict[str, Any]) -> str | None:
     kinds = spec.get("type")
     if kinds:
         kinds = kinds if isinstance(kinds, list) else [kinds]
@@ -157,7 +158,7 @@ def _type_problem(value, spec: dict) -> str | None:
     return None
 
 
-def _is_type(value, kind: str) -> bool:
+def _is_type(value: object, kind: str) -> bool:
     if isinstance(value, bool):  # bool subclasses int in Python, never in JSON
         return kind == "boolean"
     if kind == "number":
@@ -165,7 +166,7 @@ def _is_type(value, kind: str) -> bool:
     return _json_type(value) == kind or (kind == "null" and value is None)
 
 
-def _json_type(value) -> str | None:
+def _json_type(value: object) -> str | None:
     return "null" if value is None else _JSON_TYPES.get(type(value))
 
 
@@ -187,7 +188,7 @@ def _value_problem(expected: dict, name: str, args: dict) -> str | None:
     return None
 
 
-def _same(actual, wanted) -> bool:
+def _same(actual: object, wanted: object) -> bool:
     if isinstance(actual, bool) or isinstance(wanted, bool):
         return actual is wanted
     if isinstance(actual, (int, float)) and isinstance(wanted, (int, float)):

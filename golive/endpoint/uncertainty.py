@@ -93,6 +93,6 @@ def against_ceiling(interval: Interval | None, ceiling: float) -> Decision:
     return Decision.FAILS if interval[0] > ceiling else Decision.UNDECIDED
 
 
-def shown(interval: Interval | None, spec: str = ",.4g") -> str:
+def interval_text(interval: Interval | None, spec: str = ",.4g") -> str:
     return "no interval (fewer than 2 requests)" if interval is None else \
         f"95 % CI {format(interval[0], spec)}–{format(interval[1], spec)}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from golive.endpoint.client import ChatResult
 from golive.endpoint.load import RequestTiming, Workload, lanes, one_request, sentences_for
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane
@@ -35,7 +36,7 @@ class Probe:
     tools: list[dict] | None
     expect: str  # what a right answer is, in words
 
-    def judge(self, result) -> str | None:
+    def judge(self, result: ChatResult) -> str | None:
         """None when `result` (a ChatResult) is right; else what came back."""
         if self.tools:
             calls = [(name, _args(arguments)) for name, arguments in result.tool_calls]
@@ -87,7 +88,7 @@ class UnderLoad:
 
 
 async def probes_under_load(target: EndpointTarget, workload: Workload, concurrency: int,
-                            probes: list[Probe], ask: Callable[[Probe], object], max_load_requests: int,
+                            probes: list[Probe], ask: Callable[[Probe], ChatResult], max_load_requests: int,
                             deadline: float, probes_in_flight: int) -> UnderLoad:
     """Keep `concurrency` load requests in flight; once they are all going, send the probes (`ask` answers one, in a
     thread; at most `probes_in_flight` at a time); stop the load when the last probe has answered."""

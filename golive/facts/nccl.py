@@ -9,6 +9,11 @@ src/transport/net.cc (`Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA(PC
 
 Lines are found by NCCL's own tokens wherever they sit: after the `host:pid:tid [dev]` prefix or without it (pasted),
 behind `docker logs --timestamps` or journald prefixes, with CRLF endings or ANSI colours (stripped first).
+
+A log is evidence, not a story: a run died only where the log holds what NCCL (or its caller) prints when it dies
+(`NCCL WARN …`, `NCCL error in: …`, `ncclSystemError`, an abort), never because a line is missing. A log without
+`Init COMPLETE` and without such a line is a partial capture (an operator's excerpt, a log cut by rotation or taken
+mid-init): every fact it holds still counts, and a fact it lacks is unknown (`NcclLog.partial`).
 """
 from __future__ import annotations
 
@@ -25,6 +30,18 @@ _BARE = re.compile(r"NCCL version \S+|Channel \d+(?:/\d+)? : \d+\[\d+\] -> \d+\[
 _CHANNEL = re.compile(r"Channel (\d+)(?:/\d+)? : (\d+)\[\d+\] -> (\d+)\[\d+\]"
                       r"(?: \[(send|receive)\])? via (\S+(?: pointer\S*)?)")
 _COMM = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+)")
+# What a run prints when it dies. NCCL's WARN level is "messages indicating a fatal error" (src/debug.cc, NCCL_DEBUG);
+# the error strings are ncclGetErrorString's (src/init.cc: `unhandled system error (run with NCCL_DEBUG=INFO for
+# details)`, `internal error - please report this issue …`, `remote process exited or there was a network error`), as
+# callers raise them: torch `torch.distributed.DistBackendError: NCCL error in: …ProcessGroupNCCL.cpp:…` then
+# `ncclSystemError: …`, vLLM's pynccl `NCCL error: …`, nccl-tests `Test NCCL failure common.cu:…`; and a process
+# abort (libstdc++ `terminate called after throwing …`, `Fatal Python error: Aborted`, `Aborted (core dumped)`).
+# NCCL's `file:line -> N` trail is not one: it also unwinds errors NCCL recovers from (`net_ib.cc:852 -> 3`, IB off).
+_DEATH = re.compile(r"\bNCCL WARN\b|\bNCCL (?:error|Error|failure)\b|\bDistBackendError\b"
+                    r"|\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b"
+                    r"|unhandled (?:system|cuda) error|internal error - please report"
+                    r"|remote process exited or there was a network error"
+                    r"|terminate called after throwing|Fatal Python error: Aborted|\bAborted \(core dumped\)")
 
 
 @dataclass(frozen=True)
@@ -65,18 +82,37 @@ class NcclLog:
     topology: Line | None = None      # that line (`comm 0x… rank 0 nRanks 2 nNodes 2 …`)
     complete: Line | None = None      # the first `Init COMPLETE`: the communicator was ready
     lines: tuple[str, ...] = ()       # every line as read (colours and CR removed), for quoting by number
-    last: Line | None = None          # the last NCCL line: where a run that stopped early stopped
+    last: Line | None = None          # the last NCCL line (or death line): where the log ends
+    deaths: tuple[Line, ...] = ()     # what a dying run prints (every WARN, NCCL error strings, aborts): see _DEATH
+    first: Line | None = None         # the first NCCL line (or death line): where the log starts
 
     def text_of(self, number: int) -> str:
         return self.lines[number - 1].strip() if 0 < number <= len(self.lines) else ""
 
     @property
     def died_at_init(self) -> Line | None:
-        """The run never finished NCCL init (no `Init COMPLETE`): the line that says why (its first WARN), else the
-        last NCCL line it printed; None when init completed."""
+        """The line where the run says it died before NCCL finished init: its first death line (a WARN, an NCCL error,
+        an abort; see _DEATH) with no `Init COMPLETE` in the log and no channel connecting after it. None otherwise: a
+        missing `Init COMPLETE` alone is a log cut short (see `partial`), not a dead run."""
         if self.complete is not None:
             return None
-        return self.warnings[0] if self.warnings else self.last
+        after = self.channels[-1].number if self.channels else 0
+        return next((d for d in self.deaths if d.number > after), None)
+
+    @property
+    def partial(self) -> bool:
+        """Neither `Init COMPLETE` nor a death: the log holds part of a run (an excerpt, a log cut by rotation or taken
+        mid-init). Facts it shows count; facts it lacks are unknown, not failed."""
+        return self.complete is None and self.died_at_init is None
+
+    def extent(self) -> str:
+        """Where the log's NCCL lines start and end, for a message: `lines 30–33, from `…` to `…``."""
+        if self.first is None or self.last is None:
+            return "no NCCL line"
+        if self.first == self.last:
+            return f"one NCCL line, line {self.first.number}: `{_short(self.first.text)}`"
+        return (f"NCCL lines {self.first.number}–{self.last.number}, from `{_short(self.first.text)}` to "
+                f"`{_short(self.last.text)}`")
 
     @property
     def version(self) -> str | None:
@@ -118,19 +154,27 @@ def parse_nccl_log(text: str) -> NcclLog:
     ranks: int | None = None
     topology: Line | None = None
     complete: Line | None = None
+    first: Line | None = None
     last: Line | None = None
+    deaths: list[Line] = []
     lines = tuple(_ANSI.sub("", raw).rstrip("\r") for raw in text.split("\n"))
     for number, line in enumerate(lines, 1):
-        if level := _LEVEL.search(line):
-            kind, message = level.group(1), line[level.end():].strip()
+        level = _LEVEL.search(line)
+        if _DEATH.search(line):   # also torch's, vLLM's or the shell's words, which carry no NCCL token
+            last = Line(number, line.strip())
+            first = first or last
+            deaths.append(last)
+            if level and level.group(1) == "WARN":
+                warnings.append(last)
+            continue   # a death line is that and nothing else (torch's `…, NCCL version 2.21.5` is no version line)
+        if level:
+            message = line[level.end():].strip()
         elif bare := _BARE.search(line):
-            kind, message = "INFO", line[bare.start():].strip()
+            message = line[bare.start():].strip()
         else:
             continue
         last = Line(number, line.strip())
-        if kind == "WARN":
-            warnings.append(last)
-            continue
+        first = first or last
         if match := re.fullmatch(r"NCCL version (\S+)(?: .*)?", message):
             if match.group(1) not in versions:
                 versions.append(match.group(1))
@@ -149,7 +193,11 @@ def parse_nccl_log(text: str) -> NcclLog:
     if last is None:
         raise FactError(_unreadable(text, lines))
     return NcclLog(tuple(versions), tuple(channels), tuple(networks), tuple(warnings), env, nodes, ranks, topology,
-                   complete, lines, last)
+                   complete, lines, last, tuple(deaths), first)
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"
 
 
 def _unreadable(text: str, lines: tuple[str, ...]) -> str:

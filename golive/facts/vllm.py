@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from golive.facts import FactError
 
@@ -52,6 +53,11 @@ MULTI_VALUE_FLAGS = frozenset((
 ))
 
 
+# vLLM 0.32.0's one `action="append"` flag: given twice, it keeps both; every other flag is a store action (store,
+# store_true, BooleanOptionalAction), where argparse keeps the last one given.
+APPEND_FLAGS = frozenset(("middleware",))
+
+
 class RejectedValue(FactError):
     """A value vLLM's own argument parser refuses: `vllm serve` exits before serving."""
 
@@ -98,42 +104,105 @@ VALUE_TYPES: dict[str, Callable[[str], float]] = {
 }
 
 
+@dataclass(frozen=True)
+class FlagUse:
+    """One place a flag is given: its value as vLLM reads that occurrence, and which of the arguments hold it."""
+
+    name: str                     # as vLLM names it: "max-model-len" (the positional model: "model")
+    value: str | bool
+    at: int                       # the flag's word in the arguments
+    value_at: tuple[int, ...] = ()  # the words of its value (none for a switch, or `--flag=value`)
+
+    @property
+    def words(self) -> tuple[int, ...]:
+        """The words that decide the value: the value's own, else the flag's (`--x=v`, a switch)."""
+        return self.value_at or (self.at,)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What `vllm serve` would refuse, and the words it is about (to say where they came from)."""
+
+    flag: str | None
+    words: tuple[int, ...]
+    text: str
+
+
+@dataclass
+class _Read:
+    flags: dict[str, str | bool]
+    refusals: list[Refusal]
+    uses: dict[str, list[FlagUse]]
+
+
 def parse_serve_args(args: list[str]) -> dict[str, str | bool]:
     """`[serve] [MODEL] --flag value --bool-flag --no-bool-flag …` → {"max-model-len": "1048576", …}, as vLLM's
     FlexibleArgumentParser reads them: `--max_model_len` = `--max-model-len`, `--x=v` = `--x v`, the last of a
     repeated flag wins, a boolean flag takes no value (`--no-x` gives x=False). See `rejected_args` for what it refuses.
+    The values are the argument words themselves, so a word that knows where it came from (systemd.Word) still does.
     """
-    return _read_args(args)[0]
+    return _read_args(args).flags
+
+
+def flag_uses(args: list[str]) -> dict[str, list[FlagUse]]:
+    """Every occurrence of every flag, in order (`--x` and `--no-x` are one flag)."""
+    return _read_args(args).uses
+
+
+def repeated_flags(args: list[str]) -> dict[str, list[FlagUse]]:
+    """The flags given more than once, each with every occurrence. vLLM reads them with argparse, where a store
+    action keeps the last value given (Python's argparse: `_StoreAction` sets the attribute each time it is seen;
+    vLLM 0.32's FlexibleArgumentParser.parse_args only logs "Found duplicate keys --x" and passes them on), so the
+    last occurrence is the one served; an append flag (APPEND_FLAGS) keeps them all and is not listed."""
+    return {name: uses for name, uses in flag_uses(args).items() if len(uses) > 1 and name not in APPEND_FLAGS}
 
 
 def rejected_args(args: list[str]) -> list[str]:
     """What `vllm serve` would refuse in these arguments, one line each (it exits before serving)."""
-    flags, problems = _read_args(args)
+    return [refusal.text for refusal in refused_args(args)]
+
+
+def refused_args(args: list[str]) -> list[Refusal]:
+    """`rejected_args`, with the flag and the words each refusal is about."""
+    read = _read_args(args)
+    refusals = list(read.refusals)
     for name, parse in VALUE_TYPES.items():
-        value = flags.get(name)
+        value = read.flags.get(name)
         if isinstance(value, str):
+            words = read.uses[name][-1].words
             try:
                 parse(value)
             except RejectedValue as exc:
-                problems.append(f"--{name} {value}: {exc}")
+                refusals.append(Refusal(name, words, f"--{name} {value}: {exc}"))
             except ValueError:
-                problems.append(f"--{name} {value}: not {'a number' if parse is float else 'an integer'}")
-    return problems
+                refusals.append(Refusal(name, words, f"--{name} {value}: not "
+                                                     f"{'a number' if parse is float else 'an integer'}"))
+    return refusals
 
 
-def _read_args(args: list[str]) -> tuple[dict[str, str | bool], list[str]]:
+def _read_args(args: list[str]) -> _Read:
     flags: dict[str, str | bool] = {}
-    problems: list[str] = []
+    refusals: list[Refusal] = []
+    uses: dict[str, list[FlagUse]] = {}
     tokens = list(args)
+    offset = 0
     if tokens[:1] == ["serve"] or tokens[:2] == ["vllm", "serve"]:
-        tokens = tokens[tokens.index("serve") + 1:]
+        offset = tokens.index("serve") + 1
+        tokens = tokens[offset:]
+
+    def use(name: str, value: str | bool, at: int, value_at: tuple[int, ...] = ()) -> None:
+        flags[name] = value
+        uses.setdefault(name, []).append(FlagUse(name, value, at + offset, tuple(i + offset for i in value_at)))
+
     i = 0
     while i < len(tokens):
         token = tokens[i]
         if not token.startswith("--"):
             if "model" in flags:  # `vllm serve` has one positional, the model
-                problems.append(f"`{token}`: no flag takes this word (vLLM: unrecognized arguments)")
-            flags.setdefault("model", token)
+                refusals.append(Refusal(None, (i + offset,),
+                                        f"`{token}`: no flag takes this word (vLLM: unrecognized arguments)"))
+            else:
+                use("model", token, i, (i,))
             i += 1
             continue
         name, eq, value = token[2:].partition("=")
@@ -141,26 +210,27 @@ def _read_args(args: list[str]) -> tuple[dict[str, str | bool], list[str]]:
         negated = name.startswith("no-") and name[3:] in BOOLEAN_FLAGS
         if name in BOOLEAN_FLAGS or negated or name in STORE_TRUE_FLAGS:
             if eq:  # argparse: "ignored explicit argument"
-                problems.append(f"--{name}={value}: a switch takes no value (write --{name}"
-                                + (f" or --no-{name})" if name in BOOLEAN_FLAGS else ")"))
-            flags[name[3:] if negated else name] = not negated
+                refusals.append(Refusal(name[3:] if negated else name, (i + offset,),
+                                        f"--{name}={value}: a switch takes no value (write --{name}"
+                                        + (f" or --no-{name})" if name in BOOLEAN_FLAGS else ")")))
+            use(name[3:] if negated else name, not negated, i)
         elif eq:
-            flags[name] = value
+            use(name, value, i)
         elif name in MULTI_VALUE_FLAGS:
-            words = []
+            first = i
             while i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-                words.append(tokens[i + 1])
                 i += 1
-            flags[name] = " ".join(words) if words else True
+            words = tokens[first + 1:i + 1]
+            use(name, " ".join(words) if words else True, first, tuple(range(first + 1, i + 1)))
         elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-            flags[name] = tokens[i + 1]
+            use(name, tokens[i + 1], i, (i + 1,))
             i += 1
         elif name.startswith("no-"):  # a flag this table does not know: read it the way it is spelled
-            flags[name[3:]] = False
+            use(name[3:], False, i)
         else:
-            flags[name] = True
+            use(name, True, i)
         i += 1
-    return flags, problems
+    return _Read(flags, refusals, uses)
 
 
 def speculative_tokens(flags: dict[str, str | bool]) -> int:

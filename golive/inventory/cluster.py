@@ -133,10 +133,11 @@ class ClusterFacts:
 
     @cached_property
     def nccl_topology_problems(self) -> list[str]:
-        """How the NCCL log's topology differs from the profile's: `nNodes` (2 where rails join two stations; without
-        rails not compared: NCCL counts each rank as a node when P2P and SHM are off on one host), `nRanks` (the
-        tensor-parallel size) and whether any channel crosses a network.
-        [] when it matches, and for a run that died before init (nothing to compare: see `NcclLog.died_at_init`)."""
+        """How the NCCL log's topology differs from the profile's, on what the log shows: `nNodes` (2 where rails join
+        two stations; without rails not compared: NCCL counts each rank as a node when P2P and SHM are off on one host),
+        `nRanks` (the tensor-parallel size) and whether any channel crosses a network. A fact the log does not hold (a
+        partial capture without the `comm … nRanks … nNodes …` line) is no problem: the topology check says which line
+        it needs. [] when it matches, and for a run that died before init (see `NcclLog.died_at_init`)."""
         log = self.nccl_log
         if log.died_at_init is not None:
             return []
@@ -146,8 +147,10 @@ class ClusterFacts:
         problems = []
         if self.cluster.rails:
             if log.nodes is None:
-                problems.append("NCCL printed no `comm … nRanks … nNodes …` line: the log does not say how many hosts "
-                                "the run spanned")
+                if log.channels and not log.net_transports:  # without nNodes, the channels it holds still say
+                    first = log.channels[0].number
+                    problems.append(f"no channel crosses a network ({shown} only, from line {first}: "
+                                    f"`{self.log_line(first)}`): a one-host run's log")
             elif log.one_host:
                 problems.append(f"this log comes from a one-host run: nNodes 1, nRanks {log.ranks}, {shown} channels "
                                 f"only{at}")

@@ -13,6 +13,7 @@ import yaml
 from golive.endpoint.answers import battery_ref, load_answer_battery
 from golive.inventory.ansible import AnsibleError, expand
 from golive.inventory.station import CHROOT, chroot_tree
+from golive.profile.origins import ValueOrigins, shipped_cites
 from golive.profile.schema import Inventory, Profile, Station
 from golive.profile.waivers import Waivers, load_waivers
 from golive.profile.yamlfile import ConfigError, Located, Path_, load_yaml, validate
@@ -28,7 +29,8 @@ def shipped_profiles() -> list[str]:
 
 
 def _merge(base: Located, over: Located) -> Located:
-    """Site values override the base; mappings merge key by key, everything else replaces."""
+    """Site values override the base; mappings merge key by key, everything else replaces (and with it, where the
+    base wrote what lay below it)."""
 
     def merge(a: Any, b: Any, at: Path_) -> Any:
         if isinstance(a, dict) and isinstance(b, dict):
@@ -36,14 +38,21 @@ def _merge(base: Located, over: Located) -> Located:
             for key, value in b.items():
                 out[key] = merge(a[key], value, at + (key,)) if key in a else value
             return out
-        for path in [p for p in where if p[: len(at)] == at and len(p) > len(at)]:
-            del where[path]
+        for table in (where, comments):
+            for path in [p for p in table if p[: len(at)] == at and len(p) > len(at)]:
+                del table[path]
         return b
 
-    where = dict(base.where)
+    where, comments = dict(base.where), dict(base.comments)
     data = merge(base.data, over.data, ())
     where.update(over.where)
-    return Located(data, where)
+    comments = {p: c for p, c in comments.items() if p not in over.where} | over.comments
+    return Located(data, where, comments)
+
+
+def is_shipped(path: Path) -> bool:
+    """A profile golive ships (golive/profile/profiles/): it transcribes a recipe; any other file is a site's."""
+    return path.resolve().parent == PROFILES_DIR.resolve()
 
 
 def resolve_profile_ref(ref: str, relative_to: Path | None = None) -> Path:
@@ -61,13 +70,18 @@ def resolve_profile_ref(ref: str, relative_to: Path | None = None) -> Path:
     return shipped
 
 
-def _load_profile_chain(path: Path, seen: tuple[Path, ...] = ()) -> tuple[Located, list[Path]]:
+def _load_profile_chain(path: Path, seen: tuple[Path, ...] = (),
+                        cites: dict[tuple[str, Path_], str] | None = None) -> tuple[Located, list[Path]]:
+    """The profile at `path` with every profile it `extends:` merged below it, and the chain of files (base first);
+    `cites` collects the recipe citations of every key of the shipped files in the chain."""
     path = path.resolve()
     if path in seen:
         raise ConfigError(f"{path}: 'extends' loops back to itself")
     located = load_yaml(path)
     if not isinstance(located.data, dict):
         raise ConfigError(f"{path}:1: a profile must be a mapping of keys to values")
+    if cites is not None and is_shipped(path):
+        cites.update(shipped_cites(located, str(path)))
     parent_ref = located.data.pop("extends", None)
     if parent_ref is None:
         return located, [path]
@@ -79,7 +93,7 @@ def _load_profile_chain(path: Path, seen: tuple[Path, ...] = ()) -> tuple[Locate
     except ConfigError as exc:
         file, line = located.where[("extends",)]
         raise ConfigError(f"{file}:{line}: {exc}") from None
-    parent, chain = _load_profile_chain(parent_path, seen + (path,))
+    parent, chain = _load_profile_chain(parent_path, seen + (path,), cites)
     return _merge(parent, located), chain + [path]
 
 
@@ -92,8 +106,9 @@ class LoadedProfile:
 
 def load_profile(ref: str | Path, relative_to: Path | None = None) -> LoadedProfile:
     path = ref if isinstance(ref, Path) else resolve_profile_ref(ref, relative_to)
-    located, chain = _load_profile_chain(path)
-    profile = validate(Profile, located, "profile", str(path))
+    cites: dict[tuple[str, Path_], str] = {}
+    located, chain = _load_profile_chain(path, cites=cites)
+    profile = validate(Profile, located, "profile", str(path)).written_at(ValueOrigins(located.where, cites))
     _check_batteries(profile, chain)
     digest = hashlib.sha256(yaml.safe_dump(located.data, sort_keys=True).encode()).hexdigest()
     return LoadedProfile(profile=profile, files=chain, sha256=digest)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from typing import Any
 
 from golive.facts import FactError
 from golive.inventory.transport import (
@@ -84,7 +85,7 @@ def _stage_allowed(words: list[str]) -> bool:
     return True
 
 
-def guard(host, station: str | None = None):
+def guard(host: Any, station: str | None = None) -> Any:
     """Make `host` (a testinfra host) refuse, before sending, any command that is not on the allow-list; and tell a
     transport failure from the station's answer (golive.inventory.transport): the first one is remembered on the
     backend and every later command raises it again at once. Guarding again (a new run) forgets it."""
@@ -102,7 +103,7 @@ def guard(host, station: str | None = None):
                                    now(), detail)
         return TransportError(backend.golive_gone)
 
-    def run(command: str, *args: str, **kwargs):
+    def run(command: str, *args: str, **kwargs: Any) -> Any:
         line = backend.quote(command, *args)
         if log:
             with open(log, "a") as out:
@@ -131,7 +132,7 @@ def guard(host, station: str | None = None):
     if hasattr(backend, "run_ansible"):  # testinfra's ansible backend for connections it cannot drive itself
         run_ansible = backend.run_ansible
 
-        def ansible(*args, **kwargs):
+        def ansible(*args: Any, **kwargs: Any) -> Any:
             out = run_ansible(*args, **kwargs)
             detail = failure_of_ansible(out)
             if detail is not None:

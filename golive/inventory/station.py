@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import math
+import re
 import shlex
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from golive.facts import FactError, docker, gpu, shell, systemd
@@ -39,7 +41,7 @@ class Shard:
 class StationFacts:
     """Lazily gathered, cached facts; every method reads, none writes."""
 
-    def __init__(self, host, station: Station, profile: Profile):
+    def __init__(self, host: Any, station: Station, profile: Profile) -> None:
         self.host, self.station, self.profile = host, station, profile
 
     # --- plumbing -----------------------------------------------------------------------------------------------------
@@ -105,7 +107,19 @@ class StationFacts:
             raise FactError(f"unit {unit} not found in {', '.join(UNIT_DIRS)}",
                             fix=f"install the recipe's unit as /etc/systemd/system/{unit}, then "
                                 f"`systemctl daemon-reload` and `systemctl enable {unit}`")
-        return self._unit_of_files([self.unit_path, *self.unit_dropin_paths])
+        return self._with_environment(self._unit_of_files([self.unit_path, *self.unit_dropin_paths]))
+
+    def _with_environment(self, unit: systemd.UnitFacts) -> systemd.UnitFacts:
+        """The unit with its Environment=/EnvironmentFile= environment read and its Exec lines expanded in it, as
+        systemd expands them when it starts the service (the env files as they are on the station now)."""
+        return unit.with_environment(self.read, self._glob)
+
+    def _glob(self, pattern: str) -> list[str]:
+        """The station's paths matching an EnvironmentFile= glob, sorted as glob(3) sorts them."""
+        if not re.fullmatch(r"/[A-Za-z0-9_./*?\[\]@+,:-]*", pattern):
+            return [pattern]  # a path golive will not hand to a shell unquoted: read it as it is written
+        listing = self.run(f"ls -1d -- {pattern} 2>/dev/null", ok_rcs=(0, 1, 2))
+        return sorted(listing.split())
 
     def _unit_of_files(self, paths: list[str]) -> systemd.UnitFacts:
         unit = self.service.unit
@@ -128,8 +142,8 @@ class StationFacts:
         fragment = (props.get("FragmentPath") or [""])[-1]
         dropins = " ".join(props.get("DropInPaths", [])).split()
         if not fragment:
-            return shown
-        return shown.with_origins(self._unit_of_files([fragment, *dropins]))
+            return self._with_environment(shown)
+        return self._with_environment(shown.with_origins(self._unit_of_files([fragment, *dropins])))
 
     @cached_property
     def docker_run(self) -> docker.DockerRun | None:
@@ -157,7 +171,8 @@ class StationFacts:
         if self.prestart_text is None:
             raise FactError(f"prestart script {self.service.prestart} does not exist",
                             fix=f"install the recipe's prestart script as {self.service.prestart} (mode 0755)")
-        return shell.parse_script(self.prestart_text, origin=self.service.prestart)
+        # read=: the files it sources or runs are read the same way, read-only
+        return shell.parse_script(self.prestart_text, origin=self.service.prestart, read=self.read)
 
     def start_sequence(self) -> list[shell.ShellCommand]:
         """What one start attempt runs, in order: the prestart's commands, ExecStart, ExecStartPost."""
@@ -355,7 +370,7 @@ def _control_path() -> Path:
 
 
 def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float | None = None,
-            station: str | None = None):
+            station: str | None = None) -> Any:
     """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
     `ssh_config` is passed to the ssh backends (an inventory's or a station's `ssh_config:`), and so is the connect
     timeout. ssh:// hosts share one connection for every command (see MUX_SCHEMES); call disconnect() at the end.
@@ -383,7 +398,7 @@ def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float |
     return host
 
 
-def disconnect(host) -> None:
+def disconnect(host: Any) -> None:
     """End the host's ssh master, if connect() started one (no stray ssh processes after a run); idempotent."""
     control = getattr(host.backend, "golive_control_path", None)
     if control is None:
@@ -398,7 +413,7 @@ def disconnect(host) -> None:
     shutil.rmtree(control.parent, ignore_errors=True)
 
 
-def unreachable(host) -> str | None:
+def unreachable(host: Any) -> str | None:
     """Why golive cannot run a command on this host (ssh refused, timed out, authentication), or None: asked once
     per host, so a dead host costs one connect timeout, not one per check."""
     try:

@@ -44,7 +44,7 @@ def measured(value: object) -> object:
     return value
 
 
-def shown(value: Any, percent: bool = False) -> str:
+def profile_value_text(value: Any, percent: bool = False) -> str:
     if value is None or value == []:
         return NOT_SET
     if isinstance(value, bool):
@@ -52,7 +52,7 @@ def shown(value: Any, percent: bool = False) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{number(round(value * 100, 6))} %" if percent else number(value)
     if isinstance(value, (list, tuple)):
-        return ", ".join(shown(v, percent) for v in value)
+        return ", ".join(profile_value_text(v, percent) for v in value)
     return str(value)
 
 
@@ -77,7 +77,7 @@ def render(text: str, profile: Profile | None) -> str:
     """The text with `{field.path}` placeholders filled from `profile`; without a profile, the paths stay named."""
     if profile is None:
         return _FIELD.sub(lambda m: f"<{m.group(1)}>", text)
-    return _FIELD.sub(lambda m: shown(field_value(profile, m.group(1)), percent=bool(m.group(2))), text)
+    return _FIELD.sub(lambda m: profile_value_text(field_value(profile, m.group(1)), percent=bool(m.group(2))), text)
 
 
 def first_paragraph(doc: str) -> str:

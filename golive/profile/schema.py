@@ -4,9 +4,10 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from golive.core.urls import normalise_endpoint
+from golive.profile.origins import ValueOrigins, cite_sources
 
 
 class Strict(BaseModel):
@@ -282,12 +283,23 @@ class Profile(Strict):
     load: Load | None = None  # throughput floors; None: the perf checks are not applicable
     host: Host = Host()
     watch: Watch = Watch()
+    # where each value was written (set by the loader; None for a profile built in code): golive.profile.origins
+    _origins: ValueOrigins | None = PrivateAttr(default=None)
 
     @property
     def cited(self) -> str:
         """The profile's sources as citations ("[000][001]"): a rule whose numbers are this profile's cites them."""
-        tags = [s[1:].split("]", 1)[0] if s.startswith("[") and "]" in s else s for s in self.sources]
-        return "".join(f"[{tag}]" for tag in tags) or f"[profile {self.name}]"
+        return cite_sources(self.sources, self.name)
+
+    @property
+    def origins(self) -> ValueOrigins | None:
+        """Where each value was written, `extends:` resolved; `golive.profile.origins.origin` reads it."""
+        return self._origins
+
+    def written_at(self, origins: ValueOrigins) -> Profile:
+        """This profile, knowing where its values were written (the loader calls this once, after validation)."""
+        self._origins = origins
+        return self
 
 
 class Station(Strict):

@@ -6,6 +6,7 @@ Profiles, inventories, waivers and batteries all load through here, so a typo an
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,10 +33,12 @@ Path_ = tuple[Any, ...]
 
 @dataclass
 class Located:
-    """YAML data plus where each key/item came from: {(key, 0, key): (file, line)}."""
+    """YAML data plus where each key/item came from: {(key, 0, key): (file, line)}; and the comment that ends each
+    key's line, where it has one: {("service", "start_limit_burst"): "at most 3 starts per hour … [000]"}."""
 
     data: Any
     where: dict[Path_, tuple[str, int]] = field(default_factory=dict)
+    comments: dict[Path_, str] = field(default_factory=dict)
 
 
 def load_yaml(path: Path) -> Located:
@@ -60,11 +63,27 @@ def load_yaml(path: Path) -> Located:
     if node is None:
         raise ConfigError(f"{path}: file is empty")
     located = Located(data=None)
-    located.data = _construct(node, (), str(path), located.where)
+    located.data = _construct(node, (), str(path), located.where, located.comments)
     return located
 
 
-def _construct(node: yaml.Node, at: Path_, file: str, where: dict) -> Any:
+_REST_OF_LINE = re.compile(r"[^\n\r\x85\u2028\u2029\x00]*")  # YAML's line breaks, and the reader's end
+
+
+def _line_comment(key_node: yaml.Node, value_node: yaml.Node) -> str | None:
+    """The comment after a key's value on the key's own line (`restart_sec_s: 60  # [000]` → "[000]"), or after the
+    key itself where the value starts below it (`service:  # …`); None where the line has none."""
+    same_line = value_node.end_mark.line == key_node.start_mark.line
+    mark = value_node.end_mark if same_line else key_node.end_mark
+    if mark.buffer is None:
+        return None
+    match = _REST_OF_LINE.match(mark.buffer, mark.pointer)
+    rest = match.group() if match else ""
+    rest = rest.lstrip() if same_line else rest.lstrip().removeprefix(":").lstrip()
+    return rest[1:].strip() if rest.startswith("#") else None
+
+
+def _construct(node: yaml.Node, at: Path_, file: str, where: dict, comments: dict[Path_, str]) -> Any:
     where[at] = (file, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out = {}
@@ -75,11 +94,14 @@ def _construct(node: yaml.Node, at: Path_, file: str, where: dict) -> Any:
             key = key_node.value
             if key in out:
                 raise ConfigError(f"{file}:{key_node.start_mark.line + 1}: duplicate key '{key}'")
-            out[key] = _construct(value_node, at + (key,), file, where)
+            out[key] = _construct(value_node, at + (key,), file, where, comments)
             where[at + (key,)] = (file, key_node.start_mark.line + 1)
+            comment = _line_comment(key_node, value_node)
+            if comment:
+                comments[at + (key,)] = comment
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, at + (i,), file, where) for i, item in enumerate(node.value)]
+        return [_construct(item, at + (i,), file, where, comments) for i, item in enumerate(node.value)]
     try:
         return yaml.SafeLoader(" ").construct_object(node, deep=True)
     except yaml.constructor.ConstructorError as exc:  # a tag (!python/…, !foo) golive does not read

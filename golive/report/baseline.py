@@ -8,6 +8,8 @@ pinning its new value is unannounced: that fails the gate. Everything else is li
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
 # compared as they are (listed, not failing: an upgrade changes them on purpose); served args flag by flag
 PROVENANCE_FIELDS = ("image", "image_digest", "vllm_version", "gpu", "driver", "cuda", "nccl_version",
@@ -159,7 +161,7 @@ GATE_NODEID = "golive::post-upgrade-gate"
 GATE_RULE = "Nothing changed unannounced since the last go-live of this profile (--golive-baseline)"
 
 
-def load_baseline(path, profile_name: str) -> dict:
+def load_baseline(path: str | Path, profile_name: str) -> dict[str, Any]:
     """The previous results.json; ValueError with one line when it cannot be the baseline of this run."""
     import json
     from pathlib import Path

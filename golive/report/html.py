@@ -4,20 +4,19 @@ from __future__ import annotations
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
-from golive.core import verdict as rules
-from golive.core.verdict import printable
+from golive.core.verdict import FAILED, NOT_APPLICABLE, NOT_CHECKED, OUTCOMES, PASSED, RECIPES, WAIVED, printable
 from golive.profile.rules import duration, measured
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows, sweep_svg
-from golive.report.results import OUTCOMES, Recorder, grouped_by_reason, verdict_word
+from golive.report.results import Recorder, grouped_by_reason, verdict_word
 
 
-def shown(value: object) -> object:
+def escaped(value: object) -> object:
     """Text as text: control characters escaped (markup is escaped by autoescape; Markup is ours, left alone)."""
     return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
 # every value is text: a model or a station may answer with markup, or with control characters
-_ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=True, finalize=shown)
+_ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=True, finalize=escaped)
 _ENV.filters["measured"] = measured  # the one number format of every report (results.json keeps them whole)
 _ENV.globals["duration"] = duration
 
@@ -28,12 +27,12 @@ def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
     plot = sweep_svg(recorder.sweep)  # our own drawing (matplotlib escapes every label): inlined as markup
     return [_ENV.get_template("summary.html.j2").render(
         verdict=verdict, verdict_word=verdict_word(verdict), table=recorder.by_layer_station(), outcomes=OUTCOMES,
-        failures=recorder.of(rules.FAILED), notes=[r for r in recorder.of(rules.PASSED) if r.note],
-        not_checked=grouped_by_reason(recorder.of(rules.NOT_CHECKED)),
-        not_applicable=grouped_by_reason(recorder.of(rules.NOT_APPLICABLE)),
+        failures=recorder.of(FAILED), notes=[r for r in recorder.of(PASSED) if r.note],
+        not_checked=grouped_by_reason(recorder.of(NOT_CHECKED)),
+        not_applicable=grouped_by_reason(recorder.of(NOT_APPLICABLE)),
         profile=data["profile"], stations=data["stations"], metrics=recorder.metrics,
         interrupted=interrupted,
-        recipes=rules.RECIPES, rules_text=data["verdict_rules"], waived=recorder.of(rules.WAIVED),
+        recipes=RECIPES, rules_text=data["verdict_rules"], waived=recorder.of(WAIVED),
         baseline=recorder.baseline, run=data["provenance"], estimate=data["estimate"],
         provenance=any(s["provenance"] for s in data["stations"]),
         sweep_plot=Markup(plot) if plot else None, sweep=sweep_rows(recorder.sweep), sweep_columns=SWEEP_COLUMNS)]

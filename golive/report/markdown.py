@@ -11,8 +11,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader
 
-from golive.core import verdict as rules
-from golive.core.verdict import printable
+from golive.core.verdict import OUTCOMES, printable
 from golive.profile.rules import duration, measured
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
 from golive.report.results import sweep_of, verdict_word
@@ -46,13 +45,13 @@ _ENV.globals["duration"] = duration
 
 def render_markdown(results: dict) -> str:
     checks = results.get("checks", [])
-    by_outcome = {o: [c for c in checks if c["outcome"] == o] for o in rules.OUTCOMES}
+    by_outcome = {o: [c for c in checks if c["outcome"] == o] for o in OUTCOMES}
     counts: dict[tuple[str, str], dict[str, int]] = {}
     for c in checks:
-        row = counts.setdefault((c.get("layer") or "other", c.get("station") or "-"), dict.fromkeys(rules.OUTCOMES, 0))
+        row = counts.setdefault((c.get("layer") or "other", c.get("station") or "-"), dict.fromkeys(OUTCOMES, 0))
         row[c["outcome"]] += 1
     return _ENV.get_template("go-live.md.j2").render(
-        r=results, verdict_word=verdict_word(results["verdict"]), outcomes=rules.OUTCOMES,
+        r=results, verdict_word=verdict_word(results["verdict"]), outcomes=OUTCOMES,
         counts=dict(sorted(counts.items())), by_outcome=by_outcome,
         sweep=sweep_rows(sweep_of(results)), sweep_columns=SWEEP_COLUMNS,
         checks=sorted(checks, key=lambda c: c["nodeid"]))

@@ -31,14 +31,25 @@ from typing import Any
 
 import pytest
 
-from golive.core import verdict as rules
-from golive.core.urls import without_password
+from golive.core.secrets import hide_password
+from golive.core.verdict import (
+    FAILED,
+    GO,
+    INCOMPLETE,
+    NO_GO,
+    NOT_APPLICABLE,
+    NOT_CHECKED,
+    OUTCOMES,
+    PASSED,
+    RECIPES,
+    VERDICT_RULES,
+)
+from golive.core.verdict import verdict as verdict_of
 from golive.endpoint.levels import LevelResult
 from golive.inventory.loader import LoadedInventory
 from golive.report import keys
 
 SCHEMA = 3
-OUTCOMES = rules.OUTCOMES
 
 
 @dataclass
@@ -47,7 +58,7 @@ class CheckRecord:
     layer: str
     rule: str
     station: str
-    outcome: str = rules.PASSED
+    outcome: str = PASSED
     message: str = ""
     duration_s: float = 0.0
     finding: dict | None = None
@@ -119,13 +130,13 @@ class Recorder:
         finding = baseline.gate_finding(result)
         self.checks[baseline.GATE_NODEID] = CheckRecord(
             nodeid=baseline.GATE_NODEID, layer="baseline", rule=baseline.GATE_RULE, station="",
-            outcome=rules.FAILED if finding else rules.PASSED,
+            outcome=FAILED if finding else PASSED,
             message=f"Found: {finding['found']}\nRecipe: {finding['recipe']}\nDo: {finding['fix']}" if finding else "",
             finding=finding)
 
-    def add(self, report) -> None:
-        props = report.user_properties
-        first = dict(props)
+    def add(self, report: pytest.TestReport) -> None:
+        props: list[tuple[str, Any]] = list(report.user_properties)  # (key, value) pairs golive.report.keys names
+        first: dict[str, Any] = dict(props)
         record = self.checks.get(report.nodeid)
         if record is None:
             record = self.checks[report.nodeid] = CheckRecord(
@@ -133,7 +144,7 @@ class Recorder:
                 station=first.get(keys.STATION, ""))
         record.duration_s = round(record.duration_s + report.duration, 3)
         classified = first.get(keys.OUTCOME)
-        if classified is not None and not (report.when == "teardown" and record.outcome != rules.PASSED):
+        if classified is not None and not (report.when == "teardown" and record.outcome != PASSED):
             record.outcome, record.message = classified  # a teardown hiccup keeps the check's own outcome
         for name, value in props:
             if name == keys.FINDING:
@@ -163,13 +174,13 @@ class Recorder:
                 record = self.checks[item.nodeid] = CheckRecord(
                     nodeid=item.nodeid, layer=props.get(keys.LAYER, ""), rule=props.get(keys.RULE, ""),
                     station=props.get(keys.STATION, ""))
-            record.outcome = rules.NOT_CHECKED
+            record.outcome = NOT_CHECKED
             record.message = f"not checked because {reason}" + (" while this check ran" if item is stopped else "")
 
     # --- reading the results ------------------------------------------------------------------------------------------
 
     def verdict(self, interrupted: bool = False) -> str:
-        return rules.verdict((r.outcome for r in self.checks.values()), interrupted)
+        return verdict_of((r.outcome for r in self.checks.values()), interrupted)
 
     def of(self, *outcomes: str) -> list[CheckRecord]:
         return [r for r in self.checks.values() if r.outcome in outcomes]
@@ -186,7 +197,7 @@ class Recorder:
         for (layer, station), counts in self.by_layer_station().items():
             shown = ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in OUTCOMES if counts[o])
             lines.append(f"  {layer:<9} {station:<20} {shown}")
-        for outcome in (rules.NOT_CHECKED, rules.NOT_APPLICABLE):
+        for outcome in (NOT_CHECKED, NOT_APPLICABLE):
             for reason, records in grouped_by_reason(self.of(outcome)).items():
                 lines.append(f"  {outcome.replace('_', ' ')} ({len(records)}): {reason}")
         return lines
@@ -198,8 +209,8 @@ class Recorder:
             profile = {"name": loaded.profile.profile.name, "sha256": loaded.profile.sha256,
                        "files": [str(p) for p in loaded.profile.files]}
             stations = [{"name": s.name, "role": s.role, "phase": s.phase,
-                         "host": without_password(loaded.host_spec(s)),
-                         "endpoint": s.endpoint, "profile": loaded.profile_of(s).profile.name,
+                         "host": hide_password(loaded.host_spec(s)),
+                         "endpoint": hide_password(s.endpoint), "profile": loaded.profile_of(s).profile.name,
                          "profile_sha256": loaded.profile_of(s).sha256,
                          "provenance": self.provenance.get(s.name, {})}
                         for s in loaded.inventory.stations]
@@ -208,7 +219,7 @@ class Recorder:
         return {
             "schema": SCHEMA,
             "verdict": self.verdict(interrupted),
-            "verdict_rules": rules.VERDICT_RULES,
+            "verdict_rules": VERDICT_RULES,
             "profile": profile,
             "stations": stations,
             "provenance": {
@@ -218,7 +229,7 @@ class Recorder:
                 "started": self.started, "finished": _now(),
                 "interrupted": interrupted,
             },
-            "recipes": rules.RECIPES,
+            "recipes": RECIPES,
             "checks": [asdict(r) for r in self.checks.values()],
             "metrics": [m.as_dict() for m in self.metrics],
             "sweep": [point.as_dict() for point in self.sweep],
@@ -237,7 +248,7 @@ class Recorder:
         return data
 
 
-_VERDICT_WORDS = {rules.GO: "GO", rules.NO_GO: "NO-GO", rules.INCOMPLETE: "INCOMPLETE"}
+_VERDICT_WORDS = {GO: "GO", NO_GO: "NO-GO", INCOMPLETE: "INCOMPLETE"}
 
 
 def verdict_word(verdict: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from _pytest.junitxml import mangle_test_address, xml_key
 
-from golive.core import verdict as rules
+from golive.core.verdict import EXIT_NOTHING_SELECTED, NOT_APPLICABLE, NOT_CHECKED, exit_code
 from golive.inventory.loader import LoadedInventory
 from golive.report.markdown import write_markdown
 from golive.report.results import Recorder, verdict_word
@@ -66,7 +66,7 @@ def finish(config: pytest.Config, session: pytest.Session, exitstatus: int, reco
         return exitstatus
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED or (not recorder.checks and not interrupted):
         write_nothing(config)
-        return rules.EXIT_NOTHING_SELECTED
+        return EXIT_NOTHING_SELECTED
     if previous is not None and not interrupted:
         recorder.compare_with(previous, loaded.profile.profile.endpoint.baseline_tolerance_pct)
     path = config.getoption("golive_json")
@@ -77,12 +77,12 @@ def finish(config: pytest.Config, session: pytest.Session, exitstatus: int, reco
     if junit is not None:
         junit.add_global_property("golive_verdict", verdict_word(verdict))
     if nothing_applies(recorder, interrupted):
-        return rules.EXIT_NOTHING_SELECTED
-    return rules.exit_code(verdict)
+        return EXIT_NOTHING_SELECTED
+    return exit_code(verdict)
 
 
 def nothing_applies(recorder: Recorder, interrupted: bool) -> bool:
-    return not interrupted and {r.outcome for r in recorder.checks.values()} == {rules.NOT_APPLICABLE}
+    return not interrupted and {r.outcome for r in recorder.checks.values()} == {NOT_APPLICABLE}
 
 
 def write_nothing(config: pytest.Config) -> None:
@@ -106,7 +106,7 @@ def mark_junit(config: pytest.Config, recorder: Recorder) -> None:
     path = config.option.xmlpath
     if not path or not Path(path).is_file():
         return
-    not_checked = {tuple(_junit_address(r.nodeid)): r.message for r in recorder.of(rules.NOT_CHECKED)}
+    not_checked = {tuple(_junit_address(r.nodeid)): r.message for r in recorder.of(NOT_CHECKED)}
     if not not_checked:
         return
     tree = ET.parse(path)
@@ -139,12 +139,12 @@ def summary_lines(config: pytest.Config, exitstatus: int, recorder: Recorder) ->
     if config.getoption("collectonly", False) or exitstatus == pytest.ExitCode.USAGE_ERROR:
         return []
     if not recorder.checks:
-        return [f"golive: no check selected (exit {rules.EXIT_NOTHING_SELECTED}): the -m/-k selection or the "
+        return [f"golive: no check selected (exit {EXIT_NOTHING_SELECTED}): the -m/-k selection or the "
                 f"inventory left nothing to run; no report written"]
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     lines = ["", "=" * 30 + " golive verdict " + "=" * 30, *recorder.summary_lines(interrupted=interrupted)]
     if nothing_applies(recorder, interrupted):
-        lines.append(f"golive: no selected check applies to these stations (exit {rules.EXIT_NOTHING_SELECTED}): "
+        lines.append(f"golive: no selected check applies to these stations (exit {EXIT_NOTHING_SELECTED}): "
                      f"every one is not applicable, reasons above")
     return lines
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pytest
 
 from golive.profile.rules import duration
-from golive.profile.schema import Load, Profile
+from golive.profile.schema import Load, Profile, Station
 from golive.run.session import layer_of, station_of
 
 # [000]: 3 needles at 968,377 prompt tokens took 37.0 / 35.8 / 33.5 s: ~27,000 prompt tok/s with the answer
@@ -100,7 +100,7 @@ def _battery_size(kind: str) -> int:
         return 10
 
 
-def estimate(items: Iterable[pytest.Item], profile_of) -> Estimate:
+def estimate(items: Iterable[pytest.Item], profile_of: Callable[[Station], Profile]) -> Estimate:
     """`profile_of(station)` → the station's Profile. One sweep per station, however many perf checks read it."""
     result = Estimate()
     swept: set[str] = set()

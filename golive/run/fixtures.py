@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from golive.core.urls import without_password
+from golive.core.secrets import hide_password, redacted_flags
 from golive.core.verdict import cite, not_applicable
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.levels import LevelResult
@@ -24,7 +24,6 @@ from golive.inventory.station import StationFacts, chroot_tree, connect, disconn
 from golive.profile.schema import Cluster, Profile, Service, Station
 from golive.report import keys
 from golive.report.results import Metric
-from golive.run.outcomes import redacted_flags
 from golive.run.scope import layer_scope
 from golive.run.session import CONNECTIONS, NO_INVENTORY, inventory, layer_of, station_of
 
@@ -90,7 +89,7 @@ def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, l
     problem = None if chroot_tree(spec) else _cached(request, ("reach", reached_as), lambda: unreachable(host))
     if problem:
         pytest.skip(f"not checked because golive cannot run commands on station {station.name}'s host "
-                    f"{without_password(spec)} ({problem}): check the host is up, sshd answers on that port and the "
+                    f"{hide_password(spec)} ({problem}): check the host is up, sshd answers on that port and the "
                     f"station's or inventory's ssh_config lets golive in (connect timeout {timeout:g} s: "
                     f"host.connect_timeout_s in the profile)")
     return host

@@ -3,15 +3,14 @@
 pytest says passed / failed / skipped / error; an operator signs passed / failed / waived / not applicable / not
 checked. `classify` decides which, from the exception that ended the phase (a Finding, a NotApplicable, a skip, a
 station that could not give a fact, a sick endpoint, a crash); `apply_waiver` turns a failure a waiver covers into
-waived; `redact` scrubs every secret the run knows from the report before any output sees it.
+waived; `redact` scrubs every secret from the report (golive.core.secrets) before any output sees it.
 """
 from __future__ import annotations
-
-from typing import Any
 
 import pytest
 
 from golive.core import verdict as rules
+from golive.core.secrets import scrub, scrub_data
 from golive.core.verdict import Finding, NotApplicable, printable
 from golive.endpoint.errors import EndpointError
 from golive.facts import FactError
@@ -190,36 +189,17 @@ def report_rule(report: pytest.TestReport) -> str:
     return str(keys.props(report).get(keys.RULE, report.nodeid))
 
 
-def scrub(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "[REDACTED]")
-    return text
-
-
-def _scrub_data(value: Any, secrets: list[str]) -> Any:
-    if isinstance(value, str):
-        return scrub(value, secrets)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_scrub_data(v, secrets) for v in value)
-    if isinstance(value, dict):
-        return {k: _scrub_data(v, secrets) for k, v in value.items()}
-    return value
-
-
 def redact(report: pytest.TestReport, secrets: list[str]) -> None:
-    """Keys never reach a report, a log or JUnit: scrub the failure text and every captured section."""
-    if not secrets:
-        return
-    if report.longrepr is not None and any(secret in str(report.longrepr) for secret in secrets):
-        report.longrepr = scrub(str(report.longrepr), secrets)
+    """Keys never reach a report, a log or JUnit: the failure text, every captured section and every user property
+    pass through golive.core.secrets.scrub (secrets by shape, then every secret the run knows)."""
+    if report.longrepr is not None:
+        if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:  # a skip: (path, line, reason)
+            path, line, reason = report.longrepr
+            report.longrepr = (path, line, scrub(str(reason), secrets))
+        else:
+            text = str(report.longrepr)
+            scrubbed = scrub(text, secrets)
+            if scrubbed != text:  # left as pytest made it otherwise (the terminal formats a traceback itself)
+                report.longrepr = scrubbed
     report.sections = [(title, scrub(body, secrets)) for title, body in report.sections]
-    report.user_properties = [_scrub_data(prop, secrets) for prop in report.user_properties]
-
-
-_SECRET_FLAG_WORDS = ("key", "token", "secret", "password")
-
-
-def redacted_flags(served: dict[str, Any]) -> dict[str, Any]:
-    """Served flags with the values of secret-looking ones (--api-key, --hf-token …) replaced."""
-    return {flag: "[REDACTED]" if any(word in flag.lower() for word in _SECRET_FLAG_WORDS) else value
-            for flag, value in served.items()}
+    report.user_properties = [scrub_data(prop, secrets) for prop in report.user_properties]

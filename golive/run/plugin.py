@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from golive.core import verdict as rules
-from golive.core.verdict import not_applicable
+from golive.core.verdict import EXIT_INCOMPLETE, FAILED, NOT_APPLICABLE, NOT_CHECKED, WAIVED, not_applicable
 from golive.inventory import loader as golive_config
 from golive.profile.rules import rule_of
 from golive.profile.schema import LAYERS
@@ -220,7 +219,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if decided is None:
         return
     outcome, reason = decided
-    if outcome == rules.NOT_APPLICABLE:
+    if outcome == NOT_APPLICABLE:
         not_applicable(reason)
     pytest.skip(reason)
 
@@ -261,7 +260,7 @@ class _Recording:
         why = progress.reason if progress is not None and progress.bound_reached else report_writer.INTERRUPTED_REASON
         if reporter is not None and hasattr(reporter, "_keyboardinterrupt_memo"):  # what pytest prints at the end
             reporter._keyboardinterrupt_memo = SimpleNamespace(reprcrash=SimpleNamespace(
-                message=f"golive: {why}: reports written, verdict INCOMPLETE (exit {rules.EXIT_INCOMPLETE})"))
+                message=f"golive: {why}: reports written, verdict INCOMPLETE (exit {EXIT_INCOMPLETE})"))
 
 
 @pytest.hookimpl(trylast=True)  # after junitxml wrote junit.xml
@@ -290,9 +289,9 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return _TERMINAL_WORDS.get(outcome[0])
 
 
-_TERMINAL_WORDS = {rules.FAILED: ("failed", "F", "FAILED"),
-                   rules.NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"),
-                   rules.NOT_CHECKED: ("not checked", "s", "NOT CHECKED"), rules.WAIVED: ("waived", "w", "WAIVED")}
+_TERMINAL_WORDS = {FAILED: ("failed", "F", "FAILED"),
+                   NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"),
+                   NOT_CHECKED: ("not checked", "s", "NOT CHECKED"), WAIVED: ("waived", "w", "WAIVED")}
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -1,9 +1,10 @@
 """Long waits, watched: progress lines while one check waits long, and the whole run's time bound.
 
 Progress goes to a copy of stderr taken before any test runs, so pytest's output capture does not swallow it; the
-line names the check and its target (password hidden, secrets scrubbed), never a key. The time bound interrupts the
-main thread the way Ctrl-C does (a real signal, SIGUSR1: a blocking read wakes up), so the run ends through pytest's own
-interrupt path: every report written, INCOMPLETE, with the checks it did not reach not checked for that reason.
+line names the check and its target (password hidden, secrets scrubbed: golive.core.secrets), never a key. The time
+bound interrupts the main thread the way Ctrl-C does (a real signal, SIGUSR1: a blocking read wakes up), so the run
+ends through pytest's own interrupt path: every report written, INCOMPLETE, with the checks it did not reach not
+checked for that reason.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from golive.core.urls import without_password
+from golive.core.secrets import hide_password, scrub
 
 BOUND_SIGNAL = signal.SIGUSR1
 
@@ -120,7 +121,7 @@ class Progress:
         target = getattr(station, "endpoint" if item.get_closest_marker("endpoint") else "host", None)
         n, total = self._position.get(getattr(item, "nodeid", "")), len(self._position)
         line = f"golive: still waiting: {item.name}" + (f" (check {n} of {total})" if n else "")
-        line += f" on {without_password(target)}" if target else ""
+        line += f" on {hide_password(target)}" if target else ""
         line += f", {waited_s:.0f} s so far" + self._budget(item)
         if n and self._finished:
             line += "; " + self.run_estimate(total - n)
@@ -140,9 +141,8 @@ class Progress:
                 f"the {self._finished} finished)")
 
     def scrubbed(self, line: str) -> str:
-        for secret in self._secrets():
-            line = line.replace(secret, "[REDACTED]")
-        return line
+        """The line as the terminal may show it (golive.core.secrets.scrub: shapes, then the run's secrets)."""
+        return scrub(line, self._secrets())
 
     def _say(self, line: str) -> None:
         out = self._out

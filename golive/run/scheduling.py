@@ -6,6 +6,8 @@ reach the controller, which alone writes results.json, go-live.md and the HTML (
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
@@ -24,7 +26,7 @@ def station_of(nodeid: str, stations: list[str]) -> str | None:
 class StationScheduling(LoadScopeScheduling):
     """xdist's scope scheduling with the station as the scope; a check of no station is a scope of its own."""
 
-    def __init__(self, config: pytest.Config, log, stations: list[str]) -> None:
+    def __init__(self, config: pytest.Config, log: Any, stations: list[str]) -> None:
         super().__init__(config, log)
         self.stations = stations
 
@@ -33,7 +35,7 @@ class StationScheduling(LoadScopeScheduling):
         return f"station:{station}" if station else nodeid
 
 
-def station_scheduling(config: pytest.Config, log, stations: list[str]) -> StationScheduling | None:
+def station_scheduling(config: pytest.Config, log: Any, stations: list[str]) -> StationScheduling | None:
     """Under plain `-n N` (xdist's default `--dist load`), schedule by station; another --dist is the user's choice."""
     if config.getoption("dist", "no") != "load" or not stations:
         return None

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from golive.core.urls import password_of
+from golive.core.secrets import station_secrets
 from golive.endpoint.target import api_key_of
 from golive.inventory.loader import LoadedInventory
 from golive.profile.schema import LAYERS, Layer, Station
@@ -40,14 +40,6 @@ def station_of(item: pytest.Item) -> Station | None:
 
 
 def secrets(config: pytest.Config) -> list[str]:
-    """Every secret the run knows (API keys, passwords in host specs), longest first: scrubbed from every output."""
+    """Every secret the run knows (golive.core.secrets.station_secrets), longest first: scrubbed from every output."""
     loaded = inventory(config)
-    if loaded is None:
-        return []
-    found: list[str] = []
-    for station in loaded.inventory.stations:
-        key = api_key_of(station)
-        if key:
-            found.append(key)
-        found.extend(password_of(station.host))  # ssh://user:password@host: as written and decoded
-    return sorted({s for s in found if s}, key=len, reverse=True)
+    return [] if loaded is None else station_secrets(loaded.inventory.stations, api_key_of)

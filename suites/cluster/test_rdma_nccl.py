@@ -1,18 +1,34 @@
 """RDMA ports and NCCL as the serving run loads them: RoCE v2 on an active Ethernet port, the pinned GID index,
-the profile's NCCL with GPU Direct RDMA, never sockets, no warnings [002]."""
+the profile's NCCL with GPU Direct RDMA, never sockets, no warnings [002].
+
+The NCCL log is evidence: each check judges the lines the log holds and quotes one that supports its finding. A log
+cut short (no `Init COMPLETE`, no death line: see golive.facts.nccl) is said to be partial once, by the topology check;
+a check that needs a line the log lacks is not checked, naming that line."""
+from typing import NoReturn
+
 import pytest
 
 from golive.core.verdict import not_applicable, require
+from golive.facts.nccl import Channel, Line, NcclLog
+from golive.profile.schema import Cluster, Station
 
 pytestmark = pytest.mark.cluster
 
 GID_INDEX = "NCCL_IB_GID_INDEX"
 TOPOLOGY_CHECK = "test_nccl_log_matches_declared_topology"
+# The lines a check may need, as NCCL prints them (github NVIDIA/nccl src/init.cc: showVersion, the comm summary of
+# initTransportsRank, `… - Init COMPLETE` at the end of ncclCommInitRankFunc; src/transport/net.cc: one `Channel` line
+# per connection; with NCCL_RUNTIME_CONNECT=1, the default, channels connect at the first collective, after
+# `Init COMPLETE`; with 0, inside init, before it).
+VERSION_LINE = "`NCCL version 2.30.7+cuda13.0` line (printed first, as the process loads NCCL)"
+COMM_LINE = "`comm 0x… rank 0 nRanks 2 nNodes 2 …` line (nRanks and nNodes, printed during init)"
+COMPLETE_LINE = "`… nranks 2 … - Init COMPLETE` line (printed when the communicator is ready)"
+CHANNEL_LINES = "`Channel 00/0 : 0[0] -> 1[0] [send] via NET/…` lines (one per channel as it connects)"
 
 
 def _serving_log(cluster_facts, cluster, needs_init: bool = True):
     """The NCCL log, when it is the serving run's log of the declared topology (and, with `needs_init`, of a run that
-    finished init); otherwise the reading check ends not checked, pointing at the one check that fails for it."""
+    did not die at init); otherwise the reading check ends not checked, pointing at the one check that fails for it."""
     log = cluster_facts.nccl_log
     problems = cluster_facts.nccl_topology_problems
     if problems:
@@ -20,9 +36,24 @@ def _serving_log(cluster_facts, cluster, needs_init: bool = True):
                     f"see {TOPOLOGY_CHECK}")
     died = log.died_at_init
     if needs_init and died is not None:
-        pytest.skip(f"not checked: the run died before NCCL finished init, so no channel was set up (line "
-                    f"{died.number}: `{died.text}`): see {TOPOLOGY_CHECK}")
+        pytest.skip(f"not checked: the run died before NCCL finished init (line {died.number}: `{died.text}`): see "
+                    f"{TOPOLOGY_CHECK}")
     return log
+
+
+def _lacks(log: NcclLog, cluster: Cluster, station: Station, needs: str) -> NoReturn:
+    """End the check not checked: it needs a line the log does not hold. A missing line is no evidence either way."""
+    if log.partial:
+        why = f"it was cut (see {TOPOLOGY_CHECK})"
+    elif needs == CHANNEL_LINES and log.complete is not None and log.last is not None:
+        why = (f"NCCL prints them when the first collective connects the channels, after `Init COMPLETE` (line "
+               f"{log.complete.number}), and the log ends before (line {log.last.number}): take it after the serving "
+               f"run answered a request")
+    elif log.first is not None:
+        why = f"the log starts after it (its first NCCL line, line {log.first.number}: `{log.first.text}`)"
+    else:
+        why = "it holds no NCCL line"
+    pytest.skip(f"not checked: needs NCCL's {needs}, which {cluster.nccl_log} on {station.name} does not hold: {why}")
 
 
 @pytest.fixture(scope="session")
@@ -91,9 +122,10 @@ def test_nccl_version_matches_profile(cluster_facts, cluster, station, record_pr
     """The NCCL the serving run loaded (its `NCCL version` line) is the profile's {cluster.nccl_version} [002]."""
     log = _serving_log(cluster_facts, cluster, needs_init=False)  # printed before the bootstrap: a dead run says it too
     record_provenance(nccl_version=", ".join(log.versions) or None)
+    if not log.versions:
+        _lacks(log, cluster, station, VERSION_LINE)
     require(log.version == cluster.nccl_version,
-            found=f"{cluster.nccl_log} on {station.name}: "
-                  + (f"`NCCL version {', '.join(log.versions)}`" if log.versions else "no `NCCL version` line"),
+            found=f"{cluster.nccl_log} on {station.name}: `NCCL version {', '.join(log.versions)}`",
             recipe=f"NCCL {cluster.nccl_version} loaded explicitly from the image: older versions deadlock "
                    f"cross-node CUDA graph replay over RoCE [002]",
             fix=f"point the serving run at NCCL {cluster.nccl_version} (LD_PRELOAD / VLLM_NCCL_SO_PATH to the image's "
@@ -116,11 +148,14 @@ def test_nccl_environment_is_pinned(cluster_facts, cluster, station):
                 f"stations, then restart the serving run")
 
 
-def _socket_lines(log):
+def _socket_lines(log: NcclLog, cluster: Cluster) -> list[Channel] | list[Line]:
     """Channels over NET/Socket. NCCL initialises its socket plugin even where every channel is P2P (`NET/Socket :
-    Using eth0` on one host), so that line counts only in a log that shows no channel at all."""
+    Using eth0` on one host), so that line counts only in a log that shows no channel at all, and only where the
+    profile's rails join two stations: their traffic crosses the network NCCL chose (`Using network Socket`)."""
     if log.channels:
         return [c for c in log.channels if c.transport == "NET/Socket"]
+    if not cluster.rails:
+        return []
     return [n for n in log.networks if n.text.startswith(("NET/Socket : Using", "Using network Socket"))]
 
 
@@ -131,8 +166,8 @@ def test_nccl_log_matches_declared_topology(cluster_facts, cluster, station, pro
     log = cluster_facts.nccl_log
     died = log.died_at_init
     require(died is None,
-            found=f"{cluster.nccl_log} on {station.name}: the run died before NCCL finished init (no `Init COMPLETE`); "
-                  f"the line that says so, line {died.number if died else 0}: `{died.text if died else ''}`",
+            found=f"{cluster.nccl_log} on {station.name}: the run died before NCCL finished init: NCCL said so at "
+                  f"line {died.number if died else 0}: `{died.text if died else ''}`",
             recipe="the serving run's NCCL communicator comes up over the rails, one rank per station [002]",
             fix="read that line: a bootstrap that cannot connect is NCCL_SOCKET_IFNAME on the wrong interface, a "
                 "firewall on the bootstrap port, or the other station not started; fix it, restart the serving run on "
@@ -149,6 +184,17 @@ def test_nccl_log_matches_declared_topology(cluster_facts, cluster, station, pro
                  "run on this station writes (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=… in its environment, or the container's "
                  "log), not a one-host test; take it after the run printed `Init COMPLETE`") if cluster.rails else
                 "point cluster.nccl_log at this host's serving run's log, or declare the rails in the profile")
+    if log.partial:   # said here once; the other NCCL checks judge the lines it holds
+        needs = ([COMM_LINE] if log.topology is None else []) + [COMPLETE_LINE]
+        outlived = (f"channels connect after its last death line (line {log.deaths[-1].number}), so the run went on"
+                    if log.deaths else "no line NCCL prints when it dies (WARN, NCCL error, abort)")
+        pytest.skip(f"not checked: {cluster.nccl_log} on {station.name} is a partial capture: no `Init COMPLETE`, and "
+                    f"{outlived}: the log was cut (an excerpt, or rotation), not the run; it holds {log.extent()}; "
+                    f"the NCCL checks judge what it shows. This one needs NCCL's {' and '.join(needs)}, which it "
+                    f"does not hold: take the whole log of the serving "
+                    f"run (from its start, through `Init COMPLETE`)")
+    if log.topology is None:
+        _lacks(log, cluster, station, COMM_LINE)
 
 
 def test_nccl_uses_gpu_direct_rdma(cluster_facts, cluster, station):
@@ -160,13 +206,18 @@ def test_nccl_uses_gpu_direct_rdma(cluster_facts, cluster, station):
                        f"GPU Direct RDMA does not apply")
     if not cluster.gdrdma_required:
         not_applicable("the profile does not require GPU Direct RDMA (cluster.gdrdma_required: false)")
-    if _socket_lines(log):
+    if _socket_lines(log, cluster):
         pytest.skip("NCCL runs over sockets: see test_nccl_never_falls_back_to_sockets")
-    plain = [c for c in log.channels if c.transport.startswith("NET/") and not c.gdrdma]
+    net = [c for c in log.channels if c.transport.startswith("NET/")]
+    if not net:
+        _lacks(log, cluster, station, CHANNEL_LINES)
+    plain = [c for c in net if not c.gdrdma]
+    over = plain[0].transport if plain else ""
     require(not plain,
-            found=f"{cluster.nccl_log} line {plain[0].number if plain else 0}: "
-                  f"`{cluster_facts.log_line(plain[0].number) if plain else ''}` ({len(plain)} channel(s) without "
-                  f"GDRDMA)",
+            found=f"{cluster.nccl_log} on {station.name}: "
+                  + ("RDMA" if over == "NET/IB" else over) + " without GPU Direct: line "
+                  f"{plain[0].number if plain else 0}: `{cluster_facts.log_line(plain[0].number) if plain else ''}` "
+                  f"({len(plain)} channel(s) without GDRDMA, of {len(net)} network channel(s) in the log)",
             recipe="GPU Direct RDMA confirmed by scanning NCCL debug logs for the GDRDMA marker [002]",
             fix="load nvidia-peermem (or use a kernel with dma-buf), keep NCCL_NET_GDR_LEVEL unset, and check that "
                 "GPU and NIC share a PCIe switch (`nvidia-smi topo -m`)")
@@ -174,7 +225,10 @@ def test_nccl_uses_gpu_direct_rdma(cluster_facts, cluster, station):
 
 def test_nccl_never_falls_back_to_sockets(cluster_facts, cluster, station):
     """No `NET/Socket` transport in the NCCL log: RoCE, never sockets [002]."""
-    found = _socket_lines(_serving_log(cluster_facts, cluster))
+    log = _serving_log(cluster_facts, cluster)
+    found = _socket_lines(log, cluster)
+    if not found and not log.channels:
+        _lacks(log, cluster, station, CHANNEL_LINES)
     require(not found,
             found=f"{cluster.nccl_log} on {station.name} line {found[0].number if found else 0}: "
                   f"`{cluster_facts.log_line(found[0].number) if found else ''}`",

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from golive.core.verdict import not_applicable, require
+from golive.endpoint.client import ChatResult
 from golive.endpoint.load import Workload
 from golive.endpoint.underload import PROBES, Probe, probes_under_load
 
@@ -66,7 +67,7 @@ def test_tool_calls_and_arithmetic_stay_correct_under_load(endpoint, station, pr
                 "a time, and re-run; report it to the image's maintainers with this probe")
 
 
-def judged_alone(probe: Probe, ask: Callable[[Probe], object]) -> str | None:
+def judged_alone(probe: Probe, ask: Callable[[Probe], ChatResult]) -> str | None:
     """What is wrong with the probe's answer with no load in flight (None: right), an HTTP error included."""
     try:
         return probe.judge(ask(probe))

@@ -12,8 +12,8 @@ from golive.core.verdict import not_applicable, require
 from golive.endpoint import gates
 from golive.endpoint.client import metric_total
 from golive.endpoint.errors import EndpointError
-from golive.endpoint.load import PEAK_REFUSED, LevelResult, Slo, Sweep, Workload, levels_to_run, sweep
-from golive.endpoint.uncertainty import Decision, against_floor, shown
+from golive.endpoint.load import PEAK_REFUSED, LevelResult, Slo, Sweep, SweepPlan, Workload, levels_to_run, sweep
+from golive.endpoint.uncertainty import Decision, against_floor, interval_text
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 
@@ -44,11 +44,12 @@ def swept(request, endpoint, station, profile, load) -> Sweep:
     levels, refused = levels_to_run(load.concurrency, station.production, request.config.getoption("allow_peak_load"))
     if not levels:
         return Sweep([], [], refused)
-    measured = sweep(endpoint.target, workload, levels, load.repeats, load.warmup, load.max_duration_s,
-                     progress=progress, slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
+    plan = SweepPlan(tuple(levels), load.repeats, load.warmup, load.max_duration_s,
+                     slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
                      undecided=lambda level, earlier: gates.undecided(load, level, earlier),
                      max_requests=load.max_requests, min_requests=load.min_requests,
                      paired=gates.gate_concurrency(load), rounds=load.rounds_to_run)
+    measured = sweep(endpoint.target, workload, plan, progress)
     measured.refused = refused
     return measured
 
@@ -98,7 +99,7 @@ def _judge(gate: gates.Gate, load, record_metric, name: str, unit: str, what: st
                   passed=gate.decision is Decision.PASSES)
     if gate.decision is Decision.UNDECIDED:
         pytest.skip(UNDECIDED.format(what=what, users=gate.concurrency, value=f"{gate.value:,.4g}",
-                                     interval=shown(gate.interval), kind=kind,
+                                     interval=interval_text(gate.interval), kind=kind,
                                      requests=f"{gate.rounds} rounds" if gate.rounds else f"{gate.requests} requests",
                                      bound=f"{gate.bound:,.4g}", max_requests=load.max_requests,
                                      max_duration_s=load.max_duration_s))
@@ -108,8 +109,8 @@ def _judge(gate: gates.Gate, load, record_metric, name: str, unit: str, what: st
 def _measured_at(gate: gates.Gate, spec: str = ",.4g") -> str:
     if gate.rounds:
         return (f"{format(gate.value, spec)} (median of {gate.rounds} rounds of 1 and {gate.concurrency} users back "
-                f"to back, {shown(gate.interval)})")
-    return f"{format(gate.value, spec)} ({shown(gate.interval)}, {gate.requests} requests)"
+                f"to back, {interval_text(gate.interval)})")
+    return f"{format(gate.value, spec)} ({interval_text(gate.interval)}, {gate.requests} requests)"
 
 
 def _rounds(swept: Sweep, users: int) -> str:
@@ -241,7 +242,7 @@ def test_aggregate_scales_with_users(swept, load, profile, record_metric):
     record_metric("aggregate_peaks_at_users", shape.peak, "users")
     _judge(gate, load, record_metric, f"scaling_ratio_at_{users}", "×", "the aggregate's scaling",
            found=f"the aggregate at {users} users is {_measured_at(gate, '.2f')}× the single user's, below the "
-                 f"floor {gate.bound:.2f}×{_rounds(swept, users)}; aggregate tok/s by users: {shape.shown()}; it "
+                 f"floor {gate.bound:.2f}×{_rounds(swept, users)}; aggregate tok/s by users: {shape.described()}; it "
                  f"stops rising at "
                  f"{shape.peak} users (max_num_seqs in the profile: {profile.vllm.max_num_seqs})",
            recipe=f"aggregate at {users} users ÷ aggregate at 1 user ≥ {load.floors.scaling_ratio:g}, less "
@@ -339,7 +340,7 @@ def prefilled(endpoint, profile, load) -> tuple[dict[int, LevelResult], float]:
     measured = {}
     for length in lengths:
         workload = Workload(model=profile.vllm.served_model_name, prompt_tokens=length, output_tokens=1)
-        level = sweep(endpoint.target, workload, [1], load.prefill.requests, 0, load.max_duration_s).at(1)
+        level = sweep(endpoint.target, workload, SweepPlan((1,), load.prefill.requests, 0, load.max_duration_s)).at(1)
         if level is not None:
             measured[length] = level
     return measured, metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total") - before
@@ -372,7 +373,7 @@ def test_prefill_speed_at_long_prompts(prefilled, load, record_metric):
         record_metric(f"prefill_tok_s_at_{length}", speed, "tok/s", floor=bound, interval=interval,
                       requests=level.requests - level.failures, passed=decision is Decision.PASSES)
         reference = load.prefill.reference_tok_s.get(length)
-        said = (f"{length:,} tokens: {speed:,.0f} prompt tok/s ({shown(interval, ',.0f')}, "
+        said = (f"{length:,} tokens: {speed:,.0f} prompt tok/s ({interval_text(interval, ',.0f')}, "
                 f"{level.requests - level.failures} requests, {level.prompt_tokens_p50:,.0f} prompt tokens)"
                 + (f", reference {reference:,.0f} ({load.prefill.reference_source})" if reference else ""))
         if decision is Decision.FAILS:

@@ -4,6 +4,7 @@ import re
 import pytest
 
 from golive.core.verdict import require
+from golive.profile.origins import sourced
 
 pytestmark = pytest.mark.host
 SIZE_TOLERANCE = 0.05  # shards of another quantization differ by far more; one missing shard of 40 by 2.5 %
@@ -75,10 +76,12 @@ def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
     checks = [("architectures", c.architecture, (config.get("architectures") or [None])[0]),
               ("quant_algo", c.quant_algo, quant_algo),
               ("kv_cache_quant_algo", c.kv_cache_quant_algo, kv_algo)]
+    field_of = {"architectures": "checkpoint.architecture", "quant_algo": "checkpoint.quant_algo",
+                "kv_cache_quant_algo": "checkpoint.kv_cache_quant_algo"}
     wrong = [f"{name} {got!r}, expected {want!r}" for name, want, got in checks if want is not None and got != want]
     require(not wrong,
             found=f"{facts.checkpoint_dir}/config.json: " + "; ".join(wrong),
-            recipe=f"{c.repository}: " + ", ".join(f"{n} {w}" for n, w, _ in checks if w) + " [000][002]",
+            recipe=f"{c.repository}: " + sourced(profile, {field_of[n]: f"{n} {w}" for n, w, _ in checks if w}),
             fix=f"this is not the recipe's checkpoint: download {c.repository}"
                 + (f" at revision {c.revision}" if c.revision else "") + " and point the unit at it")
 
@@ -92,6 +95,7 @@ def test_checkpoint_disk_space(facts, profile):
     require(have + free >= need,
             found=f"{facts.checkpoint_dir}: {have / 1e9:.0f} GB of shards + {free / 1e9:.0f} GB free "
                   f"= {(have + free) / 1e9:.0f} GB",
-            recipe=f"at least {profile.checkpoint.disk_need_gb:g} GB for the checkpoint alone [002]",
+            recipe=sourced(profile, {"checkpoint.disk_need_gb": f"at least {profile.checkpoint.disk_need_gb:g} GB "
+                                                                f"for the checkpoint alone"}),
             fix="free space on that filesystem or move the checkpoint to a larger disk (copy under "
                 f"`numactl --membind={_dram_node(profile)}`, then drop caches)")

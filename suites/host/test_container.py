@@ -2,14 +2,18 @@
 import pytest
 
 from golive.core.verdict import not_applicable, require
+from golive.facts import docker, systemd
 from golive.facts.vllm import (
     ALL_INTERFACES,
     VALUE_TYPES,
+    FlagUse,
     RejectedValue,
     describe_tokens,
+    flag_uses,
     parse_max_model_len,
     parse_serve_args,
-    rejected_args,
+    refused_args,
+    repeated_flags,
     served_host,
     speculative_tokens,
 )
@@ -21,6 +25,45 @@ def _exec_start(facts, unit_name: str) -> str:
     """`ExecStart of UNIT (FILE:LINE)`: where to edit the docker run line, a drop-in's if one set it."""
     where = facts.unit.set_at.get("ExecStart")
     return f"ExecStart of {unit_name}" + (f" ({where})" if where else "")
+
+
+def _reload(unit_name: str) -> str:
+    return f"`systemctl daemon-reload && systemctl restart {unit_name}`"
+
+
+def _run_words(facts) -> list[str]:
+    """The docker run line's words as systemd runs them (systemd.Word: each knows the line that set it)."""
+    for command in facts.unit.exec_start:
+        if docker.is_docker_run(command.argv):
+            return command.argv
+    return []
+
+
+def _via_env(word: str) -> bool:
+    return isinstance(word, systemd.Word) and bool(word.settings or word.unset)
+
+
+def _option_words(facts, *names: str) -> list[str]:
+    """The docker run words of these options and their values (`--restart always`, `--restart=always`)."""
+    words = _run_words(facts)
+    found = []
+    for i, word in enumerate(words):
+        if word in names and i + 1 < len(words):
+            found += [word, words[i + 1]]
+        elif any(word.startswith(f"{name}=") for name in names):
+            found.append(word)
+    return found
+
+
+def _origin_and_place(facts, unit_name: str, words: list[str]) -> tuple[str, str]:
+    """(` (set by …)` for a finding, where to edit) for docker run words: the env file or Environment= line of a
+    variable in them, else the ExecStart line."""
+    env_words = [w for w in words if _via_env(w)]
+    if not env_words:
+        return "", _exec_start(facts, unit_name)
+    origins = dict.fromkeys(systemd.origin_of(w) for w in env_words)
+    places = dict.fromkeys(systemd.edit_place(w, _exec_start(facts, unit_name)) for w in env_words)
+    return f" ({'; '.join(origins)})", ", ".join(places)
 
 
 @pytest.fixture
@@ -39,13 +82,13 @@ def test_docker_has_no_restart_policy(facts, docker_run, profile):
     flags = [v for v in docker_run.values("--restart") if v not in ("no", None)]
     container = facts.container
     running_policy = container.restart_policy if container else "no"
+    origin, place = _origin_and_place(facts, profile.service.unit, _option_words(facts, "--restart"))
     require(not flags and running_policy in ("no", ""),
             found=f"docker restart policy {flags[0] if flags else running_policy!r} "
-                  f"({'docker run line' if flags else 'docker inspect HostConfig.RestartPolicy'})",
+                  f"({'docker run line' + origin if flags else 'docker inspect HostConfig.RestartPolicy'})",
             recipe="no `--restart` on the docker run line: a docker restart skips the prestart and its drop_caches "
                    "[000]",
-            fix=f"remove `--restart=…` from {_exec_start(facts, profile.service.unit)} (or use --restart=no), then "
-                f"`systemctl daemon-reload && systemctl restart {profile.service.unit}`")
+            fix=f"remove `--restart=…` from {place} (or use --restart=no), then {_reload(profile.service.unit)}")
 
 
 def test_container_not_pinned_to_dram_node(facts, docker_run, profile):
@@ -55,29 +98,33 @@ def test_container_not_pinned_to_dram_node(facts, docker_run, profile):
     container = facts.container
     if container and container.cpuset_mems:
         values.append(container.cpuset_mems)
+    origin, place = _origin_and_place(facts, profile.service.unit, _option_words(facts, "--cpuset-mems"))
     require(all(v.strip() != dram for v in values),
-            found=f"the serving container is confined to memory node(s) {', '.join(sorted(set(values)))}",
+            found=f"the serving container is confined to memory node(s) {', '.join(sorted(set(values)))}{origin}",
             recipe=f"I/O jobs get node {dram}; the serving container gets the whole machine — pinned to node {dram} "
                    f"CUDA init fails with Error 802 [000]",
-            fix=f"remove `--cpuset-mems` from the docker run line of {profile.service.unit}; keep "
-                f"`numactl --membind={dram}` for downloads and copies only")
+            fix="remove `--cpuset-mems` from " + (place if origin else f"the docker run line of {profile.service.unit}")
+                + f" ({_reload(profile.service.unit)}); keep `numactl --membind={dram}` for downloads and copies "
+                  f"only")
 
 
 def test_image_pinned_by_digest(facts, docker_run, profile):
     """The image is referenced by @sha256 digest, the one the profile pins [000][002]."""
     image = docker_run.image
     pin = profile.image.digest
+    origin, place = _origin_and_place(facts, profile.service.unit,
+                                      [w for w in _run_words(facts) if w == str(image)])
     require(pin is not None,
             found=f"the unit runs {image}; the profile pins no digest",
             recipe="the image is pinned by digest; the suite is the post-upgrade gate [000][002]",
             fix="record the digest you validated (`docker image inspect --format '{{index .RepoDigests 0}}' IMAGE`) "
                 "as image.digest in your site profile")
     require(image.digest == pin,
-            found=f"the unit runs {image}" + ("" if image.digest else " (a tag: it moves under you)"),
+            found=f"the unit runs {image}" + ("" if image.digest else " (a tag: it moves under you)") + origin,
             recipe=f"{profile.image.repository}@{pin} [000]",
-            fix=f"reference the image as {profile.image.repository}@{pin} in "
-                f"{_exec_start(facts, profile.service.unit)}; "
-                f"if you upgraded on purpose, re-run the whole suite and then update image.digest in the profile")
+            fix=f"reference the image as {profile.image.repository}@{pin} in {place}"
+                + (f" and {_reload(profile.service.unit)}" if origin else "")
+                + "; if you upgraded on purpose, re-run the whole suite and then update image.digest in the profile")
 
 
 def test_running_container_runs_pinned_image(facts, docker_run, profile, station):
@@ -151,53 +198,139 @@ def _served(facts, docker_run, profile, station) -> tuple[list[str], str]:
     return docker_run.args, f"ExecStart of {profile.service.unit}"
 
 
+class _Origins:
+    """Where each served flag's value is set: the unit's docker run words after systemd's `${VAR}`/`$VAR` expansion
+    (systemd.Word), so a value read from an EnvironmentFile= or an Environment= line names that file and line, and
+    the Do edits it there; a value written in ExecStart points at ExecStart, as before."""
+
+    def __init__(self, facts, docker_run, profile) -> None:
+        self.unit_name = profile.service.unit
+        self.default = _exec_start(facts, self.unit_name)
+        self.args = docker_run.args
+        self.uses = flag_uses(docker_run.args)
+        self.notes = facts.unit.env_notes
+
+    def _words(self, flag: str, occurrence: int) -> list[str]:
+        uses = self.uses.get(flag)
+        if not uses:
+            return []
+        use = uses[occurrence] if -len(uses) <= occurrence < len(uses) else uses[-1]
+        return [self.args[i] for i in use.words]
+
+    def origin(self, flag: str, occurrence: int = -1, always: bool = False) -> str:
+        """`/etc/default/glm53-flash:3 sets MAX_LEN=1m, expanded in ExecStart (FILE:LINE)`; "" for a value written
+        in ExecStart unless `always`."""
+        words = [w for w in self._words(flag, occurrence) if isinstance(w, systemd.Word) and (always or _via_env(w))]
+        texts = list(dict.fromkeys(systemd.origin_of(w) for w in words))
+        if any(w.unset for w in words):  # a missing env file, a line systemd skips: why the variable is unset
+            texts += [n for n in self.notes if any(name in n for w in words for name in w.unset)
+                      or "EnvironmentFile=" in n]
+        return "; ".join(t for t in texts if t)
+
+    def place(self, flag: str, occurrence: int = -1) -> str:
+        """What to edit so that the flag changes: the variable's line, else ExecStart."""
+        places = dict.fromkeys(systemd.edit_place(w, self.default) if _via_env(w) else self.default
+                               for w in self._words(flag, occurrence))
+        return ", ".join(places) or self.default
+
+    def stale(self, flag: str, served) -> str:
+        """`; the unit now gives 1048576 …` when the running container was started with another value than the unit
+        (or its environment) gives now: a restart is what is missing."""
+        uses = self.uses.get(flag)
+        now = uses[-1].value if uses else None
+        if now == served:
+            return ""
+        return (f"; the unit now gives {'no such flag' if now is None else _text(now)}"
+                f"{f' ({self.origin(flag)})' if self.origin(flag) else ''}: a restart serves it")
+
+    def twice(self, flag: str, uses: list[FlagUse]) -> str:
+        """`--max-model-len is given 2 times: 1048576 (…), then 1m (…); vLLM keeps the last, 1m`."""
+        unit_uses = self.uses.get(flag, [])
+        same = len(unit_uses) == len(uses)
+        shown = [f"{_text(u.value)} ({self.origin(flag, i, always=True) or 'as served'})" if same
+                 else _text(u.value) for i, u in enumerate(uses)]
+        return (f"--{flag} is given {len(uses)} times: {', then '.join(shown)}; vLLM's argparse keeps the last, "
+                f"{_text(uses[-1].value)}")
+
+
+def _text(value) -> str:
+    return "on" if value is True else "off" if value is False else str(value)
+
+
 def test_served_flags_are_accepted_by_vllm(facts, docker_run, profile, station):
     """vLLM's own argument parser accepts every served flag (value types, switches, no stray words); a value it
     refuses stops `vllm serve` before it serves [000][002]."""
     args, source = _served(facts, docker_run, profile, station)
-    refused = rejected_args(args)
+    refused = refused_args(args)
+    origins = _Origins(facts, docker_run, profile)
+    lines: list[str] = []
+    places: dict[str, None] = {}  # where to edit, in order, once each
+    for refusal in refused:
+        origin = origins.origin(refusal.flag) if refusal.flag else ""
+        lines.append(refusal.text + (f" ({origin})" if origin else ""))
+        places[origins.place(refusal.flag) if refusal.flag else origins.default] = None
     require(not refused,
-            found=f"vLLM would refuse the served arguments ({source}): " + "; ".join(refused),
+            found=f"vLLM would refuse the served arguments ({source}): " + "; ".join(lines),
             recipe="vLLM starts with the recipe's flags; a value its parser refuses ends `vllm serve` at once [000]",
-            fix=f"correct the value in {_exec_start(facts, profile.service.unit)} as vLLM spells it (lowercase "
+            fix=f"correct the value in {', '.join(places)} as vLLM spells it (lowercase "
                 f"k/m/g/t = powers of 10, uppercase K/M/G/T = powers of 2, whole numbers only with K/M/G/T; switches "
-                f"take no value), `systemctl daemon-reload`, restart")
+                f"take no value), then {_reload(profile.service.unit)}")
 
 
 def test_served_flags_match_profile(facts, docker_run, profile, station, record_finding, record_provenance):
     """vLLM is served with the recipe's flags: context, sequences, memory, prefill, caching, parsers, speculative
-    decoding, bind address, port, name [000][002]; an open bind without auth is reported."""
+    decoding, bind address, port, name [000][002]; an open bind without auth is reported, and so is a flag given
+    twice (vLLM keeps the last). A value set through the unit's environment names the file and line that set it."""
     args, source = _served(facts, docker_run, profile, station)
     served = parse_serve_args(args)
+    origins = _Origins(facts, docker_run, profile)
+    repeated = repeated_flags(args)
     record_provenance(served_args=served, served_args_source=source, pinned_flags=_expected_flags(profile),
                       parsers={p: served.get(p) for p in ("tool-call-parser", "reasoning-parser")},
                       image=str(docker_run.image), image_digest=docker_run.image.digest)
-    wrong, unreadable = [], []
+    wrong: list[str] = []
+    unreadable: list[str] = []
+    places: dict[str, None] = {}  # where to edit, in order, once each
     for flag, want in _expected_flags(profile).items():
         got = served.get(flag)
         if flag in VALUE_TYPES and isinstance(got, str) and _refused(flag, got):
             unreadable.append(f"--{flag} {got}")
             continue
         if not _same(flag, got, want):
-            wrong.append(_shown(flag, got, want))
+            origin = origins.origin(flag)
+            wrong.append(_shown(flag, got, want) + (f" ({origin})" if origin and flag not in repeated else "")
+                         + (f" — {origins.twice(flag, repeated[flag])}" if flag in repeated else "")
+                         + (origins.stale(flag, got) if args is not docker_run.args else ""))
+            places[origins.place(flag)] = None
     want_tokens = profile.vllm.speculative_num_tokens
     if want_tokens is not None and speculative_tokens(served) != want_tokens:
         wrong.append(f"speculative decoding: {speculative_tokens(served)} draft tokens, recipe {want_tokens}"
                      + (" (--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": "
                         f"{want_tokens}}}')" if want_tokens else " (no --speculative-config)"))
+        places[origins.place("speculative-config")] = None
     host = served_host(served)
     if profile.vllm.host is not None and host != profile.vllm.host:
         wrong.append(f"--host: {host}{' (vLLM default: every interface)' if 'host' not in served else ''}, "
                      f"recipe {profile.vllm.host}")
+        places[origins.place("host")] = None
     require(not wrong,
             found=f"served flags differ ({source}): " + "; ".join(wrong),
             recipe="the served flags are the recipe's; parser names are pinned to the vLLM build [000]",
-            fix=f"fix the flags in {_exec_start(facts, profile.service.unit)}, `systemctl daemon-reload`, restart, "
+            fix=f"fix the flags in {', '.join(places) or origins.default}"
+                + (" (a flag given twice: vLLM serves the last; delete the others)"
+                   if any(f"--{f}" in " ".join(wrong) for f in repeated) else "")
+                + f", then {_reload(profile.service.unit)}, "
                 f"then re-run the endpoint layer (tool calls are a launch blocker)")
     if unreadable:
         pytest.skip(f"not checked: {', '.join(unreadable)} (vLLM refuses the value: see "
                     f"test_served_flags_are_accepted_by_vllm); every other served flag matches")
+    notes = []
     if host == ALL_INTERFACES and not profile.security.require_auth:
-        record_finding(f"OPEN BIND: vLLM listens on every interface ({host}:{profile.vllm.port}, {source}) with no "
-                       f"API key required, as published [000]. Firewall the port, add auth and TLS before wider "
-                       f"exposure, or bind 127.0.0.1 behind a proxy.")
+        notes.append(f"OPEN BIND: vLLM listens on every interface ({host}:{profile.vllm.port}, {source}) with no "
+                     f"API key required, as published [000]. Firewall the port, add auth and TLS before wider "
+                     f"exposure, or bind 127.0.0.1 behind a proxy.")
+    for flag, uses in repeated.items():
+        notes.append(f"FLAG GIVEN TWICE: {origins.twice(flag, uses)} (served as the recipe wants), but an edit of "
+                     f"an earlier one changes nothing: delete all but the last.")
+    if notes:
+        record_finding(" ".join(notes))

@@ -6,8 +6,16 @@ import pytest
 from golive.core.verdict import not_applicable, require
 from golive.facts import FactError
 from golive.facts.gpu import is_workstation_brand, mib, normalize_bus_id
+from golive.profile.origins import origin, sourced
+from golive.profile.schema import Profile
 
 pytestmark = pytest.mark.host
+
+
+def _per_station(profile: Profile) -> str:
+    """"1 × GB300 per station [000]": the GPUs a station serves with, and where the profile's numbers came from."""
+    return sourced(profile, {"gpu.per_station": f"{profile.gpu.per_station} ×",
+                             "gpu.name_contains": f"{profile.gpu.name_contains} per station"}, join=" ".join)
 
 
 def test_serving_gpu_present(facts, profile, record_provenance):
@@ -34,15 +42,14 @@ def test_serving_gpu_present(facts, profile, record_provenance):
         has = ", ".join(f"{n} × {name}" for name, n in sorted(other_counts.items()))
         require(False,
                 found=f"nvidia-smi lists {', '.join(seen)}: this station has {has}, no {want}",
-                recipe=f"profile {profile.name} is written for {profile.gpu.per_station} × {want} per station "
-                       f"[000][002]",
+                recipe=f"profile {profile.name} is written for " + _per_station(profile),
                 fix=f"this profile does not fit this hardware: check this station with a profile written for its "
                     f"{' / '.join(sorted(other_counts))} (`golive profile list`, or a site profile that `extends:` "
                     f"one and sets gpu.name_contains, the checkpoint and the vLLM flags that station serves with), "
                     f"or run this profile on a {want} station")
     require(len(serving) >= profile.gpu.per_station,
             found=f"nvidia-smi lists {', '.join(seen) or 'no GPU'}",
-            recipe=f"{profile.gpu.per_station} × {want} per station [000][002]",
+            recipe=_per_station(profile),
             fix="check `nvidia-smi -q` and `dmesg | grep -i nvrm`; reseat/reboot or reinstall the driver until the "
                 f"{want} is listed")
 
@@ -81,7 +88,11 @@ def test_idle_hbm_below_ceiling_before_start(facts, profile, station):
     require(not busy,
             found="; ".join(f"{g['name']} {g['pci.bus_id']} has {used / 1024:.1f} GiB in use with the service stopped"
                             for g, used in busy),
-            recipe=f"HBM in use below {ceiling:g} MiB before a start; vLLM claims "
-                   f"{profile.vllm.gpu_memory_utilization or 0.9:g} of it [000]",
+            recipe=sourced(profile, {"gpu.idle_hbm_used_ceiling_mib": f"HBM in use below {ceiling:g} MiB before a "
+                                                                      f"start"})
+                   + (f"; vLLM claims {profile.vllm.gpu_memory_utilization:g} of it "
+                      f"{origin(profile, 'vllm.gpu_memory_utilization')}"
+                      if profile.vllm.gpu_memory_utilization is not None else
+                      "; vLLM claims 0.9 of it [vLLM's default --gpu-memory-utilization]"),
             fix="find the holder (`nvidia-smi --query-compute-apps=pid,used_gpu_memory --format=csv`, `fuser -v "
                 "/dev/nvidia*`), stop it, then start the service")

@@ -2,6 +2,7 @@
 import pytest
 
 from golive.core.verdict import not_applicable, require
+from golive.profile.origins import sourced
 
 pytestmark = pytest.mark.host
 
@@ -22,8 +23,9 @@ def test_hbm_node_page_cache_is_near_empty(facts, profile):
             kib / 1024 <= ceiling,
             found=f"NUMA node {node.node} (the GPU's HBM, found by {node.how}) holds {kib / 1024 / 1024:.1f} GiB "
                   f"of page cache (FilePages {kib} kB)",
-            recipe=f"FilePages on the HBM node near 0 (ceiling {ceiling:g} MiB) before vLLM allocates its KV cache; "
-                   f"otherwise it dies with a self-contradicting OOM [000]",
+            recipe="FilePages on the HBM node near 0 ("
+                   + sourced(profile, {"numa.hbm_file_pages_ceiling_mib": f"ceiling {ceiling:g} MiB"})
+                   + ") before vLLM allocates its KV cache; otherwise it dies with a self-contradicting OOM [000]",
             fix="run `sync; echo 1 > /proc/sys/vm/drop_caches` before starting, and run downloads/copies under "
                 f"`numactl --membind={profile.numa.dram_node}` so their cache stays in LPDDR [000]",
         )

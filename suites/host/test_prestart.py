@@ -47,9 +47,10 @@ def test_prestart_is_what_the_unit_runs_before_start(facts, service):
                 fix=f"chmod 0755 {service.prestart}")
 
 
-def test_prestart_syncs_then_drops_page_cache(facts, service):
+def test_prestart_syncs_then_drops_page_cache(facts, service, record_finding):
     """Before every start: `sync`, then drop the page cache (echo 1 or stronger), before the container starts; both
-    on every path through the prestart, not in a branch, loop or `&&` that may skip them [000]."""
+    on every path through the prestart (and the files it sources or runs to completion), not in a branch, loop, `&&`,
+    background job or after an `exit` that may skip them [000]."""
     sequence = facts.start_sequence()
     written = [i for i, c in enumerate(sequence) if c.drops_page_cache()]
     drops = [i for i in written if sequence[i].always_runs]
@@ -61,14 +62,16 @@ def test_prestart_syncs_then_drops_page_cache(facts, service):
     if written and not drops:
         skipped = sequence[written[0]]
         require(False,
-                found=f"{skipped.where()} drops the page cache, but may not run: {skipped.why_it_may_not_run()}",
+                found=f"{skipped.where()} drops the page cache, but {skipped.verdict()}: "
+                      f"{skipped.why_it_may_not_run()}",
                 recipe=recipe,
-                fix=f"move `{skipped.text()}` out of that condition in {service.prestart}, so it runs on every start "
-                    f"(after `sync`, before anything starts vLLM)")
+                fix=f"{skipped.fixes()}, so it runs on every start (after `sync`, before anything starts vLLM)")
+    unread = [f for f in facts.prestart.findings if not f.never]  # files it sources or runs that golive could not read
     require(bool(drops),
             found=f"nothing in {service.prestart} or the unit drops the page cache"
-                  + (f": {weak[0].where()} writes drop_caches with another value (2 frees slab only)" if weak else ""),
-            recipe=recipe, fix=fix)
+                  + (f": {weak[0].where()} writes drop_caches with another value (2 frees slab only)" if weak else "")
+                  + ("; " + "; ".join(f.describe() for f in unread) if unread else ""),
+            recipe=recipe, fix="; ".join(f.fix() for f in unread) + (f"; or {fix}" if unread else fix))
     first_drop = drops[0]
     require(not starts or first_drop < starts[0],
             found=f"the page cache is dropped at {sequence[first_drop].where()} AFTER the container starts at "
@@ -78,9 +81,20 @@ def test_prestart_syncs_then_drops_page_cache(facts, service):
     unsure = [c for c in syncs if not c.always_runs]
     require(any(c.always_runs for c in syncs),
             found=f"{sequence[first_drop].where()} drops the page cache without a `sync` before it"
-                  + (f" that always runs ({unsure[0].where()} may not run: {unsure[0].why_it_may_not_run()})"
+                  + (f" that always runs ({unsure[0].where()} {unsure[0].verdict()}: {unsure[0].why_it_may_not_run()})"
                      if unsure else "") + ": dirty pages stay cached",
             recipe=recipe, fix=f"add `sync` before the drop_caches line in {service.prestart}, outside any condition")
+    run = [v for v in sequence[first_drop].via if v.how == "run"]
+    if run:  # passed, and said why a drop in another process counts
+        drop = sequence[first_drop]
+        record_finding(f"{run[0].origin} runs {run[0].path} as its own process (line {run[0].line}): its drop "
+                       f"(line {drop.line} of {drop.origin}) counts because it finishes before the prestart does, "
+                       f"and drop_caches is the machine's, whichever process writes it")
+
+
+def _line_or_where(command, service) -> str:
+    """`line 27` in the prestart itself; file and line (and how it was reached) in a file it sources or runs."""
+    return f"line {command.line}" if command.origin == service.prestart and not command.via else command.where()
 
 
 def test_prestart_saves_logs_before_removing_container(facts, service):
@@ -96,11 +110,12 @@ def test_prestart_saves_logs_before_removing_container(facts, service):
     first = unsaved[0] if unsaved else removes[0]
     earlier = [s for s in saves if s < first]
     require(not unsaved,
-            found=(f"{service.prestart}:{commands[first].line} runs `{commands[first].text()}` "
-                   + (f"but the save at line {commands[earlier[0]].line} may not run first: "
-                      f"{commands[earlier[0]].why_it_may_not_run()}" if earlier
-                      else f"before saving logs (first `docker logs` at line {commands[saves[0]].line})" if saves
-                      else "and never saves the container's logs")),
+            found=(f"{commands[first].where()} runs `{commands[first].text()}` "
+                   + (f"but the save at {_line_or_where(commands[earlier[0]], service)} "
+                      f"{commands[earlier[0]].verdict()} first: {commands[earlier[0]].why_it_may_not_run()}" if earlier
+                      else f"before saving logs (first `docker logs` at {_line_or_where(commands[saves[0]], service)})"
+                      if saves else "and never saves the container's logs"
+                      + "".join(f"; {f.describe()}" for f in facts.prestart.findings if not f.never))),
             recipe="save the previous container's logs before `docker rm`, on every path that removes it: the crash "
                    "evidence goes with it [000]",
             fix=f"in {service.prestart}, run `docker logs {container} > {service.log_dir or '<log dir>'}/"

@@ -3,13 +3,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from pathlib import Path
 
-from golive.cli import _fail
+from golive.cli import _fail, arguments_refused, report_folder_problem
+from golive.core.verdict import EXIT_USAGE
 
 # golive_testbed.reference.launcher.DEFAULT_PORT, not imported: that pulls httpx into every `golive` start
 REFERENCE_PORT = 8765
 STATE_DIR = os.environ.get("GOLIVE_STATE_DIR", str(Path.home() / ".cache/golive"))
+
+
+def _port(text: str) -> int:
+    """--port: a TCP port golive's reference station can listen on (1-65535)."""
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"takes a TCP port 1-65535, not {text!r}")
+    return int(text)
 
 
 def _variants() -> str:
@@ -59,15 +68,25 @@ def add_reference(sub) -> None:
     ref.add_argument("action", choices=["up", "down"], help="up: start and wait until it serves; down: stop it")
     ref.add_argument("--variant", default="healthy", help="how the station is (mis)configured (default: "
                      "%(default)s; the list is below)")
-    ref.add_argument("--port", type=int, default=REFERENCE_PORT, help="port on 127.0.0.1 (default: %(default)s)")
+    ref.add_argument("--port", type=_port, default=REFERENCE_PORT, help="port on 127.0.0.1 (default: %(default)s)")
     ref.add_argument("--state-dir", default=STATE_DIR, metavar="DIR", help="where the running station is recorded "
                      "(default: GOLIVE_STATE_DIR, else ~/.cache/golive)")
     ref.set_defaults(func=cmd_reference)
 
 
 def cmd_demo(ns: argparse.Namespace, extra: list[str]) -> int:
-    from golive_testbed.demo import run_demo
+    """Usage errors first, in a moment: a report folder golive cannot write, or pytest arguments pytest refuses
+    (checked by collecting the demo's checks, nothing run), before the reference station's minute or two of start."""
+    from golive_testbed.demo import DEMO_PORT, run_demo, write_inventory
 
+    problem = report_folder_problem(Path(ns.output))
+    if problem:
+        return _fail(problem)
+    if extra:
+        with tempfile.TemporaryDirectory(prefix="golive-demo-") as scratch:
+            inventory = write_inventory(Path(scratch), None, f"http://127.0.0.1:{DEMO_PORT}/v1")
+            if arguments_refused(inventory, extra, "golive demo"):
+                return EXIT_USAGE
     return run_demo(Path(ns.output), extra, keep=ns.keep)
 
 

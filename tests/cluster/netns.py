@@ -1,4 +1,4 @@
-"""Two cluster test hosts in network namespaces, joined by a veth "rail", each with its own sshd.
+"""Two cluster test hosts in network namespaces, joined by a veth "rail", each with its own sshd (golive_testbed.sshd).
 
     with station_pair("mtu-b-1500") as pair:
         host = testinfra.get_host(pair.a.spec, ssh_config=str(pair.ssh_config))
@@ -6,7 +6,8 @@
 
 testinfra reaches each station as `ssh://NAME` through the written ssh_config: the TCP connection is made inside the
 station's own namespace (ProxyCommand `ip netns exec NS busybox nc 127.0.0.1 22`), so addresses from 10.213.0.0/24
-exist only inside the namespaces. Needs root, iproute2, openssh-server (sshd), busybox (nc), iputils-ping.
+exist only inside the namespaces; pair.sshds[NAME] is a station's sshd (stop(), cut()). Needs root, iproute2,
+openssh-server (sshd), busybox (nc), iputils-ping.
 """
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from golive_testbed.sshd import Sshd, keygen, loopback_sshd
 
 SUBNET = "10.213.0"
 
@@ -62,6 +64,7 @@ class StationPair:
     b: Station
     ssh_config: Path
     workdir: Path
+    sshds: dict[str, Sshd] = field(default_factory=dict)   # station name → its sshd
 
     def run(self, station: Station, *cmd: str, timeout: float = 30) -> subprocess.CompletedProcess:
         """Run a command inside a station's namespace (not over ssh)."""
@@ -90,57 +93,17 @@ def _sh(*cmd: str) -> None:
         raise RuntimeError(f"{' '.join(cmd)}: {result.stderr.strip()}")
 
 
-def _wait_for(pidfile: Path, sshd: subprocess.Popen, timeout: float = 10) -> None:
-    """sshd writes its PidFile once it listens."""
-    deadline = time.monotonic() + timeout
-    while not pidfile.exists():
-        if sshd.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"sshd in {pidfile.parent.name} did not start (exit status {sshd.poll()})")
-        time.sleep(0.05)
-
-
-SSHD_CONFIG = """\
-ListenAddress 0.0.0.0:22
-HostKey {dir}/host_key
-PidFile {dir}/sshd.pid
-AuthorizedKeysFile {dir}/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PubkeyAuthentication yes
-UsePAM no
-StrictModes no
-LogLevel ERROR
-# root's login shell is bash, which reads ~/.bashrc under sshd: on a host whose ~/.bashrc runs pyenv, every session
-# took its rehash lock, and a session cut mid-way (the fault campaign) left it held for the sessions after
-SetEnv HOME={dir}
-"""
-
-SSH_HOST = """\
-Host {name}
-    HostName 127.0.0.1
-    Port 22
-    User root
-    IdentityFile {key}
-    IdentitiesOnly yes
-    ProxyCommand ip netns exec {name} busybox nc 127.0.0.1 22
-    StrictHostKeyChecking no
-    UserKnownHostsFile /dev/null
-    LogLevel ERROR
-    ConnectTimeout 10
-"""
-
-
 @contextlib.contextmanager
 def station_pair(variant: str = "healthy") -> Iterator[StationPair]:
-    """Create the two namespaces, the rail, both sshds and the ssh_config; always remove them again."""
+    """Create the two namespaces, the rail, both sshds (listening on 0.0.0.0:22 in their namespace) and the
+    ssh_config; always remove them again."""
     v = VARIANTS[variant]
     suffix = secrets.token_hex(3)
     a = Station(f"glA-{suffix}", "rail0", f"{SUBNET}.1", v.mtu_a)
     b = Station(f"glB-{suffix}", "rail0", f"{SUBNET}.2", v.mtu_b)
     workdir = Path(tempfile.mkdtemp(prefix=f"golive-netns-{suffix}-"))
     created: list[str] = []
-    sshds: list[subprocess.Popen] = []
+    stack = contextlib.ExitStack()
     try:
         for station in (a, b):
             _sh("ip", "netns", "add", station.name)
@@ -164,29 +127,16 @@ def station_pair(variant: str = "healthy") -> Iterator[StationPair]:
             for station in (a, b):
                 _sh("ip", "-n", station.name, "link", "set", "mgmt0", "up")
             _sh("ip", "-n", a.name, "route", "add", f"{b.address}/32", "dev", "mgmt0")
-        _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(workdir / "client_key"))
-        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)   # sshd's privilege-separation dir (systemd makes it)
-        hosts = []
-        for station in (a, b):
-            d = workdir / station.name
-            d.mkdir()
-            _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host_key"))
-            shutil.copy(workdir / "client_key.pub", d / "authorized_keys")
-            (d / "sshd_config").write_text(SSHD_CONFIG.format(dir=d))
-            sshd_path = shutil.which("sshd") or "sshd"
-            sshds.append(subprocess.Popen(["ip", "netns", "exec", station.name, sshd_path, "-D", "-e",
-                                           "-f", str(d / "sshd_config")], stderr=subprocess.DEVNULL))
-            _wait_for(d / "sshd.pid", sshds[-1])
-            hosts.append(SSH_HOST.format(name=station.name, key=workdir / "client_key"))
-        (workdir / "ssh_config").write_text("\n".join(hosts))
-        yield StationPair(variant, a, b, workdir / "ssh_config", workdir)
+        key = keygen(workdir / "client_key")   # one client key for both stations
+        sshds = {station.name: stack.enter_context(
+            loopback_sshd(22, address="0.0.0.0", netns=station.name, alias=station.name, client_key=key,
+                          workdir=workdir / station.name)) for station in (a, b)}
+        (workdir / "ssh_config").write_text("\n".join(sshd.host_block for sshd in sshds.values()))
+        yield StationPair(variant, a, b, workdir / "ssh_config", workdir, sshds)
     finally:
-        for sshd in sshds:
-            sshd.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                sshd.wait(timeout=5)
+        stack.close()   # both sshds stopped, their sessions with them
         for name in created:
-            # sshd session processes that outlive the listener
+            # whatever still runs in the namespace (the sshds' sessions went with them)
             pids = subprocess.run(["ip", "netns", "pids", name], check=False, capture_output=True,
                                   text=True).stdout.split()
             for pid in pids:

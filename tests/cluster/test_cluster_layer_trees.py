@@ -34,9 +34,9 @@ MESSAGES = {
     "a-one-host-log": ["this log comes from a one-host run: nNodes 1, nRanks 2, P2P channels only (line 49: "
                        "`vm:613:613 [1] NCCL INFO comm 0x3f1fe480 rank 1 nRanks 2 nNodes 1",
                        "the two-station recipe needs the serving run's log"],
-    "a-died-at-bootstrap": ["the run died before NCCL finished init (no `Init COMPLETE`); the line that says so, "
-                            "line 17: `gb300-a:4107:4107 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect "
-                            "to 192.168.100.2<39867> failed"],
+    "a-died-at-bootstrap": ["the run died before NCCL finished init: NCCL said so at line 17: `gb300-a:4107:4107 "
+                            "[0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 192.168.100.2<39867> "
+                            "failed"],
     "a-log-via-journald": [],
     "a-gid-shifted": ["mlx5_0: the RoCE v2 GID of 192.168.100.1 is index 5; index 3 is",
                       "NCCL_IB_GID_INDEX=3 names the RoCE v2 GID"],

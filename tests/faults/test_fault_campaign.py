@@ -6,9 +6,9 @@ the run has sent the same number of commands (GOLIVE_COMMAND_LOG counts them), w
 Faults: the station's sshd stopped (no listener, sessions cut), the established ssh connection cut (the multiplexed
 master's session killed, sshd still listening), SIGTERM to golive. Targets, each healthy and broken in exactly one
 rule (so "no false blame" compares against a fault-free run that does fail something):
-- host layer: station trees served by a real sshd on loopback (tests/faults/sshd.py);
+- host layer: station trees served by a real sshd on loopback (golive_testbed.sshd);
 - cluster layer: two stations in network namespaces joined by a veth rail, each with its own sshd
-  (tests/cluster/netns.py); the faults hit one of the two, drawn by the seed.
+  (tests/cluster/netns.py, the same sshd harness); the faults hit one of the two, drawn by the seed.
 GOLIVE_FAULT_POINTS sets the points per fault (default 20: the campaign's counts in docs/guarantees.md); a busy
 machine may ask for fewer while developing. The endpoint layer's faults: test_endpoint_faults.py and
 test_reference_faults.py.
@@ -34,7 +34,7 @@ from cluster import netns
 from cluster.test_cluster_layer_netns import BROKEN as BROKEN_PAIRS
 from cluster.test_cluster_layer_netns import RAIL_CHECKS
 
-from faults.sshd import available, cut_sessions, stop_sshd, tree_sshd
+from golive_testbed.sshd import Sshd, available, loopback_sshd
 
 REPO = Path(__file__).resolve().parents[2]
 FAULT_SEED = 20261201
@@ -70,13 +70,13 @@ class Target:
     layer: tuple[str, ...]    # golive run's selection
     roles: dict[str, str]     # station name → role, so a pair's outcomes compare across pairs with other names
     faulted: str              # the station whose sshd the faults stop or cut
-    listener: int             # that sshd's pid
+    sshd: Sshd                # that sshd
 
     def stop(self) -> None:
-        stop_sshd(self.listener)
+        self.sshd.stop()
 
     def cut(self) -> int:
-        return cut_sessions(self.listener)
+        return self.sshd.cut()
 
 
 @contextmanager
@@ -85,20 +85,18 @@ def _target(name: str, trees: dict[str, Path], rng: random.Random | None = None)
     drawn by `rng` (A when None)."""
     if not name.startswith("pair-"):
         profile = REPO / "fixtures" / "profiles" / "gb300-site.yaml"
-        with tree_sshd(trees[name], _free_port()) as sshd:
-            assert sshd.process is not None
+        with loopback_sshd(_free_port(), tree=trees[name]) as sshd:
             yield Target(name, f"profile: {profile}\nssh_config: {sshd.ssh_config}\nstations:\n"
                                f"  - {{name: {name}, role: a, host: \"{sshd.spec}\", phase: serving}}\n",
-                         ("-m", "host"), {name: "a"}, name, sshd.process.pid)
+                         ("-m", "host"), {name: "a"}, name, sshd)
         return
     with netns.station_pair(name.removeprefix("pair-")) as pair:
         station = rng.choice((pair.a, pair.b)) if rng else pair.a
-        listener = int((pair.workdir / station.name / "sshd.pid").read_text())
         yield Target(name, f"profile: {REPO}/fixtures/profiles/netns-rail-site.yaml\nssh_config: {pair.ssh_config}\n"
                            f"stations:\n  - {{name: {pair.a.name}, role: a, host: '{pair.a.spec}'}}\n"
                            f"  - {{name: {pair.b.name}, role: b, host: '{pair.b.spec}'}}\n",
                      ("-m", "cluster", "-k", RAIL_CHECKS), {pair.a.name: "a", pair.b.name: "b"}, station.name,
-                     listener)
+                     pair.sshds[station.name])
 
 
 def _start(target: Target, out: Path) -> subprocess.Popen:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from golive.day2.capture import Capture, Observed, _Collector, capture_flags, redacted, render
+from golive.core.secrets import hide_password
+from golive.day2.capture import Capture, Observed, _Collector, capture_flags, render
 from golive.inventory import loader as golive_config
 from golive_testbed.targets import build_station_trees
 
@@ -88,10 +89,10 @@ def test_secrets_are_never_captured(tmp_path):
     observed = Observed(flags={"served-model-name": "glm-5.3-flash", "api-key": "sk-not-for-files",
                                "gpu-memory-utilization": "0.95"}, flags_source="docker inspect x Args")
     capture_flags(_Collector(recipe, result), observed)
-    result.read_from = [f"host {redacted('ssh://ops:hunter2@gb300-a:2222')}"]
+    result.read_from = [f"host {hide_password('ssh://ops:hunter2@gb300-a:2222')}"]
     text = render(result)
     assert "sk-not-for-files" not in text and "hunter2" not in text
-    assert "ssh://ops@gb300-a:2222" in text
+    assert "ssh://ops:***@gb300-a:2222" in text
     assert "require_auth: true  # docker inspect x Args (--api-key is set; its value is not captured)" in text
     assert ("this station serves --gpu-memory-utilization 0.95; the recipe says 0.94 — keep?"
             in "\n".join(result.review))
@@ -101,10 +102,10 @@ def test_secrets_are_never_captured(tmp_path):
 
 
 @pytest.mark.parametrize("spec, shown", [
-    ("ssh://ops:pw@host", "ssh://ops@host"), ("ssh://ops@host", "ssh://ops@host"), ("chroot:///t", "chroot:///t"),
-    ("paramiko://root:p%40ss@10.0.0.1:22?timeout=5", "paramiko://root@10.0.0.1:22?timeout=5"), (None, None)])
-def test_redacted_host_specs(spec, shown):
-    assert redacted(spec) == shown
+    ("ssh://ops:pw@host", "ssh://ops:***@host"), ("ssh://ops@host", "ssh://ops@host"), ("chroot:///t", "chroot:///t"),
+    ("paramiko://root:p%40ss@10.0.0.1:22?timeout=5", "paramiko://root:***@10.0.0.1:22?timeout=5"), (None, None)])
+def test_captured_host_specs_hide_the_password(spec, shown):
+    assert hide_password(spec) == shown
 
 
 CLUSTER = REPO / "fixtures/cluster-stations"
@@ -154,8 +155,8 @@ def test_kv_capacity_below_the_recipe_is_reviewed_never_tightened(info, written,
     capture_endpoint(_Collector(recipe, result), observed)
     values = {v.dotted: v.value for v in result.values}
     assert values.get("endpoint.kv_cache_tokens_floor") == written
-    assert result.review == ([f"{review} (endpoint.kv_cache_tokens_floor, read from GET http://u@gb300-a:8888/metrics "
-                              f"vllm:cache_config_info)"] if review else [])
+    assert result.review == ([f"{review} (endpoint.kv_cache_tokens_floor, read from GET "
+                              f"http://u:***@gb300-a:8888/metrics vllm:cache_config_info)"] if review else [])
     assert result.matched == 2  # served name and max_model_len equal the recipe's
     assert "secret" not in render(result)
 

@@ -35,9 +35,30 @@ MESSAGES = {
     "prestart-not-executable": ["has mode 0644: not executable", "203/EXEC", "Do: chmod 0755"],
     "prestart-drops-slab-only": [
         "glm53-flash-prestart.sh:31 writes drop_caches with another value (2 frees slab only)"],
-    "prestart-drop-caches-never-runs": ["glm53-flash-prestart.sh:33 drops the page cache, but may not run",
-                                        "inside the `if` at /usr/local/sbin/glm53-flash-prestart.sh:31",
+    "prestart-drop-caches-never-runs": ["glm53-flash-prestart.sh:33 drops the page cache, but never runs",
+                                        "inside the `if` at /usr/local/sbin/glm53-flash-prestart.sh:31, on a branch "
+                                        "that never runs (`false` is always false)",
                                         "Do: move `echo 1 > /proc/sys/vm/drop_caches` out of that condition"],
+    # the prestart's steps in files it sources or runs: followed, with the same control-flow rules
+    "prestart-sources-missing-file": [
+        "glm53-flash-prestart.sh:31 sources /usr/local/lib/glm53-flash/page-cache.sh, which does not exist on the "
+        "station: with `set -euo pipefail`", "bash stops the script there with an error, so the start fails",
+        "Do: install /usr/local/lib/glm53-flash/page-cache.sh on the station"],
+    "prestart-drop-after-exit": [
+        "glm53-flash-prestart.sh:32 drops the page cache, but never runs: it comes after `exit 0` at "
+        "/usr/local/sbin/glm53-flash-prestart.sh:30, which ends the script first",
+        "Do: move `echo 1 > /proc/sys/vm/drop_caches` above line 30's `exit 0` in "
+        "/usr/local/sbin/glm53-flash-prestart.sh"],
+    "prestart-drop-in-uncalled-function": [
+        "glm53-flash-prestart.sh:32 drops the page cache, but never runs: it is in function `drop_page_cache`",
+        "which the script never calls", "Do: call `drop_page_cache` in /usr/local/sbin/glm53-flash-prestart.sh after "
+        "its definition (line 30), or put its steps at top level"],
+    "prestart-drop-script-backgrounded": [
+        "/usr/local/sbin/glm53-flash-drop-caches.sh:5 (run as its own process at "
+        "/usr/local/sbin/glm53-flash-prestart.sh:31) drops the page cache, but may not run: it runs in the background",
+        "it may not finish before the container starts", "Do: remove the `&` after `nohup "
+        "/usr/local/sbin/glm53-flash-drop-caches.sh >/dev/null 2>&1` (line 31 of "
+        "/usr/local/sbin/glm53-flash-prestart.sh), so it finishes before the prestart does"],
     "prestart-logs-saved-only-when-debugging": ["runs `docker rm -f glm53-flash` but the save at line 27 may not run",
                                                 "on the right of `&&`"],
     "docker-restart-always": ["docker restart policy 'always'", "Do: remove `--restart=…`"],
@@ -53,6 +74,25 @@ MESSAGES = {
                             "(line 10)"],
     "restart-always": ["Restart=always (set at /etc/systemd/system/glm53-flash.service:36), RestartSec=60 s",
                        "Do: set `Restart=on-failure` in /etc/systemd/system/glm53-flash.service (line 36)"],
+    # a value that switches a safety off says so; every key that differs is in the Do; the Recipe names its source
+    "start-limit-interval-0": [
+        "StartLimitIntervalSec=0 s (set at /etc/systemd/system/glm53-flash.service:9",
+        "StartLimitIntervalSec=0 switches the start limit off (systemd.unit(5): 0 disables rate limiting)",
+        "Recipe: at most 3 starts per 3600 s [single-station recipe]",
+        "Do: in [Unit]: set `StartLimitIntervalSec=3600` in /etc/systemd/system/glm53-flash.service (line 9)"],
+    "restart-sec-0": [
+        "RestartSec=0 s (set at /etc/systemd/system/glm53-flash.service:37",
+        "RestartSec=0: systemd restarts it at once after a crash, no delay between attempts (a crash loop with no "
+        "pause)", "Recipe: Restart=on-failure, RestartSec=60 s [single-station recipe]",
+        "Do: set `RestartSec=60` in /etc/systemd/system/glm53-flash.service (line 37)"],
+    "start-limit-both-keys-differ": [
+        "StartLimitBurst=5 (set at /etc/systemd/system/glm53-flash.service:10) within StartLimitIntervalSec=10 s "
+        "(set at /etc/systemd/system/glm53-flash.service:9",
+        "the cap never triggers: with RestartSec=60 s, 5 restarts take at least 300 s, longer than "
+        "StartLimitIntervalSec=10 s",
+        "Do: in [Unit]: set `StartLimitBurst=3` in /etc/systemd/system/glm53-flash.service (line 10), then "
+        "`systemctl daemon-reload`; and set `StartLimitIntervalSec=3600` in /etc/systemd/system/glm53-flash.service "
+        "(line 9)"],
     "restart-always-drop-in": [
         "Restart=always (set at /etc/systemd/system/glm53-flash.service.d/override.conf:2)",
         "Do: the drop-in /etc/systemd/system/glm53-flash.service.d/override.conf sets it (line 2)",
@@ -76,6 +116,20 @@ MESSAGES = {
     "stray-gpu-process": ["pid 52210", "not in a container"],
     "gpu-missing": ["nvidia-smi lists", "1 × GB300 per station"],
     "stopped-hbm-busy": ["GiB in use with the service stopped"],
+    # a served value set through the unit's environment: the finding names that file and line, the Do edits it there
+    "max-model-len-wrong-in-env-file": [
+        "--max-model-len: 1m = 1,000,000 tokens; the recipe serves 1,048,576 (/etc/default/glm53-flash:3 sets "
+        "MAX_MODEL_LEN=1m (EnvironmentFile= at /etc/systemd/system/glm53-flash.service:16), expanded in ExecStart "
+        "(/etc/systemd/system/glm53-flash.service:24))",
+        "Do: fix the flags in `MAX_MODEL_LEN=` in /etc/default/glm53-flash (line 3), then "
+        "`systemctl daemon-reload && systemctl restart glm53-flash.service`"],
+    "served-flag-given-twice": [
+        "--max-model-len is given 2 times: 1048576 (written in ExecStart "
+        "(/etc/systemd/system/glm53-flash.service:20)), then 1m (`Environment=` at "
+        "/etc/systemd/system/glm53-flash.service.d/10-context.conf:3 sets "
+        "VLLM_EXTRA_ARGS=--max-model-len 1m", "vLLM's argparse keeps the last, 1m",
+        "Do: fix the flags in `Environment=VLLM_EXTRA_ARGS=…` in "
+        "/etc/systemd/system/glm53-flash.service.d/10-context.conf (line 3)", "delete the others"],
     # one root cause, one failure: the first check that needs the missing piece fails, the others are not checked
     "unit-missing": ["unit glm53-flash.service not found", "install the recipe's unit"],
     "prestart-missing": ["prestart script /usr/local/sbin/glm53-flash-prestart.sh does not exist", "mode 0755"],
@@ -213,3 +267,21 @@ def test_every_profile_value_is_checked(trees, tmp_path):
     assert failed == {c for _, c, _ in PROFILE_VALUES.values()}, output
     for field, (_, check, fragment) in PROFILE_VALUES.items():
         assert fragment in checks[check]["message"], (field, checks[check]["message"])
+
+
+def test_recipe_line_names_the_site_profile_that_set_the_number(trees, tmp_path):
+    """A number a site profile sets is cited by its file, line and key; one it inherits from the shipped profile
+    through `extends:` is cited as the recipe's."""
+    site = tmp_path / "site.yaml"
+    site.write_text(f"extends: {REPO}/fixtures/profiles/gb300-site.yaml\nservice:\n  restart_sec_s: 30\n")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(f"profile: site.yaml\nstations:\n  - {{name: gb300-a, host: 'chroot://{trees['gb300-healthy']}'}}\n")
+    code, results, output = golive_host(inventory, tmp_path / "out", "-k", "restarts_on_failure or caps_starts")
+    checks = outcomes(results)
+    assert {n: c["outcome"] for n, c in checks.items()} == {
+        "test_unit_restarts_on_failure_after_delay": "failed", "test_unit_caps_starts_per_interval": "passed"}, output
+    message = checks["test_unit_restarts_on_failure_after_delay"]["message"]
+    assert (f"Recipe: Restart=on-failure [single-station recipe], RestartSec=30 s [site profile {site.resolve()}:3 "
+            "service.restart_sec_s]") in message, message
+    assert "Do: set `RestartSec=30` in /etc/systemd/system/glm53-flash.service (line 37)" in message, message
+    assert code == 1

@@ -52,9 +52,12 @@ def answers(unit) -> dict:
     # older `systemctl show` prints argv unquoted: the words joined are what both sources agree on
     execs = {k: [(" ".join(c.argv), c.ignore_errors, c.where) for c in getattr(unit, k)]
              for k in ("exec_start_pre", "exec_start", "exec_start_post")}
+    # the environment systemd starts it with, and the line that set each variable (Environment=, EnvironmentFile=)
+    env = {name: (v.value, v.where, v.via) for name, v in unit.env.items()}
+    env_files = [(r.path, r.ignore_errors, r.where) for r in unit.environment_files]
     return dict(restart=unit.restart, restart_sec_s=unit.restart_sec_s, burst=unit.start_limit_burst,
                 interval=unit.start_limit_interval_s, enabled=unit.enabled, set_at=unit.set_at, files=unit.files,
-                **execs)
+                env=env, env_files=env_files, **execs)
 
 
 @pytest.mark.parametrize("name", trees_with_systemd())
@@ -83,3 +86,21 @@ def test_the_trees_cover_the_drop_in_cases(trees):
     assert unwired.exec_start_pre == []
     assert unwired.set_at["ExecStartPre"] == "/etc/systemd/system/glm53-flash.service.d/10-no-prestart.conf:3"
     assert cases["gb300-healthy"].dropins == [] and cases["gb300-healthy"].restart == "on-failure"
+
+
+def test_the_trees_cover_the_environment_cases(trees):
+    """The agreement above covers an EnvironmentFile= (one file missing and optional), Environment= in the unit and in
+    a drop-in, and `${VAR}` / `$VAR` in ExecStart: expanded, each word naming the line that set its value."""
+    unit = facts_of("served-flag-from-env-file").unit
+    assert [(r.path, r.ignore_errors) for r in unit.environment_files] == [
+        ("/etc/default/glm53-flash", False), ("/etc/default/glm53-flash.local", True)]
+    assert unit.env["MAX_MODEL_LEN"].where == "/etc/default/glm53-flash:3"
+    assert unit.env["GPU_MEMORY_UTILIZATION"].where == "/etc/systemd/system/glm53-flash.service:18"
+    [command] = unit.exec_start
+    argv = [str(w) for w in command.argv]
+    assert argv[argv.index("--max-model-len") + 1] == "1048576"
+    assert argv[-4:] == ["--tool-call-parser", "glm47", "--reasoning-parser", "glm45"]  # $VLLM_PARSER_ARGS, split
+    assert command.written is not None and "${MAX_MODEL_LEN}" in command.written
+    twice = facts_of("served-flag-given-twice").unit
+    assert twice.env["VLLM_EXTRA_ARGS"].where == "/etc/systemd/system/glm53-flash.service.d/10-context.conf:3"
+    assert [str(w) for w in twice.exec_start[0].argv][-2:] == ["--max-model-len", "1m"]

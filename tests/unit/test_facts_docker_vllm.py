@@ -7,13 +7,17 @@ import pytest
 from golive.facts import FactError
 from golive.facts.docker import ImageRef, parse_container_inspect, parse_image_inspect, parse_run
 from golive.facts.vllm import (
+    APPEND_FLAGS,
     BOOLEAN_FLAGS,
     STORE_TRUE_FLAGS,
     RejectedValue,
     describe_tokens,
+    flag_uses,
     parse_max_model_len,
     parse_serve_args,
+    refused_args,
     rejected_args,
+    repeated_flags,
     served_host,
     speculative_tokens,
 )
@@ -176,3 +180,61 @@ def test_speculative_tokens_from_the_served_flags():
 def test_served_host_defaults_to_every_interface():
     assert served_host(parse_serve_args(["--host", "127.0.0.1"])) == "127.0.0.1"
     assert served_host(parse_serve_args(["--port", "8000"])) == "0.0.0.0"
+
+
+REPEATED = [  # (served args, the flags given more than once with their values in order, what vLLM serves)
+    (["--max-model-len", "1m", "--max-model-len", "1048576"], {"max-model-len": ["1m", "1048576"]},
+     {"max-model-len": "1048576"}),
+    (["--max-model-len=1048576", "--max_model_len", "1m"], {"max-model-len": ["1048576", "1m"]},
+     {"max-model-len": "1m"}),  # one flag however it is spelled
+    (["--enable-prefix-caching", "--no-enable-prefix-caching"], {"enable-prefix-caching": [True, False]},
+     {"enable-prefix-caching": False}),
+    (["--served-model-name", "a", "b", "--served-model-name", "c"], {"served-model-name": ["a b", "c"]},
+     {"served-model-name": "c"}),
+    (["--middleware", "m1", "--middleware", "m2"], {}, {}),  # an append flag keeps both: not a repeat
+    (["serve", "/m", "--port", "8888"], {}, {"model": "/m", "port": "8888"}),
+]
+
+
+@pytest.mark.parametrize("args, repeats, served", REPEATED, ids=[" ".join(a) for a, _, _ in REPEATED])
+def test_a_flag_given_twice_is_found_and_the_last_wins(args, repeats, served):
+    found = repeated_flags(args)
+    assert {name: [u.value for u in uses] for name, uses in found.items()} == repeats
+    flags = parse_serve_args(args)
+    assert {k: flags[k] for k in served} == served
+    for uses in found.values():  # the words of each occurrence are the arguments that hold it
+        for use in uses:
+            assert all(0 <= i < len(args) for i in use.words)
+
+
+def test_flag_uses_point_at_their_words():
+    args = ["serve", "/m", "--max-model-len", "1m", "--port=8888", "--enable-prefix-caching"]
+    uses = flag_uses(args)
+    assert uses["model"][0].words == (1,) and uses["max-model-len"][0].words == (3,)
+    assert uses["port"][0].words == (4,) and uses["enable-prefix-caching"][0].words == (5,)
+    [refusal] = refused_args(["--max-model-len", "1.5M"])
+    assert refusal.flag == "max-model-len" and refusal.words == (1,)
+
+
+@pytest.fixture(scope="module")
+def vllm_parser():
+    pytest.importorskip("vllm.entrypoints.launchers.cli_args")
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    return make_arg_parser(FlexibleArgumentParser())
+
+
+def test_the_last_of_a_repeated_flag_wins_in_vllms_parser(vllm_parser):
+    """Where vLLM 0.32 is installed: its parser serves what parse_serve_args says for every repeat above, and its one
+    append flag is APPEND_FLAGS."""
+    for args, _, served in REPEATED:
+        namespace = vllm_parser.parse_args([a for a in args if a not in ("serve", "/m")])
+        for flag, value in served.items():
+            if flag == "model":
+                continue
+            got = getattr(namespace, flag.replace("-", "_"))
+            want = {"1m": 1_000_000, "1048576": 1048576, "8888": 8888, "c": ["c"]}.get(value, value)
+            assert got == want, (args, flag)
+    kinds = {a.option_strings[0][2:]: type(a).__name__ for a in vllm_parser._actions if a.option_strings}
+    assert {n for n, k in kinds.items() if k == "_AppendAction"} == APPEND_FLAGS

@@ -3,6 +3,7 @@ the two-station RoCE formats (fixtures/recorded/gb300-rail, reconstructed from N
 import re
 from pathlib import Path
 
+import nccl_cuts
 import pytest
 
 from golive.facts import FactError
@@ -212,3 +213,98 @@ def test_a_run_that_died_at_bootstrap_is_not_a_one_host_run():
     assert died.nodes is None and died.channels == () and not died.one_host
     assert died.died_at_init is not None and "socketStartConnect: Connect to 192.168.100.2" in died.died_at_init.text
     assert died.version == "2.30.7"  # printed before the bootstrap: still the run's version
+
+
+# --- logs cut short: evidence, not a story ----------------------------------------------------------------------------
+# Every real log, cut where operators' logs are cut (tests/nccl_cuts.py: after the bootstrap, mid-channels, after the
+# last channel, the head rotated away, an excerpt) and behind each prefix shippers add: the parser reads what the cut
+# holds, no more. A run died only where NCCL printed its death; a missing `Init COMPLETE` is a partial capture.
+
+CUTS = nccl_cuts.cuts(list(nccl_cuts.KINDS))
+
+
+@pytest.mark.parametrize("cut", CUTS, ids=lambda c: c.id)
+def test_a_cut_log_is_read_as_what_it_holds(cut):
+    nccl = parse_nccl_log(cut.text)
+    assert [c.via for c in nccl.channels] == cut.vias
+    for channel in nccl.channels:  # every channel quotes its own line
+        assert f"via {channel.via}" in nccl.text_of(channel.number)
+    net = cut.net_vias
+    assert nccl.gdrdma == (all("/GDRDMA" in via for via in net) if net else None)
+    assert (nccl.complete is not None, nccl.topology is not None) == (cut.complete, cut.topology)
+    died = nccl.died_at_init
+    assert (died is not None) == cut.death, died
+    if died is not None:  # the death quotes NCCL's own death line, never a line that shows the run going on
+        assert "NCCL WARN" in died.text and died.text == nccl.text_of(died.number).strip()
+    assert nccl.partial == (not cut.complete and not cut.death)
+    if nccl.partial:
+        assert nccl.extent().startswith(("NCCL lines ", "one NCCL line"))
+
+
+def test_the_cuts_cover_every_case_of_the_issue():
+    """Not vacuous: partial logs with GDRDMA, RDMA without it and sockets, bootstrap-only ones, deaths that survive a
+    head cut and WARNs a cut separates from `Init COMPLETE` but that the run outlived."""
+    partial = [c for c in CUTS if not c.complete and not c.death]
+    assert {c.kind for c in partial if c.net_vias and all("/GDRDMA" in v for v in c.net_vias)} >= {"gdrdma", "warn"}
+    assert any(c.kind == "no-gdrdma" and c.net_vias for c in partial)
+    assert any(c.kind == "socket" and c.net_vias for c in partial)
+    assert {c.cut for c in partial if not c.vias} >= {"after-bootstrap"}
+    assert {c.cut for c in CUTS if c.death} >= {"whole", "head-rotated-first-half", "tail-8"}
+    assert any(c.kind == "warn" and c.holds("NCCL WARN") for c in partial)
+    assert any(c.cut == "eager-before-init-complete" and c.topology for c in partial)
+
+
+def test_a_healthy_real_log_holds_no_death_line():
+    for name, kind in nccl_cuts.KINDS.items():
+        if kind not in ("died", "warn"):
+            assert parse_nccl_log((nccl_cuts.REPO / name).read_text()).deaths == (), name
+    assert [d.number for d in log("gb300-rail/nccl-warn.log").deaths] == [31]   # its one WARN, which it outlived
+
+
+def test_a_file_without_nccl_lines_is_not_read_as_a_log():
+    """h200-device/nccl.txt names libnccl (a file listing, pip, torch's version) but holds no NCCL line."""
+    with pytest.raises(FactError, match="no NCCL line in the log"):
+        log("h200-device/nccl.txt")
+
+
+BOOTSTRAP = "".join(line + "\n" for line in
+                    nccl_cuts.after_bootstrap(nccl_cuts.lines_of("fixtures/recorded/gb300-rail/nccl-gdrdma.log")) or [])
+
+
+@pytest.mark.parametrize("death", [
+    # NCCL's own WARN (src/debug.cc), then its callers' words for ncclGetErrorString (src/init.cc)
+    "gb300-a:4107:4107 [0] include/alloc.h:125 NCCL WARN Cuda failure 'out of memory'",
+    "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
+    ":1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.30.7",
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+    "ncclInternalError: Internal check failed.",
+    "(VllmWorker rank=0 pid=4107) ERROR RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO "
+    "for details)",
+    "RuntimeError: NCCL error: remote process exited or there was a network error",
+    "gb300-a: Test NCCL failure common.cu:1279 'unhandled system error (run with NCCL_DEBUG=INFO for details) / '",
+    "terminate called after throwing an instance of 'c10::DistBackendError'",
+    "Fatal Python error: Aborted",
+])
+def test_a_run_died_where_it_says_so(death):
+    nccl = parse_nccl_log(BOOTSTRAP + death + "\n")
+    assert nccl.died_at_init is not None and nccl.died_at_init.text == death.strip() and not nccl.partial
+    assert nccl.versions == ("2.30.7+cuda13.0",)   # torch's `…, NCCL version 2.30.7` is a death line, not a version
+
+
+@pytest.mark.parametrize("line", [
+    "gb300-a:4107:4107 [0] NCCL INFO transport/net_ib.cc:852 -> 3",   # NCCL unwinding an error it recovers from
+    "gb300-a:4107:4107 [0] NCCL INFO NET/IB : No device found.",
+    "gb300-a:4107:4107 [0] NCCL INFO Failed to initialize NET plugin IB",
+    "INFO 09-30 10:00:00 [pynccl.py:70] vLLM is using nccl==2.30.7",
+    "",
+])
+def test_a_run_did_not_die_where_a_line_is_missing(line):
+    nccl = parse_nccl_log(BOOTSTRAP + line + "\n")
+    assert nccl.died_at_init is None and nccl.partial and nccl.deaths == ()
+
+
+def test_a_death_the_run_outlived_is_not_where_it_died():
+    """A WARN with channels connecting after it (nccl-warn.log without its head): the run went on."""
+    lines = nccl_cuts.lines_of("fixtures/recorded/gb300-rail/nccl-warn.log")
+    nccl = parse_nccl_log("\n".join(lines[29:]))
+    assert nccl.complete is None and len(nccl.warnings) == 1 and nccl.died_at_init is None and nccl.partial

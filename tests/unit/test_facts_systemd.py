@@ -3,9 +3,17 @@ import pytest
 
 from golive.facts import FactError
 from golive.facts.systemd import (
+    EnvFileRef,
+    EnvSetting,
+    UnitFacts,
     dropin_dir_names,
+    edit_place,
+    expand_argv,
     merge_unit_files,
     order_dropins,
+    origin_of,
+    parse_env_file,
+    parse_environment_line,
     parse_show,
     parse_show_exec,
     parse_timespan,
@@ -205,3 +213,199 @@ def test_an_emptied_list_says_so():
     sections, cleared = merge_unit_files(files)
     unit = unit_from_file(sections, True, "active", cleared, [p for p, _ in files])
     assert unit.origin("ExecStartPre") == f"emptied by `ExecStartPre=` at {E}/{D}/10-off.conf:2"
+
+
+# --- the service's environment and Exec line expansion (systemd.exec(5) "Environment", systemd.service(5) "Command
+# lines"); the cases are systemd's own, from src/test/test-env-util.c and src/test/test-env-file.c -------------------
+
+SYSTEMD_ENV = {"FOO": "BAR BAR", "BAR": "waldo"}
+# test-env-util.c TEST(replace_env_argv): line → result, word for word (`$FOO` alone splits in two, `$FOO$FOO`
+# names no valid variable and gives no word)
+REPLACE_ENV_ARGV = [
+    (["FOO$FOO"], ["FOO$FOO"]), (["FOO$FOOFOO"], ["FOO$FOOFOO"]), (["FOO${FOO}$FOO"], ["FOOBAR BAR$FOO"]),
+    (["FOO${FOO}"], ["FOOBAR BAR"]), (["${FOO}"], ["BAR BAR"]), (["$FOO"], ["BAR", "BAR"]), (["$FOO$FOO"], []),
+    (["${FOO}${BAR}"], ["BAR BARwaldo"]), (["${FOO"], ["${FOO"]), (["FOO$$${FOO}"], ["FOO$BAR BAR"]),
+    (["$$FOO${FOO}"], ["$FOOBAR BAR"]), (["${FOO:-${BAR}}"], ["${FOO:-waldo}"]),
+    (["${QUUX:-${FOO}}"], ["${QUUX:-BAR BAR}"]), (["${FOO:+${BAR}}"], ["${FOO:+waldo}"]),
+    (["${QUUX:+${BAR}}"], ["${QUUX:+waldo}"]), (["${FOO:+|${BAR}|}}"], ["${FOO:+|waldo|}}"]),
+    (["${FOO:+|${BAR}{|}"], ["${FOO:+|waldo{|}"]),
+    # TEST(replace_env_argv_bad): unset and invalid names expand to nothing
+    (["A${FOO}B"], ["ABAR BARB"]), (["a${~}${%}b"], ["ab"]), (["x${}y"], ["xy"]), (["$UNSET2"], []),
+    (["z${UNSET3}z${UNSET1}z"], ["zzz"]), (["piff${UNSET2}piff"], ["piffpiff"]),
+    # and the served-flag shapes: `${VAR}` stays one word, `$VAR` splits with quotes honoured
+    (["--max-model-len", "${LEN}"], ["--max-model-len", ""]),
+    (["--x", "$ARGS"], ["--x"]),
+]
+
+
+@pytest.mark.parametrize("line, result", REPLACE_ENV_ARGV, ids=[" ".join(a) or "-" for a, _ in REPLACE_ENV_ARGV])
+def test_exec_lines_expand_as_systemd_expands_them(line, result):
+    env = {k: EnvSetting(k, v) for k, v in SYSTEMD_ENV.items()}
+    words, _ = expand_argv(line, env)
+    assert [str(w) for w in words] == result
+
+
+def test_expansion_reports_unset_variables_and_keeps_the_settings_used():
+    env = {"LEN": EnvSetting("LEN", "1m", "/etc/default/x:3", "EnvironmentFile"),
+           "ARGS": EnvSetting("ARGS", "--tool-call-parser 'glm 47' \"a b\"", "/u:9")}
+    words, unset = expand_argv(["--max-model-len", "${LEN}", "$ARGS", "${NOPE}", "$ALSO_NOPE"], env, "/u:20")
+    assert [str(w) for w in words] == ["--max-model-len", "1m", "--tool-call-parser", "glm 47", "a b", ""]
+    assert unset == ["NOPE", "ALSO_NOPE"]
+    assert words[1].settings == (env["LEN"],) and words[0].settings == () and words[0].where == "/u:20"
+    assert origin_of(words[1]) == ("/etc/default/x:3 sets LEN=1m, expanded in ExecStart (/u:20)")
+    assert edit_place(words[1], "ExecStart") == "`LEN=` in /etc/default/x (line 3)"
+    assert edit_place(words[2], "ExecStart") == "`Environment=ARGS=…` in /u (line 9)"
+    assert "`${NOPE}` is set by no Environment= or EnvironmentFile=" in origin_of(words[5])
+    assert edit_place(words[0], "ExecStart of u") == "ExecStart (/u:20)"
+
+
+# test-env-file.c: file → the assignments systemd loads (load_env_file), each with the line its key starts on
+ENV_FILES = [
+    # TEST(load_env_file_1): later entries win; backslash-newline continues; trailing blanks go, escaped ones stay
+    ("a=a\na=b\na=b\na=a\nb=b\\\nc\nd= d\\\ne  \\\nf  \ng=g\\ \nh= ąęół\\ śćńźżμ \ni=i\\",
+     [("a", "a", 4), ("b", "bc", 5), ("d", "de  f", 7), ("g", "g ", 10), ("h", "ąęół śćńźżμ", 11), ("i", "i", 12)]),
+    ("a=a\\\n", [("a", "a", 1)]),  # TEST(load_env_file_2)
+    # TEST(load_env_file_3): `#` and `;` comment lines; after a comment ending in `\` (systemd ≥ 254) a new line
+    ("#SPAMD_ARGS=\"-d --socketpath=/var/lib/bulwark/spamd \\\n#--nouser-config        \\\nnormal1=line\\\n111\n"
+     ";normal=ignored            \\\nnormal2=line222\nnormal ignored             \\\n",
+     [("normal1", "line111", 3), ("normal2", "line222", 6)]),
+    ("# Generated\n\nHWMON_MODULES=\"coretemp f71882fg\"\n\n# For compatibility reasons\n\nMODULE_0=coretemp\n"
+     "MODULE_1=f71882fg",  # TEST(load_env_file_4)
+     [("HWMON_MODULES", "coretemp f71882fg", 3), ("MODULE_0", "coretemp", 7), ("MODULE_1", "f71882fg", 8)]),
+    ("a=\nb=", [("a", "", 1), ("b", "", 2)]),  # TEST(load_env_file_5)
+    # TEST(load_env_file_6): escapes outside quotes, in '…' (none), in "…" (only " \ ` $ newline)
+    ("a=\\ \\n \\t \\x \\y \\' \nb= \\$'                  \nc= ' \\n\\t\\$\\`\\\\\n'   \nd= \" \\n\\t\\$\\`\\\\\n\"   \n",
+     [("a", " n t x y '", 1), ("b", "$'", 2), ("c", " \\n\\t\\$\\`\\\\\n", 3), ("d", " \\n\\t$`\\\n", 5)]),
+    # TEST(parse_env_file): blanks around key and value, no inline comments, text after a closing quote goes on
+    ("one=BAR   \n# comment\n # comment \n ; comment \n  two   =   bar    \ninvalid line\ninvalid line #comment\n"
+     "three = \"333\nxxxx\"\nfour = '44\\\"44'\nfive = \"55\\\"55\" \"FIVE\" cinco   \nsix = seis sechs\\\n sis\n"
+     "seven=\"sevenval\" #nocomment\neight=eightval #nocomment\nten=ignored\nten=\neleven=\\value\n"
+     "twelve=\"\\value\"\nthirteen='\\value'",
+     [("one", "BAR", 1), ("two", "bar", 5), ("three", "333\nxxxx", 8), ("four", '44\\"44', 10),
+      ("five", '55"55FIVEcinco', 11), ("six", "seis sechs sis", 12), ("seven", "sevenval#nocomment", 14),
+      ("eight", "eightval #nocomment", 15), ("ten", "", 17), ("eleven", "value", 18), ("twelve", "\\value", 19),
+      ("thirteen", "\\value", 20)]),
+    # TEST(parse_multiline_env_file)
+    ("one=BAR\\\n\\ \\ \\ \\ VAR\\\n\\\tGAR\n#comment\ntwo=\"bar\\\n    var\\\n\tgar\"\n#comment\n"
+     "tri=\"bar \\\n    var \\\n\tgar \"\n",
+     [("one", "BAR    VAR\tGAR", 1), ("two", "bar    var\tgar", 5), ("tri", "bar     var \tgar ", 9)]),
+]
+
+
+@pytest.mark.parametrize("text, expected", ENV_FILES, ids=[f"env_file_{i}" for i in range(len(ENV_FILES))])
+def test_env_files_read_as_systemd_reads_them(text, expected):
+    settings, notes = parse_env_file(text, "/etc/default/x")
+    got = sorted((s.name, s.value, int(s.line)) for s in settings)
+    assert got == sorted(expected) and not notes
+    assert all(s.source == "EnvironmentFile" and s.path == "/etc/default/x" for s in settings)
+
+
+def test_export_is_not_special_in_an_env_file():
+    """test-env-file.c: `export nine=nineval` loads as the name `export nine`, which systemd then ignores
+    (exec_context_load_environment: "Ignoring invalid environment assignment")."""
+    settings, notes = parse_env_file("export MAX_LEN=1m\nPORT=8888\n", "/etc/default/x")
+    assert [(s.name, s.value) for s in settings] == [("PORT", "8888")]
+    assert notes == ["/etc/default/x:1: `export MAX_LEN=…` is not a valid assignment (`export` is not special in an "
+                     "EnvironmentFile=): systemd ignores it"]
+
+
+ENVIRONMENT_LINES = [  # one Environment= value → the assignments (config_parse_environ), what systemd ignores
+    ('"A=1 2" B=3', [("A", "1 2"), ("B", "3")], 0),
+    ('A="1 2" B=\'x y\'', [("A", "1 2"), ("B", "x y")], 0),
+    ("A=a\\x41\\tb C=50%%", [("A", "aA\tb"), ("C", "50%")], 0),  # C escapes; %% is %
+    ("A=1 A=2", [("A", "1"), ("A", "2")], 0),  # the later wins once merged (see below)
+    ("5X=1 a-b=2 OK=3", [("OK", "3")], 2),  # invalid names are ignored, one note each
+    ('A=1 "B=2', [("A", "1")], 1),  # unbalanced quote: the rest of the line is ignored
+    ("A=\\q B=2", [], 1),  # an unknown escape: the line is ignored from there
+]
+
+
+@pytest.mark.parametrize("value, settings, ignored", ENVIRONMENT_LINES, ids=[v for v, _, _ in ENVIRONMENT_LINES])
+def test_environment_lines_read_as_systemd_reads_them(value, settings, ignored):
+    got, notes = parse_environment_line(value, "/u:7")
+    assert [(s.name, s.value) for s in got] == settings and len(notes) == ignored
+    assert all(s.where == "/u:7" for s in got)
+
+
+UNIT_ENV = (f"{E}/glm53-flash.service", """\
+[Service]
+Environment=LEN=1048576 "ARGS=--a 1"
+EnvironmentFile=/etc/default/glm53-flash
+EnvironmentFile=-/etc/default/glm53-flash.local
+Environment=GPU=0.94
+ExecStart=/usr/bin/docker run x --max-model-len ${LEN} --gpu-memory-utilization ${GPU} $ARGS
+ExecStartPre=:/bin/echo ${LEN}
+""")
+ENV_MERGED = [  # (drop-ins, env files on disk, LEN and where it was set, GPU's where, the env files read)
+    ([], {"/etc/default/glm53-flash": "# tuned\nLEN=1m\n"}, "1m", "/etc/default/glm53-flash:2",
+     f"{E}/glm53-flash.service:5", ["/etc/default/glm53-flash", "/etc/default/glm53-flash.local"]),
+    # an env file overrides Environment= whatever the order of the lines; a later file overrides an earlier one
+    ([], {"/etc/default/glm53-flash": "LEN=1m\n", "/etc/default/glm53-flash.local": "LEN=2m\nGPU=0.9\n"}, "2m",
+     "/etc/default/glm53-flash.local:1", "/etc/default/glm53-flash.local:2",
+     ["/etc/default/glm53-flash", "/etc/default/glm53-flash.local"]),
+    # nothing in the files: Environment= holds
+    ([], {"/etc/default/glm53-flash": ""}, "1048576", f"{E}/glm53-flash.service:2", f"{E}/glm53-flash.service:5",
+     ["/etc/default/glm53-flash", "/etc/default/glm53-flash.local"]),
+    # a drop-in's empty Environment= and EnvironmentFile= reset the lists; its own lines follow
+    ([(f"{E}/{D}/10-env.conf", "[Service]\nEnvironment=\nEnvironmentFile=\nEnvironment=LEN=8k GPU=0.5\n")],
+     {"/etc/default/glm53-flash": "LEN=1m\n"}, "8k", f"{E}/{D}/10-env.conf:4", f"{E}/{D}/10-env.conf:4", []),
+]
+
+
+@pytest.mark.parametrize("dropins, on_disk, length, length_at, gpu_at, env_files", ENV_MERGED)
+def test_the_environment_and_where_each_variable_was_set(dropins, on_disk, length, length_at, gpu_at, env_files):
+    files = [UNIT_ENV, *dropins]
+    sections, cleared = merge_unit_files(files)
+    unit = unit_from_file(sections, True, "active", cleared, [p for p, _ in files]).with_environment(on_disk.get)
+    assert [r.path for r in unit.environment_files] == env_files
+    assert (unit.env["LEN"].value, unit.env["LEN"].where) == (length, length_at)
+    assert unit.env["GPU"].where == gpu_at
+    [start] = unit.exec_start
+    assert start.argv[start.argv.index("--max-model-len") + 1] == length
+    assert start.written is not None and "${LEN}" in start.written
+    # `:` turns expansion off for that line (systemd.service(5), the executable prefixes table)
+    assert [str(w) for w in unit.exec_start_pre[0].argv] == ["/bin/echo", "${LEN}"]
+
+
+def test_a_missing_env_file_is_an_error_unless_prefixed_with_dash():
+    sections, cleared = merge_unit_files([UNIT_ENV])
+    unit = unit_from_file(sections, True, "active", cleared, [UNIT_ENV[0]]).with_environment(lambda path: None)
+    [note] = unit.env_notes  # the `-/…local` one is skipped without a word
+    assert note.startswith(f"EnvironmentFile=/etc/default/glm53-flash ({E}/glm53-flash.service:3): ")
+    assert "systemd refuses to start the unit" in note
+    words = unit.exec_start[0].argv
+    assert words[words.index("--max-model-len") + 1] == "1048576"  # Environment= still holds
+
+
+def test_env_file_globs_take_every_match_in_order():
+    unit = UnitFacts("unit file", None, None, None, None,
+                     environment_files=[EnvFileRef("/etc/default/glm53-*.env", False, "/u:3")],
+                     exec_start=[parse_unit_exec("/bin/x ${A}")])
+    files = {"/etc/default/glm53-a.env": "A=1\n", "/etc/default/glm53-b.env": "A=2\n"}
+    expanded = unit.with_environment(files.get, lambda pattern: sorted(files))
+    assert expanded.env["A"].where == "/etc/default/glm53-b.env:1" and expanded.env["A"].via == "/u:3"
+    assert [str(w) for w in expanded.exec_start[0].argv] == ["/bin/x", "2"]
+
+
+SHOW_ENV = SHOW.replace("Id=glm53-flash.service\n", """\
+Environment=LEN=1048576 "ARGS=--a 1" "DOLLAR=\\$HOME"
+EnvironmentFiles=/etc/default/glm53-flash (ignore_errors=no)
+EnvironmentFiles=/etc/default/glm53-flash.local (ignore_errors=yes)
+ExecStartEx={ path=/usr/bin/docker ; argv[]=/usr/bin/docker run --name glm53-flash vllm/vllm-openai@sha256:abc --port 8888 ; flags=no-env-expand ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }
+Id=glm53-flash.service
+""")  # noqa: E501  (systemctl show prints one property a line)
+
+
+def test_systemctl_show_environment_and_env_files():
+    """`Environment=` is the merged list, each string through shell_maybe_quote; `EnvironmentFiles=` one line a file,
+    "%s (ignore_errors=%s)" (src/systemctl/systemctl-show.c); the `:` prefix shows as `flags=no-env-expand`."""
+    unit = unit_from_show(parse_show(SHOW_ENV))
+    assert [(s.name, s.value) for s in unit.environment] == [("LEN", "1048576"), ("ARGS", "--a 1"),
+                                                             ("DOLLAR", "$HOME")]
+    assert unit.environment_files == [EnvFileRef("/etc/default/glm53-flash", False),
+                                      EnvFileRef("/etc/default/glm53-flash.local", True)]
+    assert not unit.exec_start[0].expand_env
+    sections, cleared = merge_unit_files([UNIT_ENV])
+    located = unit.with_origins(unit_from_file(sections, True, "active", cleared, [UNIT_ENV[0]]))
+    assert located.environment[0].where == f"{E}/glm53-flash.service:2"
+    assert located.environment_files[1].where == f"{E}/glm53-flash.service:4"

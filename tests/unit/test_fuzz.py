@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from golive.endpoint.answers import load_answer_battery
@@ -166,6 +166,16 @@ PARSERS: dict[str, tuple[Callable[..., Any], Any]] = {
     "systemd.parse_unit_file+unit_from_file": (
         lambda text: systemd.unit_from_file(systemd.parse_unit_file(text), None, None), st.tuples(ANY_TEXT)),
     "systemd.parse_unit_exec": (systemd.parse_unit_exec, st.tuples(ANY_TEXT)),
+    "systemd.parse_env_file": (systemd.parse_env_file, st.tuples(ANY_TEXT, st.just("/etc/default/x"))),
+    "systemd.parse_environment_line": (systemd.parse_environment_line, st.tuples(ANY_TEXT)),
+    "systemd.parse_show_environment": (systemd.parse_show_environment, st.tuples(ANY_TEXT)),
+    "systemd.unit_from_file+with_environment": (
+        lambda text, env: systemd.unit_from_file(systemd.parse_unit_file(text), None, None).with_environment(
+            lambda path: env), st.tuples(ANY_TEXT, st.none() | ANY_TEXT)),
+    "systemd.expand_argv": (lambda argv, value: systemd.expand_argv(argv, {"A": systemd.EnvSetting("A", value)}),
+                            st.tuples(ARGV, ANY_TEXT)),
+    "vllm.repeated_flags+refused_args": (lambda argv: (vllm.repeated_flags(argv), vllm.refused_args(argv)),
+                                         st.tuples(ARGV)),
     "vllm.parse_human_int": (vllm.parse_human_int, st.tuples(ANY_TEXT)),
     "vllm.parse_serve_args+flags": (lambda argv: [f(vllm.parse_serve_args(argv)) for f in (vllm.speculative_tokens,
                                                                                             vllm.served_host)],
@@ -217,3 +227,52 @@ def test_stream_assembly_takes_any_bytes(chunks):
                 read_event(timing, data, when)
             except ValueError as exc:
                 assert str(exc)
+
+
+# --- the one scrubber (golive.core.secrets): random specs and secrets --------------------------------------------
+
+SCHEMES = st.sampled_from(["ssh", "paramiko", "ansible", "http", "https"])
+HOSTNAMES = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(\.[a-z0-9]{1,10}){0,2}", fullmatch=True)
+HOSTS = st.one_of(HOSTNAMES, st.ip_addresses(v=4).map(str), st.ip_addresses(v=6).map(lambda ip: f"[{ip}]"))
+TAILS = st.sampled_from(["", "/", "/v1", "?timeout=5", "/v1?model=m&api_key=not-shown", "#frag"])
+
+
+@FUZZ
+@given(scheme=SCHEMES, user=st.text(max_size=12), password=st.text(min_size=4, max_size=24), host=HOSTS,
+       port=st.none() | st.integers(1, 65535), tail=TAILS)
+def test_a_specs_password_never_shows_and_it_still_parses_the_same(scheme, user, password, host, port, tail):
+    """Any user, password (percent-encoded, as a URL carries it), host (a name, IPv4, IPv6 in brackets) and port: the
+    shown spec has `***` for the password, neither the password nor its encoded form anywhere (alone or inside text),
+    and it parses to the same host, port and user."""
+    from urllib.parse import quote, urlsplit
+
+    from golive.core.secrets import MASK, hide_password, scrub
+
+    where = host + (f":{port}" if port is not None else "")
+    spec = f"{scheme}://{quote(user, safe='')}:{quote(password, safe='')}@{where}{tail}"
+    expected = hide_password(f"{scheme}://{quote(user, safe='')}:{MASK}@{where}{tail}") or ""
+    assume(password not in expected and quote(password, safe="") not in expected)  # not a leak: the rest has it
+    shown = hide_password(spec) or ""
+    assert shown == expected
+    in_text = scrub(f"cannot reach {spec}: timed out")
+    for form in (password, quote(password, safe="")):
+        assert form not in shown and form not in in_text
+    before, after = urlsplit(spec), urlsplit(shown)
+    assert (after.hostname, after.port, after.username, after.password) == \
+        (before.hostname, before.port, before.username, MASK)
+
+
+@FUZZ
+@given(secret=st.text(alphabet=st.characters(blacklist_characters="*\x00"), min_size=1, max_size=20),
+       before=ANY_TEXT, after=ANY_TEXT, nested=st.booleans())
+def test_a_known_secret_never_shows_in_text_or_data(secret, before, after, nested):
+    """A secret golive knows, as written or percent-encoded anywhere in any text (or a string in nested data), is not
+    in what scrub gives back (its `[REDACTED]` markers aside: a secret may end in the marker's own letters). Any
+    text: a key from the environment may hold surrogates (bytes that are not UTF-8)."""
+    from golive.core.secrets import REDACTED, known_forms, percent_encoded, scrub, scrub_data
+
+    text = f"{before}{secret}{after} {percent_encoded(secret)}"
+    secrets = known_forms([secret])
+    shown = scrub_data([{"n": 1}, (text,)], secrets)[1][0] if nested else scrub(text, secrets)
+    markers_aside = shown.replace(REDACTED, "\x00")
+    assert secret not in markers_aside and percent_encoded(secret) not in markers_aside

@@ -353,13 +353,27 @@ def test_systemctl_recordings_match_the_unit_files(trees):
         assert (show["UnitFileState"] == "enabled") == (tree / WANTS).is_symlink(), name
 
 
+def expanded_exec_start(tree: Path) -> list[str]:
+    """ExecStart as systemd runs it: the unit merged with its drop-ins, `${VAR}`/`$VAR` expanded in the environment
+    its Environment= and EnvironmentFile= lines give (the files read from the tree)."""
+    paths = [f"/{UNIT}", *tree_dropins(tree)]
+    sections, cleared = systemd.merge_unit_files([(p, (tree / p.lstrip("/")).read_text()) for p in paths])
+    unit = systemd.unit_from_file(sections, None, None, cleared, paths)
+
+    def read(path: str) -> str | None:
+        f = tree / path.lstrip("/")
+        return f.read_text() if f.is_file() else None
+
+    return [str(word) for word in unit.with_environment(read).exec_start[-1].argv]
+
+
 @needs_busybox
 def test_docker_recordings_match_the_unit_files(trees):
     for name, tree in gb300(trees).items():
         if not (tree / UNIT).exists():
             assert name == "unit-missing", name  # the one tree without a unit has no docker run line to compare
             continue
-        argv = unit_directives((tree / UNIT).read_text())["ExecStart"][0].split()
+        argv = expanded_exec_start(tree)
         c = container(tree)
         image_at = argv.index(c["Config"]["Image"]) if name != "container-stale-image" else argv.index(
             "vllm/vllm-openai@" + PIN)

@@ -255,3 +255,30 @@ def test_bad_watch_usage_is_one_line(inventory, capsys, args, message):
     assert main([str(inventory) if a == "INVENTORY" else a for a in args]) == 4
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
+
+
+def test_no_secret_in_the_watchers_rules_lines_or_labels(tmp_path, monkeypatch, capsys):
+    """The endpoint's password (an IPv6 host: brackets and port kept) and the station's key (env) appear in no
+    generated rule, no round's line on stderr and no metric label: golive.core.secrets scrubs all three."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    monkeypatch.setenv("GOLIVE_TEST_WATCH_KEY", "sk-watch-secret")
+    path = tmp_path / "inventory.yaml"
+    path.write_text("profile: reference-cpu\nstations:\n  - {name: ref, endpoint: 'http://ops:hunter2@[fe80::1]:8888/v1',"
+                    " api_key_env: GOLIVE_TEST_WATCH_KEY}\n")
+    loaded = golive_config.load_inventory(path)
+    rules = yaml.safe_dump(rules_document(loaded, EVERY, str(path)))
+    assert "curl -i http://ops:***@[fe80::1]:8888/health" in rules and "hunter2" not in rules
+    watcher = Watcher(path, EVERY)
+    watcher.state.rounds = {"ref": StationRound(checks={("test_sk-watch-secret", "endpoint"): False}, canary_up=False,
+                                                problems=["canary: GET http://ops:hunter2@[fe80::1]:8888/v1 with "
+                                                          "Authorization: Bearer sk-watch-secret refused"])}
+    watcher.report()
+    line = capsys.readouterr().err
+    assert "canary DOWN; canary: GET http://ops:***@[fe80::1]:8888/v1 with Authorization: Bearer ***" in line, line
+    registry = CollectorRegistry()
+    registry.register(watcher)
+    metrics = generate_latest(registry).decode()
+    assert 'check="test_[REDACTED]"' in metrics
+    for text in (rules, line, metrics):
+        assert "hunter2" not in text and "sk-watch-secret" not in text
