@@ -18,7 +18,7 @@ from golive.inventory import loader as golive_config
 from golive.run.scope import suites_dir
 
 COMMANDS_GROUP = "golive.commands"  # other distributions (golive's testbed) add subcommands here
-TESTBED_COMMANDS = ("demo", "reference")
+TESTBED_COMMANDS = ("demo", "reference", "station")
 REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
 # pytest plugins a Python environment may bring that a go-live run has no use for: hypothesis's loads its whole
 # engine (~0.55 s of every run's start) where it is installed; anyio's (installed with httpx) imports its asyncio
@@ -204,11 +204,15 @@ class UsageExit(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.broken: dict[str, str] = {}  # a plugin command that could not be loaded -> its one line
+
     def error(self, message: str) -> NoReturn:
         raise UsageExit(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     codes = "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
     parser = _Parser(prog="golive", description="Go-live acceptance for self-hosted LLM serving "
                      "stations: host, cluster and endpoint checks against a recipe profile.",
@@ -252,8 +256,25 @@ def build_parser() -> argparse.ArgumentParser:
     watch.set_defaults(func=cmd_watch)
 
     for ep in entry_points(group=COMMANDS_GROUP):
-        ep.load()(sub)  # each adds its subparser and sets func
+        _add_plugin_command(parser, sub, ep)
     return parser
+
+
+def _add_plugin_command(parser: _Parser, sub: Any, ep: Any) -> None:
+    """Let an entry point add its subparser. One that cannot (an import error, a bug) leaves every other command
+    working; its own command is listed and fails with one line saying why and what to do (parser.broken)."""
+    before = set(sub.choices)
+    try:
+        ep.load()(sub)  # adds its subparser and sets func
+    except Exception as exc:  # noqa: BLE001 - any error in another distribution's code
+        dist = getattr(ep.dist, "name", None) or "the distribution that registers it"
+        for name in (set(sub.choices) - before) or ({ep.name} - before):
+            parser.broken[name] = (
+                f"`golive {name}` could not be loaded: entry point {ep.name} = {ep.value} of {dist} raised "
+                f"{type(exc).__name__}: {exc}; reinstall {dist} (golive's testbed: `.venv/bin/pip install --no-deps "
+                f"-e ./testbed` in golive's checkout)")
+            if name not in sub.choices:
+                sub.add_parser(name, help=f"(not loaded: {type(exc).__name__}; `golive {name}` says why)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     commands = {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
                 for name in action.choices}
+    if argv and argv[0] in parser.broken:
+        return _fail(parser.broken[argv[0]])
     if argv and argv[0] in TESTBED_COMMANDS and argv[0] not in commands:
         return _fail(f"`golive {argv[0]}` belongs to golive's testbed, which runs from golive's source checkout: "
                      f"run `bash scripts/setup.sh` there, then `.venv/bin/golive {argv[0]}`")

@@ -5,17 +5,34 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # busybox-static: shell tools inside the station trees (chroot targets); openssh-server + iproute2 + iputils-ping:
-# the cluster test hosts in network namespaces (ethtool: what an operator's rail check reads); chromium: renders the HTML report in the report self-test.
+# the cluster test hosts in network namespaces (ethtool: what an operator's rail check reads); chromium: renders the
+# HTML report in the report self-test.
 # prometheus: `prometheus` and `promtool` for the `golive watch` self-tests (their own config, storage and port).
-packages=(busybox-static openssh-server iproute2 iputils-ping ethtool chromium prometheus)
+# docker.io + systemd-container + debootstrap + docker-registry (+ openssh-client): the real station, `golive station
+# up` (testbed/golive_testbed/realstation.py: its own dockerd, registry and systemd-nspawn; a debootstrap root).
+packages=(busybox-static openssh-server iproute2 iputils-ping ethtool chromium prometheus
+          docker.io systemd-container debootstrap docker-registry openssh-client)
+# the services these packages start and enable: the self-tests start their own (the system dockerd's default bridge
+# uses a private address range, which these machines must not use); one installed here is left stopped and disabled
+services=(prometheus.service docker.service docker.socket containerd.service docker-registry.service)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
   if [ "$(id -u)" -eq 0 ]; then
+    had=()  # the machine's own services, before: never touched
+    for unit in "${services[@]}"; do systemctl cat "$unit" >/dev/null 2>&1 && had+=("$unit"); done
+    no_start=
+    if [ ! -e /usr/sbin/policy-rc.d ]; then  # no service starts while apt installs (invoke-rc.d asks this)
+      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d && no_start=1
+      trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    fi
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    # the package starts its own server on :9090 where systemd runs: the self-tests start theirs, leave no other behind
-    if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
-      systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    if [ -n "$no_start" ]; then rm -f /usr/sbin/policy-rc.d; trap - EXIT; fi
+    if [ -d /run/systemd/system ]; then
+      for unit in "${services[@]}"; do
+        [[ " ${had[*]} " == *" $unit "* ]] && continue
+        if systemctl cat "$unit" >/dev/null 2>&1; then systemctl disable --now "$unit" >/dev/null 2>&1 || true; fi
+      done
     fi
   else
     echo "setup: missing system packages (${missing[*]}); install them as root: apt-get install ${missing[*]}" >&2

@@ -207,6 +207,48 @@ def test_version_and_python_dash_m():
         assert result.returncode == 0 and result.stdout == f"golive {__version__}\n", result
 
 
+class _BrokenEntryPoint:
+    """An entry point in group golive.commands whose code fails: on import, or after adding its subparser."""
+
+    value = "golive_broken_plugin:add"
+    dist = None
+
+    def __init__(self, name: str, after_adding: bool):
+        self.name, self.after_adding = name, after_adding
+
+    def load(self):
+        if not self.after_adding:
+            raise ModuleNotFoundError("No module named 'golive_broken_plugin'")
+
+        def add(sub):
+            sub.add_parser(self.name).add_argument("action")
+            raise RuntimeError("half-added")
+        return add
+
+
+@pytest.mark.parametrize("after_adding", [False, True], ids=["import-error", "error-after-add-parser"])
+def test_a_broken_plugin_command_leaves_every_other_command_working(monkeypatch, capsys, after_adding):
+    """A distribution's golive.commands entry point that raises: golive --help, run --help and the other commands
+    still work, the broken command is listed, and running it is one line naming the entry point and what to do."""
+    import golive.cli as cli
+
+    monkeypatch.setattr(cli, "entry_points", lambda group: [_BrokenEntryPoint("station", after_adding),
+                                                            _BrokenEntryPoint("run", after_adding)])
+    for argv in (["--help"], ["run", "--help"]):
+        with pytest.raises(SystemExit) as exited:
+            cli.main(argv)
+        assert exited.value.code == 0, argv
+        assert "station" in capsys.readouterr().out or argv != ["--help"]
+    assert cli.main(["profile", "list"]) == 0
+    capsys.readouterr()
+    assert cli.main(["station", "up"]) == 4
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("golive: `golive station` could not be loaded: entry point station = "
+                          "golive_broken_plugin:add"), err
+    assert "reinstall" in err and "pip install --no-deps -e ./testbed" in err, err
+
+
 def test_run_help_says_pytest_arguments_pass_through():
     result = golive("run", "--help")
     assert result.returncode == 0 and "passes through to pytest" in " ".join(result.stdout.split())

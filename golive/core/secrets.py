@@ -32,7 +32,7 @@ SECRET_FLAG_WORDS = ("key", "token", "secret", "password")
 
 # scheme://user:password@ — the password runs to the netloc's LAST `@` (as urllib splits it: a raw `@` in a password
 # stays hidden); a netloc ends at `/ ? #`, whitespace or a quote
-_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@'\"<>`\[\]]*:)(?P<password>[^\s/?#'\"<>`]*)@")
+_USERINFO = re.compile(r"(?<=[A-Za-z0-9+.\-])(?P<head>://[^\s:/?#@'\"<>`\[\]]*:)(?P<password>[^\s/?#'\"<>`]*)@")
 _QUERY_PAIR = re.compile(r"(?P<head>[?&;#](?P<key>[^=&#;?\s'\"<>`]*)=)(?P<value>[^&#;\s'\"<>`]*)")
 _HEADER = re.compile(r"(?P<head>\b(?:(?:proxy-)?authorization|x-api-key|api[-_]key)['\"]?\s*[:=]\s*['\"]?"
                      r"(?:(?:bearer|basic|digest|token)\s+)?)(?P<value>[^\s'\",;}&#]+)", re.IGNORECASE)
@@ -141,8 +141,12 @@ def hide_shapes(text: str) -> str:
         text = _USERINFO.sub(lambda m: f"{m['head']}{MASK}@", text)
     if "=" in text:
         text = _QUERY_PAIR.sub(_mask_query, text)
-    text = _HEADER.sub(lambda m: f"{m['head']}{MASK}", text)
-    return _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
+    lowered = text.lower()  # the header and bearer patterns only where their words are: every report passes here
+    if "authorization" in lowered or "api-key" in lowered or "api_key" in lowered:
+        text = _HEADER.sub(lambda m: f"{m['head']}{MASK}", text)
+    if "bearer" in lowered:
+        text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
+    return text
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:

@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from golive.core.secrets import hide_password, scrub, station_secrets
 from golive.core.verdict import EXIT_GO, EXIT_INCOMPLETE, EXIT_USAGE, printable
@@ -22,6 +23,13 @@ from golive.facts import FactError
 from golive.facts.vllm import parse_human_int, parse_serve_args, served_host, speculative_tokens
 from golive.inventory import loader as golive_config
 from golive.profile.schema import Profile, Station
+
+if TYPE_CHECKING:  # imported where used: the client brings openai, a host testinfra
+    import argparse
+
+    from testinfra.host import Host
+
+    from golive.endpoint.client import EndpointClient
 
 # profile key -> the vLLM flag it pins (suites/host/test_container.py reads the same flags)
 VLLM_FLAGS = {
@@ -102,14 +110,14 @@ class Observed:
     pair: bool = False  # the inventory has two stations, roles a and b
 
 
-def _endpoint_client(loaded, station: Station, profile: Profile):
+def _endpoint_client(loaded: golive_config.LoadedInventory, station: Station, profile: Profile) -> EndpointClient:
     from golive.endpoint.client import EndpointClient
     from golive.endpoint.target import EndpointTarget
 
     return EndpointClient(EndpointTarget.of(station, profile.endpoint, loaded.tls_ca_file(station)))
 
 
-def read_endpoint(loaded, station: Station, observed: Observed) -> None:
+def read_endpoint(loaded: golive_config.LoadedInventory, station: Station, observed: Observed) -> None:
     """Served models and the KV cache's configuration (GET /v1/models, GET /metrics), read-only."""
     from golive.endpoint.errors import EndpointError
 
@@ -171,19 +179,21 @@ def choose_recipe(recipes: dict[str, Profile], host_units: set[str], observed: O
     return name, f"the station {', '.join(why)} ({points} points{runner_up})"
 
 
-def _host(loaded, station: Station):
-    from golive.inventory.station import connect, unreachable
+def _host(loaded: golive_config.LoadedInventory, station: Station) -> Host:
+    from golive.inventory.connection import connect
 
     spec = loaded.host_spec(station)
+    if spec is None:  # a pair's other station without `host:` (connect(None) used to end in an AttributeError)
+        raise CaptureError(f"station {station.name} has no `host:` in the inventory: add its testinfra host spec")
     profile = loaded.profile_of(station).profile
-    host = connect(spec, loaded.ssh_config, profile.host.connect_timeout_s)
-    problem = unreachable(host)
+    connection = connect(spec, loaded.ssh_config, profile.host.connect_timeout_s, station.name)  # closed at exit
+    problem = connection.unreachable()
     if problem:
         raise CaptureError(f"station {station.name}: cannot reach its host {hide_password(station.host)}: {problem}")
-    return host
+    return connection.host
 
 
-def _units_present(host, recipes: dict[str, Profile]) -> set[str]:
+def _units_present(host: Host, recipes: dict[str, Profile]) -> set[str]:
     from golive.inventory.station import UNIT_DIRS
 
     found = set()
@@ -319,7 +329,7 @@ def _checkpoint_on_host(model: str, volumes: list[str]) -> str | None:
     return best[1] if best else None
 
 
-def capture_host(collect: _Collector, host, station: Station, observed: Observed) -> None:
+def capture_host(collect: _Collector, host: Host, station: Station, observed: Observed) -> None:
     from golive.inventory.station import StationFacts
 
     recipe = collect.recipe
@@ -411,7 +421,7 @@ def capture_host(collect: _Collector, host, station: Station, observed: Observed
                         said=f"saves container logs into {log_dir}")
 
 
-def capture_checkpoint(collect: _Collector, host, station: Station, profile: Profile) -> None:
+def capture_checkpoint(collect: _Collector, host: Host, station: Station, profile: Profile) -> None:
     from golive.inventory.station import StationFacts
 
     facts = StationFacts(host, station, profile)
@@ -447,7 +457,7 @@ def _pair(stations: list[Station]) -> bool:
     return len(stations) == 2 and {s.role for s in stations} == {"a", "b"} and all(s.host for s in stations)
 
 
-def capture_cluster(collect: _Collector, loaded, stations: list[Station]) -> None:
+def capture_cluster(collect: _Collector, loaded: golive_config.LoadedInventory, stations: list[Station]) -> None:
     """NCCL version from each station's NCCL log and the rails' addresses and MTU, read the way the cluster checks
     read them (golive.inventory.cluster.ClusterFacts). Rails are written whole when any address differs: a list
     replaces."""
@@ -495,7 +505,7 @@ def capture_cluster(collect: _Collector, loaded, stations: list[Station]) -> Non
         collect.add("cluster", "mtu", mtu, "`ip -j addr show` on both stations", said=f"runs its rails at MTU {mtu}")
 
 
-def capture_gpus(collect: _Collector, host, station: Station, observed: Observed) -> None:
+def capture_gpus(collect: _Collector, host: Host, station: Station, observed: Observed) -> None:
     recipe = collect.recipe
     if recipe.gpu.per_station == 0 or not observed.gpu_names:
         return
@@ -508,7 +518,7 @@ def capture_gpus(collect: _Collector, host, station: Station, observed: Observed
     collect.add("gpu", "per_station", len(matching), source, said=f"has {len(matching)} serving GPU(s)")
 
 
-def _gpu_names(host, station: Station, any_recipe: Profile) -> list[str]:
+def _gpu_names(host: Host, station: Station, any_recipe: Profile) -> list[str]:
     from golive.inventory.station import StationFacts
 
     # the query the GPU checks run (StationFacts.gpus), so a recorded station answers it too
@@ -616,7 +626,7 @@ def render(result: Capture, when: datetime | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cmd_capture(ns) -> int:
+def cmd_capture(ns: argparse.Namespace) -> int:
     """`golive profile capture INVENTORY [--station NAME] [--recipe NAME] -o site.yaml`."""
     if not ns.name:
         print("golive: profile capture needs an inventory file", file=sys.stderr)

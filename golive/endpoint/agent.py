@@ -42,7 +42,8 @@ class AgentCase:
         for entry in self.results:
             match = entry.get("match", {})
             if entry["name"] == name and all(_norm(str(args.get(k, ""))) == _norm(str(v)) for k, v in match.items()):
-                return entry["result"]
+                result: str = entry["result"]  # the battery's canned results are JSON text
+                return result
         return json.dumps({"error": f"no such call in this test: {name}({arguments})"})
 
 

@@ -28,7 +28,7 @@ class Spread:
             return f"{self.mean:.0%}"
         return f"mean {self.mean:.0%} (min {self.min:.0%}, max {self.max:.0%} over {len(self.scores)} runs)"
 
-    def record(self, record_metric: Callable[..., None], name: str, floor: float | None) -> None:
+    def record(self, record_metric: Callable[..., object], name: str, floor: float | None) -> None:
         """The mean against the floor; with several runs also its min and max, as metrics of their own."""
         record_metric(name, round(self.mean, 4), "fraction", floor=floor)
         if len(self.scores) > 1:

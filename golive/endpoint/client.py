@@ -191,7 +191,7 @@ def _one_line(text: str, limit: int = 160) -> str:
 def _reasoning(message: Any) -> str | None:
     # vLLM 0.32 says `reasoning`; older builds said `reasoning_content`: read both
     for name in ("reasoning", "reasoning_content"):
-        value = getattr(message, name, None)
+        value: str | None = getattr(message, name, None)
         if value is None and getattr(message, "model_extra", None):
             value = message.model_extra.get(name)
         if value:

@@ -51,7 +51,7 @@ def gate_concurrency(load: Load) -> int:
 
 def bound(load: Load, field: str) -> float | None:
     """The profile's number less (a floor) or plus (a ceiling) its tolerance; None where the profile sets none."""
-    value = getattr(load.floors, field)
+    value: float | None = getattr(load.floors, field)
     if value is None:
         return None
     return value * (1 + load.tolerance) if field in CEILINGS else value * (1 - load.tolerance)

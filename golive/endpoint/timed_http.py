@@ -166,7 +166,7 @@ class Lane:
     async def _post_once(self, body: bytes, headers: dict[str, str]) -> StreamedResponse:
         reader = await self._connected()
         loop = asyncio.get_running_loop()
-        done = loop.create_future()
+        done: asyncio.Future[StreamedResponse] = loop.create_future()
         response = StreamedResponse(status=0, sent=0.0)
         reader.expect(response, done)
         data = self.request_bytes(body, headers)

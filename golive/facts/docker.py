@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from golive.facts import FactError
+from golive.facts.vllm import served_args_start
 
 # `docker run` options that take no value (docker run --help); every other option takes one.
 _RUN_FLAGS = {
@@ -91,12 +92,13 @@ class ContainerFacts:
     name: str
     image_id: str
     config_image: str
-    args: list[str]
+    args: list[str]  # vLLM's own arguments, as it parses them (the words after its entry in `command`)
     restart_policy: str
     cpuset_mems: str
     running: bool
     status: str
     pid: int
+    command: list[str] = field(default_factory=list)  # what the container runs: Path, then Args
 
 
 def _inspect_objects(text: str, what: str) -> list[dict]:
@@ -109,16 +111,28 @@ def _inspect_objects(text: str, what: str) -> list[dict]:
     return data
 
 
+def _words(value: object) -> list[str]:
+    """A list of words from the Engine API (Args, Config.Cmd); anything else (null, a string) gives none."""
+    return [str(w) for w in value] if isinstance(value, list) else []
+
+
 def parse_container_inspect(text: str) -> ContainerFacts:
     obj = _inspect_objects(text, "container")[0]
     config, state, host = obj.get("Config") or {}, obj.get("State") or {}, obj.get("HostConfig") or {}
+    # Path is the entrypoint's first word, Args the rest of it and then what followed the image (Config.Cmd); vLLM's
+    # arguments start after its entry (`vllm serve`, `python -m vllm.entrypoints.openai.api_server`, …), else they are
+    # what followed the image (an entrypoint that is no vLLM entry, a script that passes them on)
+    path = obj.get("Path")
+    command = ([path] if isinstance(path, str) and path else []) + _words(obj.get("Args"))
+    start = served_args_start(command)
+    args = command[start:] if start is not None else _words(config.get("Cmd")) or _words(obj.get("Args"))
     return ContainerFacts(
         id=obj.get("Id", ""),
         name=obj.get("Name", "").lstrip("/"),
         image_id=obj.get("Image", ""),
         config_image=config.get("Image", ""),
-        # Args = what followed the image (Path is the entrypoint); Config.Cmd is the same for `docker run IMAGE ARGS`
-        args=list(obj.get("Args") or config.get("Cmd") or []),
+        args=args,
+        command=command,
         restart_policy=(host.get("RestartPolicy") or {}).get("Name") or "no",
         cpuset_mems=host.get("CpusetMems") or "",
         running=bool(state.get("Running")),

@@ -136,9 +136,10 @@ class _Read:
 
 
 def parse_serve_args(args: list[str]) -> dict[str, str | bool]:
-    """`[serve] [MODEL] --flag value --bool-flag --no-bool-flag …` → {"max-model-len": "1048576", …}, as vLLM's
-    FlexibleArgumentParser reads them: `--max_model_len` = `--max-model-len`, `--x=v` = `--x v`, the last of a
-    repeated flag wins, a boolean flag takes no value (`--no-x` gives x=False). See `rejected_args` for what it refuses.
+    """`[ENTRY] [MODEL] --flag value --bool-flag --no-bool-flag …` → {"max-model-len": "1048576", …}, as vLLM's
+    FlexibleArgumentParser reads them (ENTRY: what launches vLLM, `served_args_start`): `--max_model_len` =
+    `--max-model-len`, `--x=v` = `--x v`, the last of a repeated flag wins, a boolean flag takes no value (`--no-x`
+    gives x=False). See `rejected_args` for what it refuses.
     The values are the argument words themselves, so a word that knows where it came from (systemd.Word) still does.
     """
     return _read_args(args).flags
@@ -180,15 +181,38 @@ def refused_args(args: list[str]) -> list[Refusal]:
     return refusals
 
 
+# The modules `python -m` serves vLLM's OpenAI API from: the old entry point and the CLI's (`… main serve`); both parse
+# with vLLM 0.32's make_arg_parser (one positional, the model, then the flags).
+API_SERVER_MODULES = {"vllm.entrypoints.openai.api_server": (), "vllm.entrypoints.cli.main": ("serve",)}
+
+
+def served_args_start(words: list[str] | tuple[str, ...]) -> int | None:
+    """Where vLLM's own arguments begin in a command line: after the first vLLM entry in it — `vllm serve`
+    (`/usr/local/bin/vllm serve`), `python3 [-u …] -m vllm.entrypoints.openai.api_server` (or `-mvllm…`, or
+    `-m vllm.entrypoints.cli.main serve`), or a first word `serve` (docker inspect's Args when Path is `vllm`).
+    Whatever comes before it is a launcher (numactl, tini, python's own options). None when no entry is named: the
+    words are vLLM's arguments already (an image whose ENTRYPOINT is the entry, `docker run IMAGE --flags`)."""
+    texts = [str(w) for w in words]
+    if texts[:1] == ["serve"]:
+        return 1
+    for i, word in enumerate(texts):
+        if word.rsplit("/", 1)[-1] == "vllm" and texts[i + 1:i + 2] == ["serve"]:
+            return i + 2
+        module = texts[i + 1] if word == "-m" and i + 1 < len(texts) else word[2:] if word.startswith("-m") else None
+        if module in API_SERVER_MODULES:
+            after = i + (2 if word == "-m" else 1)
+            subcommand = API_SERVER_MODULES[module]
+            if tuple(texts[after:after + len(subcommand)]) == subcommand:
+                return after + len(subcommand)
+    return None
+
+
 def _read_args(args: list[str]) -> _Read:
     flags: dict[str, str | bool] = {}
     refusals: list[Refusal] = []
     uses: dict[str, list[FlagUse]] = {}
-    tokens = list(args)
-    offset = 0
-    if tokens[:1] == ["serve"] or tokens[:2] == ["vllm", "serve"]:
-        offset = tokens.index("serve") + 1
-        tokens = tokens[offset:]
+    offset = served_args_start(args) or 0
+    tokens = list(args)[offset:]
 
     def use(name: str, value: str | bool, at: int, value_at: tuple[int, ...] = ()) -> None:
         flags[name] = value

@@ -60,7 +60,9 @@ class ClusterFacts:
         if result.rc != 0 and "unreachable" not in result.stderr.lower():
             raise FactError(f"`ip -j route get {address}` failed on {self.station.name} (exit {result.rc}): "
                             f"{result.stderr.strip()}")
-        return net.parse_ip_route_get(result.stdout + result.stderr)
+        # the answer is stdout; stderr only says why there is none (`RTNETLINK answers: Network is unreachable`,
+        # exit 2): what ssh or a wrapper adds to stderr of a command that succeeded is not part of it
+        return net.parse_ip_route_get(result.stdout if result.rc == 0 else result.stderr)
 
     def rail_ready(self, rail: Rail) -> str | None:
         """Why this station's side of the rail cannot carry the ping (see the rail checks), or None."""

@@ -12,7 +12,7 @@ import yaml
 
 from golive.endpoint.answers import battery_ref, load_answer_battery
 from golive.inventory.ansible import AnsibleError, expand
-from golive.inventory.station import CHROOT, chroot_tree
+from golive.inventory.connection import CHROOT, chroot_tree
 from golive.profile.origins import ValueOrigins, shipped_cites
 from golive.profile.schema import Inventory, Profile, Station
 from golive.profile.waivers import Waivers, load_waivers

@@ -1,24 +1,13 @@
 """What golive may send to a station: read-only commands only, checked before each one leaves (an allow-list).
 
-Every command a testinfra host runs for golive passes `guard`; anything not on the list is refused before it reaches
-the station. GOLIVE_COMMAND_LOG=PATH appends every command sent, one a line, for an operator's audit.
+Every command a station's connection sends passes `allowed` first (golive.inventory.connection.Connection.send);
+anything not on the list is refused before it reaches the station. GOLIVE_COMMAND_LOG=PATH appends every command
+sent, one a line, for an operator's audit.
 """
 from __future__ import annotations
 
-import os
 import re
 import shlex
-from typing import Any
-
-from golive.facts import FactError
-from golive.inventory.transport import (
-    Gone,
-    TransportError,
-    failure_of_ansible,
-    failure_of_exception,
-    failure_of_result,
-    now,
-)
 
 # The first words of each command golive (or testinfra's file/exists modules for it) sends; each only reads.
 ALLOWED = (
@@ -83,61 +72,3 @@ def _stage_allowed(words: list[str]) -> bool:
             return False
         return all(keys[i + 1:i + 2] in (["stat"], ["sha256sum"]) for i, key in enumerate(keys) if key == "-exec")
     return True
-
-
-def guard(host: Any, station: str | None = None) -> Any:
-    """Make `host` (a testinfra host) refuse, before sending, any command that is not on the allow-list; and tell a
-    transport failure from the station's answer (golive.inventory.transport): the first one is remembered on the
-    backend and every later command raises it again at once. Guarding again (a new run) forgets it."""
-    backend = host.backend
-    backend.golive_gone = None
-    backend.golive_station = station or getattr(backend, "golive_station", None) or backend.get_pytest_id()
-    if getattr(backend, "golive_guarded", False):  # testinfra caches hosts: wrap each once
-        return host
-    send = backend.run
-    log = os.environ.get("GOLIVE_COMMAND_LOG")
-    name = getattr(backend, "NAME", "")
-
-    def gone(detail: str) -> TransportError:
-        backend.golive_gone = Gone(backend.golive_station, "ssh" if name == "safe-ssh" else name or "its backend",
-                                   now(), detail)
-        return TransportError(backend.golive_gone)
-
-    def run(command: str, *args: str, **kwargs: Any) -> Any:
-        line = backend.quote(command, *args)
-        if log:
-            with open(log, "a") as out:
-                out.write(line.replace("\n", "\\n") + "\n")
-        if not allowed(line):
-            raise FactError(f"golive refused to send `{line}`: it is not on golive's read-only allow-list "
-                            f"(golive/inventory/readonly.py)",
-                            fix="report this as a golive bug: no check may change a station")
-        if backend.golive_gone is not None:  # not tried again: one dead connection costs one timeout, not one a check
-            raise TransportError(backend.golive_gone)
-        try:
-            result = send(command, *args, **kwargs)
-        except TransportError:
-            raise
-        except Exception as exc:
-            detail = failure_of_exception(name, exc)
-            if detail is None:
-                raise
-            raise gone(detail) from None
-        detail = failure_of_result(name, result)
-        if detail is not None:
-            raise gone(detail)
-        return result
-
-    backend.run, backend.golive_guarded = run, True
-    if hasattr(backend, "run_ansible"):  # testinfra's ansible backend for connections it cannot drive itself
-        run_ansible = backend.run_ansible
-
-        def ansible(*args: Any, **kwargs: Any) -> Any:
-            out = run_ansible(*args, **kwargs)
-            detail = failure_of_ansible(out)
-            if detail is not None:
-                raise gone(detail)
-            return out
-
-        backend.run_ansible = ansible
-    return host

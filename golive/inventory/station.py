@@ -1,24 +1,15 @@
 """The facts of one station, gathered read-only through its testinfra host and cached for the session."""
 from __future__ import annotations
 
-import atexit
-import contextlib
 import hashlib
 import json
-import math
 import re
 import shlex
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from golive.facts import FactError, docker, gpu, shell, systemd
-from golive.inventory.transport import TransportError
 from golive.profile.schema import Profile, Service, Station
 
 UNIT_DIRS = systemd.UNIT_DIRS
@@ -328,101 +319,3 @@ class StationFacts:
         return int(fields[3]) * 1024
 
 
-CHROOT = "chroot://"
-
-
-def chroot_tree(spec: str | None) -> str | None:
-    """The tree of a `chroot:///tree` spec, else None."""
-    return spec[len(CHROOT):] if spec and spec.startswith(CHROOT) else None
-
-
-SSH_SCHEMES = ("ssh://", "safe-ssh://", "paramiko://")
-
-
-def with_connect_timeout(spec: str, seconds: float) -> str:
-    """An ssh host spec with testinfra's `?timeout=N` (ssh ConnectTimeout, paramiko's connect timeout) unless it sets
-    one: a host that accepts TCP but never sends its banner fails within N s instead of hanging the run."""
-    if not spec.startswith(SSH_SCHEMES) or "timeout" in parse_qs(urlsplit(spec).query):
-        return spec
-    return f"{spec}{'&' if '?' in spec else '?'}timeout={max(1, math.ceil(seconds))}"
-
-
-# ssh multiplexing rather than one paramiko session: the `ssh` client keeps everything an operator's ssh_config says
-# (ProxyJump/ProxyCommand, agent, certificates, known_hosts, Kerberos) and paramiko is no dependency of golive's wheel.
-# testinfra's ssh backend starts one `ssh` per command and asks for ControlMaster=auto but sets no ControlPath, so
-# every command was a new connection (handshake + key exchange: ~1 s each on a busy 2-core box). With a ControlPath
-# the first command's ssh becomes the master (ssh_config(5) ControlMaster, ControlPersist) and every later command
-# runs as a session over its connection. The socket lives in a private (0700) temp dir, one per host, and
-# disconnect() ends the master (`ssh -O exit`) when the run ends.
-MUX_SCHEMES = ("ssh://", "safe-ssh://")  # paramiko:// already keeps one client (one connection) per host
-MUX_PERSIST_S = 120  # how long an idle master waits for the next command; a run that dies hard leaves it that long
-# A unix socket's path has at most 107 bytes (unix(7) sun_path), and ssh first binds "PATH.<16 random chars>":
-# a deep $TMPDIR (pytest's, a CI runner's) would make every ssh command fail, so the socket's dir falls back to /tmp.
-MUX_PATH_MAX = 107 - 17
-
-
-def _control_path() -> Path:
-    """A fresh private (0700, mkdtemp) dir for one host's control socket: only golive's user can use the master."""
-    base = tempfile.gettempdir()
-    if len(f"{base}/golive-ssh-xxxxxxxx/master") > MUX_PATH_MAX:
-        base = "/tmp"
-    return Path(tempfile.mkdtemp(prefix="golive-ssh-", dir=base)) / "master"
-
-
-def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float | None = None,
-            station: str | None = None) -> Any:
-    """A testinfra host from a spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
-    `ssh_config` is passed to the ssh backends (an inventory's or a station's `ssh_config:`), and so is the connect
-    timeout. ssh:// hosts share one connection for every command (see MUX_SCHEMES); call disconnect() at the end.
-    `station` names the station in a transport failure's line (golive.inventory.transport)."""
-    import testinfra
-
-    from golive.inventory.readonly import guard
-
-    tree = chroot_tree(spec)
-    if tree:
-        return guard(testinfra.get_host(tree, connection="chroot"), station)
-    if connect_timeout_s is not None:
-        spec = with_connect_timeout(spec, connect_timeout_s)
-    options: dict[str, str] = {"ssh_config": ssh_config} if ssh_config else {}
-    control = None
-    if spec.startswith(MUX_SCHEMES):
-        control = _control_path()
-        # ssh_extra_args goes into testinfra's shell line as it is: quoted here; testinfra escapes its `%` itself
-        options["ssh_extra_args"] = " ".join(f"-o {shlex.quote(o)}" for o in (
-            "ControlMaster=auto", f"ControlPath={control}", f"ControlPersist={MUX_PERSIST_S}s"))
-    host = guard(testinfra.get_host(spec, **options), station)
-    if control is not None:
-        host.backend.golive_control_path = control
-        atexit.register(disconnect, host)  # a run that ends without its cleanup (an embedding caller) still closes it
-    return host
-
-
-def disconnect(host: Any) -> None:
-    """End the host's ssh master, if connect() started one (no stray ssh processes after a run); idempotent."""
-    control = getattr(host.backend, "golive_control_path", None)
-    if control is None:
-        return
-    host.backend.golive_control_path = None
-    if control.exists():
-        # -F /dev/null: only the socket is needed; the operator's ssh_config is not read again. Best effort: a master
-        # that does not answer exits by itself after ControlPersist.
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(["ssh", "-F", "/dev/null", "-o", f"ControlPath={control}", "-O", "exit", "golive-master"],
-                           stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
-    shutil.rmtree(control.parent, ignore_errors=True)
-
-
-def unreachable(host: Any) -> str | None:
-    """Why golive cannot run a command on this host (ssh refused, timed out, authentication), or None: asked once
-    per host, so a dead host costs one connect timeout, not one per check."""
-    try:
-        result = host.run("echo golive")
-    except TransportError as exc:  # never answered: not "stopped answering"; the caller says so once, per check
-        host.backend.golive_gone = None
-        return exc.gone.detail
-    except Exception as exc:  # testinfra's ssh backend raises RuntimeError(CommandResult); paramiko its own errors
-        stderr = getattr(exc.args[0], "stderr", None) if exc.args else None
-        lines = str(stderr if stderr is not None else exc).strip().splitlines() or [type(exc).__name__]
-        return lines[-1].strip()
-    return None if result.rc == 0 else f"`echo golive` exited {result.rc}: {result.stderr.strip()[-200:]}"

@@ -1,12 +1,12 @@
 """A station that stopped answering is not a station that answered wrong.
 
-Every command golive sends goes through one wrapper of the testinfra backend (golive.inventory.readonly.guard), which
-calls `transport_failure` on what came back: ssh's own exit 255 ("Connection refused", "closed by remote host", "Broken
-pipe"), paramiko's lost sessions, ansible's "unreachable", a docker daemon that no longer answers. Such a failure says
-nothing about the station, so it becomes a `TransportError` (never a FactError: that one blames the station), the
-backend remembers it (`Gone`), and every later command to that station raises the same error at once, without trying
-the connection again. golive.run.outcomes classifies it: not checked, one line naming the station, the time and the
-check that met it first.
+Every command golive sends goes through its station's connection (golive.inventory.connection.Connection.send),
+which calls `failure_of_result` / `failure_of_exception` on what came back: ssh's own exit 255 ("Connection refused",
+"closed by remote host", "Broken pipe"), paramiko's lost sessions, ansible's "unreachable", a docker daemon that no
+longer answers. Such a failure says nothing about the station, so it becomes a `TransportError` (never a FactError:
+that one blames the station), the connection remembers it (`Gone`), and every later command to that station raises
+the same error at once, without trying the connection again. golive.run.outcomes classifies it: not checked, one
+line naming the station, the time and the check that met it first.
 """
 from __future__ import annotations
 

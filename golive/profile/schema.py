@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ipaddress import IPv4Address
-from typing import Literal, get_args
+from typing import Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -77,7 +77,7 @@ class Checkpoint(Strict):
 
 class Gpu(Strict):
     name_contains: str
-    per_station: int = 1
+    per_station: int = Field(default=1, ge=0)  # 0: a station that serves without GPUs
     idle_hbm_used_ceiling_mib: float = 2048
 
 
@@ -91,7 +91,7 @@ class Sampling(Strict):
     repeats: int = Field(default=1, ge=1)  # runs of each battery; the score is reported with its spread
 
     @model_validator(mode="after")
-    def _repeats_need_sampling(self):
+    def _repeats_need_sampling(self) -> Self:
         if self.repeats > 1 and self.temperature == 0:
             raise ValueError("repeats > 1 only with temperature > 0: greedy answers do not vary between runs")
         return self
@@ -203,7 +203,7 @@ class Load(Strict):
         return self.ratio_rounds if self.round_requests else 0
 
     @model_validator(mode="after")
-    def _bounded(self):
+    def _bounded(self) -> Self:
         if max(self.concurrency) > self.max_concurrency or min(self.concurrency) < 1:
             raise ValueError(f"concurrency levels {self.concurrency} must lie in 1..max_concurrency "
                              f"({self.max_concurrency})")
@@ -348,7 +348,7 @@ class Inventory(Strict):
     site_batteries: list[str] = Field(default_factory=list)  # answer batteries (relative to this inventory)
 
     @model_validator(mode="after")
-    def _has_stations(self):
+    def _has_stations(self) -> Self:
         if not self.stations and not self.stations_from:
             raise ValueError("an inventory needs 'stations' or 'stations_from'")
         return self

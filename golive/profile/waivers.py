@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 from pydantic import Field, model_validator
 
@@ -26,7 +27,7 @@ class Waiver(Strict):
     expires: dt.date
 
     @model_validator(mode="after")
-    def _names_a_check(self):
+    def _names_a_check(self) -> Self:
         if not (self.check or self.rule):
             raise ValueError("a waiver names the check it waives: give `check` or `rule`")
         return self

@@ -161,7 +161,7 @@ def _expected(error: ErrorDetails) -> str:
     return msg[0].lower() + msg[1:]
 
 
-def _nearest(where: dict, loc: Path_, fallback_file: str) -> tuple[str, int]:
+def _nearest(where: dict[Path_, tuple[str, int]], loc: Path_, fallback_file: str) -> tuple[str, int]:
     for cut in range(len(loc), -1, -1):
         if loc[:cut] in where:
             return where[loc[:cut]]

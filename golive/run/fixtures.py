@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pytest
 
@@ -19,8 +19,9 @@ from golive.endpoint.errors import EndpointError
 from golive.endpoint.levels import LevelResult
 from golive.endpoint.target import EndpointTarget
 from golive.inventory.cluster import ClusterFacts
+from golive.inventory.connection import Connection, chroot_tree, connect
 from golive.inventory.loader import LoadedInventory
-from golive.inventory.station import StationFacts, chroot_tree, connect, disconnect, unreachable
+from golive.inventory.station import StationFacts
 from golive.profile.schema import Cluster, Profile, Service, Station
 from golive.report import keys
 from golive.report.results import Metric
@@ -30,13 +31,34 @@ from golive.run.session import CONNECTIONS, NO_INVENTORY, inventory, layer_of, s
 if TYPE_CHECKING:  # the client is imported where an endpoint check first needs it (endpoint_client): see there
     from golive.endpoint.client import EndpointClient
 
+T = TypeVar("T")
 
-def _cached(request: pytest.FixtureRequest, key: tuple[str, str], make: Callable[[], Any]) -> Any:
+
+class RecordMetric(Protocol):
+    """What the `record_metric` fixture gives a check: record a measured value; True when it meets its bound."""
+
+    def __call__(self, name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None,
+                 interval: tuple[float, float] | None = None, requests: int | None = None,
+                 passed: bool | None = None) -> bool: ...
+
+
+class RecordProvenance(Protocol):
+    """What the `record_provenance` fixture gives a check: record what it learned, by name."""
+
+    def __call__(self, **learned: object) -> None: ...
+
+
+RecordSweep = Callable[[list[LevelResult]], None]  # the `record_sweep` fixture: the station's concurrency sweep
+RecordFinding = Callable[[str], None]  # the `record_finding` fixture: a note on a passed check
+
+
+def _cached(request: pytest.FixtureRequest, key: tuple[str, str], make: Callable[[], T]) -> T:
     """Session fixtures re-run when pytest switches between stations; connections and gathered facts must not."""
     cache = request.config.stash[CONNECTIONS]
     if key not in cache:
         cache[key] = make()
-    return cache[key]
+    made: T = cache[key]  # one key, one kind: ("facts", station) is always what make() gives for it
+    return made
 
 
 @pytest.fixture(scope="session")
@@ -76,23 +98,23 @@ def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, l
     timeout = loaded.profile_of(station).profile.host.connect_timeout_s
     ssh_config = loaded.ssh_config_of(station)
 
-    def connected() -> Any:
-        host = connect(spec, ssh_config, timeout, station.name)
-        request.config.add_cleanup(lambda: disconnect(host))  # the ssh master ends with the run
-        return host
+    def connected() -> Connection:
+        connection = connect(spec, ssh_config, timeout, station.name)
+        request.config.add_cleanup(connection.close)  # the ssh master ends with the run
+        return connection
 
-    reached_as = f"{spec} -F {ssh_config}" if ssh_config else spec  # one host per spec and ssh_config
-    host = _cached(request, ("host", reached_as), connected)
+    reached_as = f"{spec} -F {ssh_config}" if ssh_config else spec  # one connection per spec and ssh_config
+    connection: Connection = _cached(request, ("host", reached_as), connected)
     gone = request.config.stash[CONNECTIONS].get(("gone-host", station.name))
     if gone is not None:  # stopped answering earlier in this run: not tried again
         pytest.skip(gone.line())
-    problem = None if chroot_tree(spec) else _cached(request, ("reach", reached_as), lambda: unreachable(host))
+    problem = None if chroot_tree(spec) else _cached(request, ("reach", reached_as), connection.unreachable)
     if problem:
         pytest.skip(f"not checked because golive cannot run commands on station {station.name}'s host "
                     f"{hide_password(spec)} ({problem}): check the host is up, sshd answers on that port and the "
                     f"station's or inventory's ssh_config lets golive in (connect timeout {timeout:g} s: "
                     f"host.connect_timeout_s in the profile)")
-    return host
+    return connection.host
 
 
 @pytest.fixture(autouse=True)
@@ -228,7 +250,7 @@ def endpoint(endpoint_reachable: EndpointClient, profile: Profile) -> EndpointCl
 
 
 @pytest.fixture
-def record_metric(request: pytest.FixtureRequest) -> Callable[..., bool]:
+def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
     """Record a measured value for results.json and the report: record_metric(name, value, unit, floor=…,
     interval=(low, high), requests=n)."""
 
@@ -248,14 +270,14 @@ def record_metric(request: pytest.FixtureRequest) -> Callable[..., bool]:
 
 
 @pytest.fixture
-def record_sweep(request: pytest.FixtureRequest) -> Callable[[list[LevelResult]], None]:
+def record_sweep(request: pytest.FixtureRequest) -> RecordSweep:
     """Record the station's concurrency sweep (the load generator's level results) for results.json `sweep`, the
     tables and the plot."""
     return lambda levels: request.node.user_properties.append((keys.SWEEP, [level.as_dict() for level in levels]))
 
 
 @pytest.fixture
-def record_provenance(request: pytest.FixtureRequest) -> Callable[..., None]:
+def record_provenance(request: pytest.FixtureRequest) -> RecordProvenance:
     """Record what a check learned about the station (served args, parsers, image, vLLM version) for results.json,
     the report and the --golive-baseline diff. Values of secret-looking flags (--api-key …) never travel."""
 
@@ -268,6 +290,6 @@ def record_provenance(request: pytest.FixtureRequest) -> Callable[..., None]:
 
 
 @pytest.fixture
-def record_finding(request: pytest.FixtureRequest) -> Callable[[str], None]:
+def record_finding(request: pytest.FixtureRequest) -> RecordFinding:
     """A passed check that the operator must still read (e.g. an endpoint open to anyone)."""
     return lambda text: request.node.user_properties.append((keys.NOTE, cite(text)))

@@ -12,7 +12,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from types import FrameType
 from typing import Any
 
@@ -71,7 +71,7 @@ class Progress:
             signal.pthread_kill(main, BOUND_SIGNAL)  # a blocking read wakes, then pytest's Ctrl-C path: the reports
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtestloop(self, session: pytest.Session):
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         try:
             return (yield)
         finally:
@@ -96,7 +96,8 @@ class Progress:
         self._position = {item.nodeid: n for n, item in enumerate(session.items, 1)}
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
+    def pytest_runtest_protocol(self, item: pytest.Item,
+                                nextitem: pytest.Item | None) -> Generator[None, object, object]:
         self.running = item
         done = threading.Event()
         if self.every_s > 0:

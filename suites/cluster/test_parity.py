@@ -1,15 +1,23 @@
 """Both stations identical: the image, the checkpoint, the pinned environment file; and the optional bandwidth gate
 [002]. A mismatched shard or image shows up hours later as an NCCL timeout."""
+from __future__ import annotations
+
 import difflib
+from typing import TYPE_CHECKING
 
 import pytest
 
 from golive.core.verdict import not_applicable, require
 
+if TYPE_CHECKING:
+    from golive.inventory.cluster import ClusterFacts
+    from golive.profile.schema import Cluster
+    from golive.run.fixtures import RecordMetric
+
 pytestmark = pytest.mark.cluster
 
 
-def test_stations_run_the_same_image(cluster_facts, peer, cluster):
+def test_stations_run_the_same_image(cluster_facts: ClusterFacts, peer: ClusterFacts, cluster: Cluster) -> None:
     """The image {cluster.image_ref} is pulled on both stations with matching architecture and digests [002]."""
     if not cluster.image_ref:
         not_applicable("the profile names no image reference (cluster.image_ref)")
@@ -26,7 +34,7 @@ def test_stations_run_the_same_image(cluster_facts, peer, cluster):
                 f"run it by digest")
 
 
-def test_stations_hold_the_same_checkpoint(cluster_facts, peer):
+def test_stations_hold_the_same_checkpoint(cluster_facts: ClusterFacts, peer: ClusterFacts) -> None:
     """The checkpoint's file lists match on both stations: shard names and sizes, sha256 of config and index files
     [002]."""
     mine, theirs = cluster_facts.checkpoint, peer.checkpoint
@@ -48,7 +56,7 @@ def test_stations_hold_the_same_checkpoint(cluster_facts, peer):
                 f"{b}:{peer.station_facts.checkpoint_dir}/`, then re-run")
 
 
-def test_stations_share_the_env_file(cluster_facts, peer, cluster):
+def test_stations_share_the_env_file(cluster_facts: ClusterFacts, peer: ClusterFacts, cluster: Cluster) -> None:
     """The pinned environment file, {cluster.env_file}, is the same on both stations, byte for byte [002]."""
     if not cluster.env_file:
         not_applicable("the profile names no environment file (cluster.env_file)")
@@ -66,7 +74,8 @@ def test_stations_share_the_env_file(cluster_facts, peer, cluster):
                 f"run on both")
 
 
-def test_all_reduce_bus_bandwidth_floor(cluster_facts, peer, cluster, record_metric):
+def test_all_reduce_bus_bandwidth_floor(cluster_facts: ClusterFacts, peer: ClusterFacts, cluster: Cluster,
+                                        record_metric: RecordMetric) -> None:
     """nccl-tests all_reduce_perf across both stations reaches the profile's bus bandwidth floor,
     {cluster.busbw_floor_gbs} GB/s [002]."""
     if cluster.busbw_floor_gbs is None or not cluster.all_reduce_perf:

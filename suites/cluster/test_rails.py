@@ -1,22 +1,30 @@
 """Every rail on every station: up, addressed, at the profile's MTU and speed, the route to the peer by that rail;
 jumbo frames end to end [002]. If either station drops off the rail, the model stops answering."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import pytest
 
 from golive.core.verdict import not_applicable, require
 from golive.facts.net import PingVerdict
 
+if TYPE_CHECKING:
+    from golive.inventory.cluster import ClusterFacts
+    from golive.profile.schema import Cluster, Rail, Station
+
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="session")
-def rails(cluster):
+def rails(cluster: Cluster) -> list[Rail]:
     if not cluster.rails:
         not_applicable("the profile declares no rails (cluster.rails: []): both ranks share one host and talk over "
                        "P2P/NVLink, no network")
     return cluster.rails
 
 
-def _present(cluster_facts, rails):
+def _present(cluster_facts: ClusterFacts, rails: list[Rail]) -> list[Rail]:
     """The rails whose interface exists; a missing one fails test_rail_link_up and is not checked again."""
     found = [r for r in rails if r.interface in cluster_facts.interfaces]
     if not found:
@@ -24,7 +32,7 @@ def _present(cluster_facts, rails):
     return found
 
 
-def test_rail_link_up(cluster_facts, rails, station):
+def test_rail_link_up(cluster_facts: ClusterFacts, rails: list[Rail], station: Station) -> None:
     """Every rail interface exists and is UP [002]."""
     interfaces = cluster_facts.interfaces
     bad = [f"{r.interface} "
@@ -38,7 +46,7 @@ def test_rail_link_up(cluster_facts, rails, station):
                 "profile's rail names no longer match this station")
 
 
-def test_rail_holds_its_address(cluster_facts, rails, station):
+def test_rail_holds_its_address(cluster_facts: ClusterFacts, rails: list[Rail], station: Station) -> None:
     """Every rail holds the station's pinned IPv4 address [002]."""
     bad = []
     for rail in _present(cluster_facts, rails):
@@ -53,7 +61,7 @@ def test_rail_holds_its_address(cluster_facts, rails, station):
                 f"station's network configuration (netplan / systemd-networkd)")
 
 
-def test_rail_mtu(cluster_facts, rails, cluster, station):
+def test_rail_mtu(cluster_facts: ClusterFacts, rails: list[Rail], cluster: Cluster, station: Station) -> None:
     """Every rail runs MTU {cluster.mtu} [002]."""
     bad = [f"{r.interface} MTU {cluster_facts.interfaces[r.interface].mtu}" for r in _present(cluster_facts, rails)
            if cluster_facts.interfaces[r.interface].mtu != cluster.mtu]
@@ -64,7 +72,7 @@ def test_rail_mtu(cluster_facts, rails, cluster, station):
                 f"the switch ports of the rail need jumbo frames too")
 
 
-def test_rail_speed(cluster_facts, rails, cluster, station):
+def test_rail_speed(cluster_facts: ClusterFacts, rails: list[Rail], cluster: Cluster, station: Station) -> None:
     """Every rail links at {cluster.speed_gbps} Gb/s [002]."""
     want = round(cluster.speed_gbps * 1000)
     bad = []
@@ -80,7 +88,8 @@ def test_rail_speed(cluster_facts, rails, cluster, station):
                 "(half the speed) halves the all-reduce bandwidth")
 
 
-def test_rail_route_to_peer_leaves_by_the_rail(cluster_facts, rails, station):
+def test_rail_route_to_peer_leaves_by_the_rail(cluster_facts: ClusterFacts, rails: list[Rail],
+                                               station: Station) -> None:
     """The route to the peer's rail address leaves by that rail, without a gateway [002]."""
     bad = []
     for rail in _present(cluster_facts, rails):
@@ -102,7 +111,8 @@ def test_rail_route_to_peer_leaves_by_the_rail(cluster_facts, rails, station):
                 "management port) and keep the rail's connected /24")
 
 
-def test_jumbo_frames_cross_every_rail_both_ways(rails, cluster_facts, peer, cluster, station):
+def test_jumbo_frames_cross_every_rail_both_ways(rails: list[Rail], cluster_facts: ClusterFacts, peer: ClusterFacts,
+                                                 cluster: Cluster, station: Station) -> None:
     """Jumbo frames end to end: a don't-fragment ping filling the {cluster.mtu}-byte MTU (`ping -M do`) reaches the
     peer on every rail, from each side [002]."""
     for side in (cluster_facts, peer):   # one root cause, one failure: a rail the checks above fail is not pinged

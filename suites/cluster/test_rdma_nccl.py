@@ -4,13 +4,21 @@ the profile's NCCL with GPU Direct RDMA, never sockets, no warnings [002].
 The NCCL log is evidence: each check judges the lines the log holds and quotes one that supports its finding. A log
 cut short (no `Init COMPLETE`, no death line: see golive.facts.nccl) is said to be partial once, by the topology check;
 a check that needs a line the log lacks is not checked, naming that line."""
-from typing import NoReturn
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
 from golive.core.verdict import not_applicable, require
 from golive.facts.nccl import Channel, Line, NcclLog
 from golive.profile.schema import Cluster, Station
+
+if TYPE_CHECKING:
+    from golive.facts.net import IbPort
+    from golive.inventory.cluster import ClusterFacts
+    from golive.profile.schema import Profile, Rail
+    from golive.run.fixtures import RecordProvenance
 
 pytestmark = pytest.mark.cluster
 
@@ -26,7 +34,7 @@ COMPLETE_LINE = "`… nranks 2 … - Init COMPLETE` line (printed when the commu
 CHANNEL_LINES = "`Channel 00/0 : 0[0] -> 1[0] [send] via NET/…` lines (one per channel as it connects)"
 
 
-def _serving_log(cluster_facts, cluster, needs_init: bool = True):
+def _serving_log(cluster_facts: ClusterFacts, cluster: Cluster, needs_init: bool = True) -> NcclLog:
     """The NCCL log, when it is the serving run's log of the declared topology (and, with `needs_init`, of a run that
     did not die at init); otherwise the reading check ends not checked, pointing at the one check that fails for it."""
     log = cluster_facts.nccl_log
@@ -57,19 +65,19 @@ def _lacks(log: NcclLog, cluster: Cluster, station: Station, needs: str) -> NoRe
 
 
 @pytest.fixture(scope="session")
-def rdma_rails(cluster):
+def rdma_rails(cluster: Cluster) -> list[Rail]:
     rails = [r for r in cluster.rails if r.rdma_device]
     if not rails:
         not_applicable("the profile declares no rail with an RDMA device: nothing crosses a network over RoCE")
     return rails
 
 
-def _port(cluster_facts, rail):
-    device = cluster_facts.ib_devices.get(rail.rdma_device)
+def _port(cluster_facts: ClusterFacts, rail: Rail) -> IbPort | None:
+    device = cluster_facts.ib_devices.get(rail.rdma_device) if rail.rdma_device else None
     return device.ports.get(rail.port) if device else None
 
 
-def test_rdma_port_active_on_ethernet(cluster_facts, rdma_rails, station):
+def test_rdma_port_active_on_ethernet(cluster_facts: ClusterFacts, rdma_rails: list[Rail], station: Station) -> None:
     """Every rail's RDMA port is ACTIVE with link layer Ethernet (RoCE) [002]."""
     devices = cluster_facts.ib_devices
     bad = []
@@ -88,7 +96,8 @@ def test_rdma_port_active_on_ethernet(cluster_facts, rdma_rails, station):
                 "`mlxconfig -d DEV set LINK_TYPE_P1=2` (Ethernet) and a reboot")
 
 
-def test_rdma_roce_v2_gid_is_the_pinned_index(cluster_facts, rdma_rails, cluster, station):
+def test_rdma_roce_v2_gid_is_the_pinned_index(cluster_facts: ClusterFacts, rdma_rails: list[Rail], cluster: Cluster,
+                                              station: Station) -> None:
     """Each rail's port has a RoCE v2 GID of its IPv4 address (not all zeros), and the pinned NCCL_IB_GID_INDEX names
     it [002]."""
     pinned = cluster.env.get(GID_INDEX)
@@ -118,7 +127,8 @@ def test_rdma_roce_v2_gid_is_the_pinned_index(cluster_facts, rdma_rails, cluster
                 f"stations")
 
 
-def test_nccl_version_matches_profile(cluster_facts, cluster, station, record_provenance):
+def test_nccl_version_matches_profile(cluster_facts: ClusterFacts, cluster: Cluster, station: Station,
+                                      record_provenance: RecordProvenance) -> None:
     """The NCCL the serving run loaded (its `NCCL version` line) is the profile's {cluster.nccl_version} [002]."""
     log = _serving_log(cluster_facts, cluster, needs_init=False)  # printed before the bootstrap: a dead run says it too
     record_provenance(nccl_version=", ".join(log.versions) or None)
@@ -132,7 +142,7 @@ def test_nccl_version_matches_profile(cluster_facts, cluster, station, record_pr
                 f"libnccl.so.2) and restart; the pip package list is not what the process maps")
 
 
-def test_nccl_environment_is_pinned(cluster_facts, cluster, station):
+def test_nccl_environment_is_pinned(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
     """The environment file {cluster.env_file} pins every variable of the profile's cluster.env (NCCL HCA, GID index,
     socket interface, all-reduce switches), value for value [002]."""
     if not cluster.env_file:
@@ -159,7 +169,8 @@ def _socket_lines(log: NcclLog, cluster: Cluster) -> list[Channel] | list[Line]:
     return [n for n in log.networks if n.text.startswith(("NET/Socket : Using", "Using network Socket"))]
 
 
-def test_nccl_log_matches_declared_topology(cluster_facts, cluster, station, profile):
+def test_nccl_log_matches_declared_topology(cluster_facts: ClusterFacts, cluster: Cluster, station: Station,
+                                            profile: Profile) -> None:
     """The NCCL log is the serving run's, of the topology the profile declares: NCCL finished init, `nNodes` counts
     one node per station where rails are declared, `nRanks` is the tensor-parallel size ({vllm.tensor_parallel_size}),
     and channels cross the rails [002]."""
@@ -197,7 +208,7 @@ def test_nccl_log_matches_declared_topology(cluster_facts, cluster, station, pro
         _lacks(log, cluster, station, COMM_LINE)
 
 
-def test_nccl_uses_gpu_direct_rdma(cluster_facts, cluster, station):
+def test_nccl_uses_gpu_direct_rdma(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
     """Every network channel in the NCCL log runs GPU Direct RDMA (`GDRDMA`, `GDRDMA(PCI)` on coherent GPUs) [002]."""
     log = _serving_log(cluster_facts, cluster)
     if log.one_host:
@@ -223,7 +234,7 @@ def test_nccl_uses_gpu_direct_rdma(cluster_facts, cluster, station):
                 "GPU and NIC share a PCIe switch (`nvidia-smi topo -m`)")
 
 
-def test_nccl_never_falls_back_to_sockets(cluster_facts, cluster, station):
+def test_nccl_never_falls_back_to_sockets(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
     """No `NET/Socket` transport in the NCCL log: RoCE, never sockets [002]."""
     log = _serving_log(cluster_facts, cluster)
     found = _socket_lines(log, cluster)
@@ -237,7 +248,7 @@ def test_nccl_never_falls_back_to_sockets(cluster_facts, cluster, station):
                 "/dev/infiniband is passed into the container, and the `NET/IB` lines above it in the log")
 
 
-def test_nccl_log_has_no_warnings(cluster_facts, cluster, station):
+def test_nccl_log_has_no_warnings(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
     """No `NCCL WARN` line in the NCCL log [002]."""
     warnings = _serving_log(cluster_facts, cluster).warnings
     require(not warnings,

@@ -1,5 +1,8 @@
 """Agents loop: call a tool, read its result, call the next or answer — the agent battery meets its floor [000]."""
+from __future__ import annotations
+
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import openai
 import pytest
@@ -9,16 +12,23 @@ from golive.endpoint.agent import load_agent_battery, run_agent_case
 from golive.endpoint.battery_runs import Spread, failing_ids
 from golive.endpoint.client import error_body
 
+if TYPE_CHECKING:
+    from golive.endpoint.agent import AgentCase, Outcome
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Profile
+    from golive.run.fixtures import RecordFinding, RecordMetric, RecordProvenance
+
 pytestmark = pytest.mark.endpoint
 
 
-def test_agent_battery_meets_floor(endpoint, profile, record_metric, record_finding, record_provenance):
+def test_agent_battery_meets_floor(endpoint: EndpointClient, profile: Profile, record_metric: RecordMetric,
+                                   record_finding: RecordFinding, record_provenance: RecordProvenance) -> None:
     """The agent battery (single, parallel and chained calls, tool errors, no tool needed, numbers worked out from
     results), streamed and not, scores at least {endpoint.agent_battery_floor:%} on calls and final answers [000]."""
     sampling = profile.endpoint.battery_sampling
     cases = load_agent_battery()
 
-    def run(case_stream):
+    def run(case_stream: tuple[AgentCase, bool]) -> Outcome:
         case, stream = case_stream
         return run_agent_case(case, lambda messages, tools: endpoint.chat(
             profile.vllm.served_model_name, messages, tools=tools, max_tokens=1024, stream=stream,

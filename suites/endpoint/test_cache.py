@@ -1,5 +1,8 @@
 """KV cache: the capacity the recipe planned for, and prefix caching that really hits [000]."""
+from __future__ import annotations
+
 import uuid
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -7,15 +10,20 @@ from golive.core.verdict import not_applicable, require
 from golive.endpoint.client import metric_total
 from golive.endpoint.longctx import filler
 
+if TYPE_CHECKING:
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Profile
+    from golive.run.fixtures import RecordMetric
+
 pytestmark = pytest.mark.endpoint
 
 
-def _cache_config(endpoint) -> dict:
+def _cache_config(endpoint: EndpointClient) -> dict:
     samples = endpoint.metrics().get("vllm:cache_config_info", [])
     return samples[0][0] if samples else {}
 
 
-def test_kv_cache_capacity_meets_floor(endpoint, profile, record_metric):
+def test_kv_cache_capacity_meets_floor(endpoint: EndpointClient, profile: Profile, record_metric: RecordMetric) -> None:
     """KV cache capacity (from /metrics) holds at least the recipe's {endpoint.kv_cache_tokens_floor} tokens {cited}."""
     floor = profile.endpoint.kv_cache_tokens_floor
     if floor is None:
@@ -41,7 +49,7 @@ def test_kv_cache_capacity_meets_floor(endpoint, profile, record_metric):
                 "(page cache on the HBM node, a stray process)")
 
 
-def test_prefix_caching_on_and_effective(endpoint, profile):
+def test_prefix_caching_on_and_effective(endpoint: EndpointClient, profile: Profile) -> None:
     """Prefix caching is on and hits: a repeated prefix is served from cache [000]."""
     if profile.vllm.enable_prefix_caching is False:
         not_applicable("the profile serves without prefix caching")

@@ -1,15 +1,21 @@
 """Chat and the recipe's real requests [000][002]."""
+from __future__ import annotations
+
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from golive.core.verdict import require
 
+if TYPE_CHECKING:
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Profile
+
 pytestmark = pytest.mark.endpoint
 
 
-def test_chat_answers_and_stops(endpoint, profile):
+def test_chat_answers_and_stops(endpoint: EndpointClient, profile: Profile) -> None:
     """One chat answer arrives in content and ends with finish_reason stop [000]."""
     result = endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": "What is 17 * 23?"}],
                            max_tokens=512, temperature=0)
@@ -20,7 +26,7 @@ def test_chat_answers_and_stops(endpoint, profile):
                 "can be swallowed or cut")
 
 
-def test_sales_question_gets_trend_and_increase(endpoint, profile):
+def test_sales_question_gets_trend_and_increase(endpoint: EndpointClient, profile: Profile) -> None:
     """The recipe's real request (quarterly sales, temperature 0) gets a trend summary and the right Q1-to-Q4
     increase [002]."""
     question = ("Our quarterly sales were Q1 100, Q2 110, Q3 130 and Q4 150 (thousand USD). "

@@ -3,9 +3,12 @@
 The load is the throughput sweep's gate level (same workload, golive's load generator), within the profile's load
 bounds; the probes are the smoke test's get_weather call and small sums with known answers.
 """
+from __future__ import annotations
+
 import asyncio
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,10 +17,15 @@ from golive.endpoint.client import ChatResult
 from golive.endpoint.load import Workload
 from golive.endpoint.underload import PROBES, Probe, probes_under_load
 
+if TYPE_CHECKING:
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Profile, Station
+
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 
 
-def test_tool_calls_and_arithmetic_stay_correct_under_load(endpoint, station, profile):
+def test_tool_calls_and_arithmetic_stay_correct_under_load(endpoint: EndpointClient, station: Station,
+                                                           profile: Profile) -> None:
     """Tool calls and arithmetic come back right while the gate level's load ({load.gate_level} users) runs [000]."""
     load = profile.load
     if load is None:
@@ -32,7 +40,7 @@ def test_tool_calls_and_arithmetic_stay_correct_under_load(endpoint, station, pr
     workload = Workload(model=model, prompt_tokens=load.prompt_tokens, output_tokens=load.output_tokens,
                         reasoning_effort=load.reasoning_effort)
 
-    def ask(probe):
+    def ask(probe: Probe) -> ChatResult:
         return endpoint.chat(model, [{"role": "user", "content": probe.question}], tools=probe.tools, temperature=0,
                              max_tokens=1024)
 

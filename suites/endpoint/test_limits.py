@@ -1,4 +1,8 @@
 """Limits are refused cleanly: a 400 the client can act on, never a 500 or a hang [field practice]."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import openai
 import pytest
 
@@ -6,10 +10,16 @@ from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.longctx import repeat_to
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from golive.endpoint.client import ChatResult, EndpointClient
+    from golive.profile.schema import Profile
+
 pytestmark = pytest.mark.endpoint
 
 
-def _outcome(call) -> tuple[int | str, str]:
+def _outcome(call: Callable[[], ChatResult]) -> tuple[int | str, str]:
     try:
         result = call()
         return 200, f"accepted (finish_reason {result.finish_reason})"
@@ -19,7 +29,7 @@ def _outcome(call) -> tuple[int | str, str]:
         return "timeout", "no answer within the request timeout"
 
 
-def test_over_long_prompt_refused_cleanly(endpoint, profile):
+def test_over_long_prompt_refused_cleanly(endpoint: EndpointClient, profile: Profile) -> None:
     """A prompt longer than the {vllm.max_model_len}-token context is refused with HTTP 400, not a 500 or a hang
     [field practice]."""
     limit = profile.vllm.max_model_len
@@ -32,7 +42,7 @@ def test_over_long_prompt_refused_cleanly(endpoint, profile):
             fix=f"serve with `--max-model-len {limit}`; a 500 or a hang here means clients retry into a broken server")
 
 
-def test_max_tokens_over_limit_refused_cleanly(endpoint, profile):
+def test_max_tokens_over_limit_refused_cleanly(endpoint: EndpointClient, profile: Profile) -> None:
     """max_tokens beyond the {vllm.max_model_len}-token context is refused with HTTP 400 [field practice]."""
     limit = profile.vllm.max_model_len
     status, detail = _outcome(lambda: endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": "Hi"}],

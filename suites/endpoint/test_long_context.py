@@ -1,16 +1,25 @@
 """Long context: the needle is found near the full context window [000]."""
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING
 
 import pytest
 
 from golive.core.verdict import require
 from golive.endpoint import longctx
 
+if TYPE_CHECKING:
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Profile
+    from golive.run.fixtures import RecordMetric
+
 pytestmark = pytest.mark.endpoint
 
 
 @pytest.mark.parametrize("depth", [0.1, 0.5, 0.9], ids=["depth10", "depth50", "depth90"])
-def test_needle_retrieved_near_full_context(endpoint, profile, depth, record_metric):
+def test_needle_retrieved_near_full_context(endpoint: EndpointClient, profile: Profile, depth: float,
+                                           record_metric: RecordMetric) -> None:
     """A needle planted near the start, middle or end of a prompt filling {endpoint.needle_fraction_of_context:%} of
     the {vllm.max_model_len}-token context is retrieved [000]."""
     name = profile.vllm.served_model_name

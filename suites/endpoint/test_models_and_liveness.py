@@ -1,5 +1,7 @@
 """The endpoint is up, alive, and serves the recipe's model under the recipe's name [000][002]."""
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai
@@ -9,10 +11,15 @@ from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.errors import EndpointError, from_response
 
+if TYPE_CHECKING:
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Profile, Station
+    from golive.run.fixtures import RecordProvenance
+
 pytestmark = pytest.mark.endpoint
 
 
-def test_health_endpoint_is_ok(endpoint_client, station):
+def test_health_endpoint_is_ok(endpoint_client: EndpointClient, station: Station) -> None:
     """GET /health answers HTTP 200: the engine is alive (a dead one answers HTTP 503 while /v1/models may still
     answer HTTP 200) [002]."""
     try:
@@ -33,7 +40,8 @@ def test_health_endpoint_is_ok(endpoint_client, station):
                 "and restart the service once the cause is fixed")
 
 
-def test_models_lists_served_name(endpoint_reachable, profile, record_provenance):
+def test_models_lists_served_name(endpoint_reachable: EndpointClient, profile: Profile,
+                                  record_provenance: RecordProvenance) -> None:
     """/v1/models lists the served model name the recipe publishes, {vllm.served_model_name} [000][002]."""
     ids = [m.get("id") for m in endpoint_reachable.models()]
     try:  # vLLM's /version; other servers may not have it
@@ -48,7 +56,7 @@ def test_models_lists_served_name(endpoint_reachable, profile, record_provenance
             fix=f"serve with `--served-model-name {want}`")
 
 
-def test_models_max_model_len_matches_profile(endpoint, profile):
+def test_models_max_model_len_matches_profile(endpoint: EndpointClient, profile: Profile) -> None:
     """The served model's max_model_len equals the recipe's context window, {vllm.max_model_len} tokens
     [000][002]."""
     models = {m.get("id"): m for m in endpoint.models()}
@@ -70,7 +78,7 @@ def test_models_max_model_len_matches_profile(endpoint, profile):
                 f"window in its site profile (vllm.max_model_len) if it is meant to differ")
 
 
-def test_one_token_canary_answers(endpoint, profile):
+def test_one_token_canary_answers(endpoint: EndpointClient, profile: Profile) -> None:
     """A one-token chat completes: /v1/models can answer HTTP 200 while the engine is dead [field practice]."""
     try:
         result = endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": "Hi"}], max_tokens=1)

@@ -1,15 +1,24 @@
 """The reasoning parser: thinking arrives apart from the answer [000][002]."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import openai
 import pytest
 
 from golive.core.verdict import not_applicable, require
 from golive.endpoint.client import error_body
 
+if TYPE_CHECKING:
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Profile
+    from golive.run.fixtures import RecordMetric
+
 pytestmark = pytest.mark.endpoint
 QUESTION = [{"role": "user", "content": "What is 12 * 12?"}]
 
 
-def test_reasoning_arrives_separately_from_content(endpoint, profile):
+def test_reasoning_arrives_separately_from_content(endpoint: EndpointClient, profile: Profile) -> None:
     """With the {vllm.reasoning_parser} parser, reasoning arrives in `reasoning` (or `reasoning_content`), and no
     <think>/</think> reaches content [000]."""
     if not profile.vllm.reasoning_parser:
@@ -27,7 +36,8 @@ def test_reasoning_arrives_separately_from_content(endpoint, profile):
                     f"or the parser does not match this build — re-test after the image upgrade [000]")
 
 
-def test_reasoning_effort_levels_accepted(endpoint, profile, record_metric):
+def test_reasoning_effort_levels_accepted(endpoint: EndpointClient, profile: Profile,
+                                          record_metric: RecordMetric) -> None:
     """Every reasoning effort level the recipe uses is accepted and answered: {endpoint.reasoning_effort_levels}
     [002]."""
     levels = profile.endpoint.reasoning_effort_levels

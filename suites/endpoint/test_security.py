@@ -1,13 +1,23 @@
 """Auth: required when the profile says so; an open endpoint is reported plainly [000][002]."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import pytest
 
 from golive.core.verdict import require
 from golive.endpoint.errors import from_response
 
+if TYPE_CHECKING:
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Profile, Station
+    from golive.run.fixtures import RecordFinding
+
 pytestmark = pytest.mark.endpoint
 
 
-def test_auth_matches_profile(endpoint_answers, station, profile, record_finding):
+def test_auth_matches_profile(endpoint_answers: EndpointClient, station: Station, profile: Profile,
+                              record_finding: RecordFinding) -> None:
     """Auth as the profile asks (require_auth: {security.require_auth}): without the key a request gets HTTP 401; an
     open endpoint is a finding [000][002]."""
     response = endpoint_answers.get("/v1/models", with_key=False)

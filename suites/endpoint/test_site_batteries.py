@@ -1,5 +1,8 @@
 """Quality: a site's own battery (domain questions with expected answers) scores at least its floor [000]."""
+from __future__ import annotations
+
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -7,11 +10,19 @@ from golive.core.verdict import not_applicable, require
 from golive.endpoint.answers import battery_ref, load_answer_battery, score_answer
 from golive.endpoint.battery_runs import Spread, failing_ids
 
+if TYPE_CHECKING:
+    from golive.endpoint.answers import AnswerCase
+    from golive.endpoint.client import ChatResult, EndpointClient
+    from golive.inventory.loader import LoadedInventory
+    from golive.profile.schema import Profile, Station
+    from golive.run.fixtures import RecordFinding, RecordMetric, RecordProvenance
+
 pytestmark = [pytest.mark.endpoint, pytest.mark.quality]
 
 
-def test_site_batteries_meet_their_floors(endpoint, profile, golive_inventory, station, record_metric,
-                                          record_finding, record_provenance):
+def test_site_batteries_meet_their_floors(endpoint: EndpointClient, profile: Profile, golive_inventory: LoadedInventory,
+                                          station: Station, record_metric: RecordMetric, record_finding: RecordFinding,
+                                          record_provenance: RecordProvenance) -> None:
     """Each site battery named in the profile or the inventory scores ≥ its floor, with the profile's sampling
     [000]."""
     declared_in = golive_inventory.profile_of(station).files[-1]
@@ -25,7 +36,7 @@ def test_site_batteries_meet_their_floors(endpoint, profile, golive_inventory, s
     for path in dict.fromkeys(paths):
         battery = load_answer_battery(path)
 
-        def ask(case, max_tokens=battery.max_tokens):
+        def ask(case: AnswerCase, max_tokens: int = battery.max_tokens) -> ChatResult:
             return endpoint.chat(profile.vllm.served_model_name, case.conversation(), max_tokens=max_tokens,
                                  **sampling.params())
 

@@ -6,6 +6,10 @@ excluded) within the profile's load bounds; every check below reads its level of
 below it; in between the sweep adds requests within load.max_requests / max_duration_s, and a floor still undecided
 after that is not checked (the run is INCOMPLETE, never GO).
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import pytest
 
 from golive.core.verdict import not_applicable, require
@@ -15,6 +19,11 @@ from golive.endpoint.errors import EndpointError
 from golive.endpoint.load import PEAK_REFUSED, LevelResult, Slo, Sweep, SweepPlan, Workload, levels_to_run, sweep
 from golive.endpoint.uncertainty import Decision, against_floor, interval_text
 
+if TYPE_CHECKING:
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Load, Profile, Station
+    from golive.run.fixtures import RecordMetric, RecordSweep
+
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 
 CAUSES = ("what usually causes the gap: another workload on the GPU or a stray process holding HBM, a different or "
@@ -23,14 +32,15 @@ CAUSES = ("what usually causes the gap: another workload on the GPU or a stray p
 
 
 @pytest.fixture(scope="module")
-def load(profile):
+def load(profile: Profile) -> Load:
     if profile.load is None:
         not_applicable("the profile sets no load section (no throughput floors)")
     return profile.load
 
 
 @pytest.fixture(scope="module")
-def swept(request, endpoint, station, profile, load) -> Sweep:
+def swept(request: pytest.FixtureRequest, endpoint: EndpointClient, station: Station, profile: Profile,
+          load: Load) -> Sweep:
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     workload = Workload(model=profile.vllm.served_model_name, prompt_tokens=load.prompt_tokens,
                         output_tokens=load.output_tokens, reasoning_effort=load.reasoning_effort)
@@ -79,7 +89,7 @@ UNDECIDED = ("undecided: {what} at {users} users is {value} ({interval}, {reques
              "measure on a quieter station")
 
 
-def _gate(load, swept: Sweep, field: str, what: str) -> gates.Gate:
+def _gate(load: Load, swept: Sweep, field: str, what: str) -> gates.Gate:
     """The gate's measurement, or why it is not applicable (no number in the profile) or not checked."""
     if gates.bound(load, field) is None:
         not_applicable(f"the profile sets no load floor {field}")
@@ -92,8 +102,10 @@ def _gate(load, swept: Sweep, field: str, what: str) -> gates.Gate:
     return measured
 
 
-def _judge(gate: gates.Gate, load, record_metric, name: str, unit: str, what: str, **finding: str) -> None:
+def _judge(gate: gates.Gate, load: Load, record_metric: RecordMetric, name: str, unit: str, what: str,
+           **finding: str) -> None:
     """Record the gate's number with its interval; fail, pass or (undecided) leave it not checked."""
+    assert gate.value is not None  # _gate() skips a gate it could not measure; the peak is always measured
     kind = "ceiling" if gate.ceiling else "floor"
     record_metric(name, gate.value, unit, **{kind: gate.bound}, interval=gate.interval, requests=gate.requests,
                   passed=gate.decision is Decision.PASSES)
@@ -120,12 +132,13 @@ def _rounds(swept: Sweep, users: int) -> str:
     return " (rounds: " + ", ".join(f"{r:.2f}×" for r in level.scaling_rounds) + ")"
 
 
-def _workload(load, concurrency: int) -> str:
+def _workload(load: Load, concurrency: int) -> str:
     return (f"{concurrency} in flight, ~{load.prompt_tokens}-token salted prompts, {load.output_tokens}-token answers, "
             f"{load.repeats} × {concurrency} requests after warm-up")
 
 
-def test_sweep_runs_every_level_without_failures(swept, load, profile, record_sweep):
+def test_sweep_runs_every_level_without_failures(swept: Sweep, load: Load, profile: Profile,
+                                                 record_sweep: RecordSweep) -> None:
     """The concurrency sweep runs every level ({load.concurrency} users) with 0 failed requests (the [002]-style
     table, as data) {cited}."""
     if not swept.levels and swept.refused:
@@ -151,7 +164,8 @@ def test_sweep_runs_every_level_without_failures(swept, load, profile, record_sw
                 "HTTP 5xx (engine errors, KV cache exhausted), or answers shorter than asked (ignore_eos not honoured)")
 
 
-def test_single_user_decode_meets_floor(swept, load, profile, record_metric):
+def test_single_user_decode_meets_floor(swept: Sweep, load: Load, profile: Profile,
+                                        record_metric: RecordMetric) -> None:
     """One user decodes at least the recipe's single-user speed, {load.floors.single_user_decode_tok_s} tok/s less
     {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "single_user_decode_tok_s", "single-user decode speed")
@@ -162,7 +176,8 @@ def test_single_user_decode_meets_floor(swept, load, profile, record_metric):
            fix=CAUSES)
 
 
-def test_single_user_ttft_within_ceiling(swept, load, profile, record_metric):
+def test_single_user_ttft_within_ceiling(swept: Sweep, load: Load, profile: Profile,
+                                         record_metric: RecordMetric) -> None:
     """One user's first token (reasoning counts) arrives within the recipe's TTFT, p50
     {load.floors.single_user_ttft_p50_s} s plus {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "single_user_ttft_p50_s", "time to first token")
@@ -174,7 +189,8 @@ def test_single_user_ttft_within_ceiling(swept, load, profile, record_metric):
            fix=CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the network path")
 
 
-def test_aggregate_throughput_meets_floor(swept, load, profile, record_metric):
+def test_aggregate_throughput_meets_floor(swept: Sweep, load: Load, profile: Profile,
+                                          record_metric: RecordMetric) -> None:
     """At the gate level ({load.gate_level} users) the station delivers at least the recipe's aggregate
     {load.floors.aggregate_tok_s} tok/s, less {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "aggregate_tok_s", "aggregate throughput")
@@ -186,7 +202,7 @@ def test_aggregate_throughput_meets_floor(swept, load, profile, record_metric):
            fix=CAUSES)
 
 
-def test_per_user_speed_meets_floor(swept, load, profile, record_metric):
+def test_per_user_speed_meets_floor(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """At the gate level ({load.gate_level} users) each user still decodes at the recipe's median,
     {load.floors.per_user_tok_s_p50} tok/s less {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "per_user_tok_s_p50", "per-user decode speed")
@@ -199,7 +215,8 @@ def test_per_user_speed_meets_floor(swept, load, profile, record_metric):
            fix=CAUSES)
 
 
-def test_ttft_under_load_within_ceiling(swept, load, profile, record_metric):
+def test_ttft_under_load_within_ceiling(swept: Sweep, load: Load, profile: Profile,
+                                        record_metric: RecordMetric) -> None:
     """At the gate level ({load.gate_level} users) the first token (reasoning counts) arrives within the recipe's
     TTFT, p50 {load.floors.ttft_p50_s} s plus {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "ttft_p50_s", "time to first token")
@@ -211,14 +228,14 @@ def test_ttft_under_load_within_ceiling(swept, load, profile, record_metric):
            fix=CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill settings")
 
 
-def test_peak_throughput_meets_floor(swept, load, profile, record_metric):
+def test_peak_throughput_meets_floor(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """The sweep's best aggregate, at any of {load.concurrency} users, reaches the recipe's peak,
     {load.floors.peak_tok_s} tok/s less {load.tolerance:%} tolerance {cited}."""
     floor = gates.bound(load, "peak_tok_s")
     if floor is None:
         not_applicable("the profile sets no load floor peak_tok_s")
     top = max(load.concurrency)
-    _level(swept, top)
+    top_level = _level(swept, top)
     best = max(swept.levels, key=lambda lv: lv.aggregate_tok_s)
     gate = gates.Gate("peak_tok_s", best.concurrency, best.aggregate_tok_s,
                       None if best.aggregate_tok_s_ci is None else (best.aggregate_tok_s_ci[0],
@@ -226,13 +243,13 @@ def test_peak_throughput_meets_floor(swept, load, profile, record_metric):
                       floor, best.requests - best.failures)
     _judge(gate, load, record_metric, "peak_tok_s", "tok/s", "the best aggregate",
            found=f"the best aggregate is {_measured_at(gate, ',.1f')} tok/s (at {best.concurrency} users; "
-                 f"{top} users: {swept.at(top).aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
+                 f"{top} users: {top_level.aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
            recipe=f"peak {load.floors.peak_tok_s:,g} tok/s, less {load.tolerance:.0%} (levels "
                   f"{load.concurrency}) {profile.cited}",
            fix=CAUSES + "; a peak that stops rising early usually means --max-num-seqs or the KV cache caps the batch")
 
 
-def test_aggregate_scales_with_users(swept, load, profile, record_metric):
+def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """At {load.gate_concurrency} users the aggregate is at least {load.floors.scaling_ratio}× the single user's
     (the median of rounds of 1 and {load.gate_concurrency} users measured back to back: it holds on a busy machine),
     and the level where it stops rising is reported [000][002]."""
@@ -251,7 +268,7 @@ def test_aggregate_scales_with_users(swept, load, profile, record_metric):
            fix=(shape.cause(profile.vllm.max_num_seqs, gate.value, users) or CAUSES) + "; then re-run the go-live")
 
 
-def test_gate_level_is_never_held_back(swept, load, profile, record_metric):
+def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """With {load.gate_level} users in flight vLLM keeps none of them waiting while it runs fewer than
     --max-num-seqs {vllm.max_num_seqs} (`vllm:num_requests_running` and `_waiting` on /metrics during the ratio
     rounds): a cap on the batch that a busy machine's noise cannot hide, where throughput ratios can [000][002]."""
@@ -287,7 +304,8 @@ def test_gate_level_is_never_held_back(swept, load, profile, record_metric):
                 f"--max-num-batched-tokens below {batch} prompts; then re-run the go-live")
 
 
-def test_per_user_speed_holds_under_load(swept, load, profile, record_metric):
+def test_per_user_speed_holds_under_load(swept: Sweep, load: Load, profile: Profile,
+                                         record_metric: RecordMetric) -> None:
     """At {load.gate_concurrency} users each user still decodes at least {load.floors.per_user_ratio} of the single
     user's speed (the median of rounds of 1 and {load.gate_concurrency} users measured back to back) [000][002]."""
     gate = _gate(load, swept, "per_user_ratio", "per-user decode under load")
@@ -302,7 +320,7 @@ def test_per_user_speed_holds_under_load(swept, load, profile, record_metric):
                "another workload on the accelerator; " + CAUSES)
 
 
-def test_goodput_meets_floor(swept, load, record_metric):
+def test_goodput_meets_floor(swept: Sweep, load: Load, record_metric: RecordMetric) -> None:
     """At {load.gate_concurrency} users at least {load.floors.goodput_share} of the requests meet every objective at
     once (TTFT {load.slo.ttft_s} s, TPOT {load.slo.tpot_s} s, E2E {load.slo.e2el_s} s), as `vllm bench serve
     --goodput` counts them [000][002]."""
@@ -311,6 +329,8 @@ def test_goodput_meets_floor(swept, load, record_metric):
     gate = _gate(load, swept, "goodput_share", "goodput")
     users = gate.concurrency
     level = swept.at(users)
+    # _gate() measured the goodput share at this level: it was run and its good requests were counted
+    assert level is not None and level.goodput_req_s is not None
     record_metric(f"goodput_req_s_at_{users}", level.goodput_req_s, "req/s")
     _judge(gate, load, record_metric, f"goodput_share_at_{users}", "share", "the goodput share",
            found=f"at {users} users {level.good_requests} of {gate.requests} requests meet every objective "
@@ -326,7 +346,7 @@ def test_goodput_meets_floor(swept, load, record_metric):
 
 
 @pytest.fixture(scope="module")
-def prefilled(endpoint, profile, load) -> tuple[dict[int, LevelResult], float]:
+def prefilled(endpoint: EndpointClient, profile: Profile, load: Load) -> tuple[dict[int, LevelResult], float]:
     """Each listed prompt length, one request at a time, one output token; and the server's prefix-cache hits
     (tokens) over all of it, which must be 0: every prompt starts with its own salt (golive.endpoint.load.prompt)."""
     lengths = [n for n in load.prefill.prompt_tokens if n < profile.vllm.max_model_len]
@@ -346,7 +366,8 @@ def prefilled(endpoint, profile, load) -> tuple[dict[int, LevelResult], float]:
     return measured, metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total") - before
 
 
-def test_prefill_speed_at_long_prompts(prefilled, load, record_metric):
+def test_prefill_speed_at_long_prompts(prefilled: tuple[dict[int, LevelResult], float], load: Load,
+                                       record_metric: RecordMetric) -> None:
     """Prompts of {load.prefill.prompt_tokens} tokens are read at the profile's prefill floors (prompt tok/s = prompt
     tokens ÷ TTFT, one output token), none served from the prefix cache (the server's vllm:prefix_cache_hits_total
     does not move); without floors the speed is recorded beside the reference values, not gated [000]."""

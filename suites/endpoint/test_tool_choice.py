@@ -1,7 +1,10 @@
 """Agents steer tool use with `tool_choice`: auto, none, required and a named function are each honoured [000]."""
+from __future__ import annotations
+
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import openai
 import pytest
@@ -9,6 +12,12 @@ import pytest
 from golive.core.verdict import require
 from golive.endpoint.client import ChatResult, error_body
 from golive.endpoint.toolcalls import _schema_problem
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from golive.endpoint.client import EndpointClient
+    from golive.profile.schema import Profile
 
 pytestmark = pytest.mark.endpoint
 
@@ -51,10 +60,11 @@ class Refused:
 # `--tool-call-parser` (measured on the reference station's no-tool-parser variant; `none` still answers): the smoke
 # test's root cause, which it reports
 PARSER_MISSING = ("--enable-auto-tool-choice", "--tool-call-parser")
+ChoiceRuns = dict[tuple[str, bool], ChatResult | Refused]  # {(mode, streamed): its answer or its refusal}
 
 
 @pytest.fixture(scope="module")
-def choice_runs(endpoint, profile) -> dict[tuple[str, bool], ChatResult | Refused]:
+def choice_runs(endpoint: EndpointClient, profile: Profile) -> ChoiceRuns:
     """Every mode, non-streamed and streamed, each on its own: {(mode, streamed): its answer or its refusal}."""
     def run(key: tuple[str, bool]) -> ChatResult | Refused:
         prompt, choice = MODES[key[0]]
@@ -69,13 +79,14 @@ def choice_runs(endpoint, profile) -> dict[tuple[str, bool], ChatResult | Refuse
         return dict(zip(keys, pool.map(run, keys), strict=True))
 
 
-def _problems(choice_runs, mode: str, wrong) -> list[str]:
+def _problems(choice_runs: ChoiceRuns, mode: str, wrong: Callable[[ChatResult], str | None]) -> list[str]:
     """'mode (streamed): what was wrong' for each run where wrong(result) says something; a refusal is what was
     wrong, except one for want of the tool parser flags, which the smoke test reports (one root cause, one failure):
     that mode is not checked."""
     out = []
     for streamed in (False, True):
         result = choice_runs[(mode, streamed)]
+        problem: str | None
         if isinstance(result, Refused):
             if any(flag in result.message for flag in PARSER_MISSING):
                 pytest.skip(f"not checked because the server refuses tool_choice {mode} without its tool parser "
@@ -88,7 +99,7 @@ def _problems(choice_runs, mode: str, wrong) -> list[str]:
     return out
 
 
-def _invalid(calls) -> str | None:
+def _invalid(calls: list[tuple[str, str]]) -> str | None:
     params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
     for name, raw in calls:
         if name not in params:
@@ -103,7 +114,7 @@ def _invalid(calls) -> str | None:
     return None
 
 
-def test_tool_choice_auto_calls_when_a_tool_fits(choice_runs):
+def test_tool_choice_auto_calls_when_a_tool_fits(choice_runs: ChoiceRuns) -> None:
     """tool_choice auto: a request a tool fits comes back as a call to that tool [000]."""
     bad = _problems(choice_runs, "auto", lambda r: None if [n for n, _ in r.tool_calls] == ["get_weather"]
                     else f"calls {r.tool_calls}, content {r.content[:80]!r}")
@@ -111,9 +122,9 @@ def test_tool_choice_auto_calls_when_a_tool_fits(choice_runs):
             fix=FIX)
 
 
-def test_tool_choice_none_answers_in_text(choice_runs):
+def test_tool_choice_none_answers_in_text(choice_runs: ChoiceRuns) -> None:
     """tool_choice none: no call even when a tool fits, and a text answer instead [000]."""
-    def wrong(r):
+    def wrong(r: ChatResult) -> str | None:
         if r.tool_calls:
             return f"called {[n for n, _ in r.tool_calls]}"
         if any(tag in r.content for tag in MARKUP):
@@ -127,7 +138,7 @@ def test_tool_choice_none_answers_in_text(choice_runs):
                 "serve with `--exclude-tools-when-tool-choice-none` so the model never sees the tools")
 
 
-def test_tool_choice_required_forces_a_call(choice_runs):
+def test_tool_choice_required_forces_a_call(choice_runs: ChoiceRuns) -> None:
     """tool_choice required: a valid call even when text would do [000]."""
     bad = _problems(choice_runs, "required", lambda r: f"no call, content {r.content[:80]!r}" if not r.tool_calls
                     else _invalid(r.tool_calls))
@@ -135,9 +146,9 @@ def test_tool_choice_required_forces_a_call(choice_runs):
             recipe="tool_choice required: at least one call, valid against the offered tool's schema [000]", fix=FIX)
 
 
-def test_named_tool_choice_calls_that_function(choice_runs):
+def test_named_tool_choice_calls_that_function(choice_runs: ChoiceRuns) -> None:
     """A named tool_choice: a call to that function, whatever the question leans to [000]."""
-    def wrong(r):
+    def wrong(r: ChatResult) -> str | None:
         names = [n for n, _ in r.tool_calls]
         if not names or set(names) != {"get_local_time"}:
             return f"calls {names or 'none'}, content {r.content[:80]!r}"
@@ -148,9 +159,9 @@ def test_named_tool_choice_calls_that_function(choice_runs):
             recipe="tool_choice {function: get_local_time}: get_local_time is called, nothing else [000]", fix=FIX)
 
 
-def test_parallel_calls_are_separate_entries(choice_runs):
+def test_parallel_calls_are_separate_entries(choice_runs: ChoiceRuns) -> None:
     """Parallel calls come back as separate tool_calls entries, one per call [000]."""
-    def wrong(r):
+    def wrong(r: ChatResult) -> str | None:
         cities = sorted(json.loads(a).get("city", "") for _, a in r.tool_calls) if not _invalid(r.tool_calls) else []
         return None if cities == ["Paris", "Tokyo"] else f"tool_calls {r.tool_calls}"
 

@@ -1,6 +1,9 @@
 """Tool calling is a launch blocker: calls come back structured, right, and the same streamed or not [000]."""
+from __future__ import annotations
+
 import json
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import openai
 import pytest
@@ -8,6 +11,15 @@ import pytest
 from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.toolcalls import load_battery, score_calls
+
+if TYPE_CHECKING:
+    from golive.endpoint.client import ChatResult, EndpointClient
+    from golive.endpoint.toolcalls import ToolCase
+    from golive.profile.schema import Profile
+    from golive.run.fixtures import RecordMetric
+
+    Smoke = tuple[ChatResult | None, str | None]  # the smoke request's answer, or why the server refused it
+    BatteryRuns = list[tuple[ToolCase, ChatResult, ChatResult]]  # (case, plain result, streamed result)
 
 pytestmark = pytest.mark.endpoint
 
@@ -21,7 +33,7 @@ PARSER_FIX = "serve with `--enable-auto-tool-choice --tool-call-parser {parser}`
 
 
 @pytest.fixture(scope="session")
-def smoke(endpoint, profile):
+def smoke(endpoint: EndpointClient, profile: Profile) -> Smoke:
     """The recipe's smoke request, sent once; tool checks that need working tool calling depend on it."""
     try:
         return endpoint.chat(profile.vllm.served_model_name, SMOKE, tools=[GET_WEATHER], temperature=0,
@@ -31,14 +43,15 @@ def smoke(endpoint, profile):
 
 
 @pytest.fixture(scope="session")
-def tools_work(smoke):
+def tools_work(smoke: Smoke) -> ChatResult:
     result, refused = smoke
     if refused:
         pytest.skip(f"the server refuses tool requests ({refused}): see the smoke-test check")
+    assert result is not None  # a request that was not refused answered
     return result
 
 
-def test_smoke_get_weather_returns_structured_tool_call(smoke, profile):
+def test_smoke_get_weather_returns_structured_tool_call(smoke: Smoke, profile: Profile) -> None:
     """The smoke test: a get_weather request comes back as a structured tool_calls entry, not text [000]."""
     result, refused = smoke
     parser = profile.vllm.tool_call_parser or "<parser>"
@@ -46,6 +59,7 @@ def test_smoke_get_weather_returns_structured_tool_call(smoke, profile):
             found=f"the server refused a request with `tools`: {refused}",
             recipe="tool calling is a launch blocker: the smoke request returns a structured `tool_calls` entry [000]",
             fix=PARSER_FIX.format(parser=parser))
+    assert result is not None  # require() ended the check otherwise: a request that was not refused answered
     leaked = any(tag in result.content for tag in ("<tool_call>", "<arg_key>", "</tool_call>"))
     require(len(result.tool_calls) == 1 and not leaked,
             found=f"{len(result.tool_calls)} tool call(s); content {result.content[:160]!r}"
@@ -62,7 +76,7 @@ def test_smoke_get_weather_returns_structured_tool_call(smoke, profile):
                 "flags are right, the checkpoint or chat template is not the recipe's")
 
 
-def _smoke_case():
+def _smoke_case() -> ToolCase:
     from golive.endpoint.toolcalls import ToolCase
 
     return ToolCase(id="smoke", category="simple", messages=SMOKE, tools=[GET_WEATHER],
@@ -71,9 +85,9 @@ def _smoke_case():
 
 
 @pytest.fixture(scope="session")
-def battery_runs(tools_work, endpoint, profile):
+def battery_runs(tools_work: ChatResult, endpoint: EndpointClient, profile: Profile) -> BatteryRuns:
     """Every battery case, non-streamed and streamed: [(case, plain result, streamed result)]."""
-    def run(case, stream):
+    def run(case: ToolCase, stream: bool) -> ChatResult:
         return endpoint.chat(profile.vllm.served_model_name, case.messages, tools=case.tools, temperature=0,
                              max_tokens=1024, stream=stream)
 
@@ -84,7 +98,8 @@ def battery_runs(tools_work, endpoint, profile):
     return list(zip(cases, plain, streamed, strict=True))
 
 
-def test_tool_call_battery_meets_floor(battery_runs, profile, record_metric):
+def test_tool_call_battery_meets_floor(battery_runs: BatteryRuns, profile: Profile,
+                                       record_metric: RecordMetric) -> None:
     """The tool-call battery (BFCL-style AST scoring: name, required args, types, values) scores at least
     {endpoint.tool_battery_floor:%} [000]."""
     failures = []
@@ -104,7 +119,7 @@ def test_tool_call_battery_meets_floor(battery_runs, profile, record_metric):
                 "undeclared tools silently [field practice]")
 
 
-def test_streaming_and_non_streaming_give_same_calls(battery_runs):
+def test_streaming_and_non_streaming_give_same_calls(battery_runs: BatteryRuns) -> None:
     """Streaming and non-streaming return the same tool calls (agents use both) [000]."""
     made = sum(len(plain.tool_calls) + len(streamed.tool_calls) for _, plain, streamed in battery_runs)
     require(made > 0,

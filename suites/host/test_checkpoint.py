@@ -1,21 +1,29 @@
 """The checkpoint on disk: every shard, the right config, room to keep it [000][002]."""
+from __future__ import annotations
+
 import re
+from typing import TYPE_CHECKING
 
 import pytest
 
 from golive.core.verdict import require
 from golive.profile.origins import sourced
 
+if TYPE_CHECKING:
+    from golive.inventory.station import StationFacts
+    from golive.profile.schema import Profile
+    from golive.run.fixtures import RecordProvenance
+
 pytestmark = pytest.mark.host
 SIZE_TOLERANCE = 0.05  # shards of another quantization differ by far more; one missing shard of 40 by 2.5 %
 
 
-def _dram_node(profile) -> int:
+def _dram_node(profile: Profile) -> int:
     """Where downloads and copies run, so their page cache stays off the GPU's HBM node [000]."""
     return profile.numa.dram_node if profile.numa else 0
 
 
-def _expected_shards(facts, profile) -> tuple[list[str], str]:
+def _expected_shards(facts: StationFacts, profile: Profile) -> tuple[list[str], str]:
     count = profile.checkpoint.shard_count
     if count:
         names = [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)]
@@ -26,10 +34,11 @@ def _expected_shards(facts, profile) -> tuple[list[str], str]:
             recipe="the checkpoint's index names every shard; the profile pins no shard count",
             fix=f"re-download the checkpoint (under `numactl --membind={_dram_node(profile)}`) or set "
                 f"checkpoint.shard_count in the profile")
+    assert index is not None  # require() ended the check otherwise
     return sorted(set(index["weight_map"].values())), "model.safetensors.index.json"
 
 
-def test_checkpoint_shards_complete(facts, profile, record_provenance):
+def test_checkpoint_shards_complete(facts: StationFacts, profile: Profile, record_provenance: RecordProvenance) -> None:
     """Every shard the checkpoint names is present and non-empty, none is extra, and together they make the
     checkpoint's {checkpoint.size_gb} GB [002][000]."""
     expected, source = _expected_shards(facts, profile)
@@ -58,7 +67,8 @@ def test_checkpoint_shards_complete(facts, profile, record_provenance):
                 f"huggingface-cli download {profile.checkpoint.repository}`), then compare file lists across stations")
 
 
-def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
+def test_checkpoint_config_matches_profile(facts: StationFacts, profile: Profile,
+                                           record_provenance: RecordProvenance) -> None:
     """The checkpoint's config.json parses with the architecture and quantization fields the profile pins for
     {checkpoint.repository} [002][000]."""
     config = facts.checkpoint_json("config.json")
@@ -68,6 +78,7 @@ def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
             found=f"{facts.checkpoint_dir}/config.json does not exist",
             recipe="config.json parses with the expected architecture and quantization fields [002]",
             fix=f"re-download {profile.checkpoint.repository}")
+    assert config is not None  # require() ended the check otherwise
     quant = config.get("quantization_config") or {}
     hf_quant = facts.checkpoint_json("hf_quant_config.json") or {}
     quant_algo = quant.get("quant_algo") or (hf_quant.get("quantization") or {}).get("quant_algo")
@@ -86,7 +97,7 @@ def test_checkpoint_config_matches_profile(facts, profile, record_provenance):
                 + (f" at revision {c.revision}" if c.revision else "") + " and point the unit at it")
 
 
-def test_checkpoint_disk_space(facts, profile):
+def test_checkpoint_disk_space(facts: StationFacts, profile: Profile) -> None:
     """The checkpoint fits: bytes already on disk plus free space cover the recipe's {checkpoint.disk_need_gb} GB
     [002][000]."""
     have = sum(s.size for s in facts.shards)

@@ -1,4 +1,8 @@
 """The container systemd starts: docker flags, image pin, served vLLM flags [000][002]."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import pytest
 
 from golive.core.verdict import not_applicable, require
@@ -18,10 +22,16 @@ from golive.facts.vllm import (
     speculative_tokens,
 )
 
+if TYPE_CHECKING:
+    from golive.facts.docker import DockerRun
+    from golive.inventory.station import StationFacts
+    from golive.profile.schema import Profile, Service, Station
+    from golive.run.fixtures import RecordFinding, RecordProvenance
+
 pytestmark = pytest.mark.host
 
 
-def _exec_start(facts, unit_name: str) -> str:
+def _exec_start(facts: StationFacts, unit_name: str) -> str:
     """`ExecStart of UNIT (FILE:LINE)`: where to edit the docker run line, a drop-in's if one set it."""
     where = facts.unit.set_at.get("ExecStart")
     return f"ExecStart of {unit_name}" + (f" ({where})" if where else "")
@@ -31,7 +41,7 @@ def _reload(unit_name: str) -> str:
     return f"`systemctl daemon-reload && systemctl restart {unit_name}`"
 
 
-def _run_words(facts) -> list[str]:
+def _run_words(facts: StationFacts) -> list[str]:
     """The docker run line's words as systemd runs them (systemd.Word: each knows the line that set it)."""
     for command in facts.unit.exec_start:
         if docker.is_docker_run(command.argv):
@@ -43,7 +53,7 @@ def _via_env(word: str) -> bool:
     return isinstance(word, systemd.Word) and bool(word.settings or word.unset)
 
 
-def _option_words(facts, *names: str) -> list[str]:
+def _option_words(facts: StationFacts, *names: str) -> list[str]:
     """The docker run words of these options and their values (`--restart always`, `--restart=always`)."""
     words = _run_words(facts)
     found = []
@@ -55,7 +65,7 @@ def _option_words(facts, *names: str) -> list[str]:
     return found
 
 
-def _origin_and_place(facts, unit_name: str, words: list[str]) -> tuple[str, str]:
+def _origin_and_place(facts: StationFacts, unit_name: str, words: list[str]) -> tuple[str, str]:
     """(` (set by …)` for a finding, where to edit) for docker run words: the env file or Environment= line of a
     variable in them, else the ExecStart line."""
     env_words = [w for w in words if _via_env(w)]
@@ -67,52 +77,55 @@ def _origin_and_place(facts, unit_name: str, words: list[str]) -> tuple[str, str
 
 
 @pytest.fixture
-def docker_run(facts, service):
+def docker_run(facts: StationFacts, service: Service) -> DockerRun:
     run = facts.docker_run
     require(run is not None,
             found=f"ExecStart of {service.unit} does not run `docker run`: "
                   f"{[' '.join(c.argv) for c in facts.unit.exec_start]}",
             recipe="systemd starts the vLLM container with `docker run` in ExecStart [000]",
             fix=f"make {_exec_start(facts, service.unit)} the recipe's `docker run … IMAGE@sha256:… --model …` line")
+    assert run is not None  # require() ended the check otherwise
     return run
 
 
-def test_docker_has_no_restart_policy(facts, docker_run, profile):
+def test_docker_has_no_restart_policy(facts: StationFacts, docker_run: DockerRun, service: Service) -> None:
     """Docker has no --restart flag: systemd owns restarts, so the prestart runs on every attempt [000]."""
     flags = [v for v in docker_run.values("--restart") if v not in ("no", None)]
     container = facts.container
     running_policy = container.restart_policy if container else "no"
-    origin, place = _origin_and_place(facts, profile.service.unit, _option_words(facts, "--restart"))
+    origin, place = _origin_and_place(facts, service.unit, _option_words(facts, "--restart"))
     require(not flags and running_policy in ("no", ""),
             found=f"docker restart policy {flags[0] if flags else running_policy!r} "
                   f"({'docker run line' + origin if flags else 'docker inspect HostConfig.RestartPolicy'})",
             recipe="no `--restart` on the docker run line: a docker restart skips the prestart and its drop_caches "
                    "[000]",
-            fix=f"remove `--restart=…` from {place} (or use --restart=no), then {_reload(profile.service.unit)}")
+            fix=f"remove `--restart=…` from {place} (or use --restart=no), then {_reload(service.unit)}")
 
 
-def test_container_not_pinned_to_dram_node(facts, docker_run, profile):
+def test_container_not_pinned_to_dram_node(facts: StationFacts, docker_run: DockerRun, profile: Profile,
+                                           service: Service) -> None:
     """The vLLM container is NOT confined to the DRAM node (confined there, CUDA init fails with Error 802) [000]."""
     dram = str(profile.numa.dram_node if profile.numa else 0)
     values = [v for v in docker_run.values("--cpuset-mems") if v]
     container = facts.container
     if container and container.cpuset_mems:
         values.append(container.cpuset_mems)
-    origin, place = _origin_and_place(facts, profile.service.unit, _option_words(facts, "--cpuset-mems"))
+    origin, place = _origin_and_place(facts, service.unit, _option_words(facts, "--cpuset-mems"))
     require(all(v.strip() != dram for v in values),
             found=f"the serving container is confined to memory node(s) {', '.join(sorted(set(values)))}{origin}",
             recipe=f"I/O jobs get node {dram}; the serving container gets the whole machine — pinned to node {dram} "
                    f"CUDA init fails with Error 802 [000]",
-            fix="remove `--cpuset-mems` from " + (place if origin else f"the docker run line of {profile.service.unit}")
-                + f" ({_reload(profile.service.unit)}); keep `numactl --membind={dram}` for downloads and copies "
+            fix="remove `--cpuset-mems` from " + (place if origin else f"the docker run line of {service.unit}")
+                + f" ({_reload(service.unit)}); keep `numactl --membind={dram}` for downloads and copies "
                   f"only")
 
 
-def test_image_pinned_by_digest(facts, docker_run, profile):
+def test_image_pinned_by_digest(facts: StationFacts, docker_run: DockerRun, profile: Profile,
+                                service: Service) -> None:
     """The image is referenced by @sha256 digest, the one the profile pins [000][002]."""
     image = docker_run.image
     pin = profile.image.digest
-    origin, place = _origin_and_place(facts, profile.service.unit,
+    origin, place = _origin_and_place(facts, service.unit,
                                       [w for w in _run_words(facts) if w == str(image)])
     require(pin is not None,
             found=f"the unit runs {image}; the profile pins no digest",
@@ -123,11 +136,12 @@ def test_image_pinned_by_digest(facts, docker_run, profile):
             found=f"the unit runs {image}" + ("" if image.digest else " (a tag: it moves under you)") + origin,
             recipe=f"{profile.image.repository}@{pin} [000]",
             fix=f"reference the image as {profile.image.repository}@{pin} in {place}"
-                + (f" and {_reload(profile.service.unit)}" if origin else "")
+                + (f" and {_reload(service.unit)}" if origin else "")
                 + "; if you upgraded on purpose, re-run the whole suite and then update image.digest in the profile")
 
 
-def test_running_container_runs_pinned_image(facts, docker_run, profile, station):
+def test_running_container_runs_pinned_image(facts: StationFacts, docker_run: DockerRun, profile: Profile,
+                                             service: Service, station: Station) -> None:
     """The running container runs the image the unit pins (docker inspect), not an older one [000]."""
     if station.phase == "pre-start":
         not_applicable("pre-start phase: no container is expected to run")
@@ -135,18 +149,19 @@ def test_running_container_runs_pinned_image(facts, docker_run, profile, station
     require(container is not None and container.running,
             found=f"container {facts.container_name} is {'absent' if container is None else container.status}",
             recipe="the serving station runs the container systemd started [000]",
-            fix=f"`systemctl start {profile.service.unit}` and read `journalctl -u {profile.service.unit}`")
+            fix=f"`systemctl start {service.unit}` and read `journalctl -u {service.unit}`")
+    assert container is not None  # require() ended the check otherwise
     wanted = docker_run.image.digest or profile.image.digest
     running = facts.image(container.image_id)
     require(wanted in running.digests(),
             found=f"container {container.name} runs image {container.image_id[:19]}… with digests "
                   f"{sorted(running.digests()) or 'none'} (started as {container.config_image})",
             recipe=f"the running image is {profile.image.repository}@{wanted}, the one the unit pins [000]",
-            fix=f"`systemctl restart {profile.service.unit}` so the pinned image runs (the prestart saves the old "
+            fix=f"`systemctl restart {service.unit}` so the pinned image runs (the prestart saves the old "
                 f"container's logs first)")
 
 
-def _expected_flags(profile) -> dict[str, object]:
+def _expected_flags(profile: Profile) -> dict[str, object]:
     v = profile.vllm
     wanted = {"served-model-name": v.served_model_name, "port": v.port, "tensor-parallel-size": v.tensor_parallel_size,
               "max-model-len": v.max_model_len, "max-num-seqs": v.max_num_seqs,
@@ -157,7 +172,7 @@ def _expected_flags(profile) -> dict[str, object]:
     return {k: val for k, val in wanted.items() if val is not None}
 
 
-def _same(flag: str, got, want) -> bool:
+def _same(flag: str, got: str | bool | None, want: object) -> bool:
     """Compare as vLLM reads the served value (its argparse types), not as text."""
     if isinstance(want, bool):
         return got is want or (want is False and got is None)
@@ -179,7 +194,7 @@ def _refused(flag: str, got: str) -> bool:
     return False
 
 
-def _shown(flag: str, got, want) -> str:
+def _shown(flag: str, got: str | bool | None, want: object) -> str:
     """`--max-model-len: 1m = 1,000,000 tokens; the recipe serves 1,048,576`: the value as vLLM reads it."""
     if flag == "max-model-len" and isinstance(got, str):
         try:
@@ -190,12 +205,12 @@ def _shown(flag: str, got, want) -> str:
     return f"--{flag}: {shown}, recipe {('on' if want else 'off') if isinstance(want, bool) else want}"
 
 
-def _served(facts, docker_run, profile, station) -> tuple[list[str], str]:
+def _served(facts: StationFacts, docker_run: DockerRun, service: Service, station: Station) -> tuple[list[str], str]:
     """The served vLLM arguments (the running container's when serving, else the unit's), and where they came from."""
     container = facts.container
     if station.phase == "serving" and container is not None and container.running:
         return container.args, f"docker inspect {container.name} Args"
-    return docker_run.args, f"ExecStart of {profile.service.unit}"
+    return docker_run.args, f"ExecStart of {service.unit}"
 
 
 class _Origins:
@@ -203,8 +218,8 @@ class _Origins:
     (systemd.Word), so a value read from an EnvironmentFile= or an Environment= line names that file and line, and
     the Do edits it there; a value written in ExecStart points at ExecStart, as before."""
 
-    def __init__(self, facts, docker_run, profile) -> None:
-        self.unit_name = profile.service.unit
+    def __init__(self, facts: StationFacts, docker_run: DockerRun, service: Service) -> None:
+        self.unit_name = service.unit
         self.default = _exec_start(facts, self.unit_name)
         self.args = docker_run.args
         self.uses = flag_uses(docker_run.args)
@@ -233,7 +248,7 @@ class _Origins:
                                for w in self._words(flag, occurrence))
         return ", ".join(places) or self.default
 
-    def stale(self, flag: str, served) -> str:
+    def stale(self, flag: str, served: str | bool | None) -> str:
         """`; the unit now gives 1048576 …` when the running container was started with another value than the unit
         (or its environment) gives now: a restart is what is missing."""
         uses = self.uses.get(flag)
@@ -253,16 +268,17 @@ class _Origins:
                 f"{_text(uses[-1].value)}")
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return "on" if value is True else "off" if value is False else str(value)
 
 
-def test_served_flags_are_accepted_by_vllm(facts, docker_run, profile, station):
+def test_served_flags_are_accepted_by_vllm(facts: StationFacts, docker_run: DockerRun, service: Service,
+                                           station: Station) -> None:
     """vLLM's own argument parser accepts every served flag (value types, switches, no stray words); a value it
     refuses stops `vllm serve` before it serves [000][002]."""
-    args, source = _served(facts, docker_run, profile, station)
+    args, source = _served(facts, docker_run, service, station)
     refused = refused_args(args)
-    origins = _Origins(facts, docker_run, profile)
+    origins = _Origins(facts, docker_run, service)
     lines: list[str] = []
     places: dict[str, None] = {}  # where to edit, in order, once each
     for refusal in refused:
@@ -274,16 +290,18 @@ def test_served_flags_are_accepted_by_vllm(facts, docker_run, profile, station):
             recipe="vLLM starts with the recipe's flags; a value its parser refuses ends `vllm serve` at once [000]",
             fix=f"correct the value in {', '.join(places)} as vLLM spells it (lowercase "
                 f"k/m/g/t = powers of 10, uppercase K/M/G/T = powers of 2, whole numbers only with K/M/G/T; switches "
-                f"take no value), then {_reload(profile.service.unit)}")
+                f"take no value), then {_reload(service.unit)}")
 
 
-def test_served_flags_match_profile(facts, docker_run, profile, station, record_finding, record_provenance):
+def test_served_flags_match_profile(facts: StationFacts, docker_run: DockerRun, profile: Profile, service: Service,
+                                    station: Station, record_finding: RecordFinding,
+                                    record_provenance: RecordProvenance) -> None:
     """vLLM is served with the recipe's flags: context, sequences, memory, prefill, caching, parsers, speculative
     decoding, bind address, port, name [000][002]; an open bind without auth is reported, and so is a flag given
     twice (vLLM keeps the last). A value set through the unit's environment names the file and line that set it."""
-    args, source = _served(facts, docker_run, profile, station)
+    args, source = _served(facts, docker_run, service, station)
     served = parse_serve_args(args)
-    origins = _Origins(facts, docker_run, profile)
+    origins = _Origins(facts, docker_run, service)
     repeated = repeated_flags(args)
     record_provenance(served_args=served, served_args_source=source, pinned_flags=_expected_flags(profile),
                       parsers={p: served.get(p) for p in ("tool-call-parser", "reasoning-parser")},
@@ -319,7 +337,7 @@ def test_served_flags_match_profile(facts, docker_run, profile, station, record_
             fix=f"fix the flags in {', '.join(places) or origins.default}"
                 + (" (a flag given twice: vLLM serves the last; delete the others)"
                    if any(f"--{f}" in " ".join(wrong) for f in repeated) else "")
-                + f", then {_reload(profile.service.unit)}, "
+                + f", then {_reload(service.unit)}, "
                 f"then re-run the endpoint layer (tool calls are a launch blocker)")
     if unreadable:
         pytest.skip(f"not checked: {', '.join(unreadable)} (vLLM refuses the value: see "

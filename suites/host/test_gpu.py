@@ -18,8 +18,16 @@ def _per_station(profile: Profile) -> str:
                              "gpu.name_contains": f"{profile.gpu.name_contains} per station"}, join=" ".join)
 
 
+def _not_applicable_without_gpus(profile: Profile) -> None:
+    """A profile of a station that serves without GPUs (gpu.per_station: 0): no GPU to find, own or keep idle."""
+    if profile.gpu.per_station == 0:
+        not_applicable(f"the profile expects no serving GPU on this station (gpu.per_station: 0 "
+                       f"{origin(profile, 'gpu.per_station')})")
+
+
 def test_serving_gpu_present(facts, profile, record_provenance):
     """The station shows its {gpu.per_station} serving {gpu.name_contains} GPU(s), not the display GPU [000][002]."""
+    _not_applicable_without_gpus(profile)
     serving = facts.serving_gpus()
     listed = facts.gpus
     counts = Counter(g["name"] for g in listed)
@@ -56,6 +64,7 @@ def test_serving_gpu_present(facts, profile, record_provenance):
 
 def test_gpu_compute_processes_belong_to_serving_container(facts, profile, station):
     """Compute processes on the serving GPU belong to the serving container only; a stray process is a finding [000]."""
+    _not_applicable_without_gpus(profile)
     serving = {normalize_bus_id(g["pci.bus_id"]) for g in facts.serving_gpus()}
     if not serving:
         pytest.skip(f"no {profile.gpu.name_contains} visible (see the GPU presence check)")
@@ -80,6 +89,7 @@ def test_gpu_compute_processes_belong_to_serving_container(facts, profile, stati
 def test_idle_hbm_below_ceiling_before_start(facts, profile, station):
     """Before a start (service stopped), HBM in use is below the idle ceiling of {gpu.idle_hbm_used_ceiling_mib} MiB,
     so vLLM can claim its share [000]."""
+    _not_applicable_without_gpus(profile)
     if station.phase != "pre-start":
         not_applicable("serving phase: HBM is meant to be in use (this check runs with phase: pre-start)")
     ceiling = profile.gpu.idle_hbm_used_ceiling_mib

@@ -1,13 +1,21 @@
 """The NUMA page-cache trap of the GB300 [000]."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import pytest
 
 from golive.core.verdict import not_applicable, require
 from golive.profile.origins import sourced
 
+if TYPE_CHECKING:
+    from golive.inventory.station import StationFacts
+    from golive.profile.schema import Profile
+
 pytestmark = pytest.mark.host
 
 
-def test_hbm_node_page_cache_is_near_empty(facts, profile):
+def test_hbm_node_page_cache_is_near_empty(facts: StationFacts, profile: Profile) -> None:
     """The GPU's HBM NUMA node holds next to no page cache (FilePages at most {numa.hbm_file_pages_ceiling_mib} MiB)
     before a start [000][001]."""
     if profile.numa is None:

@@ -1,7 +1,17 @@
 """The prestart script: what systemd runs before every start attempt [000]."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import pytest
 
 from golive.core.verdict import not_applicable, require
+
+if TYPE_CHECKING:
+    from golive.facts.shell import ShellCommand
+    from golive.inventory.station import StationFacts
+    from golive.profile.schema import Service
+    from golive.run.fixtures import RecordFinding
 
 pytestmark = pytest.mark.host
 
@@ -12,7 +22,7 @@ def _file_and_line(where: str) -> str:
     return f"{path} (line {line})"
 
 
-def test_prestart_is_what_the_unit_runs_before_start(facts, service):
+def test_prestart_is_what_the_unit_runs_before_start(facts: StationFacts, service: Service) -> None:
     """The unit's ExecStartPre runs the recipe's prestart script, {service.prestart} (executable; its failure stops
     the start) [000]."""
     facts.prestart  # noqa: B018 - a missing script fails here, once; the other prestart checks are not checked
@@ -40,14 +50,15 @@ def test_prestart_is_what_the_unit_runs_before_start(facts, service):
                    if line.where.rsplit(':', 1)[0] in unit.dropins else ""))
     if line.path == service.prestart:  # systemd executes it itself (not `sh script`): it needs its x bit
         mode = facts.prestart_mode
-        require(mode is not None and mode & 0o100,
+        require(mode is not None and bool(mode & 0o100),
                 found=f"{service.prestart} has mode {mode:04o}: not executable, so the next start fails with "
                       f"status=203/EXEC before vLLM runs",
                 recipe="the prestart script is installed executable (mode 0755) [000]",
                 fix=f"chmod 0755 {service.prestart}")
 
 
-def test_prestart_syncs_then_drops_page_cache(facts, service, record_finding):
+def test_prestart_syncs_then_drops_page_cache(facts: StationFacts, service: Service,
+                                              record_finding: RecordFinding) -> None:
     """Before every start: `sync`, then drop the page cache (echo 1 or stronger), before the container starts; both
     on every path through the prestart (and the files it sources or runs to completion), not in a branch, loop, `&&`,
     background job or after an `exit` that may skip them [000]."""
@@ -92,12 +103,12 @@ def test_prestart_syncs_then_drops_page_cache(facts, service, record_finding):
                        f"and drop_caches is the machine's, whichever process writes it")
 
 
-def _line_or_where(command, service) -> str:
+def _line_or_where(command: ShellCommand, service: Service) -> str:
     """`line 27` in the prestart itself; file and line (and how it was reached) in a file it sources or runs."""
     return f"line {command.line}" if command.origin == service.prestart and not command.via else command.where()
 
 
-def test_prestart_saves_logs_before_removing_container(facts, service):
+def test_prestart_saves_logs_before_removing_container(facts: StationFacts, service: Service) -> None:
     """The prestart saves the previous container's logs into the log dir BEFORE `docker rm` erases them [000]."""
     commands = facts.prestart.commands
     container = service.container

@@ -6,13 +6,20 @@ switches a safety off says so (Restart=no, RestartSec=0, StartLimitIntervalSec=0
 every key that differs with the file and line to edit, and the Recipe line where each number came from: the recipe a
 shipped profile transcribes, or the site profile's file, line and key (golive.profile.origins).
 """
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import pytest
 
 from golive.core.verdict import require
 from golive.facts.systemd import UnitFacts
 from golive.profile.origins import sourced
+
+if TYPE_CHECKING:
+    from golive.inventory.station import StationFacts
+    from golive.profile.schema import Profile, Service, Station
 
 pytestmark = pytest.mark.host
 
@@ -71,7 +78,7 @@ def _do_each(unit: UnitFacts, unit_name: str, settings: list[tuple[str, str]]) -
     return "; and ".join(unit.fix_at(key, unit_name, setting) for key, setting in settings)
 
 
-def test_unit_restarts_on_failure_after_delay(facts, service, profile):
+def test_unit_restarts_on_failure_after_delay(facts: StationFacts, service: Service, profile: Profile) -> None:
     """systemd restarts a crashed service after a delay (Restart={service.restart}, RestartSec={service.restart_sec_s}
     s) [000]."""
     unit = facts.unit
@@ -89,7 +96,7 @@ def test_unit_restarts_on_failure_after_delay(facts, service, profile):
             fix=_do_each(unit, service.unit, wrong))
 
 
-def test_unit_caps_starts_per_interval(facts, service, profile):
+def test_unit_caps_starts_per_interval(facts: StationFacts, service: Service, profile: Profile) -> None:
     """Starts are capped at {service.start_limit_burst} per {service.start_limit_interval_s} s, then the unit stays
     down [000]."""
     unit = facts.unit
@@ -111,7 +118,7 @@ def test_unit_caps_starts_per_interval(facts, service, profile):
                 f"`systemctl reset-failed {service.unit}`")
 
 
-def test_unit_is_enabled_and_active(facts, service, station):
+def test_unit_is_enabled_and_active(facts: StationFacts, service: Service, station: Station) -> None:
     """The unit is enabled (starts at boot) and, while serving, active [000]."""
     unit = facts.unit
     require(unit.enabled == "enabled",

@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -24,6 +23,8 @@ from pathlib import Path
 DOCKER = "/usr/bin/docker"
 STATE_DIR = Path(os.environ.get("GOLIVE_STATE_DIR") or Path.home() / ".cache/golive")
 NSPAWN_RUN = Path("/run/systemd/nspawn")  # nspawn wants it; where PID 1 is not systemd, a tmpfs here (the note)
+
+
 class StationError(RuntimeError):
     """The station cannot come up (or go down) here; str() is one line saying what to do."""
 
@@ -163,6 +164,8 @@ def down(name: str = "station", state_dir: Path = STATE_DIR, timeout: float = 60
             subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
     if record.mounted_nspawn_run and not _other_stations(state_dir, name) and is_mountpoint(NSPAWN_RUN):
         subprocess.run(["umount", str(NSPAWN_RUN)], capture_output=True, check=False)
+        with contextlib.suppress(OSError):
+            NSPAWN_RUN.rmdir()  # up made it (empty now); nspawn makes it again where it needs it
     shutil.rmtree(scratch, ignore_errors=True)
     _record_path(state_dir, name).unlink(missing_ok=True)
     return True
@@ -300,6 +303,8 @@ def run(command: list[str]) -> None:
 
 
 def http_status(url: str) -> int | None:
+    import urllib.request  # here, not at the top: `golive` imports this module at every start (its subcommand)
+
     try:
         with urllib.request.urlopen(url, timeout=2) as answer:  # noqa: S310 - a loopback URL built here
             return int(answer.status)

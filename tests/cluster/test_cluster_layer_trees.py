@@ -38,6 +38,7 @@ MESSAGES = {
                             "[0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 192.168.100.2<39867> "
                             "failed"],
     "a-log-via-journald": [],
+    "a-stderr-noise": [],
     "a-gid-shifted": ["mlx5_0: the RoCE v2 GID of 192.168.100.1 is index 5; index 3 is",
                       "NCCL_IB_GID_INDEX=3 names the RoCE v2 GID"],
     "a-rail1-200g": ["enp1s0f1np1 at 200 Gb/s (ethtool enp1s0f1np1)", "expected 400 Gb/s on every rail"],
@@ -91,7 +92,7 @@ def test_every_variant_is_described():
 
 # One variant of each kind (NCCL log, RDMA, parity) runs by default; the rest with the slow tests (~12 s a run).
 DEFAULT = {"a-socket-fallback", "a-gid-shifted", "b-env-differs", "a-one-host-log", "a-died-at-bootstrap",
-           "a-log-via-journald"}
+           "a-log-via-journald", "a-stderr-noise"}
 
 
 @pytest.mark.parametrize("variant", [pytest.param(v, marks=() if v.name in DEFAULT else pytest.mark.slow)

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import testinfra
 
-from golive.inventory.readonly import guard
-from golive.inventory.station import connect, unreachable
+from golive.inventory.connection import Connection, connect
 from golive.inventory.transport import TransportError, failure_of_ansible, failure_of_result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,12 +41,15 @@ def test_ssh_exit_255_is_the_way_not_the_station(ssh_config):
     if not shutil.which("ssh"):
         pytest.skip("openssh-client is not installed")
     port = _closed_port()
-    host = connect(f"ssh://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
+    connection = connect(f"ssh://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
+    host = connection.host
     with pytest.raises(TransportError) as first:
         host.run("cat /etc/hostname")
     gone = first.value.gone
     assert (gone.station, gone.via) == ("gb300-a", "ssh")
     assert gone.detail == f"ssh: connect to host 127.0.0.1 port {port}: Connection refused", gone.detail
+    assert connection.gone is gone  # the connection owns the record; nothing is set on testinfra's objects
+    assert not any(name.startswith("golive") for name in vars(host.backend))
     gone.first_seen_by = "test_unit_is_enabled_and_active"
     started = time.monotonic()
     with pytest.raises(TransportError) as again:
@@ -60,15 +62,15 @@ def test_ssh_exit_255_is_the_way_not_the_station(ssh_config):
     assert "CommandResult" not in line and "0x" not in line
     # a new run (connect again) forgets it: the station is asked afresh
     fresh = connect(f"ssh://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
-    assert fresh.backend.golive_gone is None
+    assert fresh.gone is None and fresh.host is not host
 
 
 def test_a_station_never_reached_is_not_a_station_gone(ssh_config):
     """The first contact failing is "cannot run commands" (golive.run.fixtures), not "stopped answering"."""
     port = _closed_port()
-    host = connect(f"ssh://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
-    assert unreachable(host) == f"ssh: connect to host 127.0.0.1 port {port}: Connection refused"
-    assert host.backend.golive_gone is None
+    connection = connect(f"ssh://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
+    assert connection.unreachable() == f"ssh: connect to host 127.0.0.1 port {port}: Connection refused"
+    assert connection.gone is None
 
 
 def test_a_command_that_ran_is_the_stations_answer():
@@ -90,9 +92,9 @@ def test_a_gone_docker_daemon_is_the_way():
 def test_paramiko_lost_session_is_the_way(ssh_config):
     pytest.importorskip("paramiko", reason="paramiko is testinfra's optional backend")
     port = _closed_port()
-    host = connect(f"paramiko://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
+    connection = connect(f"paramiko://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
     with pytest.raises(TransportError) as lost:
-        host.run("cat /etc/hostname")
+        connection.host.run("cat /etc/hostname")
     assert lost.value.gone.via == "paramiko" and str(port) in lost.value.gone.detail
 
 
@@ -120,10 +122,9 @@ def test_ansible_unreachable_is_the_way(tmp_path):
         f"all:\n  hosts:\n    dead:\n      ansible_host: 127.0.0.1\n      ansible_port: {port}\n"
         "      ansible_connection: ssh\n      ansible_user: root\n"
         "      ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n")
-    host = guard(testinfra.get_host(f"ansible://dead?ansible_inventory={tmp_path}/hosts.yml&force_ansible=true"),
-                 "dead")
+    connection = Connection(f"ansible://dead?ansible_inventory={tmp_path}/hosts.yml&force_ansible=true", "dead")
     with pytest.raises(TransportError) as lost:
-        host.run("cat /etc/hostname")
+        connection.host.run("cat /etc/hostname")  # the ansible backend's run → its run_ansible: the same guard
     assert lost.value.gone.via == "ansible", lost.value.gone
     assert lost.value.gone.detail == ("Task failed: Failed to connect to the host via ssh: ssh: connect to host "
                                       f"127.0.0.1 port {port}: Connection refused"), lost.value.gone

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from golive.inventory.connection import connect
 from golive.inventory.loader import load_inventory
-from golive.inventory.station import connect, disconnect
 from golive_testbed.sshd import available, loopback_sshd
 from golive_testbed.targets import build_station_trees
 
@@ -88,21 +88,22 @@ def test_without_multiplexing_every_command_would_connect(healthy_over_ssh):
     assert sshd.connections() - before == 3
 
 
-def test_connect_shares_one_master_and_disconnect_ends_it(healthy_over_ssh, tmp_path, monkeypatch):
+def test_connect_shares_one_master_and_close_ends_it(healthy_over_ssh, tmp_path, monkeypatch):
     sshd = healthy_over_ssh
     deep = tmp_path / ("deep" * 20)  # a $TMPDIR too deep for a unix socket's path: the socket goes to /tmp
     deep.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
     before = sshd.connections()
-    host = connect(sshd.spec, str(sshd.ssh_config), 10)
-    control = host.backend.golive_control_path
+    connection = connect(sshd.spec, str(sshd.ssh_config), 10)
+    host, control = connection.host, connection.control_path
+    assert control is not None
     assert str(control).startswith("/tmp/golive-ssh-")
     assert control.parent.stat().st_mode & 0o077 == 0  # only golive's user may use the master
     assert [host.run("echo %s", str(i)).stdout.strip() for i in range(5)] == ["0", "1", "2", "3", "4"]
     assert host.run("cat /etc/hostname").rc in (0, 1)  # inside the tree, through the same connection
     assert sshd.connections() - before == 1
-    disconnect(host)
-    disconnect(host)  # idempotent: the run's cleanup and atexit may both call it
+    connection.close()
+    connection.close()  # idempotent: the run's cleanup and atexit may both call it
     assert not control.parent.exists()
     assert _no_sessions_left(sshd)
 
@@ -119,14 +120,15 @@ def test_station_ssh_config_wins_over_the_inventorys_and_is_relative_to_it(tmp_p
 
 
 def test_the_control_socket_carries_no_credentials_and_closing_an_unused_one_is_quiet():
-    """The socket's path names neither user, host nor password (not ssh's %r@%h:%p), and disconnect() of a host that
+    """The socket's path names neither user, host nor password (not ssh's %r@%h:%p), and close() of a connection that
     never connected removes its private dir without a word."""
-    host = connect("ssh://admin:hunter2@gb300-a.example:2222", None, 1)
-    control = host.backend.golive_control_path
-    extra = host.backend.ssh_extra_args
+    connection = connect("ssh://admin:hunter2@gb300-a.example:2222", None, 1)
+    control = connection.control_path
+    assert control is not None
+    extra = connection.host.backend.ssh_extra_args
     for secret in ("admin", "hunter2", "gb300-a", "2222"):
         assert secret not in str(control) and secret not in extra, (control, extra)
     assert "ControlMaster=auto" in extra and f"ControlPath={control}" in extra and "ControlPersist=120s" in extra
     assert control.parent.is_dir() and not control.exists()
-    disconnect(host)
+    connection.close()
     assert not control.parent.exists()

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from golive.inventory.connection import connect
 from golive.inventory.loader import load_inventory
-from golive.inventory.station import StationFacts, connect
+from golive.inventory.station import StationFacts
 from golive_testbed.targets import build_station_trees, load_variants
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,7 +46,7 @@ def facts_of(name: str) -> StationFacts:
     [station] = loaded.inventory.stations
     host_spec = station.host
     tree = (INVENTORIES / host_spec.removeprefix("chroot://")).resolve()
-    return StationFacts(connect(f"chroot://{tree}"), station, loaded.profile.profile)
+    return StationFacts(connect(f"chroot://{tree}").host, station, loaded.profile.profile)
 
 
 def answers(unit) -> dict:

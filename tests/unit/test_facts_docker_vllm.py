@@ -1,6 +1,7 @@
 """docker run lines, docker inspect (Engine API shape), vLLM serve args."""
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -58,7 +59,66 @@ INSPECT = [{"Id": "b054f115" + "0" * 56, "Name": "/glm53-flash", "Image": "sha25
 
 def test_container_inspect():
     c = parse_container_inspect(json.dumps(INSPECT))
-    assert (c.name, c.running, c.pid, c.restart_policy, c.args[0]) == ("glm53-flash", True, 41873, "no", "serve")
+    assert (c.name, c.running, c.pid, c.restart_policy) == ("glm53-flash", True, 41873, "no")
+    assert c.command == ["vllm", "serve", "--port", "8888"] and c.args == ["--port", "8888"]
+
+
+# docker inspect of a serving container: (Path, Args, Config.Cmd) → vLLM's own arguments, as its parser gets them.
+# Path is the entrypoint's first word; Args the rest of the entrypoint, then what followed the image.
+FLAGS = ["--port", "8888", "--max-model-len", "1m"]
+CONTAINER_COMMANDS = [
+    ("vllm", ["serve", "/m", *FLAGS], ["/m", *FLAGS], ["/m", *FLAGS]),  # ENTRYPOINT ["vllm", "serve"]
+    ("vllm", ["serve", *FLAGS], ["serve", *FLAGS], FLAGS),  # ENTRYPOINT ["vllm"], `serve` after the image
+    ("python3", ["-m", "vllm.entrypoints.openai.api_server", "--model", "/m", *FLAGS], ["--model", "/m", *FLAGS],
+     ["--model", "/m", *FLAGS]),
+    ("/usr/bin/python3", ["-u", "-X", "faulthandler", "-m", "vllm.entrypoints.openai.api_server", *FLAGS], FLAGS,
+     FLAGS),
+    ("python3", ["-mvllm.entrypoints.openai.api_server", *FLAGS], FLAGS, FLAGS),
+    ("python3", ["-m", "vllm.entrypoints.cli.main", "serve", "/m", *FLAGS], ["/m", *FLAGS], ["/m", *FLAGS]),
+    ("numactl", ["--membind=0", "/usr/local/bin/vllm", "serve", "/m", *FLAGS], None, ["/m", *FLAGS]),
+    ("/usr/bin/tini", ["--", "python3", "-m", "vllm.entrypoints.openai.api_server", *FLAGS], None, FLAGS),
+    ("/opt/serve.sh", FLAGS, FLAGS, FLAGS),  # no vLLM entry named: what followed the image
+    ("/opt/serve.sh", ["--quiet", *FLAGS], FLAGS, FLAGS),  # the entrypoint's own words are not vLLM's
+]
+
+
+@pytest.mark.parametrize("path, args, cmd, served", CONTAINER_COMMANDS,
+                         ids=[" ".join([p, *a[:3]]) for p, a, _, _ in CONTAINER_COMMANDS])
+def test_container_inspect_finds_vllms_arguments_after_its_entry(path, args, cmd, served):
+    inspect = [{**INSPECT[0], "Path": path, "Args": args, "Config": {**INSPECT[0]["Config"], "Cmd": cmd}}]
+    container = parse_container_inspect(json.dumps(inspect))
+    assert container.command == [path, *args]
+    assert container.args == served
+    flags = parse_serve_args(container.args)
+    assert flags["port"] == "8888" and flags["max-model-len"] == "1m" and not rejected_args(container.args), flags
+    assert flags.get("model") in (None, "/m")
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "fixtures/recorded/real-station"
+
+
+def test_recorded_real_containers_serve_the_same_flags_whatever_their_entrypoint():
+    """Real Docker 20.10 output (fixtures/recorded/real-station): one image with ENTRYPOINT ["vllm", "serve"], one
+    with [python, "-m", "vllm.entrypoints.openai.api_server"] (an earlier build: another port, no
+    --tensor-parallel-size)."""
+    serve = parse_container_inspect((RECORDED / "docker-inspect-glm53-flash.json").read_text())
+    python_m = parse_container_inspect((RECORDED / "docker-inspect-glm53-flash-python-m-entrypoint.json").read_text())
+    assert python_m.command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    flags, served = parse_serve_args(python_m.args), parse_serve_args(serve.args)
+    assert {k for k in flags.keys() | served.keys() if flags.get(k) != served.get(k)} == {"port",
+                                                                                           "tensor-parallel-size"}
+    assert flags["model"] == "/models/golive-reference" and flags["max-num-seqs"] == "16", flags
+    assert rejected_args(python_m.args) == [] and rejected_args(serve.args) == []
+
+
+@pytest.mark.parametrize("path, args, cmd, served", CONTAINER_COMMANDS[:8],
+                         ids=[" ".join([p, *a[:3]]) for p, a, _, _ in CONTAINER_COMMANDS[:8]])
+def test_vllms_own_parser_reads_the_same_arguments(vllm_parser, path, args, cmd, served):
+    """Where vLLM 0.32 is installed: its make_arg_parser, given the words after the entry, serves what golive reads."""
+    inspect = [{**INSPECT[0], "Path": path, "Args": args, "Config": {**INSPECT[0]["Config"], "Cmd": cmd}}]
+    namespace = vllm_parser.parse_args(parse_container_inspect(json.dumps(inspect)).args)
+    assert (namespace.port, namespace.max_model_len) == (8888, 1_000_000)
+    assert (namespace.model_tag or namespace.model) in ("/m", "Qwen/Qwen3-0.6B")  # no model given: vLLM's default
 
 
 def test_inspect_not_json():
@@ -137,6 +197,14 @@ SERVED = [  # (argv after the image, flags as vLLM reads them, what vLLM refuses
      ["`true`: no flag takes this word"]),
     (["--max-num-seqs", "256.0"], {"max-num-seqs": "256.0"}, ["--max-num-seqs 256.0: not an integer"]),
     (["--gpu-memory-utilization", "94%"], {"gpu-memory-utilization": "94%"}, ["not a number"]),
+    # the words after the image with `docker run --entrypoint python3 IMAGE …` (or no ENTRYPOINT in the image)
+    (["-m", "vllm.entrypoints.openai.api_server", "--max-model-len", "1m"], {"max-model-len": "1m"}, []),
+    (["python3", "-m", "vllm.entrypoints.openai.api_server", "/m"], {"model": "/m"}, []),
+    (["python3", "-m", "vllm.entrypoints.cli.main", "serve", "/m", "--port", "8888"], {"model": "/m", "port": "8888"},
+     []),
+    (["/usr/local/bin/vllm", "serve", "/m"], {"model": "/m"}, []),
+    (["python3", "-m", "vllm.entrypoints.openai.api_server", "/m", "/n"], {"model": "/m"},
+     ["`/n`: no flag takes this word"]),
 ]
 
 
@@ -214,6 +282,8 @@ def test_flag_uses_point_at_their_words():
     assert uses["port"][0].words == (4,) and uses["enable-prefix-caching"][0].words == (5,)
     [refusal] = refused_args(["--max-model-len", "1.5M"])
     assert refusal.flag == "max-model-len" and refusal.words == (1,)
+    python_m = flag_uses(["python3", "-m", "vllm.entrypoints.openai.api_server", "--port", "8888"])
+    assert python_m["port"][0].at == 3 and python_m["port"][0].words == (4,)  # words of the whole line
 
 
 @pytest.fixture(scope="module")

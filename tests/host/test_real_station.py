@@ -1,0 +1,144 @@
+"""golive against a real station: systemd 252 as PID 1 (systemd-nspawn), a real Docker 20.10 engine and registry, sshd,
+the recipe's unit, drop-in and prestart, and vLLM's CPU build serving the reference model in the container systemd
+started (testbed/golive_testbed/realstation.py, `golive station up|down`).
+
+One station for the module (up ~2 min with the root file system cached, ~1.5-3 min more the first time: debootstrap);
+the tests run in file order on one xdist worker (their module is their group): healthy host layer, host and endpoint
+in one report, one broken station (a `systemctl edit` drop-in), and last `down`, which must leave nothing behind.
+The preflight tests (not root, a package missing: one line each) need no station.
+Needs root and `apt-get install -y docker.io systemd-container debootstrap docker-registry openssh-client`
+(scripts/setup.sh); skipped elsewhere, a failure under GOLIVE_REQUIRE_E2E=1 (CI).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from e2e import skip_e2e
+from golive_run import Run, check_name, golive_run
+
+from golive_testbed import realstation
+from golive_testbed.realstation_files import UNIT
+
+slow = pytest.mark.slow  # the station's tests (minutes); the two preflight tests below take milliseconds
+NAME = "golive-selftest"
+TIMINGS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("real-station-state")
+
+
+@pytest.fixture(scope="module")
+def station(state_dir: Path) -> Iterator[realstation.Record]:
+    try:
+        realstation.preflight()
+    except realstation.StationError as exc:
+        skip_e2e(str(exc))
+    started = time.monotonic()
+    record = realstation.up(NAME, state_dir=state_dir, say=lambda text: print(f"[real station] {text}"))
+    TIMINGS["up_s"] = time.monotonic() - started
+    print(f"[real station] up: {record.timings}")
+    try:
+        yield record
+    finally:
+        realstation.down(NAME, state_dir)  # a no-op once test_down_leaves_nothing took it down
+
+
+def _outcomes(run: Run, layer: str) -> dict[str, dict]:
+    return {check_name(c): c for c in run.checks if c["layer"] == layer}
+
+
+def _assert_go(run: Run, layers: tuple[str, ...]) -> None:
+    assert run.code == 0 and run.results.get("verdict") == "pass", run.output[-6000:]
+    for layer in layers:
+        checks = _outcomes(run, layer)
+        assert checks, f"no {layer} check ran:\n{run.output[-3000:]}"
+        odd = {name: c["outcome"] for name, c in checks.items() if c["outcome"] not in ("passed", "not_applicable")}
+        assert not odd, odd
+        unexplained = [name for name, c in checks.items() if c["outcome"] == "not_applicable" and not c["message"]]
+        assert not unexplained, unexplained
+
+
+@slow
+def test_host_layer_is_go_on_the_real_station(station, tmp_path):
+    """Every host check passes against real systemd, Docker and sshd; the GPU checks do not apply (no GPU), the
+    rest read the real thing: the drop-in's ExecStart, the RepoDigest pin, the prestart, the start limit."""
+    started = time.monotonic()
+    run = golive_run(station.inventory, tmp_path / "out", "-m", "host", timeout=300)
+    TIMINGS["host_run_s"] = time.monotonic() - started
+    _assert_go(run, ("host",))
+    checks = _outcomes(run, "host")
+    for name in ("test_unit_restarts_on_failure_after_delay", "test_unit_caps_starts_per_interval",
+                 "test_unit_is_enabled_and_active", "test_prestart_syncs_then_drops_page_cache",
+                 "test_prestart_saves_logs_before_removing_container", "test_image_pinned_by_digest",
+                 "test_running_container_runs_pinned_image", "test_served_flags_match_profile",
+                 "test_checkpoint_shards_complete", "test_checkpoint_config_matches_profile"):
+        assert checks[name]["outcome"] == "passed", checks[name]
+    for name in ("test_serving_gpu_present", "test_gpu_compute_processes_belong_to_serving_container",
+                 "test_idle_hbm_below_ceiling_before_start", "test_hbm_node_page_cache_is_near_empty"):
+        assert checks[name]["outcome"] == "not_applicable", checks[name]
+    # the pin is the registry's real digest of the image the container runs
+    assert station.digest in (run.out / "go-live.md").read_text(), run.output[-2000:]
+
+
+@slow
+def test_host_and_endpoint_in_one_report_is_go(station, tmp_path):
+    """The served endpoint of the same station, in the same run: the reference model answers as the recipe asks."""
+    started = time.monotonic()
+    run = golive_run(station.inventory, tmp_path / "out", "-m", "host or endpoint", timeout=900)
+    TIMINGS["host_and_endpoint_run_s"] = time.monotonic() - started
+    _assert_go(run, ("host", "endpoint"))
+
+
+@slow
+def test_restart_always_drop_in_fails_naming_its_file_and_line(station, tmp_path):
+    """`systemctl edit` writes Restart=always into override.conf (real systemd 252 does the writing and the reload):
+    the restart check fails naming that drop-in and its line, and nothing else fails."""
+    realstation.apply_variant(station, "restart-always-drop-in")
+    try:
+        shown = realstation.ssh(station, f"systemctl show -p Restart -p DropInPaths {UNIT}").stdout
+        assert "Restart=always" in shown and f"{UNIT}.d/override.conf" in shown, shown
+        run = golive_run(station.inventory, tmp_path / "out", "-m", "host", timeout=300)
+    finally:
+        realstation.revert_variant(station)
+    assert run.code == 1 and run.failed() == {"test_unit_restarts_on_failure_after_delay"}, run.output[-4000:]
+    found = run.check("test_unit_restarts_on_failure_after_delay")["finding"]
+    assert f"Restart=always (set at /etc/systemd/system/{UNIT}.d/override.conf:2)" in found["found"], found
+    assert f"/etc/systemd/system/{UNIT}.d/override.conf sets it (line 2)" in found["fix"], found
+
+
+@slow
+def test_down_leaves_nothing(station, state_dir):
+    """`down`: the station powered off, dockerd and the registry stopped, mounts undone, the scratch directory gone,
+    the ports closed; the cached root file system stays."""
+    started = time.monotonic()
+    assert realstation.down(NAME, state_dir)
+    TIMINGS["down_s"] = time.monotonic() - started
+    assert realstation.leftovers(station) == []
+    assert not station.docker_sock.exists() and not Path(station.scratch).exists()
+    assert realstation.load(NAME, state_dir) is None
+    assert list(realstation.CACHE_DIR.glob("bookworm-minbase-*.tar"))
+    print(f"[real station] timings: {station.timings | TIMINGS}")
+
+
+def test_not_root_is_one_line(monkeypatch):
+    monkeypatch.setattr(realstation.os, "geteuid", lambda: 1000)
+    with pytest.raises(realstation.StationError, match=r"^a real station needs root \(systemd-nspawn, dockerd, "
+                                                       r"mounts\): run `golive station up` as root$"):
+        realstation.preflight()
+
+
+def test_missing_package_names_the_apt_line(monkeypatch):
+    monkeypatch.setattr(realstation.os, "geteuid", lambda: 0)
+    which = realstation.shutil.which
+    monkeypatch.setattr(realstation.shutil, "which", lambda tool: None if tool == "debootstrap" else which(tool))
+    with pytest.raises(realstation.StationError) as raised:
+        realstation.preflight()
+    message = str(raised.value)
+    assert message.startswith("missing package(s) debootstrap") and "\n" not in message, message
+    assert message.endswith(": apt-get install -y docker.io systemd-container debootstrap docker-registry "
+                            "openssh-client"), message
