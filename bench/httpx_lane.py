@@ -1,5 +1,6 @@
 """The load generator's former transport (golive 0.2.0): httpx, one client per request in flight. Kept only so
 bench/stream_truth.py can measure it against golive.endpoint.timed_http in the same run (`--transports`)."""
+
 from __future__ import annotations
 
 import time
@@ -34,8 +35,9 @@ async def httpx_send(lane: HttpxLane, prepared: tuple[str, bytes], headers: dict
     salt, body = prepared
     timing = RequestTiming(sent=lane.clock(), salt=salt)
     try:
-        async with lane.client.stream("POST", lane.url, content=body,
-                                      headers={**headers, "Content-Type": "application/json"}) as response:
+        async with lane.client.stream(
+            "POST", lane.url, content=body, headers={**headers, "Content-Type": "application/json"}
+        ) as response:
             parser = SseParser()
             async for chunk in response.aiter_raw():
                 for data, at in parser.feed(chunk, lane.clock()):

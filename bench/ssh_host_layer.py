@@ -11,6 +11,7 @@ Each run is `golive run INVENTORY -m host` as an operator starts it (wall time, 
 sum of the checks' own durations beside it; sshd's log counts the ssh connections each run opened. Goal (issue 16):
 ssh within 2× of local. Ratios in one run, not absolute promises: the machines are shared and noisy. Needs root.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,14 +52,22 @@ def timed_run(inv: Path, out: Path, commands: Path, multiplexed: bool = True) ->
     commands.unlink(missing_ok=True)
     golive = ["-m", "golive.cli"] if multiplexed else ["-c", WITHOUT_MUX]
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, *golive, "run", str(inv), "-o", str(out), "-m", "host", "-q",
-                             "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=out.parent,
-                            env={**os.environ, "GOLIVE_COMMAND_LOG": str(commands)})
+    result = subprocess.run(
+        [sys.executable, *golive, "run", str(inv), "-o", str(out), "-m", "host", "-q", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        cwd=out.parent,
+        env={**os.environ, "GOLIVE_COMMAND_LOG": str(commands)},
+    )
     wall = time.perf_counter() - started
     results = json.loads((out / "results.json").read_text())
-    return {"wall_s": round(wall, 2), "checks_s": round(sum(c["duration_s"] for c in results["checks"]), 2),
-            "exit": result.returncode, "verdict": results["verdict"],
-            "commands": len(commands.read_text().splitlines()) if commands.exists() else 0}
+    return {
+        "wall_s": round(wall, 2),
+        "checks_s": round(sum(c["duration_s"] for c in results["checks"]), 2),
+        "exit": result.returncode,
+        "verdict": results["verdict"],
+        "commands": len(commands.read_text().splitlines()) if commands.exists() else 0,
+    }
 
 
 def main() -> int:
@@ -72,8 +81,13 @@ def main() -> int:
         print(f"bench: {reason}", file=sys.stderr)
         return 2
     tree = build_station_trees()["gb300-healthy"]
-    runs: dict[str, list[dict]] = {"local": [], "ssh-loopback": [], "chroot-tree": [], "ssh-tree": [],
-                                   "ssh-tree-without-multiplexing": []}
+    runs: dict[str, list[dict]] = {
+        "local": [],
+        "ssh-loopback": [],
+        "chroot-tree": [],
+        "ssh-tree": [],
+        "ssh-tree-without-multiplexing": [],
+    }
     connections: dict[str, list[int]] = {"ssh-loopback": [], "ssh-tree": [], "ssh-tree-without-multiplexing": []}
     with tempfile.TemporaryDirectory(prefix="golive-bench-ssh-") as tmp:
         work = Path(tmp)
@@ -87,31 +101,47 @@ def main() -> int:
                     before = sshd.connections()
                     runs[f"ssh-{pair}"].append(timed_run(ssh_inv, work / f"out-ssh-{pair}-{i}", work / "commands.log"))
                     connections[f"ssh-{pair}"].append(sshd.connections() - before)
-                    print(f"bench: round {i + 1}/{args.repeats} {pair}: {runs[plain][-1]} vs "
-                          f"{runs[f'ssh-{pair}'][-1]}, {connections[f'ssh-{pair}'][-1]} ssh connection(s)",
-                          file=sys.stderr)
+                    print(
+                        f"bench: round {i + 1}/{args.repeats} {pair}: {runs[plain][-1]} vs "
+                        f"{runs[f'ssh-{pair}'][-1]}, {connections[f'ssh-{pair}'][-1]} ssh connection(s)",
+                        file=sys.stderr,
+                    )
                     if chrooted is not None:  # before issue 16, on the station tree
                         before = sshd.connections()
                         runs["ssh-tree-without-multiplexing"].append(
-                            timed_run(ssh_inv, work / f"out-ssh-nomux-{i}", work / "commands.log", multiplexed=False))
+                            timed_run(ssh_inv, work / f"out-ssh-nomux-{i}", work / "commands.log", multiplexed=False)
+                        )
                         connections["ssh-tree-without-multiplexing"].append(sshd.connections() - before)
-                        print(f"bench: round {i + 1}/{args.repeats} without multiplexing: "
-                              f"{runs['ssh-tree-without-multiplexing'][-1]}, "
-                              f"{connections['ssh-tree-without-multiplexing'][-1]} ssh connection(s)", file=sys.stderr)
-    median = {name: {key: statistics.median(r[key] for r in rs) for key in ("wall_s", "checks_s")}
-              for name, rs in runs.items()}
+                        print(
+                            f"bench: round {i + 1}/{args.repeats} without multiplexing: "
+                            f"{runs['ssh-tree-without-multiplexing'][-1]}, "
+                            f"{connections['ssh-tree-without-multiplexing'][-1]} ssh connection(s)",
+                            file=sys.stderr,
+                        )
+    median = {
+        name: {key: statistics.median(r[key] for r in rs) for key in ("wall_s", "checks_s")}
+        for name, rs in runs.items()
+    }
     ratios = {
         "ssh-loopback / local (wall)": round(median["ssh-loopback"]["wall_s"] / median["local"]["wall_s"], 2),
         "ssh-tree / chroot-tree (wall)": round(median["ssh-tree"]["wall_s"] / median["chroot-tree"]["wall_s"], 2),
         "ssh-loopback / local (checks)": round(median["ssh-loopback"]["checks_s"] / median["local"]["checks_s"], 2),
-        "ssh-tree / chroot-tree (checks)": round(median["ssh-tree"]["checks_s"] / median["chroot-tree"]["checks_s"],
-                                                 2),
+        "ssh-tree / chroot-tree (checks)": round(median["ssh-tree"]["checks_s"] / median["chroot-tree"]["checks_s"], 2),
         "ssh-tree without multiplexing / chroot-tree (wall)": round(
-            median["ssh-tree-without-multiplexing"]["wall_s"] / median["chroot-tree"]["wall_s"], 2),
+            median["ssh-tree-without-multiplexing"]["wall_s"] / median["chroot-tree"]["wall_s"], 2
+        ),
     }
-    report = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": platform.node(),
-              "cpus": os.cpu_count(), "load_average": os.getloadavg(), "repeats": args.repeats, "median": median,
-              "ratios": ratios, "ssh_connections_per_run": connections, "runs": runs}
+    report = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": platform.node(),
+        "cpus": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "repeats": args.repeats,
+        "median": median,
+        "ratios": ratios,
+        "ssh_connections_per_run": connections,
+        "runs": runs,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({"median": median, "ratios": ratios, "ssh_connections_per_run": connections}, indent=2))

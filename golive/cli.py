@@ -1,4 +1,5 @@
 """`golive run | profile` (and the testbed's `demo | reference` where it is installed): the operator's entry points."""
+
 from __future__ import annotations
 
 import argparse
@@ -88,9 +89,18 @@ def run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str 
         return _fail(problem)
     suites = suites_dir()
     before = {name: _stamp(out / name) for name in REPORT_FILES}
-    args = [str(suites), f"--golive-inventory={inventory.resolve()}", *report_args(out.resolve()), "-p",
-            "no:cacheprovider", *(a for name in UNUSED_PLUGINS for a in ("-p", f"no:{name}")), "-c",
-            str(Path(__file__).with_name("suites.ini")), f"--rootdir={suites.parent}", *pytest_args]
+    args = [
+        str(suites),
+        f"--golive-inventory={inventory.resolve()}",
+        *report_args(out.resolve()),
+        "-p",
+        "no:cacheprovider",
+        *(a for name in UNUSED_PLUGINS for a in ("-p", f"no:{name}")),
+        "-c",
+        str(Path(__file__).with_name("suites.ini")),
+        f"--rootdir={suites.parent}",
+        *pytest_args,
+    ]
     here, stderr = os.getcwd(), sys.stderr
     sys.stderr = errors = _UsageLine(stderr)
     os.chdir(suites.parent)  # pytest names checks relative to where it starts: `suites/host/test_unit.py::…`
@@ -137,8 +147,11 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
         loaded = golive_config.load_inventory(Path(ns.inventory), ns.profile)
     except golive_config.ConfigError as exc:
         return _fail(str(exc))
-    out = Path(ns.output) if ns.output else (
-        (loaded.path.parent / loaded.inventory.output) if loaded.inventory.output else Path("reports"))
+    out = (
+        Path(ns.output)
+        if ns.output
+        else ((loaded.path.parent / loaded.inventory.output) if loaded.inventory.output else Path("reports"))
+    )
     if ns.profile:
         profile = ns.profile if not ns.profile.endswith((".yaml", ".yml")) else str(Path(ns.profile).resolve())
         extra = [f"--golive-profile={profile}", *extra]
@@ -214,28 +227,44 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> _Parser:
     codes = "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
-    parser = _Parser(prog="golive", description="Go-live acceptance for self-hosted LLM serving "
-                     "stations: host, cluster and endpoint checks against a recipe profile.",
-                     epilog=f"exit codes: {codes}")
+    parser = _Parser(
+        prog="golive",
+        description="Go-live acceptance for self-hosted LLM serving "
+        "stations: host, cluster and endpoint checks against a recipe profile.",
+        epilog=f"exit codes: {codes}",
+    )
     parser.add_argument("--version", action="version", version=f"golive {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = sub.add_parser("run", help="run the checklist against an inventory's stations (extra args go to pytest)",
-                         description="Run the checklist against the inventory's stations and write go-live.html, "
-                                     "go-live.md, results.json and junit.xml. Any argument golive does not know "
-                                     "passes through to pytest: -m host, -k needle, -x, -n 2, -v …",
-                         epilog=f"exit codes: {codes}")
+    run = sub.add_parser(
+        "run",
+        help="run the checklist against an inventory's stations (extra args go to pytest)",
+        description="Run the checklist against the inventory's stations and write go-live.html, "
+        "go-live.md, results.json and junit.xml. Any argument golive does not know "
+        "passes through to pytest: -m host, -k needle, -x, -n 2, -v …",
+        epilog=f"exit codes: {codes}",
+    )
     run.add_argument("inventory")
     run.add_argument("--output", "-o", help="report folder (default: the inventory's `output`, else ./reports)")
     run.add_argument("--profile", help="use this profile instead of the inventory's")
-    run.add_argument("--baseline", metavar="RESULTS_JSON", help="the last go-live's results.json: add what changed "
-                     "since (post-upgrade gate)")
-    run.add_argument("--max-run-time", metavar="SECONDS", help="stop the whole run after this long: "
-                     "the running check is stopped, the reports are written, the verdict is INCOMPLETE (exit 2)")
+    run.add_argument(
+        "--baseline",
+        metavar="RESULTS_JSON",
+        help="the last go-live's results.json: add what changed since (post-upgrade gate)",
+    )
+    run.add_argument(
+        "--max-run-time",
+        metavar="SECONDS",
+        help="stop the whole run after this long: "
+        "the running check is stopped, the reports are written, the verdict is INCOMPLETE (exit 2)",
+    )
     run.set_defaults(func=cmd_run)
 
-    prof = sub.add_parser("profile", help="list shipped profiles, show one resolved (extends applied), or capture a "
-                          "known-good station into a site profile")
+    prof = sub.add_parser(
+        "profile",
+        help="list shipped profiles, show one resolved (extends applied), or capture a "
+        "known-good station into a site profile",
+    )
     prof.add_argument("action", choices=["show", "list", "capture"])
     prof.add_argument("name", nargs="?", help="show: a profile name or file; capture: the inventory")
     prof.add_argument("--station", help="capture: the inventory's station to read (default: its only station)")
@@ -243,15 +272,21 @@ def build_parser() -> _Parser:
     prof.add_argument("--output", "-o", help="capture: the site profile to write")
     prof.set_defaults(func=cmd_profile)
 
-    watch = sub.add_parser("watch", help="after go-live: re-run the light checks, a liveness canary and a small timed "
-                           "probe on a schedule and serve them as Prometheus metrics (--rules: print alert rules)")
+    watch = sub.add_parser(
+        "watch",
+        help="after go-live: re-run the light checks, a liveness canary and a small timed "
+        "probe on a schedule and serve them as Prometheus metrics (--rules: print alert rules)",
+    )
     watch.add_argument("inventory")
-    watch.add_argument("--every", type=float, default=300, metavar="SECONDS", help="seconds between rounds "
-                       "(default 300)")
-    watch.add_argument("--listen", default=":9109", metavar="[HOST]:PORT", help="where /metrics is served "
-                       "(default :9109)")
-    watch.add_argument("--rules", action="store_true", help="print Prometheus alert rules for the profile in force "
-                       "and exit")
+    watch.add_argument(
+        "--every", type=float, default=300, metavar="SECONDS", help="seconds between rounds (default 300)"
+    )
+    watch.add_argument(
+        "--listen", default=":9109", metavar="[HOST]:PORT", help="where /metrics is served (default :9109)"
+    )
+    watch.add_argument(
+        "--rules", action="store_true", help="print Prometheus alert rules for the profile in force and exit"
+    )
     watch.add_argument("--once", action="store_true", help="one round, print the metrics, exit")
     watch.set_defaults(func=cmd_watch)
 
@@ -272,7 +307,8 @@ def _add_plugin_command(parser: _Parser, sub: Any, ep: Any) -> None:
             parser.broken[name] = (
                 f"`golive {name}` could not be loaded: entry point {ep.name} = {ep.value} of {dist} raised "
                 f"{type(exc).__name__}: {exc}; reinstall {dist} (golive's testbed: `.venv/bin/pip install --no-deps "
-                f"-e ./testbed` in golive's checkout)")
+                f"-e ./testbed` in golive's checkout)"
+            )
             if name not in sub.choices:
                 sub.add_parser(name, help=f"(not loaded: {type(exc).__name__}; `golive {name}` says why)")
 
@@ -280,13 +316,16 @@ def _add_plugin_command(parser: _Parser, sub: Any, ep: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    commands = {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-                for name in action.choices}
+    commands = {
+        name for action in parser._actions if isinstance(action, argparse._SubParsersAction) for name in action.choices
+    }
     if argv and argv[0] in parser.broken:
         return _fail(parser.broken[argv[0]])
     if argv and argv[0] in TESTBED_COMMANDS and argv[0] not in commands:
-        return _fail(f"`golive {argv[0]}` belongs to golive's testbed, which runs from golive's source checkout: "
-                     f"run `bash scripts/setup.sh` there, then `.venv/bin/golive {argv[0]}`")
+        return _fail(
+            f"`golive {argv[0]}` belongs to golive's testbed, which runs from golive's source checkout: "
+            f"run `bash scripts/setup.sh` there, then `.venv/bin/golive {argv[0]}`"
+        )
     try:
         ns, extra = parser.parse_known_args(argv)
     except UsageExit as exc:

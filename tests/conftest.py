@@ -12,6 +12,7 @@ tests that need no station beside it. Any other test is grouped with its module 
 and the network-namespace pairs' users with each other (one pair per variant per session). tests/xdist_schedule.py
 says how.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,6 +37,7 @@ XDIST_WORKER = "PYTEST_XDIST_WORKER" in os.environ
 
 
 # --- reference stations -----------------------------------------------------------------------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -77,7 +79,7 @@ class StationPool:
                 raise
             self.ready.add(variant)
         if OVERLAP:  # the next variant boots while this one serves
-            later = self.order[self.order.index(variant) + 1:] if variant in self.order else []
+            later = self.order[self.order.index(variant) + 1 :] if variant in self.order else []
             if later:
                 self.prelaunch(later[0])
         return station

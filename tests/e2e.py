@@ -4,6 +4,7 @@ Host and cluster end-to-end tests skip where they cannot run (a laptop, a contai
 pass that way: `.ci/run` runs `python tests/e2e.py` first (one line and exit 1 if anything is missing) and sets
 GOLIVE_REQUIRE_E2E=1, under which each of these skips becomes a failure.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,8 +58,11 @@ needs_chroot = pytest.mark.usefixtures("e2e_chroot")
 def main() -> int:
     reasons = [r for r in (chroot_missing(), netns_missing()) if r]
     if reasons:
-        print(f"ci: cannot run the root-only end-to-end tests (host and cluster layers): {'; '.join(reasons)}. "
-              "Run CI as root on a machine with chroot and network namespaces.", file=sys.stderr)
+        print(
+            f"ci: cannot run the root-only end-to-end tests (host and cluster layers): {'; '.join(reasons)}. "
+            "Run CI as root on a machine with chroot and network namespaces.",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

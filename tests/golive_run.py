@@ -4,6 +4,7 @@ The one way tests start golive: `golive(...)` for any command, `golive_run(inven
 returns a `Run` (the process result, results.json and the checks by name), `golive_started(...)` for a run a test
 interrupts.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,19 +27,27 @@ def _environment(env: dict[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")} | (env or {})
 
 
-def golive(*args: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None,
-           timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def golive(
+    *args: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """`golive ARGS`, to the end."""
-    return subprocess.run(_command(args), cwd=cwd, env=_environment(env), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        _command(args), cwd=cwd, env=_environment(env), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def golive_started(*args: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """`golive ARGS` left running (a test that signals it), stdout and stderr in one pipe. SIGINT at its default in
     golive, as from a terminal: a test run started in the background without job control inherits it ignored."""
-    return subprocess.Popen(_command(args), cwd=cwd, env=_environment(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        _command(args),
+        cwd=cwd,
+        env=_environment(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def check_name(check: dict) -> str:
@@ -88,8 +97,9 @@ class Run:
         return value
 
 
-def golive_run(inventory: Path, out: Path, *args: str, cwd: Path = REPO, env: dict[str, str] | None = None,
-               timeout: float = 300) -> Run:
+def golive_run(
+    inventory: Path, out: Path, *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: float = 300
+) -> Run:
     """`golive run INVENTORY -o OUT ARGS`."""
     proc = golive("run", inventory, "-o", out, *args, cwd=cwd, env=env, timeout=timeout)
     path = out / "results.json"
@@ -99,12 +109,15 @@ def golive_run(inventory: Path, out: Path, *args: str, cwd: Path = REPO, env: di
 KEY_ENV = "GOLIVE_TEST_REFERENCE_KEY"
 
 
-def golive_endpoint(station, out: Path, *args: str, with_key: bool = False, profile: str = "reference-cpu",
-                    inventory_extra: str = "") -> Run:
+def golive_endpoint(
+    station, out: Path, *args: str, with_key: bool = False, profile: str = "reference-cpu", inventory_extra: str = ""
+) -> Run:
     """`golive run -m endpoint` on one reference station (a ReferenceStation), its key given when `with_key`."""
     inventory = out / "inventory.yaml"
     key_line = f", api_key_env: {KEY_ENV}" if with_key else ""
-    inventory.write_text(f"profile: {profile}\nstations:\n"
-                         f"  - {{name: reference, endpoint: '{station.base_url}'{key_line}}}\n{inventory_extra}")
+    inventory.write_text(
+        f"profile: {profile}\nstations:\n"
+        f"  - {{name: reference, endpoint: '{station.base_url}'{key_line}}}\n{inventory_extra}"
+    )
     env = {KEY_ENV: station.api_key or "not-needed"} if with_key else None
     return golive_run(inventory, out, "-m", "endpoint", "-q", *args, env=env, timeout=900)

@@ -5,6 +5,7 @@ the run was still in init. Shared by the parser tests (tests/unit/test_facts_ncc
 A cut keeps the lines in place (a kept line's number changes only where a head is cut), so what a cut holds is read
 from its own lines with plain string tests, independently of the parser under test.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,10 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
 KINDS = {
     "fixtures/recorded/gb300-rail/nccl-gdrdma.log": "gdrdma",
     "fixtures/recorded/gb300-rail/nccl-gdrdma-b.log": "gdrdma",
-    "fixtures/recorded/gb300-rail/nccl-2.28.3.log": "gdrdma",       # the wrong version, GDRDMA otherwise
+    "fixtures/recorded/gb300-rail/nccl-2.28.3.log": "gdrdma",  # the wrong version, GDRDMA otherwise
     "fixtures/recorded/gb300-rail/nccl-no-gdrdma.log": "no-gdrdma",
     "fixtures/recorded/gb300-rail/nccl-socket-fallback.log": "socket",
-    "fixtures/recorded/gb300-rail/nccl-warn.log": "warn",           # a WARN after Init COMPLETE; the run went on
+    "fixtures/recorded/gb300-rail/nccl-warn.log": "warn",  # a WARN after Init COMPLETE; the run went on
     "fixtures/recorded/gb300-rail/nccl-bootstrap-died.log": "died",
     "fixtures/recorded/h200x2-device/nccl-p2p.txt": "one-host",
     "fixtures/recorded/h200x2-device/nccl-shm.txt": "one-host",
@@ -56,28 +57,28 @@ def after_bootstrap(lines: list[str]) -> list[str] | None:
     """Cut after the last `Init START` before NCCL printed its topology: bootstrap done, no `nNodes`, no channel."""
     end = next((i for i, line in enumerate(lines) if COMM.search(line) or CHANNEL.search(line)), len(lines))
     starts = [i for i, line in enumerate(lines[:end]) if "Init START" in line]
-    return lines[:starts[-1] + 1] if starts else None
+    return lines[: starts[-1] + 1] if starts else None
 
 
 def through_init_complete(lines: list[str]) -> list[str] | None:
     """Taken right after init, before the first collective: every line through the last `Init COMPLETE`, no channel
     yet (NCCL_RUNTIME_CONNECT=1, the default, connects them at the first collective)."""
     ends = [i for i, line in enumerate(lines) if "Init COMPLETE" in line]
-    kept = lines[:ends[-1] + 1] if ends else []
+    kept = lines[: ends[-1] + 1] if ends else []
     return kept if kept and not _channels(kept) else None
 
 
 def mid_channels(lines: list[str]) -> list[str] | None:
     """Cut in the middle of the channel lines: half of them kept."""
     channels = _channels(lines)
-    return lines[:channels[len(channels) // 2]] if len(channels) > 1 else None
+    return lines[: channels[len(channels) // 2]] if len(channels) > 1 else None
 
 
 def after_last_channel(lines: list[str]) -> list[str] | None:
     """Cut right after the last channel line, as NCCL printed them (NCCL_RUNTIME_CONNECT=1, the default: channels
     connect at the first collective, after `Init COMPLETE`, so the cut keeps it)."""
     channels = _channels(lines)
-    return lines[:channels[-1] + 1] if channels else None
+    return lines[: channels[-1] + 1] if channels else None
 
 
 def eager_before_init_complete(lines: list[str]) -> list[str] | None:
@@ -94,24 +95,24 @@ def head_rotated_at_channels(lines: list[str]) -> list[str] | None:
     """Rotation took every line before the first channel: no version, no `nNodes`, no `Init COMPLETE` (in these
     logs the channels come after it)."""
     channels = _channels(lines)
-    return lines[channels[0]:] if channels else None
+    return lines[channels[0] :] if channels else None
 
 
 def head_rotated_after_topology(lines: list[str]) -> list[str] | None:
     """Rotation took every line up to the `comm … nRanks … nNodes …` line, that line too: what follows it stays."""
     at = next((i for i, line in enumerate(lines) if COMM.search(line)), None)
-    return lines[at + 1:] if at is not None else None
+    return lines[at + 1 :] if at is not None else None
 
 
 def head_rotated_after_init_complete(lines: list[str]) -> list[str] | None:
     """Rotation took every line up to the first `Init COMPLETE`, that line too."""
     at = _first(lines, "Init COMPLETE")
-    return lines[at + 1:] if at is not None else None
+    return lines[at + 1 :] if at is not None else None
 
 
 def head_rotated_first_half(lines: list[str]) -> list[str] | None:
     """The first half of the file gone, wherever that falls."""
-    return lines[len(lines) // 2:]
+    return lines[len(lines) // 2 :]
 
 
 def head_rotated_to_last_lines(lines: list[str]) -> list[str] | None:
@@ -156,11 +157,12 @@ PREFIXES: dict[str, Callable[[int, str], str]] = {
 @dataclass(frozen=True)
 class Cut:
     """One real log, cut and prefixed: its text and what it holds, read with plain string tests."""
+
     name: str
     kind: str
     cut: str
     prefix: str
-    lines: tuple[str, ...]   # the kept lines, before the prefix
+    lines: tuple[str, ...]  # the kept lines, before the prefix
 
     @property
     def text(self) -> str:

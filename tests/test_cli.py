@@ -1,4 +1,5 @@
 """The operator's commands: bad input gives one line and a usage exit code, never a traceback."""
+
 import re
 import subprocess
 import sys
@@ -9,12 +10,17 @@ from golive_run import REPO, golive
 from golive.profile.schema import LAYERS
 
 
-@pytest.mark.parametrize("content,expected", [
-    ("profile: glm-5.3-flash-gb300\nstations:\n  - name: a\n    hots: x\n",
-     ":4: unknown key 'stations.0.hots'; did you mean 'host'?"),
-    ("profile: glm-5.3-flash-gb300\nstations: {a: 1\n", "YAML syntax error"),
-    ("profile: glm-5.3-flash-gb300\nstations: 3\n", ":2: 'stations': expected a list"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (
+            "profile: glm-5.3-flash-gb300\nstations:\n  - name: a\n    hots: x\n",
+            ":4: unknown key 'stations.0.hots'; did you mean 'host'?",
+        ),
+        ("profile: glm-5.3-flash-gb300\nstations: {a: 1\n", "YAML syntax error"),
+        ("profile: glm-5.3-flash-gb300\nstations: 3\n", ":2: 'stations': expected a list"),
+    ],
+)
 def test_run_bad_inventory_is_one_line(tmp_path, content, expected):
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(content)
@@ -32,8 +38,21 @@ def test_run_missing_inventory(tmp_path):
 def test_plain_pytest_bad_inventory_is_usage_error(tmp_path):
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text("profile: glm-5.3-flash-gb300\nstations:\n  - name: a\n    phase: live\n")
-    result = subprocess.run([sys.executable, "-m", "pytest", str(REPO / "suites"), f"--golive-inventory={inventory}",
-                             "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(REPO / "suites"),
+            f"--golive-inventory={inventory}",
+            "-p",
+            "no:cacheprovider",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert result.returncode == 4 and "Traceback" not in result.stderr + result.stdout
     assert f"{inventory}:4: 'stations.0.phase'" in result.stderr
 
@@ -78,8 +97,18 @@ def test_demo_with_a_dead_reference_station_is_incomplete(tmp_path):
 HEALTHY = REPO / "fixtures" / "inventories" / "gb300-healthy.yaml"
 
 
-@pytest.mark.parametrize("args", [[], ["run"], ["nosuch"], ["run", "--max-run-time"], ["profile", "nosuch"],
-                                  ["profile", "capture"], ["run", str(HEALTHY), "--bogus-flag"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["run"],
+        ["nosuch"],
+        ["run", "--max-run-time"],
+        ["profile", "nosuch"],
+        ["profile", "capture"],
+        ["run", str(HEALTHY), "--bogus-flag"],
+    ],
+)
 def test_every_usage_error_exits_4_with_one_line(args):
     """As a process (`python -m golive.cli`): the exit status the shell sees, pytest's own refusals included."""
     result = golive(*args)
@@ -115,8 +144,10 @@ USAGE_ERRORS = [
     (["run", H, "--max-run-time", "0"], "--max-run-time takes a number of seconds above 0"),
     (["run", H, "--max-run-time"], "argument --max-run-time: expected one argument"),
     (["run", H, "-o", "{file}"], "cannot be the report folder"),
-    (["run", H, "-o", "{tmp}/out", "--no-such-pytest-flag"],
-     "golive run: unrecognized arguments: --no-such-pytest-flag"),
+    (
+        ["run", H, "-o", "{tmp}/out", "--no-such-pytest-flag"],
+        "golive run: unrecognized arguments: --no-such-pytest-flag",
+    ),
     (["run", H, "-o", "{tmp}/out", "-n", "abc"], "golive run: argument -n/--numprocesses: invalid"),
     # golive profile show | list
     (["profile"], "golive profile: the following arguments are required: action"),
@@ -152,17 +183,25 @@ USAGE_ERRORS = [
     # the testbed's golive demo | reference: said before the reference station starts
     pytest.param(["demo", "-o"], "golive demo: argument --output/-o: expected one argument", marks=TESTBED),
     pytest.param(["demo", "-o", "{file}"], "cannot be the report folder", marks=TESTBED),
-    pytest.param(["demo", "-o", "{tmp}/out", "--no-such-pytest-flag"],
-                 "golive demo: unrecognized arguments: --no-such-pytest-flag", marks=TESTBED),
-    pytest.param(["demo", "-o", "{tmp}/out", "-m", "host or hots"], "no check carries the marker(s) hots",
-                 marks=TESTBED),
+    pytest.param(
+        ["demo", "-o", "{tmp}/out", "--no-such-pytest-flag"],
+        "golive demo: unrecognized arguments: --no-such-pytest-flag",
+        marks=TESTBED,
+    ),
+    pytest.param(
+        ["demo", "-o", "{tmp}/out", "-m", "host or hots"], "no check carries the marker(s) hots", marks=TESTBED
+    ),
     pytest.param(["reference"], "golive reference: the following arguments are required: action", marks=TESTBED),
     pytest.param(["reference", "sideways"], "invalid choice: 'sideways'", marks=TESTBED),
-    pytest.param(["reference", "up", "--port", "70000"], "argument --port: takes a TCP port 1-65535, not '70000'",
-                 marks=TESTBED),
+    pytest.param(
+        ["reference", "up", "--port", "70000"], "argument --port: takes a TCP port 1-65535, not '70000'", marks=TESTBED
+    ),
     pytest.param(["reference", "up", "--port", "0"], "argument --port: takes a TCP port 1-65535", marks=TESTBED),
-    pytest.param(["reference", "up", "--variant", "nosuch", "--state-dir", "{tmp}/state"], "unknown variant 'nosuch'",
-                 marks=TESTBED),
+    pytest.param(
+        ["reference", "up", "--variant", "nosuch", "--state-dir", "{tmp}/state"],
+        "unknown variant 'nosuch'",
+        marks=TESTBED,
+    ),
     pytest.param(["reference", "down", "extra"], "unexpected arguments: extra", marks=TESTBED),
 ]
 
@@ -181,8 +220,12 @@ def test_every_subcommands_usage_errors_exit_4_with_one_line(tmp_path, capsys, a
     (tmp_path / "bad.yaml").write_text("profile: reference-cpu\nstations: {a: 1\n")
     (tmp_path / "file").write_text("")
     (tmp_path / "folder").mkdir()
-    names = {"tmp": str(tmp_path), "bad": str(tmp_path / "bad.yaml"), "file": str(tmp_path / "file"),
-             "folder": str(tmp_path / "folder")}
+    names = {
+        "tmp": str(tmp_path),
+        "bad": str(tmp_path / "bad.yaml"),
+        "file": str(tmp_path / "file"),
+        "folder": str(tmp_path / "folder"),
+    }
     argv = [arg.format(**names) for arg in argv]
     if says is None:
         with pytest.raises(SystemExit) as exited:
@@ -223,6 +266,7 @@ class _BrokenEntryPoint:
         def add(sub):
             sub.add_parser(self.name).add_argument("action")
             raise RuntimeError("half-added")
+
         return add
 
 
@@ -232,8 +276,11 @@ def test_a_broken_plugin_command_leaves_every_other_command_working(monkeypatch,
     still work, the broken command is listed, and running it is one line naming the entry point and what to do."""
     import golive.cli as cli
 
-    monkeypatch.setattr(cli, "entry_points", lambda group: [_BrokenEntryPoint("station", after_adding),
-                                                            _BrokenEntryPoint("run", after_adding)])
+    monkeypatch.setattr(
+        cli,
+        "entry_points",
+        lambda group: [_BrokenEntryPoint("station", after_adding), _BrokenEntryPoint("run", after_adding)],
+    )
     for argv in (["--help"], ["run", "--help"]):
         with pytest.raises(SystemExit) as exited:
             cli.main(argv)
@@ -244,8 +291,9 @@ def test_a_broken_plugin_command_leaves_every_other_command_working(monkeypatch,
     assert cli.main(["station", "up"]) == 4
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith("golive: `golive station` could not be loaded: entry point station = "
-                          "golive_broken_plugin:add"), err
+    assert err.startswith(
+        "golive: `golive station` could not be loaded: entry point station = golive_broken_plugin:add"
+    ), err
     assert "reinstall" in err and "pip install --no-deps -e ./testbed" in err, err
 
 
@@ -276,16 +324,32 @@ def test_collect_only_lists_the_checks_and_exits_0_without_reports(tmp_path):
     assert not list((tmp_path / "out").glob("*"))
 
 
-@pytest.mark.parametrize("selection,client_imported,listed", [
-    ("host", False, {"host"}), ("host or cluster", False, {"host", "cluster"}),  # layer names only: their suites
-    ("host or endpoint", True, {"host", "endpoint"}), ("not endpoint", True, {"host", "cluster"}),  # else: all, -m
-])
+@pytest.mark.parametrize(
+    "selection,client_imported,listed",
+    [
+        ("host", False, {"host"}),
+        ("host or cluster", False, {"host", "cluster"}),  # layer names only: their suites
+        ("host or endpoint", True, {"host", "endpoint"}),
+        ("not endpoint", True, {"host", "cluster"}),  # else: all, -m
+    ],
+)
 def test_layers_left_out_by_m_are_not_imported(tmp_path, selection, client_imported, listed):
     """`-m` naming only layers collects only their suites: a run of host checks never imports the endpoint suite and
     the OpenAI client (~0.6 s of its start, golive.run.plugin.pytest_ignore_collect)."""
     # PYTHONPROFILEIMPORTTIME: every import on stderr; -s: the imports made while collecting too
-    result = golive("run", HEALTHY, "-o", tmp_path / "out", "-m", selection, "--co", "-q", "-s",
-                    env={"PYTHONPROFILEIMPORTTIME": "1"}, timeout=120)
+    result = golive(
+        "run",
+        HEALTHY,
+        "-o",
+        tmp_path / "out",
+        "-m",
+        selection,
+        "--co",
+        "-q",
+        "-s",
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert {layer for layer in LAYERS if f"suites/{layer}/" in result.stdout} == listed
     assert bool(re.search(r"\| +openai$", result.stderr, re.MULTILINE)) == client_imported, result.stdout

@@ -1,6 +1,7 @@
 """`golive demo` and `golive reference` as a new user meets them: help that lists the options, the variants and the
 default port; a wrong variant is one line that lists the variants; `down` with nothing up says so. Run from outside
 the checkout, as an operator would."""
+
 import os
 import re
 import subprocess
@@ -58,8 +59,10 @@ def test_unknown_variant_is_one_line_listing_the_variants(tmp_path):
 def test_reference_down_with_nothing_up_says_so(tmp_path):
     result = golive(tmp_path, "reference", "down", "--state-dir", str(tmp_path / "state"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"golive: no reference station was up (none recorded in {tmp_path / 'state'}); " \
-                            f"nothing to stop\n"
+    assert (
+        result.stdout == f"golive: no reference station was up (none recorded in {tmp_path / 'state'}); "
+        f"nothing to stop\n"
+    )
     assert "stopped" not in result.stdout
 
 

@@ -1,4 +1,5 @@
 """The verdict rules as an operator meets them: GO only on what was checked (golive/core/verdict.py, README)."""
+
 import socket
 from pathlib import Path
 
@@ -26,8 +27,11 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_dead_reference_station_is_incomplete(tmp_path):
-    inventory = write(tmp_path / "inv.yaml", "profile: reference-cpu\nstations:\n"
-                      f"  - {{name: reference, endpoint: 'http://127.0.0.1:{closed_port()}/v1'}}\n")
+    inventory = write(
+        tmp_path / "inv.yaml",
+        "profile: reference-cpu\nstations:\n"
+        f"  - {{name: reference, endpoint: 'http://127.0.0.1:{closed_port()}/v1'}}\n",
+    )
     code, results, output = golive_quiet(inventory, tmp_path / "out", "-m", "endpoint")
     assert code == 2 and results["verdict"] == "incomplete", output
     outcomes = {c["outcome"] for c in results["checks"]}
@@ -44,8 +48,9 @@ def test_endpoint_layer_without_an_endpoint_is_incomplete(tmp_path):
 @needs_chroot
 def test_not_applicable_is_listed_with_its_reason_and_the_verdict_is_go(tmp_path):
     inventory = REPO / "fixtures/inventories/gb300-healthy.yaml"
-    code, results, output = golive_quiet(inventory, tmp_path / "out", "-m", "host",
-                                       "-k", "idle_hbm_below_ceiling or unit_is_enabled")
+    code, results, output = golive_quiet(
+        inventory, tmp_path / "out", "-m", "host", "-k", "idle_hbm_below_ceiling or unit_is_enabled"
+    )
     assert code == 0 and results["verdict"] == "pass", output
     checks = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
     assert checks["test_unit_is_enabled_and_active"]["outcome"] == "passed"
@@ -53,13 +58,17 @@ def test_not_applicable_is_listed_with_its_reason_and_the_verdict_is_go(tmp_path
     assert idle["outcome"] == "not_applicable" and "serving" in idle["message"], idle
 
 
-@pytest.mark.parametrize("selection,says", [
-    (("-k", "no_such_check"), "golive: no check selected"),
-    (("-m", "cluster"), "golive: no selected check applies"),  # a one-station profile has no cluster layer
-])
+@pytest.mark.parametrize(
+    "selection,says",
+    [
+        (("-k", "no_such_check"), "golive: no check selected"),
+        (("-m", "cluster"), "golive: no selected check applies"),  # a one-station profile has no cluster layer
+    ],
+)
 def test_nothing_selected_says_so_in_one_line(tmp_path, selection, says):
-    inventory = write(tmp_path / "inv.yaml", "profile: glm-5.3-flash-gb300\nstations:\n"
-                      "  - {name: a, host: 'chroot:///nonexistent'}\n")
+    inventory = write(
+        tmp_path / "inv.yaml", "profile: glm-5.3-flash-gb300\nstations:\n  - {name: a, host: 'chroot:///nonexistent'}\n"
+    )
     code, _, output = golive_quiet(inventory, tmp_path / "out", *selection)
     lines = [line for line in output.splitlines() if line.startswith(says)]
     assert code == 5 and len(lines) == 1, output

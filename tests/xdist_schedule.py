@@ -6,6 +6,7 @@ no longer reads (Node.nodeid comes from `_id`), so every test ends up a group of
 own stations. Instead each worker writes the test → group map it computed at collection to a file the controller
 named (`workerinput`), and this scheduler reads it: groups as xdist's LoadScopeScheduling hands out scopes.
 """
+
 from __future__ import annotations
 
 import json

@@ -13,6 +13,7 @@ Two kinds of hiding, one module:
 `***` keeps a shape readable (a host spec still says which user on which host); `[REDACTED]` replaces a value found
 anywhere. Shapes are hidden first, so a password in a spec reads `user:***@host` even when golive knows it too.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,9 @@ MASK = "***"  # a URL's password, a secret query value, a header's credentials: 
 REDACTED = "[REDACTED]"  # a secret value golive knows, wherever it appears
 # a query key or header whose value is a secret when one of its words is one of these (`api_key`, `access-token`,
 # `X-Amz-Signature`, `clientSecret`; not `max_tokens`, `tokenizer`, `monkey`)
-SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "pwd", "credential",
-                          "credentials", "signature", "auth"})
+SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "credential", "credentials", "signature", "auth"}
+)
 # a served flag whose value is never recorded when its name holds one of these (substrings, as results.json has always
 # recorded them: a baseline compares served flags across runs, so the set stays as it was)
 SECRET_FLAG_WORDS = ("key", "token", "secret", "password")
@@ -34,8 +36,11 @@ SECRET_FLAG_WORDS = ("key", "token", "secret", "password")
 # stays hidden); a netloc ends at `/ ? #`, whitespace or a quote
 _USERINFO = re.compile(r"(?<=[A-Za-z0-9+.\-])(?P<head>://[^\s:/?#@'\"<>`\[\]]*:)(?P<password>[^\s/?#'\"<>`]*)@")
 _QUERY_PAIR = re.compile(r"(?P<head>[?&;#](?P<key>[^=&#;?\s'\"<>`]*)=)(?P<value>[^&#;\s'\"<>`]*)")
-_HEADER = re.compile(r"(?P<head>\b(?:(?:proxy-)?authorization|x-api-key|api[-_]key)['\"]?\s*[:=]\s*['\"]?"
-                     r"(?:(?:bearer|basic|digest|token)\s+)?)(?P<value>[^\s'\",;}&#]+)", re.IGNORECASE)
+_HEADER = re.compile(
+    r"(?P<head>\b(?:(?:proxy-)?authorization|x-api-key|api[-_]key)['\"]?\s*[:=]\s*['\"]?"
+    r"(?:(?:bearer|basic|digest|token)\s+)?)(?P<value>[^\s'\",;}&#]+)",
+    re.IGNORECASE,
+)
 # a bearer token: letters only is an English word ("a Bearer token"), not a credential
 _BEARER = re.compile(r"(?P<head>\bbearer\s+)(?P<value>(?=[\w\-.~+/]*[\d\-.~+/_])[\w\-.~+/]{6,}=*)", re.IGNORECASE)
 
@@ -81,8 +86,11 @@ def secrets_in(spec: str | None) -> list[str]:
     except ValueError:
         return []
     found = [password] if password else []
-    found += [m["value"] for m in _QUERY_PAIR.finditer(f"?{parts.query}&{parts.fragment}")
-              if m["value"] and secret_name(unquote(m["key"]))]
+    found += [
+        m["value"]
+        for m in _QUERY_PAIR.finditer(f"?{parts.query}&{parts.fragment}")
+        if m["value"] and secret_name(unquote(m["key"]))
+    ]
     return [form for value in found for form in dict.fromkeys((value, unquote(value)))]
 
 
@@ -173,5 +181,7 @@ def scrub_data(value: Any, secrets: Iterable[str] = ()) -> Any:
 
 def redacted_flags(served: Mapping[str, Any]) -> dict[str, Any]:
     """Served flags with the values of secret-looking ones (--api-key, --hf-token …) replaced by `[REDACTED]`."""
-    return {flag: REDACTED if any(word in flag.lower() for word in SECRET_FLAG_WORDS) else value
-            for flag, value in served.items()}
+    return {
+        flag: REDACTED if any(word in flag.lower() for word in SECRET_FLAG_WORDS) else value
+        for flag, value in served.items()
+    }

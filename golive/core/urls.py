@@ -2,6 +2,7 @@
 
 How a URL or host spec is shown without its password: golive.core.secrets.hide_password.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
@@ -23,4 +24,3 @@ def normalise_endpoint(url: str) -> str:
     if not path.endswith("/v1"):
         path += "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-

@@ -4,6 +4,7 @@ A check ends passed, failed, waived, not applicable (the profile and the station
 reason) or not checked (anything else that did not run). GO only when every check is passed, waived or not
 applicable; any failure is NO-GO; otherwise anything not checked, or an interrupted run, is INCOMPLETE.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,10 +18,12 @@ PASSED, FAILED, WAIVED, NOT_APPLICABLE, NOT_CHECKED = "passed", "failed", "waive
 OUTCOMES = (PASSED, FAILED, WAIVED, NOT_APPLICABLE, NOT_CHECKED)
 GO, NO_GO, INCOMPLETE = "pass", "fail", "incomplete"
 # the rules a verdict follows, as results.json (`verdict_rules`) and every report state them
-VERDICT_RULES = ("A check ends passed, failed, waived, not applicable (the profile and the station say it cannot "
-                 "apply; listed with the reason) or not checked (anything else that did not run). GO only when every "
-                 "check is passed, waived or not applicable; any failure is NO-GO; otherwise anything not checked, or "
-                 "an interrupted run, is INCOMPLETE.")
+VERDICT_RULES = (
+    "A check ends passed, failed, waived, not applicable (the profile and the station say it cannot "
+    "apply; listed with the reason) or not checked (anything else that did not run). GO only when every "
+    "check is passed, waived or not applicable; any failure is NO-GO; otherwise anything not checked, or "
+    "an interrupted run, is INCOMPLETE."
+)
 
 EXIT_GO, EXIT_NO_GO, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_NOTHING_SELECTED = 0, 1, 2, 4, 5
 EXIT_CODES = {
@@ -57,7 +60,7 @@ def clipped(text: str, limit: int = TEXT_LIMIT) -> str:
 
 
 def cite(text: str) -> str:
-    """"[000]" → "[single-station recipe]": a tag means nothing outside golive's repository, a name does."""
+    """ "[000]" → "[single-station recipe]": a tag means nothing outside golive's repository, a name does."""
     return _TAG.sub(lambda m: f"[{RECIPES.get(m.group(1), m.group(1))}]", text)
 
 

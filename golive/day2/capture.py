@@ -6,6 +6,7 @@ recipe or what only the site knows, each value commented with where it was read.
 and station facts that break a recipe rule no profile can keep (a docker restart policy, say), make the review list
 the operator reads before using the profile. Secrets (API keys, passwords in host specs) are never read into it.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,18 @@ if TYPE_CHECKING:  # imported where used: the client brings openai, a host testi
 
 # profile key -> the vLLM flag it pins (suites/host/test_container.py reads the same flags)
 VLLM_FLAGS = {
-    "served_model_name": "served-model-name", "port": "port", "tensor_parallel_size": "tensor-parallel-size",
-    "max_model_len": "max-model-len", "max_num_seqs": "max-num-seqs",
-    "gpu_memory_utilization": "gpu-memory-utilization", "enable_chunked_prefill": "enable-chunked-prefill",
-    "enable_prefix_caching": "enable-prefix-caching", "enable_auto_tool_choice": "enable-auto-tool-choice",
-    "tool_call_parser": "tool-call-parser", "reasoning_parser": "reasoning-parser", "kv_cache_dtype": "kv-cache-dtype",
+    "served_model_name": "served-model-name",
+    "port": "port",
+    "tensor_parallel_size": "tensor-parallel-size",
+    "max_model_len": "max-model-len",
+    "max_num_seqs": "max-num-seqs",
+    "gpu_memory_utilization": "gpu-memory-utilization",
+    "enable_chunked_prefill": "enable-chunked-prefill",
+    "enable_prefix_caching": "enable-prefix-caching",
+    "enable_auto_tool_choice": "enable-auto-tool-choice",
+    "tool_call_parser": "tool-call-parser",
+    "reasoning_parser": "reasoning-parser",
+    "kv_cache_dtype": "kv-cache-dtype",
 }
 INT_FLAGS = {"port", "tensor_parallel_size", "max_num_seqs"}
 # never read a value of these into a profile, a comment or the terminal
@@ -130,8 +138,9 @@ def read_endpoint(loaded: golive_config.LoadedInventory, station: Station, obser
         observed.cache_info = dict(cache[0][0]) if cache else {}
         observed.endpoint = client.root
     except EndpointError as exc:
-        raise CaptureError(f"station {station.name}: the endpoint did not answer ({exc}); capture a station that "
-                           f"serves") from None
+        raise CaptureError(
+            f"station {station.name}: the endpoint did not answer ({exc}); capture a station that serves"
+        ) from None
     finally:
         client.close()
 
@@ -163,18 +172,22 @@ def _fit(recipe: Profile, host_units: set[str], observed: Observed) -> tuple[int
     return points, why
 
 
-def choose_recipe(recipes: dict[str, Profile], host_units: set[str], observed: Observed,
-                  forced: str | None) -> tuple[str, str]:
+def choose_recipe(
+    recipes: dict[str, Profile], host_units: set[str], observed: Observed, forced: str | None
+) -> tuple[str, str]:
     if forced:
         if forced not in recipes:
             raise CaptureError(f"--recipe {forced}: not a shipped recipe ({', '.join(recipes)})", EXIT_USAGE)
         return forced, "named with --recipe"
-    scored = sorted(((_fit(p, host_units, observed), name) for name, p in recipes.items()),
-                    key=lambda item: (-item[0][0], item[1]))
+    scored = sorted(
+        ((_fit(p, host_units, observed), name) for name, p in recipes.items()), key=lambda item: (-item[0][0], item[1])
+    )
     (points, why), name = scored[0]
     if points == 0:
-        raise CaptureError("no shipped recipe fits this station (served name, unit, GPU, context length, tensor "
-                           f"parallel all differ from {', '.join(recipes)}); name one with --recipe")
+        raise CaptureError(
+            "no shipped recipe fits this station (served name, unit, GPU, context length, tensor "
+            f"parallel all differ from {', '.join(recipes)}); name one with --recipe"
+        )
     runner_up = f"; next: {scored[1][1]} ({scored[1][0][0]} points)" if len(scored) > 1 else ""
     return name, f"the station {', '.join(why)} ({points} points{runner_up})"
 
@@ -224,8 +237,9 @@ class _Collector:
         self.capture.values.append(Value(section, key, value, source, said))
         if want is not None:
             how = said or f"has {section}.{key} {_shown(value)}"
-            self.capture.review.append(f"this station {how}; the recipe says {_shown(want)} — keep? ({section}.{key}, "
-                                       f"read from {source})")
+            self.capture.review.append(
+                f"this station {how}; the recipe says {_shown(want)} — keep? ({section}.{key}, read from {source})"
+            )
 
 
 def _equal(want: object, got: object) -> bool:
@@ -275,8 +289,13 @@ def capture_flags(collect: _Collector, observed: Observed) -> None:
     else:
         collect.add("vllm", "speculative_num_tokens", tokens, source, said=f"drafts {tokens} speculative tokens")
     if any(SECRET_FLAG.search(name) for name in flags):
-        collect.add("security", "require_auth", True, f"{source} (--api-key is set; its value is not captured)",
-                    said="requires an API key")
+        collect.add(
+            "security",
+            "require_auth",
+            True,
+            f"{source} (--api-key is set; its value is not captured)",
+            said="requires an API key",
+        )
 
 
 def kv_capacity_tokens(info: dict) -> int | None:
@@ -325,7 +344,7 @@ def _checkpoint_on_host(model: str, volumes: list[str]) -> str | None:
         host_dir, inside = parts[0], parts[1].rstrip("/") or "/"
         if model == inside or model.startswith(inside + "/"):
             if best is None or len(inside) > best[0]:
-                best = (len(inside), host_dir.rstrip("/") + model[len(inside):])
+                best = (len(inside), host_dir.rstrip("/") + model[len(inside) :])
     return best[1] if best else None
 
 
@@ -336,40 +355,65 @@ def capture_host(collect: _Collector, host: Host, station: Station, observed: Ob
     service = recipe.service
     if service is None:
         collect.capture.read_from.append(f"host: the recipe {recipe.name} has no systemd unit; only GPUs read")
-        unread = [k for k, v in (("image.digest", recipe.image.digest), ("checkpoint.path", recipe.checkpoint.path))
-                  if v is None]
+        unread = [
+            k
+            for k, v in (("image.digest", recipe.image.digest), ("checkpoint.path", recipe.checkpoint.path))
+            if v is None
+        ]
         if unread:
-            collect.capture.cannot_keep.append(f"{' and '.join(unread)}: the recipe launches vLLM by a script golive "
-                                               f"does not read — set them by hand")
+            collect.capture.cannot_keep.append(
+                f"{' and '.join(unread)}: the recipe launches vLLM by a script golive does not read — set them by hand"
+            )
         return
     facts = StationFacts(host, station, recipe)
     unit = facts.unit
-    usource = f"{unit.source} {service.unit}" if unit.source == "systemctl show" else \
-        f"{facts.unit_path or 'the unit file'}"
+    usource = (
+        f"{unit.source} {service.unit}" if unit.source == "systemctl show" else f"{facts.unit_path or 'the unit file'}"
+    )
     collect.add("service", "restart", unit.restart, usource, said=f"has Restart={unit.restart}")
-    collect.add("service", "restart_sec_s", unit.restart_sec_s, usource,
-                said=f"has RestartSec={_shown(unit.restart_sec_s)}")
-    collect.add("service", "start_limit_burst", unit.start_limit_burst, usource,
-                said=f"has StartLimitBurst={unit.start_limit_burst}")
-    collect.add("service", "start_limit_interval_s", unit.start_limit_interval_s, usource,
-                said=f"has StartLimitIntervalSec={_shown(unit.start_limit_interval_s)}")
+    collect.add(
+        "service", "restart_sec_s", unit.restart_sec_s, usource, said=f"has RestartSec={_shown(unit.restart_sec_s)}"
+    )
+    collect.add(
+        "service",
+        "start_limit_burst",
+        unit.start_limit_burst,
+        usource,
+        said=f"has StartLimitBurst={unit.start_limit_burst}",
+    )
+    collect.add(
+        "service",
+        "start_limit_interval_s",
+        unit.start_limit_interval_s,
+        usource,
+        said=f"has StartLimitIntervalSec={_shown(unit.start_limit_interval_s)}",
+    )
     pre = [c.path for c in unit.exec_start_pre if c.path.startswith("/")]
     if pre:
         collect.add("service", "prestart", pre[0], f"ExecStartPre of {usource}", said=f"runs {pre[0]} before start")
     if unit.enabled not in (None, "enabled"):
-        collect.capture.cannot_keep.append(f"{service.unit} is {unit.enabled} ({usource}); the recipe enables it "
-                                           f"[000] — `systemctl enable {service.unit}`")
+        collect.capture.cannot_keep.append(
+            f"{service.unit} is {unit.enabled} ({usource}); the recipe enables it "
+            f"[000] — `systemctl enable {service.unit}`"
+        )
     run = facts.docker_run
     if run is None:
-        collect.capture.cannot_keep.append(f"ExecStart of {service.unit} runs no `docker run`; the recipe's unit "
-                                           f"starts the container [000]")
+        collect.capture.cannot_keep.append(
+            f"ExecStart of {service.unit} runs no `docker run`; the recipe's unit starts the container [000]"
+        )
         return
     names = [v for v in run.values("--name") if v]
     if names:
-        collect.add("service", "container", names[0], f"docker run --name in ExecStart of {service.unit}",
-                    said=f"names its container {names[0]}")
-        facts = StationFacts(host, station, recipe.model_copy(
-            update={"service": service.model_copy(update={"container": names[0]})}))
+        collect.add(
+            "service",
+            "container",
+            names[0],
+            f"docker run --name in ExecStart of {service.unit}",
+            said=f"names its container {names[0]}",
+        )
+        facts = StationFacts(
+            host, station, recipe.model_copy(update={"service": service.model_copy(update={"container": names[0]})})
+        )
     restart = [v for v in run.values("--restart") if v not in (None, "no")]
     container = facts.container
     running = container if container is not None and container.running else None
@@ -378,27 +422,34 @@ def capture_host(collect: _Collector, host: Host, station: Station, observed: Ob
         collect.capture.cannot_keep.append(
             f"this station's docker run has --restart={policy}; the recipe says no docker restart policy: systemd "
             f"owns restarts so the prestart runs on every attempt [000] — no profile keeps this: remove it from "
-            f"ExecStart of {service.unit}")
+            f"ExecStart of {service.unit}"
+        )
     dram = str(recipe.numa.dram_node) if recipe.numa else None
     if dram is not None and dram in [(v or "").strip() for v in run.values("--cpuset-mems")]:
-        collect.capture.cannot_keep.append(f"the container is confined to memory node {dram} (--cpuset-mems); CUDA "
-                                           f"init fails with Error 802 [000] — remove --cpuset-mems")
+        collect.capture.cannot_keep.append(
+            f"the container is confined to memory node {dram} (--cpuset-mems); CUDA "
+            f"init fails with Error 802 [000] — remove --cpuset-mems"
+        )
     image_source = f"ExecStart of {service.unit}"
     collect.add("image", "repository", run.image.repository, image_source, said=f"runs {run.image.repository}")
     if run.image.digest:
         collect.add("image", "digest", run.image.digest, image_source, said=f"pins {run.image.digest}")
     else:
-        collect.capture.cannot_keep.append(f"ExecStart of {service.unit} runs {run.image} (a tag, no digest); the "
-                                           f"recipe pins the image by digest [000] — pin the digest you validated")
+        collect.capture.cannot_keep.append(
+            f"ExecStart of {service.unit} runs {run.image} (a tag, no digest); the "
+            f"recipe pins the image by digest [000] — pin the digest you validated"
+        )
     if running:
         image = facts.image(running.image_id)
         ask = f"docker image inspect {running.image_id[:19]}…"
-        collect.add("image", "architecture", image.architecture or None, ask, said=f"runs an {image.architecture} "
-                    f"image")
+        collect.add(
+            "image", "architecture", image.architecture or None, ask, said=f"runs an {image.architecture} image"
+        )
         if run.image.digest and run.image.digest not in image.digests():
             collect.capture.cannot_keep.append(
                 f"container {running.name} runs {sorted(image.digests()) or 'an image with no digest'}, not the "
-                f"{run.image.digest} its unit pins — restart it (`systemctl restart {service.unit}`) before capturing")
+                f"{run.image.digest} its unit pins — restart it (`systemctl restart {service.unit}`) before capturing"
+            )
     observed.flags = parse_serve_args(running.args if running else run.args)
     observed.flags_source = f"docker inspect {running.name} Args" if running else f"ExecStart of {service.unit}"
     capture_flags(collect, observed)
@@ -407,18 +458,35 @@ def capture_host(collect: _Collector, host: Host, station: Station, observed: Ob
     if model:
         path = _checkpoint_on_host(model, [v for v in run.values("-v", "--volume") if v])
         if path:
-            collect.add("checkpoint", "path", path, f"--model {model} through the docker run's -v in ExecStart of "
-                                                    f"{service.unit}", said=f"keeps the checkpoint in {path}")
-            capture_checkpoint(collect, host, station, recipe.model_copy(
-                update={"checkpoint": recipe.checkpoint.model_copy(update={"path": path})}))
-    saved = [c for c in facts.prestart.commands if service.container in c.docker_targets("logs")] \
-        if facts.prestart_text is not None else []
+            collect.add(
+                "checkpoint",
+                "path",
+                path,
+                f"--model {model} through the docker run's -v in ExecStart of {service.unit}",
+                said=f"keeps the checkpoint in {path}",
+            )
+            capture_checkpoint(
+                collect,
+                host,
+                station,
+                recipe.model_copy(update={"checkpoint": recipe.checkpoint.model_copy(update={"path": path})}),
+            )
+    saved = (
+        [c for c in facts.prestart.commands if service.container in c.docker_targets("logs")]
+        if facts.prestart_text is not None
+        else []
+    )
     targets = [t for c in saved for op, t in c.redirects if op in (">", ">>", ">|", "&>")]
     if targets and "/" in targets[0]:
         log_dir = targets[0].rsplit("/", 1)[0]
         if "$" not in log_dir:  # a path computed at run time is no folder golive can name
-            collect.add("service", "log_dir", log_dir, f"`docker logs` redirect in {service.prestart}",
-                        said=f"saves container logs into {log_dir}")
+            collect.add(
+                "service",
+                "log_dir",
+                log_dir,
+                f"`docker logs` redirect in {service.prestart}",
+                said=f"saves container logs into {log_dir}",
+            )
 
 
 def capture_checkpoint(collect: _Collector, host: Host, station: Station, profile: Profile) -> None:
@@ -436,8 +504,13 @@ def capture_checkpoint(collect: _Collector, host: Host, station: Station, profil
     quant = config.get("quantization_config") or {}
     hf_quant = (facts.checkpoint_json("hf_quant_config.json") or {}).get("quantization") or {}
     qsource = source if quant.get("quant_algo") else f"{where}/hf_quant_config.json"
-    collect.add("checkpoint", "quant_algo", quant.get("quant_algo") or hf_quant.get("quant_algo"), qsource,
-                said=f"serves a {quant.get('quant_algo') or hf_quant.get('quant_algo')} checkpoint")
+    collect.add(
+        "checkpoint",
+        "quant_algo",
+        quant.get("quant_algo") or hf_quant.get("quant_algo"),
+        qsource,
+        said=f"serves a {quant.get('quant_algo') or hf_quant.get('quant_algo')} checkpoint",
+    )
     kv = quant.get("kv_cache_quant_algo") or hf_quant.get("kv_cache_quant_algo")
     collect.add("checkpoint", "kv_cache_quant_algo", kv, qsource, said=f"has a {kv} KV cache config")
     shards = facts.shards
@@ -446,11 +519,14 @@ def capture_checkpoint(collect: _Collector, host: Host, station: Station, profil
         total = int(counts.pop())
         manifest = f"{len(shards)} shards on disk, manifest sha256 {facts.shard_manifest_sha256[:16]}…"
         if len(shards) != total:
-            collect.capture.cannot_keep.append(f"{where}: {len(shards)} of {total} shards on disk — not a known-good "
-                                               f"checkpoint: re-download before capturing")
+            collect.capture.cannot_keep.append(
+                f"{where}: {len(shards)} of {total} shards on disk — not a known-good "
+                f"checkpoint: re-download before capturing"
+            )
         else:
-            collect.add("checkpoint", "shard_count", total, f"{where} ({manifest})",
-                        said=f"has {total} checkpoint shards")
+            collect.add(
+                "checkpoint", "shard_count", total, f"{where} ({manifest})", said=f"has {total} checkpoint shards"
+            )
 
 
 def _pair(stations: list[Station]) -> bool:
@@ -477,11 +553,18 @@ def capture_cluster(collect: _Collector, loaded: golive_config.LoadedInventory, 
             collect.capture.cannot_keep.append(f"NCCL version not read on {names[role]}: {exc}")
     if versions and len(set(versions.values())) == 1 and None not in versions.values():
         version = versions["a"] if "a" in versions else next(iter(versions.values()))
-        collect.add("cluster", "nccl_version", version, f"`NCCL version` in {cluster.nccl_log} on "
-                    f"{' and '.join(names[r] for r in sorted(versions))}", said=f"loads NCCL {version}")
+        collect.add(
+            "cluster",
+            "nccl_version",
+            version,
+            f"`NCCL version` in {cluster.nccl_log} on {' and '.join(names[r] for r in sorted(versions))}",
+            said=f"loads NCCL {version}",
+        )
     elif len(versions) == 2:
-        collect.capture.cannot_keep.append(f"the stations load different NCCL versions ({versions['a']} on "
-                                           f"{names['a']}, {versions['b']} on {names['b']}): both must load the same")
+        collect.capture.cannot_keep.append(
+            f"the stations load different NCCL versions ({versions['a']} on "
+            f"{names['a']}, {versions['b']} on {names['b']}): both must load the same"
+        )
     rails, mtus, missing = [], set(), []
     for rail in cluster.rails:
         addresses = {}
@@ -494,12 +577,19 @@ def capture_cluster(collect: _Collector, loaded: golive_config.LoadedInventory, 
             mtus.add(interface.mtu)
         rails.append(rail.model_dump(mode="json") | {"addresses": addresses})
     if missing:
-        collect.capture.cannot_keep.append(f"rail interface(s) missing or without an IPv4 address: "
-                                           f"{', '.join(missing)} — the recipe's rails are not this station's")
+        collect.capture.cannot_keep.append(
+            f"rail interface(s) missing or without an IPv4 address: "
+            f"{', '.join(missing)} — the recipe's rails are not this station's"
+        )
         return
-    collect.add("cluster", "rails", rails, "`ip -j addr show` on both stations",
-                said="has rail addresses " + ", ".join(f"{r['interface']} {r['addresses']['a']}/{r['addresses']['b']}"
-                                                        for r in rails))
+    collect.add(
+        "cluster",
+        "rails",
+        rails,
+        "`ip -j addr show` on both stations",
+        said="has rail addresses "
+        + ", ".join(f"{r['interface']} {r['addresses']['a']}/{r['addresses']['b']}" for r in rails),
+    )
     if len(mtus) == 1:
         mtu = mtus.pop()
         collect.add("cluster", "mtu", mtu, "`ip -j addr show` on both stations", said=f"runs its rails at MTU {mtu}")
@@ -546,16 +636,20 @@ def _capture(loaded: golive_config.LoadedInventory, station_name: str | None, re
     if station_name:
         chosen = [s for s in stations if s.name == station_name]
         if not chosen:
-            raise CaptureError(f"--station {station_name}: the inventory has {', '.join(s.name for s in stations)}",
-                               EXIT_USAGE)
+            raise CaptureError(
+                f"--station {station_name}: the inventory has {', '.join(s.name for s in stations)}", EXIT_USAGE
+            )
         station = chosen[0]
     elif len(stations) == 1:
         station = stations[0]
     elif _pair(stations):
         station = next(s for s in stations if s.role == "a")
     else:
-        raise CaptureError(f"the inventory has {len(stations)} stations: name one with --station "
-                           f"({', '.join(s.name for s in stations)})", EXIT_USAGE)
+        raise CaptureError(
+            f"the inventory has {len(stations)} stations: name one with --station "
+            f"({', '.join(s.name for s in stations)})",
+            EXIT_USAGE,
+        )
     recipes = {name: golive_config.load_profile(name).profile for name in golive_config.shipped_profiles()}
     if recipe and recipe not in recipes:  # before the station is read: a usage error, said at once
         raise CaptureError(f"--recipe {recipe}: not a shipped recipe ({', '.join(recipes)})", EXIT_USAGE)
@@ -569,8 +663,11 @@ def _capture(loaded: golive_config.LoadedInventory, station_name: str | None, re
             observed.gpu_names = _gpu_names(host, station, next(iter(recipes.values())))
     name, why = choose_recipe(recipes, units, observed, recipe)
     result = Capture(station=station.name, recipe=name, why=why)
-    result.read_from = [f"station {station.name}"] + ([f"host {hide_password(station.host)}"] if station.host else []) \
+    result.read_from = (
+        [f"station {station.name}"]
+        + ([f"host {hide_password(station.host)}"] if station.host else [])
         + ([f"endpoint {hide_password(observed.endpoint)}"] if observed.endpoint else [])
+    )
     collect = _Collector(recipes[name], result)
     try:
         if host is not None:
@@ -606,12 +703,14 @@ def _comment(text: str, secrets: list[str]) -> str:
 
 def render(result: Capture, when: datetime | None = None) -> str:
     when = when or datetime.now(UTC)
-    lines = [f"# Site profile captured by `golive profile capture` from station {result.station} on "
-             f"{when:%Y-%m-%d %H:%M} UTC.",
-             f"# Read from: {_comment('; '.join(result.read_from), result.secrets)}.",
-             f"# Extends {result.recipe}: {_comment(result.why, result.secrets)}.",
-             f"# {result.matched} captured value(s) equal the recipe's and are not repeated here.",
-             "# Secrets (API keys, passwords in host specs) are never captured."]
+    lines = [
+        f"# Site profile captured by `golive profile capture` from station {result.station} on "
+        f"{when:%Y-%m-%d %H:%M} UTC.",
+        f"# Read from: {_comment('; '.join(result.read_from), result.secrets)}.",
+        f"# Extends {result.recipe}: {_comment(result.why, result.secrets)}.",
+        f"# {result.matched} captured value(s) equal the recipe's and are not repeated here.",
+        "# Secrets (API keys, passwords in host specs) are never captured.",
+    ]
     if result.review or result.cannot_keep:
         lines.append("# REVIEW before go-live:")
         lines += [f"#   - {_comment(item, result.secrets)}" for item in result.review + result.cannot_keep]
@@ -637,8 +736,10 @@ def cmd_capture(ns: argparse.Namespace) -> int:
     out = Path(ns.output)
     if out.is_dir() or not out.parent.is_dir():  # before the station is read: a usage error, said at once
         why = "is a folder" if out.is_dir() else f"is in {out.parent}, which is not a folder that exists"
-        print(f"golive: profile capture -o {printable(str(out))}: {why}; give the site profile's file name",
-              file=sys.stderr)
+        print(
+            f"golive: profile capture -o {printable(str(out))}: {why}; give the site profile's file name",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         result = capture(Path(ns.name), ns.station, ns.recipe)

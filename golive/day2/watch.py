@@ -14,6 +14,7 @@ Never the sweep (perf), the batteries (quality, tool and agent batteries), the n
 the over-long prompt, nor the tool_choice set; a round's checks are cut at 80 % of the interval, at least 60 s
 (`--max-run-time`); checks it did not reach are left out of that round's metrics.
 """
+
 from __future__ import annotations
 
 import json
@@ -113,8 +114,9 @@ def checks_from_results(results: dict) -> dict[str, dict[tuple[str, str], bool]]
         station = check.get("station") or ""
         if check.get("outcome") == NOT_APPLICABLE or TIME_BOUND in (check.get("message") or ""):
             continue
-        out.setdefault(station, {})[(check_name(check["nodeid"], station), check.get("layer") or "")] = \
+        out.setdefault(station, {})[(check_name(check["nodeid"], station), check.get("layer") or "")] = (
             check.get("outcome") in PASSED
+        )
     return out
 
 
@@ -125,8 +127,19 @@ def round_budget_s(every_s: float) -> float:
 def run_light_checks(inventory: Path, every_s: float, layers: set[str] | None = None) -> tuple[int, dict]:
     """One `golive run` of the light selection in a subprocess; its results.json (empty when none was written)."""
     with tempfile.TemporaryDirectory(prefix="golive-watch-") as out:
-        command = [sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", out, "-q",
-                   "--max-run-time", f"{round_budget_s(every_s):g}", *light_args(layers)]
+        command = [
+            sys.executable,
+            "-m",
+            "golive.cli",
+            "run",
+            str(inventory),
+            "-o",
+            out,
+            "-q",
+            "--max-run-time",
+            f"{round_budget_s(every_s):g}",
+            *light_args(layers),
+        ]
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=round_budget_s(every_s) + 60)
         except subprocess.TimeoutExpired:
@@ -192,8 +205,13 @@ def probe(client: EndpointClient, profile: Profile, reading: StationRound) -> No
         return
     started = time.perf_counter()
     try:
-        answer = client.chat(model, [{"role": "user", "content": PROBE_PROMPT}], stream=True, temperature=0,
-                             max_tokens=profile.watch.probe_output_tokens)
+        answer = client.chat(
+            model,
+            [{"role": "user", "content": PROBE_PROMPT}],
+            stream=True,
+            temperature=0,
+            max_tokens=profile.watch.probe_output_tokens,
+        )
     except Exception as exc:
         reading.problems.append(f"probe: {printable(str(exc))[:200]}")
         return
@@ -211,8 +229,9 @@ def read_restarts(loaded: golive_config.LoadedInventory, station: Station, profi
     from golive.facts import systemd
     from golive.inventory.connection import connect
 
-    with connect(loaded.host_spec(station) or "", loaded.ssh_config, profile.host.connect_timeout_s,
-                 station.name) as connection:
+    with connect(
+        loaded.host_spec(station) or "", loaded.ssh_config, profile.host.connect_timeout_s, station.name
+    ) as connection:
         if connection.unreachable():
             return None
         result = connection.host.run("systemctl show %s", profile.service.unit)
@@ -272,8 +291,9 @@ class Watcher:
         rounds = {}
         for station in stations:
             reading = self.read_station(station)
-            reading.checks = {key: ok for key, ok in checks.get(station.name, {}).items()
-                              if key[1] in watched_layers(station)}
+            reading.checks = {
+                key: ok for key, ok in checks.get(station.name, {}).items() if key[1] in watched_layers(station)
+            }
             if not results:
                 reading.problems.append(f"the light checks wrote no results (golive run exited {code})")
             reading.problems = [scrub(problem, self.secrets) for problem in reading.problems]  # quote exceptions
@@ -295,32 +315,53 @@ class Watcher:
             state = self.state
             rounds = dict(state.rounds)
             last_success = dict(state.last_success)
-        passed = GaugeMetricFamily("golive_check_passed", "1 when the check passed in the last round, 0 when it "
-                                   "failed or could not be checked", labels=["station", "check", "layer"])
+        passed = GaugeMetricFamily(
+            "golive_check_passed",
+            "1 when the check passed in the last round, 0 when it failed or could not be checked",
+            labels=["station", "check", "layer"],
+        )
         gauges = {
-            "canary_up": GaugeMetricFamily("golive_canary_up", "1 when a one-token answer came back",
-                                           labels=["station"]),
-            "ttft_s": GaugeMetricFamily("golive_probe_ttft_seconds", "the probe's time to first token",
-                                        labels=["station"]),
-            "decode_tok_s": GaugeMetricFamily("golive_probe_decode_tokens_per_second", "the probe's decode speed, "
-                                              "one user (tokens after the first / time after the first)",
-                                              labels=["station"]),
-            "others_running": GaugeMetricFamily("golive_probe_others_running", "requests the station was serving "
-                                                "when the probe started", labels=["station"]),
-            "kv_usage": GaugeMetricFamily("golive_station_kv_cache_usage_ratio", "KV cache in use, 0..1 "
-                                          "(vllm:kv_cache_usage_perc)", labels=["station"]),
-            "running": GaugeMetricFamily("golive_station_requests_running", "vllm:num_requests_running",
-                                         labels=["station"]),
-            "waiting": GaugeMetricFamily("golive_station_requests_waiting", "vllm:num_requests_waiting",
-                                         labels=["station"]),
-            "per_user_tok_s": GaugeMetricFamily("golive_station_per_user_decode_tokens_per_second", "1 / mean "
-                                                "inter-token latency since the last round (vLLM's histogram)",
-                                                labels=["station"]),
+            "canary_up": GaugeMetricFamily(
+                "golive_canary_up", "1 when a one-token answer came back", labels=["station"]
+            ),
+            "ttft_s": GaugeMetricFamily(
+                "golive_probe_ttft_seconds", "the probe's time to first token", labels=["station"]
+            ),
+            "decode_tok_s": GaugeMetricFamily(
+                "golive_probe_decode_tokens_per_second",
+                "the probe's decode speed, one user (tokens after the first / time after the first)",
+                labels=["station"],
+            ),
+            "others_running": GaugeMetricFamily(
+                "golive_probe_others_running",
+                "requests the station was serving when the probe started",
+                labels=["station"],
+            ),
+            "kv_usage": GaugeMetricFamily(
+                "golive_station_kv_cache_usage_ratio",
+                "KV cache in use, 0..1 (vllm:kv_cache_usage_perc)",
+                labels=["station"],
+            ),
+            "running": GaugeMetricFamily(
+                "golive_station_requests_running", "vllm:num_requests_running", labels=["station"]
+            ),
+            "waiting": GaugeMetricFamily(
+                "golive_station_requests_waiting", "vllm:num_requests_waiting", labels=["station"]
+            ),
+            "per_user_tok_s": GaugeMetricFamily(
+                "golive_station_per_user_decode_tokens_per_second",
+                "1 / mean inter-token latency since the last round (vLLM's histogram)",
+                labels=["station"],
+            ),
         }
-        restarts = CounterMetricFamily("golive_service_restarts", "systemd NRestarts of the serving unit",
-                                       labels=["station"])
-        success = GaugeMetricFamily("golive_last_success_timestamp_seconds", "when every light check passed and "
-                                    "the canary answered", labels=["station"])
+        restarts = CounterMetricFamily(
+            "golive_service_restarts", "systemd NRestarts of the serving unit", labels=["station"]
+        )
+        success = GaugeMetricFamily(
+            "golive_last_success_timestamp_seconds",
+            "when every light check passed and the canary answered",
+            labels=["station"],
+        )
         for station, reading in rounds.items():
             name = scrub(station, self.secrets)  # a label value is an output too
             for (check, layer), ok in sorted(reading.checks.items()):
@@ -338,8 +379,7 @@ class Watcher:
         yield restarts
         yield success
         if state.round_s is not None:
-            yield GaugeMetricFamily("golive_watch_round_seconds", "how long the last round took",
-                                    value=state.round_s)
+            yield GaugeMetricFamily("golive_watch_round_seconds", "how long the last round took", value=state.round_s)
 
     def loop(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -352,12 +392,14 @@ class Watcher:
         """One line per station and round on stderr (stdout carries `--once`'s metrics)."""
         for name, reading in self.state.rounds.items():
             failing = sorted(c for (c, _), ok in reading.checks.items() if not ok)
-            line = (f"golive watch: {name}: {len(reading.checks) - len(failing)}/{len(reading.checks)} checks passed"
-                    + (f", failing: {', '.join(failing[:5])}" if failing else "")
-                    + f"; canary {'up' if reading.canary_up else 'DOWN' if reading.canary_up is False else '-'}"
-                    + (f"; TTFT {reading.ttft_s:.3f} s" if reading.ttft_s is not None else "")
-                    + (f"; decode {reading.decode_tok_s:.1f} tok/s" if reading.decode_tok_s is not None else "")
-                    + "".join(f"; {p}" for p in reading.problems[:2]))
+            line = (
+                f"golive watch: {name}: {len(reading.checks) - len(failing)}/{len(reading.checks)} checks passed"
+                + (f", failing: {', '.join(failing[:5])}" if failing else "")
+                + f"; canary {'up' if reading.canary_up else 'DOWN' if reading.canary_up is False else '-'}"
+                + (f"; TTFT {reading.ttft_s:.3f} s" if reading.ttft_s is not None else "")
+                + (f"; decode {reading.decode_tok_s:.1f} tok/s" if reading.decode_tok_s is not None else "")
+                + "".join(f"; {p}" for p in reading.problems[:2])
+            )
             print(scrub(line, self.secrets), file=sys.stderr, flush=True)
 
 
@@ -396,59 +438,101 @@ def station_rules(station: Station, profile: Profile, every_s: float, inventory:
     rules = []
     if station.endpoint:
         health = (hide_password(station.endpoint) or "").removesuffix("/v1") + "/health"
-        rules.append(Rule(
-            "GoliveStationNotAnswering", f"golive_canary_up{{{sel}}} == 0", 0, "critical",
-            f"{name} does not answer a one-token request",
-            f"curl -i {health}" + (f"; systemctl status {unit}; journalctl -u {unit}" if unit else "")
-            + f"; then `{run} -m endpoint`"))
+        rules.append(
+            Rule(
+                "GoliveStationNotAnswering",
+                f"golive_canary_up{{{sel}}} == 0",
+                0,
+                "critical",
+                f"{name} does not answer a one-token request",
+                f"curl -i {health}"
+                + (f"; systemctl status {unit}; journalctl -u {unit}" if unit else "")
+                + f"; then `{run} -m endpoint`",
+            )
+        )
     rules += [
-        Rule("GoliveCheckFailing", f"golive_check_passed{{{sel}}} == 0", 0, "critical",
-             f"a go-live check fails on {name}",
-             f"the failing check is in the alert's `check` label; `{run} -k <check>` prints what was found and "
-             f"what to do"),
-        Rule("GoliveNoRecentSuccess", f"time() - golive_last_success_timestamp_seconds{{{sel}}} > {3 * every_s:g}",
-             0, "warning", f"{name} has not passed a whole round for 3 intervals",
-             f"the watcher's own log; `{run} -m \"{LIGHT_MARKERS}\"`"),
+        Rule(
+            "GoliveCheckFailing",
+            f"golive_check_passed{{{sel}}} == 0",
+            0,
+            "critical",
+            f"a go-live check fails on {name}",
+            f"the failing check is in the alert's `check` label; `{run} -k <check>` prints what was found and "
+            f"what to do",
+        ),
+        Rule(
+            "GoliveNoRecentSuccess",
+            f"time() - golive_last_success_timestamp_seconds{{{sel}}} > {3 * every_s:g}",
+            0,
+            "warning",
+            f"{name} has not passed a whole round for 3 intervals",
+            f'the watcher\'s own log; `{run} -m "{LIGHT_MARKERS}"`',
+        ),
     ]
-    decode = profile.watch.single_user_decode_tok_s or _at(profile, profile.load.floors.single_user_decode_tok_s
-                                                            if profile.load else None)
+    decode = profile.watch.single_user_decode_tok_s or _at(
+        profile, profile.load.floors.single_user_decode_tok_s if profile.load else None
+    )
     if decode and station.endpoint:
-        rules.append(Rule(
-            "GoliveSingleUserDecodeSlow",
-            f"golive_probe_decode_tokens_per_second{{{sel}}} < {decode:g} and on(station) "
-            f"golive_probe_others_running{{{sel}}} == 0", sustained, "warning",
-            f"{name}: single-user decode below {decode:g} tok/s",
-            f"nvidia-smi (clocks, other processes on the GPU), page cache on the HBM node; `{run} -m perf` off-peak",
-            {"threshold": f"{decode:g}"}))
+        rules.append(
+            Rule(
+                "GoliveSingleUserDecodeSlow",
+                f"golive_probe_decode_tokens_per_second{{{sel}}} < {decode:g} and on(station) "
+                f"golive_probe_others_running{{{sel}}} == 0",
+                sustained,
+                "warning",
+                f"{name}: single-user decode below {decode:g} tok/s",
+                "nvidia-smi (clocks, other processes on the GPU), page cache on the HBM node; "
+                f"`{run} -m perf` off-peak",
+                {"threshold": f"{decode:g}"},
+            )
+        )
     users = profile.load.gate_concurrency if profile.load else None
-    per_user = profile.watch.per_user_tok_s or _at(profile, profile.load.floors.per_user_tok_s_p50
-                                                   if profile.load else None)
+    per_user = profile.watch.per_user_tok_s or _at(
+        profile, profile.load.floors.per_user_tok_s_p50 if profile.load else None
+    )
     if per_user and users and station.endpoint:
-        rules.append(Rule(
-            "GolivePerUserDecodeSlow",
-            f"golive_station_per_user_decode_tokens_per_second{{{sel}}} < {per_user:g} and on(station) "
-            f"golive_station_requests_running{{{sel}}} >= {users}", sustained, "warning",
-            f"{name}: per-user decode below {per_user:g} tok/s with {users}+ users",
-            f"load on the station (running/waiting requests), prefix cache hit rate; `{run} -m perf` off-peak",
-            {"threshold": f"{per_user:g}", "users": str(users)}))
+        rules.append(
+            Rule(
+                "GolivePerUserDecodeSlow",
+                f"golive_station_per_user_decode_tokens_per_second{{{sel}}} < {per_user:g} and on(station) "
+                f"golive_station_requests_running{{{sel}}} >= {users}",
+                sustained,
+                "warning",
+                f"{name}: per-user decode below {per_user:g} tok/s with {users}+ users",
+                f"load on the station (running/waiting requests), prefix cache hit rate; `{run} -m perf` off-peak",
+                {"threshold": f"{per_user:g}", "users": str(users)},
+            )
+        )
     if profile.service is not None and station.host:
         burst = profile.watch.restarts_per_interval or max(1, profile.service.start_limit_burst - 1)
         window = _duration(profile.service.start_limit_interval_s)
-        rules.append(Rule(
-            "GoliveRestartSpike", f"increase(golive_service_restarts_total{{{sel}}}[{window}]) >= {burst}", 0,
-            "critical", f"{name}: {profile.service.unit} restarted {burst}+ times within {window}",
-            f"journalctl -u {profile.service.unit}; the saved logs in {profile.service.log_dir or 'the log dir'}; "
-            f"one more start and systemd's start limit keeps it down (`systemctl reset-failed`); `{run} -m host`",
-            {"threshold": str(burst)}))
+        rules.append(
+            Rule(
+                "GoliveRestartSpike",
+                f"increase(golive_service_restarts_total{{{sel}}}[{window}]) >= {burst}",
+                0,
+                "critical",
+                f"{name}: {profile.service.unit} restarted {burst}+ times within {window}",
+                f"journalctl -u {profile.service.unit}; the saved logs in {profile.service.log_dir or 'the log dir'}; "
+                f"one more start and systemd's start limit keeps it down (`systemctl reset-failed`); `{run} -m host`",
+                {"threshold": str(burst)},
+            )
+        )
     ceiling = profile.watch.kv_usage_ceiling
     if station.endpoint:
-        rules.append(Rule(
-            "GoliveKvCacheExhausted",
-            f"golive_station_kv_cache_usage_ratio{{{sel}}} >= {ceiling:g} and on(station) "
-            f"golive_station_requests_waiting{{{sel}}} > 0", sustained, "warning",
-            f"{name}: KV cache {ceiling:.0%}+ full with requests waiting",
-            f"running vs max_num_seqs ({profile.vllm.max_num_seqs}), long prompts; KV capacity: "
-            f"`{run} -k kv_cache_capacity`", {"threshold": f"{ceiling:g}"}))
+        rules.append(
+            Rule(
+                "GoliveKvCacheExhausted",
+                f"golive_station_kv_cache_usage_ratio{{{sel}}} >= {ceiling:g} and on(station) "
+                f"golive_station_requests_waiting{{{sel}}} > 0",
+                sustained,
+                "warning",
+                f"{name}: KV cache {ceiling:.0%}+ full with requests waiting",
+                f"running vs max_num_seqs ({profile.vllm.max_num_seqs}), long prompts; KV capacity: "
+                f"`{run} -k kv_cache_capacity`",
+                {"threshold": f"{ceiling:g}"},
+            )
+        )
     for rule in rules:
         rule.labels = {"station": name, "profile": profile.name, **rule.labels}
     return rules
@@ -467,8 +551,11 @@ def rules_document(loaded: golive_config.LoadedInventory, every_s: float, invent
             if rule.for_s:
                 entry["for"] = _duration(rule.for_s)
             entry["labels"] = {"severity": rule.severity, **rule.labels}
-            entry["annotations"] = {"summary": rule.summary, "check": rule.check,
-                                    "runbook": f"docs/day-2.md#{rule.alert.lower()}"}
+            entry["annotations"] = {
+                "summary": rule.summary,
+                "check": rule.check,
+                "runbook": f"docs/day-2.md#{rule.alert.lower()}",
+            }
             rules.append(scrub_data(entry, secrets))  # expr, labels and annotations alike: they must agree
         groups.append({"name": scrub(f"golive-{station.name}", secrets), "rules": rules})
     return {"groups": groups}
@@ -477,10 +564,13 @@ def rules_document(loaded: golive_config.LoadedInventory, every_s: float, invent
 def rules_text(loaded: golive_config.LoadedInventory, every_s: float, inventory: str) -> str:
     import yaml
 
-    header = (f"# Prometheus alert rules generated by `golive watch --rules` for {inventory} (every {every_s:g} s).\n"
-              "# Thresholds come from each station's profile (watch:, else the go-live floors less load.tolerance).\n")
-    return header + yaml.safe_dump(rules_document(loaded, every_s, inventory), sort_keys=False, width=1000,
-                                   allow_unicode=True)
+    header = (
+        f"# Prometheus alert rules generated by `golive watch --rules` for {inventory} (every {every_s:g} s).\n"
+        "# Thresholds come from each station's profile (watch:, else the go-live floors less load.tolerance).\n"
+    )
+    return header + yaml.safe_dump(
+        rules_document(loaded, every_s, inventory), sort_keys=False, width=1000, allow_unicode=True
+    )
 
 
 # --- command -------------------------------------------------------------------------------------------------------
@@ -527,8 +617,11 @@ def cmd_watch(ns: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"golive: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"golive watch: serving metrics on http://{where}/metrics, a round every {ns.every:g} s "
-          f"({len(loaded.inventory.stations)} station(s))", flush=True)
+    print(
+        f"golive watch: serving metrics on http://{where}/metrics, a round every {ns.every:g} s "
+        f"({len(loaded.inventory.stations)} station(s))",
+        flush=True,
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a service manager's stop: finish the round, exit 0
     try:

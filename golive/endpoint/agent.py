@@ -3,6 +3,7 @@
 Calls are scored per turn as the tool-call battery scores them (golive.endpoint.toolcalls.score_calls); the final
 text answer by an answer rule (golive.endpoint.answers). The battery file is golive's own (batteries/agent.yaml).
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,9 @@ def load_agent_battery(path: Path | None = None) -> list[AgentCase]:
     cases = []
     for raw in data["cases"]:
         tools = [{"type": "function", "function": {"name": t, **defs[t]}} for t in raw["tools"]]
-        case = AgentCase(raw["id"], raw["category"], raw["messages"], tools, raw["turns"], raw["results"],
-                         Expect(**raw["answer"]))
+        case = AgentCase(
+            raw["id"], raw["category"], raw["messages"], tools, raw["turns"], raw["results"], Expect(**raw["answer"])
+        )
         for turn in case.turns:  # reuse the tool battery's checks on each turn's expectations
             for call in turn:
                 if call["name"] not in raw["tools"]:
@@ -92,16 +94,29 @@ def run_agent_case(case: AgentCase, chat: Chat) -> Outcome:
         if not verdict.passed:
             return Outcome(False, f"turn {turn + 1}: {verdict.reason}", seen)
         ids = [f"call_{turn}_{i}" for i in range(len(result.tool_calls))]
-        messages.append({"role": "assistant", "content": result.content or "", "tool_calls": [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-            for i, (n, a) in zip(ids, result.tool_calls, strict=True)]})  # one id per call
-        messages += [{"role": "tool", "tool_call_id": i, "content": case.result_for(n, a)}
-                     for i, (n, a) in zip(ids, result.tool_calls, strict=True)]
+        messages.append(
+            {
+                "role": "assistant",
+                "content": result.content or "",
+                "tool_calls": [
+                    {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                    for i, (n, a) in zip(ids, result.tool_calls, strict=True)
+                ],
+            }
+        )  # one id per call
+        messages += [
+            {"role": "tool", "tool_call_id": i, "content": case.result_for(n, a)}
+            for i, (n, a) in zip(ids, result.tool_calls, strict=True)
+        ]
     else:
         return Outcome(False, f"still calling tools after {MAX_TURNS} turns", seen)
     if len(seen) < len(case.turns):
         want = [c["name"] for c in case.turns[len(seen)]]
-        return Outcome(False, f"turn {len(seen) + 1}: answered in text where a call to {want} was expected "
-                              f"({result.content.strip()[:80]!r})", seen)
+        return Outcome(
+            False,
+            f"turn {len(seen) + 1}: answered in text where a call to {want} was expected "
+            f"({result.content.strip()[:80]!r})",
+            seen,
+        )
     ok, reason = score_answer(case.answer, result.content)
     return Outcome(ok, "final answer " + reason, seen)

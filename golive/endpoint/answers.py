@@ -15,6 +15,7 @@ A site battery is YAML a site writes for its domain (the recipe's closed-book co
 Scoring rules (exactly one per `expect`): exact, contains, one_of, regex, numeric (+ tolerance). Text rules compare
 case-insensitively with whitespace runs collapsed, as an operator reading the answer would.
 """
+
 from __future__ import annotations
 
 import re
@@ -111,18 +112,21 @@ def score_answer(expect: Expect, answer: str) -> tuple[bool, str]:
         if _norm(bad) in got:
             return False, f"{shown}, which must not contain {bad!r}"
     if expect.exact is not None:
-        return (got.strip(" .!") == _norm(expect.exact).strip(" .!"),
-                f"{shown}, expected exactly {expect.exact!r}")
+        return (got.strip(" .!") == _norm(expect.exact).strip(" .!"), f"{shown}, expected exactly {expect.exact!r}")
     if expect.contains is not None:
         wanted = [expect.contains] if isinstance(expect.contains, str) else expect.contains
         missing = [w for w in wanted if _norm(w) not in got]
         return not missing, f"{shown}, missing {missing}" if missing else f"{shown}"
     if expect.one_of is not None:
-        return (got.strip(" .!") in {_norm(o).strip(" .!") for o in expect.one_of},
-                f"{shown}, expected one of {expect.one_of}")
+        return (
+            got.strip(" .!") in {_norm(o).strip(" .!") for o in expect.one_of},
+            f"{shown}, expected one of {expect.one_of}",
+        )
     if expect.regex is not None:
-        return (re.search(expect.regex, answer, re.IGNORECASE) is not None,
-                f"{shown}, expected a match for /{expect.regex}/")
+        return (
+            re.search(expect.regex, answer, re.IGNORECASE) is not None,
+            f"{shown}, expected a match for /{expect.regex}/",
+        )
     if expect.numeric is not None:
         numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(answer)]
         hit = any(abs(n - expect.numeric) <= expect.tolerance for n in numbers)

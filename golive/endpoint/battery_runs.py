@@ -1,5 +1,6 @@
 """Battery scores over repeated runs: with sampling (temperature > 0) one run is one draw, so a battery runs
 `battery_sampling.repeats` times and its score is shown with its spread."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,5 @@
 """The served API as the checks see it: OpenAI chat (streaming or not, normalised), /health, /metrics, /tokenize."""
+
 from __future__ import annotations
 
 import json
@@ -40,16 +41,22 @@ class EndpointClient:
         # openai.Timeout is the HTTP library's Timeout that this openai release types and sends with (httpx2 today)
         self._generation = httpx.Timeout(target.request_timeout_s, connect=target.connect_timeout_s)
         self._openai_generation = openai.Timeout(target.request_timeout_s, connect=target.connect_timeout_s)
-        self._stream = openai.Timeout(target.request_timeout_s, connect=target.connect_timeout_s,
-                                      read=target.stream_stall_timeout_s)
+        self._stream = openai.Timeout(
+            target.request_timeout_s, connect=target.connect_timeout_s, read=target.stream_stall_timeout_s
+        )
         self.ca_file = target.ca_file
         tls = trusting(target.ca_file)  # one trust for every client: left alone, the openai client would trust the OS
         # the openai client insists on a key; "EMPTY" is what vLLM's docs use for an open server
-        self.openai = openai.OpenAI(base_url=self.base_url, api_key=target.api_key or "EMPTY",
-                                    timeout=self._openai_generation, max_retries=0,
-                                    http_client=openai.DefaultHttpxClient(verify=tls))
-        self.http = httpx.Client(timeout=httpx.Timeout(target.light_timeout_s, connect=target.connect_timeout_s),
-                                 verify=tls)
+        self.openai = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=target.api_key or "EMPTY",
+            timeout=self._openai_generation,
+            max_retries=0,
+            http_client=openai.DefaultHttpxClient(verify=tls),
+        )
+        self.http = httpx.Client(
+            timeout=httpx.Timeout(target.light_timeout_s, connect=target.connect_timeout_s), verify=tls
+        )
 
     @property
     def has_key(self) -> bool:
@@ -63,12 +70,17 @@ class EndpointClient:
         except httpx.HTTPError as exc:
             raise from_transport(self.root + path, exc) from None
 
-    def post(self, path: str, body: dict, with_key: bool = True,
-             timeout: httpx.Timeout | None = None) -> httpx.Response:
+    def post(
+        self, path: str, body: dict, with_key: bool = True, timeout: httpx.Timeout | None = None
+    ) -> httpx.Response:
         headers = self.target.headers() if with_key else {}
         try:
-            return self.http.post(self.root + path, json=body, headers=headers,
-                                  timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout)
+            return self.http.post(
+                self.root + path,
+                json=body,
+                headers=headers,
+                timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
+            )
         except httpx.HTTPError as exc:
             raise from_transport(self.root + path, exc) from None
 
@@ -78,8 +90,7 @@ class EndpointClient:
         try:
             body = response.json()
         except (ValueError, httpx.HTTPError):
-            raise from_response(response, f"{what}: the answer is not JSON (truncated or not the OpenAI API)") \
-                from None
+            raise from_response(response, f"{what}: the answer is not JSON (truncated or not the OpenAI API)") from None
         if not isinstance(body, dict):
             raise from_response(response, f"{what}: the answer is JSON but not an object")
         return body
@@ -90,12 +101,16 @@ class EndpointClient:
         body = self._json(self.get("/v1/models"), "GET /v1/models did not list models")
         data = body.get("data")
         if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
-            raise EndpointError(self.root + "/v1/models", "the answer has no `data` list of models",
-                                "check that the endpoint URL points at a vLLM (OpenAI-compatible) server")
+            raise EndpointError(
+                self.root + "/v1/models",
+                "the answer has no `data` list of models",
+                "check that the endpoint URL points at a vLLM (OpenAI-compatible) server",
+            )
         return data
 
-    def chat(self, model: str, messages: list[dict], *, stream: bool = False, tools: list[dict] | None = None,
-             **params: Any) -> ChatResult:
+    def chat(
+        self, model: str, messages: list[dict], *, stream: bool = False, tools: list[dict] | None = None, **params: Any
+    ) -> ChatResult:
         kwargs = dict(model=model, messages=messages, **params)
         if tools:
             kwargs["tools"] = tools
@@ -105,14 +120,21 @@ class EndpointClient:
             except openai.APIConnectionError as exc:  # status errors stay: checks read their meaning (400, 413 …)
                 raise from_transport(self.base_url + "/chat/completions", exc) from None
             if not response.choices:
-                raise EndpointError(self.base_url + "/chat/completions", "the answer has no choices",
-                                    "check that the endpoint URL points at a vLLM (OpenAI-compatible) server")
+                raise EndpointError(
+                    self.base_url + "/chat/completions",
+                    "the answer has no choices",
+                    "check that the endpoint URL points at a vLLM (OpenAI-compatible) server",
+                )
             choice = response.choices[0]
             message = choice.message
             calls = [(c.function.name, c.function.arguments) for c in (message.tool_calls or [])]
-            return ChatResult(content=message.content or "", reasoning=_reasoning(message) or "", tool_calls=calls,
-                              finish_reason=choice.finish_reason,
-                              usage=response.usage.model_dump() if response.usage else {})
+            return ChatResult(
+                content=message.content or "",
+                reasoning=_reasoning(message) or "",
+                tool_calls=calls,
+                finish_reason=choice.finish_reason,
+                usage=response.usage.model_dump() if response.usage else {},
+            )
         return self._chat_stream(kwargs)
 
     def _chat_stream(self, kwargs: dict) -> ChatResult:
@@ -124,10 +146,14 @@ class EndpointClient:
         answer = StreamedAnswer()
         url = self.base_url + "/chat/completions"
         try:
-            stream = self.openai.post("/chat/completions", cast_to=object, stream=True,
-                                      stream_cls=openai.Stream[object],
-                                      body={**kwargs, "stream": True, "stream_options": {"include_usage": True}},
-                                      options={"timeout": self._stream})
+            stream = self.openai.post(
+                "/chat/completions",
+                cast_to=object,
+                stream=True,
+                stream_cls=openai.Stream[object],
+                body={**kwargs, "stream": True, "stream_options": {"include_usage": True}},
+                options={"timeout": self._stream},
+            )
             for event in _events(stream):
                 answer.add(event, time.perf_counter() - started)
         except (openai.APIConnectionError, httpx.HTTPError) as exc:
@@ -135,23 +161,37 @@ class EndpointClient:
         except openai.APIStatusError:
             raise  # checks read its meaning (400, 413 …)
         except openai.APIError as exc:
-            raise EndpointError(url, f"the stream carried an error or a broken event ({_one_line(str(exc))})",
-                                "check the server log; a proxy may be cutting or rewriting event streams") from None
+            raise EndpointError(
+                url,
+                f"the stream carried an error or a broken event ({_one_line(str(exc))})",
+                "check the server log; a proxy may be cutting or rewriting event streams",
+            ) from None
         except BrokenEvent as exc:
-            raise EndpointError(url, f"the stream carried an event that is not an OpenAI chat chunk ({exc})",
-                                "check the server log; a proxy may be cutting or rewriting event streams") from None
+            raise EndpointError(
+                url,
+                f"the stream carried an event that is not an OpenAI chat chunk ({exc})",
+                "check the server log; a proxy may be cutting or rewriting event streams",
+            ) from None
         if answer.finish_reason is None:
-            raise EndpointError(url, f"the stream ended before the answer did (no finish_reason after {answer.events} "
-                                     f"event(s))",
-                                "check the server log for a crash; a proxy may be cutting long event streams")
-        return ChatResult(content="".join(answer.content), reasoning="".join(answer.reasoning),
-                          tool_calls=answer.tool_calls(), finish_reason=answer.finish_reason, usage=answer.usage,
-                          first_token_s=answer.first_token_s)
+            raise EndpointError(
+                url,
+                f"the stream ended before the answer did (no finish_reason after {answer.events} event(s))",
+                "check the server log for a crash; a proxy may be cutting long event streams",
+            )
+        return ChatResult(
+            content="".join(answer.content),
+            reasoning="".join(answer.reasoning),
+            tool_calls=answer.tool_calls(),
+            finish_reason=answer.finish_reason,
+            usage=answer.usage,
+            first_token_s=answer.first_token_s,
+        )
 
     def tokenize(self, model: str, text: str) -> int:
         # a 1M-token prompt takes a while to tokenize: this call gets the generation timeout, not the light one
-        response = self.post("/tokenize", {"model": model, "prompt": text, "add_special_tokens": False},
-                             timeout=self._generation)
+        response = self.post(
+            "/tokenize", {"model": model, "prompt": text, "add_special_tokens": False}, timeout=self._generation
+        )
         count = self._json(response, "POST /tokenize did not count tokens").get("count")
         if not isinstance(count, int):
             raise from_response(response, "POST /tokenize answered without a token `count`")

@@ -1,4 +1,5 @@
 """A sick endpoint as one operator line: which URL, what came back (status, content type, first bytes), what to do."""
+
 from __future__ import annotations
 
 import sys
@@ -30,8 +31,18 @@ def _openai_error(exc: BaseException, name: str) -> bool:
 class EndpointError(Exception):
     """The endpoint did not answer as an OpenAI-compatible vLLM server does. str() is the one line shown."""
 
-    def __init__(self, url: str, what: str, hint: str, *, status: int | None = None, content_type: str | None = None,
-                 first_bytes: str | None = None, unreachable: bool = False, cut: bool = False):
+    def __init__(
+        self,
+        url: str,
+        what: str,
+        hint: str,
+        *,
+        status: int | None = None,
+        content_type: str | None = None,
+        first_bytes: str | None = None,
+        unreachable: bool = False,
+        cut: bool = False,
+    ):
         self.url, self.what, self.hint = url, what, hint
         self.unreachable = unreachable  # never reached (refused, DNS, connect timeout): not checked, not a verdict
         self.cut = cut  # the connection closed or reset mid-answer: the way failed, the server said nothing
@@ -71,8 +82,10 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
     status = response.status_code
     kind = response.headers.get("content-type", "")
     if "html" in kind:
-        hint = ("an HTML page answered, not the OpenAI API: a login page or proxy sits in front, or the URL points at "
-                "another service; give the inventory the vLLM server's URL (and its key in api_key_env)")
+        hint = (
+            "an HTML page answered, not the OpenAI API: a login page or proxy sits in front, or the URL points at "
+            "another service; give the inventory the vLLM server's URL (and its key in api_key_env)"
+        )
     elif status == 404:
         hint = "nothing is served at this path: check the endpoint URL and port in the inventory point at vLLM"
     elif status in (502, 503, 504):
@@ -81,8 +94,9 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
         hint = "the endpoint refused golive's credentials: set api_key_env in the inventory to the key's env var"
     else:
         hint = "check that the endpoint URL points at a healthy vLLM server (its log says why it answers this way)"
-    return EndpointError(str(response.request.url), what, hint, status=status, content_type=kind,
-                         first_bytes=_first_bytes(response))
+    return EndpointError(
+        str(response.request.url), what, hint, status=status, content_type=kind, first_bytes=_first_bytes(response)
+    )
 
 
 def from_transport(url: str, exc: BaseException) -> EndpointError:
@@ -90,27 +104,36 @@ def from_transport(url: str, exc: BaseException) -> EndpointError:
     cause = exc.__cause__ if _openai_error(exc, "APIConnectionError") and exc.__cause__ else exc
     text = str(cause).splitlines()[0][:200] if str(cause) else ""
     if isinstance(cause, _kinds("ConnectTimeout", "PoolTimeout")):
-        what, hint = "no connection within the connect timeout", \
-            "check the host is up and the port is not firewalled (endpoint.connect_timeout_s in the profile)"
+        what, hint = (
+            "no connection within the connect timeout",
+            "check the host is up and the port is not firewalled (endpoint.connect_timeout_s in the profile)",
+        )
     elif isinstance(cause, _kinds("ReadTimeout", "WriteTimeout")) or _openai_error(exc, "APITimeoutError"):
-        what, hint = "connected, but no answer within the timeout", \
-            "the server accepts connections but does not answer: check its log for a hang or an overloaded engine " \
-            "(timeouts: endpoint.light_timeout_s, request_timeout_s, stream_stall_timeout_s in the profile)"
-    elif isinstance(cause, _kinds("ConnectError")) and ("Name or service" in text or "nodename" in text
-                                                          or "resolution" in text or "getaddrinfo" in text):
+        what, hint = (
+            "connected, but no answer within the timeout",
+            "the server accepts connections but does not answer: check its log for a hang or an overloaded engine "
+            "(timeouts: endpoint.light_timeout_s, request_timeout_s, stream_stall_timeout_s in the profile)",
+        )
+    elif isinstance(cause, _kinds("ConnectError")) and (
+        "Name or service" in text or "nodename" in text or "resolution" in text or "getaddrinfo" in text
+    ):
         what, hint = f"the host name does not resolve ({text})", "check the host name in the endpoint URL and DNS"
     elif isinstance(cause, _kinds("ConnectError")) and ("SSL" in text or "certificate" in text.lower()):
         what, hint = f"TLS failed ({text})", "check the certificate, or the scheme (http vs https) in the endpoint URL"
     elif isinstance(cause, _kinds("ConnectError")):
-        what, hint = f"connection failed ({text or 'refused'})", \
-            "check the service is running and listens on this host and port (`ss -ltnp`)"
+        what, hint = (
+            f"connection failed ({text or 'refused'})",
+            "check the service is running and listens on this host and port (`ss -ltnp`)",
+        )
     elif isinstance(cause, _kinds("RemoteProtocolError", "ReadError")):
-        what, hint = f"the server closed the connection mid-answer ({text or type(cause).__name__})", \
-            "check the server log for a crash or a proxy cutting long responses"
+        what, hint = (
+            f"the server closed the connection mid-answer ({text or type(cause).__name__})",
+            "check the server log for a crash or a proxy cutting long responses",
+        )
     else:
-        what, hint = f"the request failed ({type(cause).__name__}: {text})", \
-            "check the endpoint URL and the server log"
+        what, hint = f"the request failed ({type(cause).__name__}: {text})", "check the endpoint URL and the server log"
     never_reached = isinstance(cause, _kinds("ConnectTimeout", "PoolTimeout")) or (
-        isinstance(cause, _kinds("ConnectError")) and not what.startswith("TLS"))
+        isinstance(cause, _kinds("ConnectError")) and not what.startswith("TLS")
+    )
     cut = isinstance(cause, _kinds("RemoteProtocolError", "ReadError"))
     return EndpointError(url, what, hint, unreachable=never_reached, cut=cut)

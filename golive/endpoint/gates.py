@@ -4,6 +4,7 @@ what the interval decides; and the shape of the throughput curve with the cause 
 Pure functions of the sweep's level results (golive.endpoint.levels.LevelResult) and the profile's `load` section, so
 the load generator can ask, level by level, whether more requests would decide a floor (`undecided`).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -74,25 +75,49 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
     """The gates this level decides (those the profile sets a number for)."""
     found: list[tuple[str, float | None, Interval | None]] = []
     if level.concurrency == 1:
-        found += [("single_user_decode_tok_s", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
-                  ("single_user_ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci))]
+        found += [
+            ("single_user_decode_tok_s", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
+            ("single_user_ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci)),
+        ]
     if level.concurrency == gate_concurrency(load):
-        found += [("aggregate_tok_s", level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci)),
-                  ("per_user_tok_s_p50", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
-                  ("ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci)),
-                  ("goodput_share", level.goodput_share, _ci(level.goodput_share_ci))]
+        found += [
+            ("aggregate_tok_s", level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci)),
+            ("per_user_tok_s_p50", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
+            ("ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci)),
+            ("goodput_share", level.goodput_share, _ci(level.goodput_share_ci)),
+        ]
         one = level if level.concurrency == 1 else next((lv for lv in earlier if lv.concurrency == 1), None)
         if level.scaling_rounds:
-            found += [("scaling_ratio", *_median_of(level.scaling_rounds)),
-                      ("per_user_ratio", *_median_of([r for r in level.per_user_rounds or [] if r is not None]))]
+            found += [
+                ("scaling_ratio", *_median_of(level.scaling_rounds)),
+                ("per_user_ratio", *_median_of([r for r in level.per_user_rounds or [] if r is not None])),
+            ]
         elif one is not None:  # no rounds (load.ratio_rounds 0, or the bounds ran out first): the pooled levels
-            found += [("scaling_ratio", _ratio(level.aggregate_tok_s, one.aggregate_tok_s),
-                       ratio_interval(level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci), one.aggregate_tok_s,
-                                      _ci(one.aggregate_tok_s_ci)))]
+            found += [
+                (
+                    "scaling_ratio",
+                    _ratio(level.aggregate_tok_s, one.aggregate_tok_s),
+                    ratio_interval(
+                        level.aggregate_tok_s,
+                        _ci(level.aggregate_tok_s_ci),
+                        one.aggregate_tok_s,
+                        _ci(one.aggregate_tok_s_ci),
+                    ),
+                )
+            ]
             if level.per_user_tok_s_p50 is not None and one.per_user_tok_s_p50 is not None:
-                found += [("per_user_ratio", _ratio(level.per_user_tok_s_p50, one.per_user_tok_s_p50),
-                           ratio_interval(level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci),
-                                          one.per_user_tok_s_p50, _ci(one.per_user_tok_s_p50_ci)))]
+                found += [
+                    (
+                        "per_user_ratio",
+                        _ratio(level.per_user_tok_s_p50, one.per_user_tok_s_p50),
+                        ratio_interval(
+                            level.per_user_tok_s_p50,
+                            _ci(level.per_user_tok_s_p50_ci),
+                            one.per_user_tok_s_p50,
+                            _ci(one.per_user_tok_s_p50_ci),
+                        ),
+                    )
+                ]
             else:
                 found += [("per_user_ratio", None, None)]
     gates = []
@@ -100,8 +125,9 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
         limit = bound(load, field)
         if limit is not None:
             rounds = len(level.scaling_rounds) if field in RATIOS and level.scaling_rounds else None
-            gates.append(Gate(field, level.concurrency, value, interval, limit, level.requests - level.failures,
-                              rounds))
+            gates.append(
+                Gate(field, level.concurrency, value, interval, limit, level.requests - level.failures, rounds)
+            )
     return gates
 
 
@@ -111,8 +137,9 @@ RATIOS = {"scaling_ratio", "per_user_ratio"}
 def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> str | None:
     """Where more requests could decide a measured gate at this level that straddles its bound: "ratio" (only ratio
     gates: the 1-user level may be the less sure side), "level" (a gate of this level's own), None (all decided)."""
-    fields = {g.field for g in gates_at(load, level, earlier)
-              if g.value is not None and g.decision is Decision.UNDECIDED}
+    fields = {
+        g.field for g in gates_at(load, level, earlier) if g.value is not None and g.decision is Decision.UNDECIDED
+    }
     if not fields:
         return None
     return "ratio" if fields <= RATIOS else "level"
@@ -146,22 +173,30 @@ class Curve:
             return ""
         # the ratio first: one level measured in a lull of other work can make any curve look like it rises and falls
         if self.peak == self.points[0][0] or (ratio is not None and ratio < 1.5):
-            return (f"the aggregate is flat from 1 user on: the station does not batch. Batching is capped: "
-                    f"the served --max-num-seqs is likely 1{expected}; read it in the service's ExecStart or "
-                    f"`vllm:num_requests_running` on /metrics under load (it never exceeds the cap)")
+            return (
+                f"the aggregate is flat from 1 user on: the station does not batch. Batching is capped: "
+                f"the served --max-num-seqs is likely 1{expected}; read it in the service's ExecStart or "
+                f"`vllm:num_requests_running` on /metrics under load (it never exceeds the cap)"
+            )
         if self.falls:
-            return (f"the aggregate rises to {self.peak} users, then falls: a KV-cache or scheduling ceiling "
-                    f"(preemptions: `vllm:num_preemptions_total` on /metrics; KV cache too small for more sequences: "
-                    f"--gpu-memory-utilization, --max-model-len; --max-num-batched-tokens)")
+            return (
+                f"the aggregate rises to {self.peak} users, then falls: a KV-cache or scheduling ceiling "
+                f"(preemptions: `vllm:num_preemptions_total` on /metrics; KV cache too small for more sequences: "
+                f"--gpu-memory-utilization, --max-model-len; --max-num-batched-tokens)"
+            )
         if self.peak < self.points[-1][0] and (max_num_seqs is None or self.peak < max_num_seqs):
-            return (f"the aggregate stops rising at {self.peak} users{expected}: batching is capped at about "
-                    f"{self.peak} sequences (the served --max-num-seqs) or the KV cache holds no more (a KV or "
-                    f"scheduling ceiling: `vllm:num_requests_waiting` > 0 while running stays at {self.peak})")
+            return (
+                f"the aggregate stops rising at {self.peak} users{expected}: batching is capped at about "
+                f"{self.peak} sequences (the served --max-num-seqs) or the KV cache holds no more (a KV or "
+                f"scheduling ceiling: `vllm:num_requests_waiting` > 0 while running stays at {self.peak})"
+            )
         if ratio is not None and users is not None and (capped := max(1, int(ratio + 0.25))) < users:
-            return (f"the aggregate at {users} users is only {ratio:.2f}× one user's, and a station that batches N "
-                    f"sequences gives at most N×: batching is capped at about {capped} sequences (the served "
-                    f"--max-num-seqs{expected}) or a KV or scheduling ceiling holds it there "
-                    f"(`vllm:num_requests_running` on /metrics stays at {capped} under load)")
+            return (
+                f"the aggregate at {users} users is only {ratio:.2f}× one user's, and a station that batches N "
+                f"sequences gives at most N×: batching is capped at about {capped} sequences (the served "
+                f"--max-num-seqs{expected}) or a KV or scheduling ceiling holds it there "
+                f"(`vllm:num_requests_running` on /metrics stays at {capped} under load)"
+            )
         return ""
 
 
@@ -182,11 +217,13 @@ def curve(levels: list[LevelResult]) -> Curve:
     peak = ran[-1] if ran else None
     for i, level in enumerate(ran):
         # no later level raises it: one noisy level in between does not end the rise (a busy machine)
-        if not any(raises(later, level) for later in ran[i + 1:]):
+        if not any(raises(later, level) for later in ran[i + 1 :]):
             peak = level
             break
     if peak is None:
         return Curve(points, 0, False)
-    falls = any(lv.concurrency > peak.concurrency and lv.aggregate_tok_s < peak.aggregate_tok_s / RISE
-                and high(lv) < low(peak) for lv in ran)
+    falls = any(
+        lv.concurrency > peak.concurrency and lv.aggregate_tok_s < peak.aggregate_tok_s / RISE and high(lv) < low(peak)
+        for lv in ran
+    )
     return Curve(points, peak.concurrency, falls)

@@ -1,6 +1,7 @@
 """The sweep's typed record: one concurrency level's row, handed from the load generator (golive.endpoint.load) to
 the gates, results.json, go-live.md and the plot. Its own module so a report or a host-only run reads it without
 importing the load generator (httpx, numpy) or the OpenAI client."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field

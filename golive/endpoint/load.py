@@ -8,6 +8,7 @@ SSE is parsed here, not by an SSE library: the timestamp of an event is when its
 line-iterator built on top of the transport cannot tell us. The transport is golive.endpoint.timed_http (why not httpx:
 there).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -53,7 +54,7 @@ class SseParser:
             cut = self._buffer.find(b"\n")
             if cut < 0:
                 return events
-            line, self._buffer = self._buffer[:cut].rstrip(b"\r"), self._buffer[cut + 1:]
+            line, self._buffer = self._buffer[:cut].rstrip(b"\r"), self._buffer[cut + 1 :]
             if not line:  # a blank line ends the event
                 if self._data:
                     events.append(("\n".join(self._data), at))
@@ -150,10 +151,17 @@ async def sentences_for(client: httpx.AsyncClient, root: str, workload: Workload
     """How many filler sentences make the request `prompt_tokens` long as the server counts it (usage.prompt_tokens,
     chat template included): two /tokenize calls on the chat messages (vLLM's), the prefix alone and with
     SAMPLE_SENTENCES. Where the server has no /tokenize, ~10 tokens a sentence; usage reports the real count anyway."""
+
     async def count(sentences: int) -> int:
-        response = await client.post(root + "/tokenize", headers=headers, json={
-            "model": workload.model, "add_generation_prompt": True,
-            "messages": [{"role": "user", "content": prompt(sentences, uuid.uuid4().hex[:12])}]})
+        response = await client.post(
+            root + "/tokenize",
+            headers=headers,
+            json={
+                "model": workload.model,
+                "add_generation_prompt": True,
+                "messages": [{"role": "user", "content": prompt(sentences, uuid.uuid4().hex[:12])}],
+            },
+        )
         return int(response.json()["count"])
 
     try:
@@ -185,9 +193,15 @@ class Attempt:
 def request_body(workload: Workload, sentences: int) -> tuple[str, bytes]:
     """(salt, JSON body) of one load request."""
     salt = uuid.uuid4().hex[:12]
-    body = {"model": workload.model, "stream": True, "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": prompt(sentences, salt)}],
-            "max_tokens": workload.output_tokens, "ignore_eos": True, "temperature": 0}
+    body = {
+        "model": workload.model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": prompt(sentences, salt)}],
+        "max_tokens": workload.output_tokens,
+        "ignore_eos": True,
+        "temperature": 0,
+    }
     if workload.reasoning_effort:
         body["reasoning_effort"] = workload.reasoning_effort
     return salt, json.dumps(body).encode()
@@ -266,16 +280,25 @@ def meets_slo(timing: RequestTiming, slo: Slo) -> bool:
         return False
     tokens = timing.completion_tokens or 0
     tpot = (timing.end - timing.ttft) / (tokens - 1) if tokens > 1 else 0.0
-    return all(objective >= value for objective, value in
-               ((slo.ttft_s, timing.ttft), (slo.tpot_s, tpot), (slo.e2el_s, timing.end)) if objective is not None)
+    return all(
+        objective >= value
+        for objective, value in ((slo.ttft_s, timing.ttft), (slo.tpot_s, tpot), (slo.e2el_s, timing.end))
+        if objective is not None
+    )
 
 
 def _listed(interval: tuple[float, float] | None) -> list[float] | None:
     return None if interval is None else list(interval)
 
 
-def summarize(concurrency: int, timings: list[RequestTiming], started: float, ended: float,
-              slo: Slo | None = None, earlier_s: float = 0.0) -> LevelResult:
+def summarize(
+    concurrency: int,
+    timings: list[RequestTiming],
+    started: float,
+    ended: float,
+    slo: Slo | None = None,
+    earlier_s: float = 0.0,
+) -> LevelResult:
     """The level's row; `earlier_s`: the duration of its earlier batches (timings holds every batch's requests)."""
     ok = [t for t in timings if t.error is None]
     tokens = sum(t.completion_tokens or 0 for t in ok)
@@ -288,36 +311,58 @@ def summarize(concurrency: int, timings: list[RequestTiming], started: float, en
     timed = [t for t in ok if t.end is not None]
     good = sum(meets_slo(t, slo) for t in ok) if slo else None
     return LevelResult(
-        concurrency=concurrency, requests=len(timings), failures=len(timings) - len(ok), duration_s=duration,
-        output_tokens=tokens, aggregate_tok_s=tokens / duration,
+        concurrency=concurrency,
+        requests=len(timings),
+        failures=len(timings) - len(ok),
+        duration_s=duration,
+        output_tokens=tokens,
+        aggregate_tok_s=tokens / duration,
         per_user_tok_s_p50=_percentile([1 / x for x in tpots], 50),
-        ttft_p50_s=_percentile(ttfts, 50), ttft_p99_s=_percentile(ttfts, 99), ttft_mean_s=mean(ttfts),
+        ttft_p50_s=_percentile(ttfts, 50),
+        ttft_p99_s=_percentile(ttfts, 99),
+        ttft_mean_s=mean(ttfts),
         ttfo_p50_s=_percentile([t.first_content for t in ok if t.first_content is not None], 50),
-        itl_p50_s=_percentile(itls, 50), itl_mean_s=mean(itls), tpot_p50_s=_percentile(tpots, 50),
-        e2e_p50_s=_percentile(e2es, 50), e2e_mean_s=mean(e2es),
+        itl_p50_s=_percentile(itls, 50),
+        itl_mean_s=mean(itls),
+        tpot_p50_s=_percentile(tpots, 50),
+        e2e_p50_s=_percentile(e2es, 50),
+        e2e_mean_s=mean(e2es),
         prompt_tokens_p50=_percentile([t.prompt_tokens for t in ok if t.prompt_tokens is not None], 50),
         client_usage_mismatches=sum(t.client_tokens != t.completion_tokens for t in ok),
         errors=sorted({t.error for t in timings if t.error})[:5],
-        aggregate_tok_s_ci=_listed(aggregate_interval(tokens / duration, [t.completion_tokens or 0 for t in timed],
-                                                      [t.end or 0.0 for t in timed])),
+        aggregate_tok_s_ci=_listed(
+            aggregate_interval(
+                tokens / duration, [t.completion_tokens or 0 for t in timed], [t.end or 0.0 for t in timed]
+            )
+        ),
         per_user_tok_s_p50_ci=_listed(median_interval([1 / x for x in tpots])),
         ttft_p50_s_ci=_listed(median_interval(ttfts)),
-        good_requests=good, goodput_req_s=None if good is None else good / duration,
+        good_requests=good,
+        goodput_req_s=None if good is None else good / duration,
         goodput_share=None if good is None or not ok else good / len(ok),
-        goodput_share_ci=None if good is None else _listed(share_interval(good, len(ok))))
+        goodput_share_ci=None if good is None else _listed(share_interval(good, len(ok))),
+    )
 
 
-def lanes(url: str, count: int, timeout_s: float, ca_file: str | None = None,
-          clock: Clock = time.perf_counter) -> list[Lane]:
+def lanes(
+    url: str, count: int, timeout_s: float, ca_file: str | None = None, clock: Clock = time.perf_counter
+) -> list[Lane]:
     """One lane (one keep-alive connection) per request in flight. One shared pool of C connections would cost
     O(C²) per request start and end (httpcore 1.0's pool bookkeeping: ~20 ms at 256 connections, the event loop
     blocked), which delays every other stream's timestamps; bench/stream_truth.py measures the difference."""
     return [Lane(url, timeout_s, ca_file, clock) for _ in range(count)]
 
 
-async def run_level(clients: list[Lane], workload: Workload, headers: dict, concurrency: int,
-                    requests: int, deadline: float, sentences: int,
-                    clock: Clock = time.perf_counter) -> tuple[list[RequestTiming], float, float]:
+async def run_level(
+    clients: list[Lane],
+    workload: Workload,
+    headers: dict,
+    concurrency: int,
+    requests: int,
+    deadline: float,
+    sentences: int,
+    clock: Clock = time.perf_counter,
+) -> tuple[list[RequestTiming], float, float]:
     """`requests` requests with at most `concurrency` in flight (each on its own lane of `clients`); none is
     started after `deadline`."""
     free: asyncio.Queue[Lane] = asyncio.Queue()
@@ -362,9 +407,11 @@ class Sweep:
         return {"levels": [lv.as_dict() for lv in self.levels], "not_run": self.not_run, "refused": self.refused}
 
 
-PEAK_REFUSED = ("not checked because the station is marked `production: true` in the inventory: the peak-load level "
-                "({levels} in flight) runs only with consent; to run it, add --allow-peak-load "
-                "(`golive run INVENTORY --allow-peak-load`)")
+PEAK_REFUSED = (
+    "not checked because the station is marked `production: true` in the inventory: the peak-load level "
+    "({levels} in flight) runs only with consent; to run it, add --allow-peak-load "
+    "(`golive run INVENTORY --allow-peak-load`)"
+)
 
 
 def levels_to_run(levels: Iterable[int], production: bool, allow_peak_load: bool) -> tuple[list[int], list[int]]:
@@ -412,18 +459,31 @@ class _Measured:
         level = _row(concurrency, self.timings, self.warm, self.spent_s, self.batches, slo)
         level.engine_samples = self.engine_samples or None
         if self.rounds:
-            level.scaling_rounds = [top.aggregate_tok_s / one.aggregate_tok_s if one.aggregate_tok_s > 0 else 0.0
-                                    for one, top in self.rounds]
-            level.per_user_rounds = [None if not one.per_user_tok_s_p50 or top.per_user_tok_s_p50 is None
-                                     else top.per_user_tok_s_p50 / one.per_user_tok_s_p50 for one, top in self.rounds]
+            level.scaling_rounds = [
+                top.aggregate_tok_s / one.aggregate_tok_s if one.aggregate_tok_s > 0 else 0.0
+                for one, top in self.rounds
+            ]
+            level.per_user_rounds = [
+                None
+                if not one.per_user_tok_s_p50 or top.per_user_tok_s_p50 is None
+                else top.per_user_tok_s_p50 / one.per_user_tok_s_p50
+                for one, top in self.rounds
+            ]
         return level
 
 
 RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
 
 
-async def engine_counts(client: httpx.AsyncClient, root: str, headers: dict, model: str, done: asyncio.Event,
-                        every_s: float = 0.1, timeout_s: float = 10) -> list[list[float]]:
+async def engine_counts(
+    client: httpx.AsyncClient,
+    root: str,
+    headers: dict,
+    model: str,
+    done: asyncio.Event,
+    every_s: float = 0.1,
+    timeout_s: float = 10,
+) -> list[list[float]]:
     """[running, waiting] from vLLM's /metrics gauges (the served model's series summed over engines), polled every
     `every_s` until `done`; polls that did not give both are left out. Read only: a GET, like Prometheus' scrape."""
     samples: list[list[float]] = []
@@ -434,8 +494,10 @@ async def engine_counts(client: httpx.AsyncClient, root: str, headers: dict, mod
                 # only the two gauges' lines go to the parser: the whole page is ~100 kB, polled ten times a second
                 lines = "\n".join(line for line in response.text.splitlines() if line.startswith((RUNNING, WAITING)))
                 found = parse_metrics(lines + "\n")
-                served = [[value for labels, value in found.get(name, []) if labels.get("model_name", model) == model]
-                          for name in (RUNNING, WAITING)]
+                served = [
+                    [value for labels, value in found.get(name, []) if labels.get("model_name", model) == model]
+                    for name in (RUNNING, WAITING)
+                ]
                 if all(served):
                     samples.append([sum(values) for values in served])
         with contextlib.suppress(TimeoutError):
@@ -443,8 +505,9 @@ async def engine_counts(client: httpx.AsyncClient, root: str, headers: dict, mod
     return samples
 
 
-async def sweep_async(target: EndpointTarget, workload: Workload, plan: SweepPlan,
-                      progress: Callable[[str], None] = lambda line: None) -> Sweep:
+async def sweep_async(
+    target: EndpointTarget, workload: Workload, plan: SweepPlan, progress: Callable[[str], None] = lambda line: None
+) -> Sweep:
     """Each level: `warmup` × C requests (not measured), then `repeats` × C requests (at least `min_requests`)
     measured, C in flight; while `undecided` says a floor of that level cannot be judged yet, another batch of it.
 
@@ -479,18 +542,22 @@ async def sweep_async(target: EndpointTarget, workload: Workload, plan: SweepPla
         return None if undecided is None else undecided(measured[concurrency].level, earlier(concurrency))
 
     async with contextlib.AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(c)
-                   for c in lanes(target.chat_url, max(levels), target.request_timeout_s, target.ca_file)]
-        light = await stack.enter_async_context(httpx.AsyncClient(timeout=target.request_timeout_s,
-                                                                  verify=trusting(target.ca_file)))
+        clients = [
+            await stack.enter_async_context(c)
+            for c in lanes(target.chat_url, max(levels), target.request_timeout_s, target.ca_file)
+        ]
+        light = await stack.enter_async_context(
+            httpx.AsyncClient(timeout=target.request_timeout_s, verify=trusting(target.ca_file))
+        )
         sentences = await sentences_for(light, target.root, workload, headers)
 
         async def extend(concurrency: int) -> LevelResult:
             """One more batch of this level; returns that batch's own row."""
             nonlocal sent
             m = measured[concurrency]
-            more, started, ended = await run_level(clients, workload, headers, concurrency, batch_of(concurrency),
-                                                   deadline, sentences)
+            more, started, ended = await run_level(
+                clients, workload, headers, concurrency, batch_of(concurrency), deadline, sentences
+            )
             sent += len(more)
             m.timings += more
             m.spent_s += ended - started
@@ -503,8 +570,9 @@ async def sweep_async(target: EndpointTarget, workload: Workload, plan: SweepPla
         async def extend_watched(concurrency: int) -> LevelResult:
             """A batch with vLLM's running and waiting counts polled beside it (the batch check reads them)."""
             done = asyncio.Event()
-            poll = asyncio.ensure_future(engine_counts(light, target.root, headers, workload.model, done,
-                                                       timeout_s=target.light_timeout_s))
+            poll = asyncio.ensure_future(
+                engine_counts(light, target.root, headers, workload.model, done, timeout_s=target.light_timeout_s)
+            )
             try:
                 return await extend(concurrency)
             finally:
@@ -519,8 +587,10 @@ async def sweep_async(target: EndpointTarget, workload: Workload, plan: SweepPla
             m.rounds.append((batch[1], batch[paired]))
             m.level = m.row(paired, slo)
             ratio = m.level.scaling_rounds[-1] if m.level.scaling_rounds else None
-            progress(f"load: round {len(m.rounds)}: 1 user {batch[1].aggregate_tok_s:,.1f} tok/s, {paired} users "
-                     f"{batch[paired].aggregate_tok_s:,.1f} tok/s: {_fmt(ratio, '.2f')}×")
+            progress(
+                f"load: round {len(m.rounds)}: 1 user {batch[1].aggregate_tok_s:,.1f} tok/s, {paired} users "
+                f"{batch[paired].aggregate_tok_s:,.1f} tok/s: {_fmt(ratio, '.2f')}×"
+            )
 
         async def settle(concurrency: int) -> None:
             """More requests while a floor read at this level is undecided: a batch of the level, or (a ratio) a
@@ -548,13 +618,16 @@ async def sweep_async(target: EndpointTarget, workload: Workload, plan: SweepPla
                 continue
             warm: list[RequestTiming] = []
             if warmup:
-                warm, _, _ = await run_level(clients, workload, headers, concurrency, warmup * concurrency,
-                                             deadline, sentences)
-            timings, started, ended = await run_level(clients, workload, headers, concurrency,
-                                                      batch_of(concurrency), deadline, sentences)
+                warm, _, _ = await run_level(
+                    clients, workload, headers, concurrency, warmup * concurrency, deadline, sentences
+                )
+            timings, started, ended = await run_level(
+                clients, workload, headers, concurrency, batch_of(concurrency), deadline, sentences
+            )
             sent += len(warm) + len(timings)
-            measured[concurrency] = _Measured(timings, warm, ended - started, 1,
-                                              _row(concurrency, timings, warm, ended - started, 1, slo))
+            measured[concurrency] = _Measured(
+                timings, warm, ended - started, 1, _row(concurrency, timings, warm, ended - started, 1, slo)
+            )
             await settle(concurrency)
             _progress_line(progress, measured[concurrency].level)
         if pairing and 1 in measured and paired in measured:
@@ -565,8 +638,14 @@ async def sweep_async(target: EndpointTarget, workload: Workload, plan: SweepPla
     return Sweep([m.level for _, m in sorted(measured.items())], not_run)
 
 
-def _row(concurrency: int, timings: list[RequestTiming], warm: list[RequestTiming], spent_s: float, batches: int,
-         slo: Slo | None) -> LevelResult:
+def _row(
+    concurrency: int,
+    timings: list[RequestTiming],
+    warm: list[RequestTiming],
+    spent_s: float,
+    batches: int,
+    slo: Slo | None,
+) -> LevelResult:
     level = summarize(concurrency, timings, 0.0, spent_s, slo)
     level.batches = batches
     level.warmup_failures = sum(t.error is not None for t in warm)
@@ -575,17 +654,20 @@ def _row(concurrency: int, timings: list[RequestTiming], warm: list[RequestTimin
 
 
 def _progress_line(progress: Callable[[str], None], level: LevelResult, note: str = "") -> None:
-    progress(f"load: {level.concurrency:>4} in flight: {level.requests} requests, {level.failures} failed, "
-             f"{level.aggregate_tok_s:,.1f} tok/s aggregate, "
-             f"{_fmt(level.per_user_tok_s_p50, '.1f')} tok/s per user (p50), "
-             f"TTFT p50 {_fmt(level.ttft_p50_s, '.3f')} s{note}")
+    progress(
+        f"load: {level.concurrency:>4} in flight: {level.requests} requests, {level.failures} failed, "
+        f"{level.aggregate_tok_s:,.1f} tok/s aggregate, "
+        f"{_fmt(level.per_user_tok_s_p50, '.1f')} tok/s per user (p50), "
+        f"TTFT p50 {_fmt(level.ttft_p50_s, '.3f')} s{note}"
+    )
 
 
 def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def sweep(target: EndpointTarget, workload: Workload, plan: SweepPlan,
-          progress: Callable[[str], None] = lambda line: None) -> Sweep:
+def sweep(
+    target: EndpointTarget, workload: Workload, plan: SweepPlan, progress: Callable[[str], None] = lambda line: None
+) -> Sweep:
     """`sweep_async` from synchronous code (a check)."""
     return asyncio.run(sweep_async(target, workload, plan, progress))

@@ -1,4 +1,5 @@
 """Long-context prompts of an exact size: a haystack with a needle, sized with the server's own /tokenize."""
+
 from __future__ import annotations
 
 import bisect
@@ -8,13 +9,37 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-_SUBJECTS = ["The harbour office", "A night-shift engineer", "The quarterly audit", "Our build farm", "The west wing",
-             "A delivery drone", "The archive team", "The cooling loop", "A visiting professor", "The ferry schedule"]
+_SUBJECTS = [
+    "The harbour office",
+    "A night-shift engineer",
+    "The quarterly audit",
+    "Our build farm",
+    "The west wing",
+    "A delivery drone",
+    "The archive team",
+    "The cooling loop",
+    "A visiting professor",
+    "The ferry schedule",
+]
 _VERBS = ["reviewed", "rescheduled", "measured", "repainted", "catalogued", "rerouted", "inspected", "summarised"]
-_OBJECTS = ["the spare parts inventory", "three old maintenance logs", "the lobby lighting", "a shipment of cables",
-            "the visitor badges", "the backup generator", "a box of printed manuals", "the parking rota"]
-_WHEN = ["on Monday", "before lunch", "after the storm", "during the holidays", "late in the evening",
-         "in early spring"]
+_OBJECTS = [
+    "the spare parts inventory",
+    "three old maintenance logs",
+    "the lobby lighting",
+    "a shipment of cables",
+    "the visitor badges",
+    "the backup generator",
+    "a box of printed manuals",
+    "the parking rota",
+]
+_WHEN = [
+    "on Monday",
+    "before lunch",
+    "after the storm",
+    "during the holidays",
+    "late in the evening",
+    "in early spring",
+]
 _ADJ = ["amber", "cobalt", "silent", "northern", "velvet", "granite", "lunar", "copper"]
 _NOUN = ["falcon", "harbor", "lantern", "meadow", "compass", "glacier", "orchid", "beacon"]
 
@@ -145,26 +170,36 @@ def usage_mismatch(prompt_tokens: int | None, haystack: Haystack) -> Mismatch | 
     """What is wrong with a chat answer's usage.prompt_tokens for this haystack, or None: it must be the verified
     count plus the chat template's few tokens, and that count within ±0.5 % of the target."""
     if not isinstance(prompt_tokens, int):
-        return Mismatch(found=f"the answer carried no usage.prompt_tokens (got {prompt_tokens!r})",
-                        fix="a proxy in front of vLLM may rewrite answers: query vLLM directly and compare")
+        return Mismatch(
+            found=f"the answer carried no usage.prompt_tokens (got {prompt_tokens!r})",
+            fix="a proxy in front of vLLM may rewrite answers: query vLLM directly and compare",
+        )
     if abs(haystack.tokens - haystack.target) > tolerance(haystack.target):
-        return Mismatch(found=f"/tokenize counted the probe at {haystack.tokens:,} tokens, {haystack.error:+.2%} off "
-                              f"its target of {haystack.target:,} after {haystack.calls} calls",
-                        fix="/tokenize counts unsteadily (the same text counted differently between calls): check "
-                            "that every replica behind the URL serves the same tokenizer")
+        return Mismatch(
+            found=f"/tokenize counted the probe at {haystack.tokens:,} tokens, {haystack.error:+.2%} off "
+            f"its target of {haystack.target:,} after {haystack.calls} calls",
+            fix="/tokenize counts unsteadily (the same text counted differently between calls): check "
+            "that every replica behind the URL serves the same tokenizer",
+        )
     extra = prompt_tokens - haystack.tokens
-    counted = (f"the chat answer counted {prompt_tokens:,} prompt tokens for a user turn /tokenize counted at "
-               f"{haystack.tokens:,} ({extra:+,}; a chat template adds 0 to {TEMPLATE_ALLOWANCE})")
+    counted = (
+        f"the chat answer counted {prompt_tokens:,} prompt tokens for a user turn /tokenize counted at "
+        f"{haystack.tokens:,} ({extra:+,}; a chat template adds 0 to {TEMPLATE_ALLOWANCE})"
+    )
     if extra < -4:  # -4: merges across the template's last tag, in theory
-        return Mismatch(found=counted,
-                        fix="something between golive and the model cut the prompt (a proxy's body-size limit, a "
-                            "truncation setting), or chat and /tokenize use different tokenizers: compare the served "
-                            "tokenizer files with the checkpoint's")
+        return Mismatch(
+            found=counted,
+            fix="something between golive and the model cut the prompt (a proxy's body-size limit, a "
+            "truncation setting), or chat and /tokenize use different tokenizers: compare the served "
+            "tokenizer files with the checkpoint's",
+        )
     if extra > TEMPLATE_ALLOWANCE:
-        return Mismatch(found=counted,
-                        fix="the chat template (--chat-template or the checkpoint's) injects a long system prompt, or "
-                            "chat and /tokenize use different tokenizers: compare the rendered template and the "
-                            "tokenizer files")
+        return Mismatch(
+            found=counted,
+            fix="the chat template (--chat-template or the checkpoint's) injects a long system prompt, or "
+            "chat and /tokenize use different tokenizers: compare the rendered template and the "
+            "tokenizer files",
+        )
     return None
 
 

@@ -1,5 +1,6 @@
 """A streamed chat answer assembled from the server's raw events. Every value golive reads is checked for its type
 first: a server (or a proxy) can send anything, and the answer must then be one clear error, never a crash."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -3,6 +3,7 @@
 The API key is read from the environment here and only here (the inventory names the variable, never the key); it is
 kept out of repr() so no log, report or traceback can print it.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,9 +36,15 @@ class EndpointTarget:
         """The station's endpoint with the profile's timeouts (`endpoint.*_timeout_s`)."""
         if not station.endpoint:
             raise ValueError(f"station {station.name} has no endpoint URL")
-        return cls(url=station.endpoint.rstrip("/"), api_key=api_key_of(station), ca_file=ca_file,
-                   request_timeout_s=limits.request_timeout_s, connect_timeout_s=limits.connect_timeout_s,
-                   light_timeout_s=limits.light_timeout_s, stream_stall_timeout_s=limits.stream_stall_timeout_s)
+        return cls(
+            url=station.endpoint.rstrip("/"),
+            api_key=api_key_of(station),
+            ca_file=ca_file,
+            request_timeout_s=limits.request_timeout_s,
+            connect_timeout_s=limits.connect_timeout_s,
+            light_timeout_s=limits.light_timeout_s,
+            stream_stall_timeout_s=limits.stream_stall_timeout_s,
+        )
 
     @property
     def root(self) -> str:

@@ -7,6 +7,7 @@ httptools (llhttp, in C) splits the HTTP framing. The body is kept as (arrival t
 assembled after the response has ended, so parsing one stream never delays another stream's timestamps.
 Everything else golive sends (light calls, chat checks) stays on httpx and the OpenAI client.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -99,8 +100,7 @@ class _Reader(asyncio.Protocol):
             self.response.end = self._at
             self.done.set_result(self.response)
         else:
-            self._fail(StreamError(CLOSED_BEFORE_RESPONSE
-                                   + (f" ({type(exc).__name__}: {exc})" if exc else "")))
+            self._fail(StreamError(CLOSED_BEFORE_RESPONSE + (f" ({type(exc).__name__}: {exc})" if exc else "")))
 
     def _fail(self, error: StreamError) -> None:
         if self.done is not None and not self.done.done():
@@ -115,8 +115,9 @@ class Lane:
     """One connection for one URL, reused request after request (keep-alive), one request at a time. https trusts
     what every other golive client trusts (golive.endpoint.tls: the station's `tls_ca_file`, else httpx's default)."""
 
-    def __init__(self, url: str, timeout_s: float, ca_file: str | None = None,
-                 clock: Clock = time.perf_counter) -> None:
+    def __init__(
+        self, url: str, timeout_s: float, ca_file: str | None = None, clock: Clock = time.perf_counter
+    ) -> None:
         parts = urlsplit(url)
         self.secure = parts.scheme == "https"
         self.host = parts.hostname or "localhost"
@@ -133,9 +134,16 @@ class Lane:
             return self._reader
         loop = asyncio.get_running_loop()
         try:
-            _, reader = await asyncio.wait_for(loop.create_connection(
-                lambda: _Reader(self.clock), self.host, self.port, ssl=self.tls,
-                server_hostname=self.host if self.secure else None), self.timeout_s)
+            _, reader = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: _Reader(self.clock),
+                    self.host,
+                    self.port,
+                    ssl=self.tls,
+                    server_hostname=self.host if self.secure else None,
+                ),
+                self.timeout_s,
+            )
         except TimeoutError as exc:
             raise StreamError(f"no connection to {self.authority} within {self.timeout_s:g} s") from exc
         except (OSError, ssl.SSLError) as exc:
@@ -144,9 +152,15 @@ class Lane:
         return reader
 
     def request_bytes(self, body: bytes, headers: dict[str, str]) -> bytes:
-        head = [f"POST {self.path} HTTP/1.1", f"Host: {self.authority}", "User-Agent: golive",
-                "Accept: text/event-stream", "Content-Type: application/json", f"Content-Length: {len(body)}",
-                *(f"{name}: {value}" for name, value in headers.items())]
+        head = [
+            f"POST {self.path} HTTP/1.1",
+            f"Host: {self.authority}",
+            "User-Agent: golive",
+            "Accept: text/event-stream",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            *(f"{name}: {value}" for name, value in headers.items()),
+        ]
         return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
     async def post(self, body: bytes, headers: dict[str, str]) -> StreamedResponse:
@@ -180,8 +194,12 @@ class Lane:
                 silent = self.clock() - reader.last_read
                 wait = max(self.timeout_s - silent, 0.01)
                 if silent >= self.timeout_s:
-                    reader._fail(StreamError(f"no byte from {self.authority} for {silent:.0f} s "
-                                             f"(the stream stalled; timeout {self.timeout_s:g} s)"))
+                    reader._fail(
+                        StreamError(
+                            f"no byte from {self.authority} for {silent:.0f} s "
+                            f"(the stream stalled; timeout {self.timeout_s:g} s)"
+                        )
+                    )
                     return await done  # raises
 
     async def aclose(self) -> None:

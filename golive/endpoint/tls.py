@@ -1,6 +1,7 @@
 """Which certificates golive trusts for a station's endpoint: the site CA named in the inventory (`tls_ca_file`), else
 what httpx trusts by default (SSL_CERT_FILE or SSL_CERT_DIR where set, else certifi's bundle). Verification is never
 turned off: a certificate that does not chain to the trusted CA fails the health check."""
+
 from __future__ import annotations
 
 import functools

@@ -8,6 +8,7 @@ the bootstrap spread of the ratio estimator Σ tokens ÷ Σ E2E over the same re
 whole level, aggregate ≈ C × Σ tokens ÷ Σ E2E, and request-to-request variation is what moves it. A share (goodput)
 gets a Wilson score interval (exact enough at small counts, never outside [0, 1]).
 """
+
 from __future__ import annotations
 
 import math
@@ -94,5 +95,8 @@ def against_ceiling(interval: Interval | None, ceiling: float) -> Decision:
 
 
 def interval_text(interval: Interval | None, spec: str = ",.4g") -> str:
-    return "no interval (fewer than 2 requests)" if interval is None else \
-        f"95 % CI {format(interval[0], spec)}–{format(interval[1], spec)}"
+    return (
+        "no interval (fewer than 2 requests)"
+        if interval is None
+        else f"95 % CI {format(interval[0], spec)}–{format(interval[1], spec)}"
+    )

@@ -5,6 +5,7 @@ reused too early) leave a single request right and break answers under load. The
 generator (`one_request`): C requests in flight, one after another, until every probe has answered, never more than
 `max_load_requests`, none started after `deadline`. The probes are plain chat requests sent from threads.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -22,11 +23,21 @@ from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane
 from golive.endpoint.tls import trusting
 
-GET_WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather for a city.",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string", "description": "City name, e.g. 'Paris'"},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}
+GET_WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "City name, e.g. 'Paris'"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city"],
+        },
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -40,10 +51,19 @@ class Probe:
         """None when `result` (a ChatResult) is right; else what came back."""
         if self.tools:
             calls = [(name, _args(arguments)) for name, arguments in result.tool_calls]
-            ok = (len(calls) == 1 and calls[0][0] == "get_weather"
-                  and str(calls[0][1].get("city", "")).strip().lower() == "paris")
-            return None if ok else (f"tool calls {result.tool_calls}, content {result.content[:120]!r}, "
-                                    f"finish_reason {result.finish_reason}")
+            ok = (
+                len(calls) == 1
+                and calls[0][0] == "get_weather"
+                and str(calls[0][1].get("city", "")).strip().lower() == "paris"
+            )
+            return (
+                None
+                if ok
+                else (
+                    f"tool calls {result.tool_calls}, content {result.content[:120]!r}, "
+                    f"finish_reason {result.finish_reason}"
+                )
+            )
         number = self.expect
         ok = re.search(rf"(?<![\d.]){re.escape(number)}(?![\d])", result.content or "") is not None
         return None if ok else f"content {(result.content or '')[:160]!r}, finish_reason {result.finish_reason}"
@@ -59,12 +79,20 @@ def _args(arguments: str) -> dict:
 
 # the smoke test's tool call, and small sums whose answers differ: a batch that swaps answers is caught too
 PROBES = (
-    Probe("tool call get_weather(Paris)", "What's the weather in Paris right now?", [GET_WEATHER],
-          "one get_weather call with city Paris"),
+    Probe(
+        "tool call get_weather(Paris)",
+        "What's the weather in Paris right now?",
+        [GET_WEATHER],
+        "one get_weather call with city Paris",
+    ),
     Probe("arithmetic 17 * 23", "What is 17 * 23?", None, "391"),
     Probe("arithmetic 48 + 19", "What is 48 + 19?", None, "67"),
-    Probe("tool call get_weather(Paris), again", "What's the weather in Paris right now?", [GET_WEATHER],
-          "one get_weather call with city Paris"),
+    Probe(
+        "tool call get_weather(Paris), again",
+        "What's the weather in Paris right now?",
+        [GET_WEATHER],
+        "one get_weather call with city Paris",
+    ),
     Probe("arithmetic 96 - 58", "What is 96 - 58?", None, "38"),
     Probe("arithmetic 12 * 12", "What is 12 * 12?", None, "144"),
 )
@@ -87,9 +115,16 @@ class UnderLoad:
         return sum(t.error is not None for t in self.load)
 
 
-async def probes_under_load(target: EndpointTarget, workload: Workload, concurrency: int,
-                            probes: list[Probe], ask: Callable[[Probe], ChatResult], max_load_requests: int,
-                            deadline: float, probes_in_flight: int) -> UnderLoad:
+async def probes_under_load(
+    target: EndpointTarget,
+    workload: Workload,
+    concurrency: int,
+    probes: list[Probe],
+    ask: Callable[[Probe], ChatResult],
+    max_load_requests: int,
+    deadline: float,
+    probes_in_flight: int,
+) -> UnderLoad:
     """Keep `concurrency` load requests in flight; once they are all going, send the probes (`ask` answers one, in a
     thread; at most `probes_in_flight` at a time); stop the load when the last probe has answered."""
     headers = target.headers()

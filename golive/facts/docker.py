@@ -1,4 +1,5 @@
 """Docker: the `docker run` line of a unit, `docker inspect` of a container and of an image."""
+
 from __future__ import annotations
 
 import json
@@ -10,9 +11,25 @@ from golive.facts.vllm import served_args_start
 
 # `docker run` options that take no value (docker run --help); every other option takes one.
 _RUN_FLAGS = {
-    "-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--init", "--privileged", "--read-only",
-    "-P", "--publish-all", "--no-healthcheck", "--oom-kill-disable", "--disable-content-trust", "-q", "--quiet",
-    "--sig-proxy", "--use-api-socket",
+    "-d",
+    "--detach",
+    "-i",
+    "--interactive",
+    "-t",
+    "--tty",
+    "--rm",
+    "--init",
+    "--privileged",
+    "--read-only",
+    "-P",
+    "--publish-all",
+    "--no-healthcheck",
+    "--oom-kill-disable",
+    "--disable-content-trust",
+    "-q",
+    "--quiet",
+    "--sig-proxy",
+    "--use-api-socket",
 }
 _SHORT_FLAG_LETTERS = set("dit")  # combinable: -it, -dit
 
@@ -83,7 +100,7 @@ def parse_run(argv: list[str] | tuple[str, ...]) -> DockerRun:
         i += 1
     if i >= len(rest):
         raise FactError("docker run line names no image")
-    return DockerRun(options=options, image=ImageRef.parse(rest[i]), args=rest[i + 1:])
+    return DockerRun(options=options, image=ImageRef.parse(rest[i]), args=rest[i + 1 :])
 
 
 @dataclass
@@ -154,5 +171,9 @@ class ImageFacts:
 
 def parse_image_inspect(text: str) -> ImageFacts:
     obj = _inspect_objects(text, "image")[0]
-    return ImageFacts(id=obj.get("Id", ""), repo_digests=list(obj.get("RepoDigests") or []),
-                      repo_tags=list(obj.get("RepoTags") or []), architecture=obj.get("Architecture", ""))
+    return ImageFacts(
+        id=obj.get("Id", ""),
+        repo_digests=list(obj.get("RepoDigests") or []),
+        repo_tags=list(obj.get("RepoTags") or []),
+        architecture=obj.get("Architecture", ""),
+    )

@@ -1,4 +1,5 @@
 """NVIDIA GPUs and NUMA memory: nvidia-smi, /proc/driver/nvidia, /sys/devices/system/node."""
+
 from __future__ import annotations
 
 import csv
@@ -22,8 +23,9 @@ def parse_query_csv(text: str, fields: list[str]) -> list[dict[str, str]]:
         if row[0].startswith("No ") and len(row) == 1:  # "No running processes found" on older drivers
             continue
         if len(row) != len(fields):
-            raise FactError(f"nvidia-smi row has {len(row)} columns, expected {len(fields)} "
-                            f"({', '.join(fields)}): {row}")
+            raise FactError(
+                f"nvidia-smi row has {len(row)} columns, expected {len(fields)} ({', '.join(fields)}): {row}"
+            )
         rows.append({name: value.strip() for name, value in zip(fields, row, strict=True)})
     return rows
 
@@ -60,8 +62,9 @@ class SmiGpu:
 # nvidia-smi prints NVML's brand (nvml.h nvmlBrandType_t): Quadro, NVS, GeForce, Titan and the *RTX brands are
 # workstation and display GPUs; "NVIDIA" (NVML_BRAND_NVIDIA: H100, H200, GB300), "Tesla" and the virtual-GPU brands are
 # the data-centre GPUs a serving profile is written for.
-WORKSTATION_BRANDS = frozenset({"quadro", "quadro rtx", "nvidia rtx", "nvs", "geforce", "geforce rtx", "titan",
-                                "titan rtx"})
+WORKSTATION_BRANDS = frozenset(
+    {"quadro", "quadro rtx", "nvidia rtx", "nvs", "geforce", "geforce rtx", "titan", "titan rtx"}
+)
 
 
 def is_workstation_brand(brand: str | None) -> bool:
@@ -74,6 +77,7 @@ def parse_smi_q(text: str) -> list[SmiGpu]:
     gpus: list[SmiGpu] = []
     blocks = re.split(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.\d)\s*$", text, flags=re.MULTILINE)
     for bus_id, body in zip(blocks[1::2], blocks[2::2], strict=True):  # re.split: text, (group, text)*
+
         def field(name: str, within: str = body) -> str | None:
             match = re.search(rf"^\s*{re.escape(name)}\s*:\s*(.*?)\s*$", within, flags=re.MULTILINE)
             return match.group(1) if match else None
@@ -81,14 +85,16 @@ def parse_smi_q(text: str) -> list[SmiGpu]:
         fb = re.search(r"FB Memory Usage\s*\n((?:\s{8,}.*\n?)+)", body)
         fb_text = fb.group(1) if fb else ""
         total, used = field("Total", fb_text), field("Used", fb_text)
-        gpus.append(SmiGpu(
-            bus_id=normalize_bus_id(bus_id),
-            product_name=field("Product Name") or "",
-            addressing_mode=field("Addressing Mode"),
-            fb_total_mib=mib(total.split()[0]) if total else None,
-            fb_used_mib=mib(used.split()[0]) if used else None,
-            brand=field("Product Brand"),
-        ))
+        gpus.append(
+            SmiGpu(
+                bus_id=normalize_bus_id(bus_id),
+                product_name=field("Product Name") or "",
+                addressing_mode=field("Addressing Mode"),
+                fb_total_mib=mib(total.split()[0]) if total else None,
+                fb_used_mib=mib(used.split()[0]) if used else None,
+                brand=field("Product Brand"),
+            )
+        )
     if not gpus and "GPU" in text:
         raise FactError("`nvidia-smi -q` output has no `GPU <bus id>` sections")
     return gpus
@@ -96,6 +102,7 @@ def parse_smi_q(text: str) -> list[SmiGpu]:
 
 def parse_smi_versions(text: str) -> dict[str, str | None]:
     """`nvidia-smi -q`'s header: {"driver": "580.159.04", "cuda": "13.0"} (None where a line is missing)."""
+
     def header(name: str) -> str | None:
         match = re.search(rf"^{re.escape(name)}\s*:\s*(\S.*?)\s*$", text, flags=re.MULTILINE)
         return match.group(1) if match else None

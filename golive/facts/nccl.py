@@ -15,6 +15,7 @@ A log is evidence, not a story: a run died only where the log holds what NCCL (o
 `Init COMPLETE` and without such a line is a partial capture (an operator's excerpt, a log cut by rotation or taken
 mid-init): every fact it holds still counts, and a fact it lacks is unknown (`NcclLog.partial`).
 """
+
 from __future__ import annotations
 
 import re
@@ -25,10 +26,14 @@ from golive.facts import FactError
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _LEVEL = re.compile(r"\bNCCL (INFO|WARN)\b ?")
 # NCCL messages that identify themselves even where a shipper dropped `NCCL INFO` (src/init.cc, src/transport.cc)
-_BARE = re.compile(r"NCCL version \S+|Channel \d+(?:/\d+)? : \d+\[\d+\] -> \d+\[\d+\]"
-                   r"|comm 0x[0-9a-f]+ rank \d+ nRanks \d+ nNodes \d+")
-_CHANNEL = re.compile(r"Channel (\d+)(?:/\d+)? : (\d+)\[\d+\] -> (\d+)\[\d+\]"
-                      r"(?: \[(send|receive)\])? via (\S+(?: pointer\S*)?)")
+_BARE = re.compile(
+    r"NCCL version \S+|Channel \d+(?:/\d+)? : \d+\[\d+\] -> \d+\[\d+\]"
+    r"|comm 0x[0-9a-f]+ rank \d+ nRanks \d+ nNodes \d+"
+)
+_CHANNEL = re.compile(
+    r"Channel (\d+)(?:/\d+)? : (\d+)\[\d+\] -> (\d+)\[\d+\]"
+    r"(?: \[(send|receive)\])? via (\S+(?: pointer\S*)?)"
+)
 _COMM = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+)")
 # What a run prints when it dies. NCCL's WARN level is "messages indicating a fatal error" (src/debug.cc, NCCL_DEBUG);
 # the error strings are ncclGetErrorString's (src/init.cc: `unhandled system error (run with NCCL_DEBUG=INFO for
@@ -37,16 +42,18 @@ _COMM = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+)")
 # `ncclSystemError: …`, vLLM's pynccl `NCCL error: …`, nccl-tests `Test NCCL failure common.cu:…`; and a process
 # abort (libstdc++ `terminate called after throwing …`, `Fatal Python error: Aborted`, `Aborted (core dumped)`).
 # NCCL's `file:line -> N` trail is not one: it also unwinds errors NCCL recovers from (`net_ib.cc:852 -> 3`, IB off).
-_DEATH = re.compile(r"\bNCCL WARN\b|\bNCCL (?:error|Error|failure)\b|\bDistBackendError\b"
-                    r"|\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b"
-                    r"|unhandled (?:system|cuda) error|internal error - please report"
-                    r"|remote process exited or there was a network error"
-                    r"|terminate called after throwing|Fatal Python error: Aborted|\bAborted \(core dumped\)")
+_DEATH = re.compile(
+    r"\bNCCL WARN\b|\bNCCL (?:error|Error|failure)\b|\bDistBackendError\b"
+    r"|\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b"
+    r"|unhandled (?:system|cuda) error|internal error - please report"
+    r"|remote process exited or there was a network error"
+    r"|terminate called after throwing|Fatal Python error: Aborted|\bAborted \(core dumped\)"
+)
 
 
 @dataclass(frozen=True)
 class Line:
-    number: int      # 1-based line number in the log
+    number: int  # 1-based line number in the log
     text: str
 
 
@@ -54,10 +61,10 @@ class Line:
 class Channel:
     number: int
     channel: int
-    src: int              # ranks
+    src: int  # ranks
     dst: int
-    direction: str | None   # send / receive on NET; None for P2P and SHM
-    via: str              # NET/IB/0/GDRDMA(PCI), NET/Socket/0, P2P/CUMEM, P2P/IPC, SHM/direct …
+    direction: str | None  # send / receive on NET; None for P2P and SHM
+    via: str  # NET/IB/0/GDRDMA(PCI), NET/Socket/0, P2P/CUMEM, P2P/IPC, SHM/direct …
 
     @property
     def transport(self) -> str:
@@ -67,24 +74,24 @@ class Channel:
 
     @property
     def gdrdma(self) -> bool:
-        return "/GDRDMA" in self.via   # coherent (C2C) GPUs print GDRDMA(PCI): match the substring
+        return "/GDRDMA" in self.via  # coherent (C2C) GPUs print GDRDMA(PCI): match the substring
 
 
 @dataclass(frozen=True)
 class NcclLog:
-    versions: tuple[str, ...]         # every distinct `NCCL version …` seen, e.g. ("2.30.7+cuda13.0",)
+    versions: tuple[str, ...]  # every distinct `NCCL version …` seen, e.g. ("2.30.7+cuda13.0",)
     channels: tuple[Channel, ...]
-    networks: tuple[Line, ...]        # `NET/IB : Using …`, `NET/Socket : Using …`, `Using network IB`, …
-    warnings: tuple[Line, ...]        # `NCCL WARN` lines
-    env: dict[str, str]               # `NCCL_X set by environment to V.` / `NCCL_IB_HCA set to V`
-    nodes: int | None                 # `nNodes N` from the comm summary line
-    ranks: int | None = None          # `nRanks N` from the same line
-    topology: Line | None = None      # that line (`comm 0x… rank 0 nRanks 2 nNodes 2 …`)
-    complete: Line | None = None      # the first `Init COMPLETE`: the communicator was ready
-    lines: tuple[str, ...] = ()       # every line as read (colours and CR removed), for quoting by number
-    last: Line | None = None          # the last NCCL line (or death line): where the log ends
-    deaths: tuple[Line, ...] = ()     # what a dying run prints (every WARN, NCCL error strings, aborts): see _DEATH
-    first: Line | None = None         # the first NCCL line (or death line): where the log starts
+    networks: tuple[Line, ...]  # `NET/IB : Using …`, `NET/Socket : Using …`, `Using network IB`, …
+    warnings: tuple[Line, ...]  # `NCCL WARN` lines
+    env: dict[str, str]  # `NCCL_X set by environment to V.` / `NCCL_IB_HCA set to V`
+    nodes: int | None  # `nNodes N` from the comm summary line
+    ranks: int | None = None  # `nRanks N` from the same line
+    topology: Line | None = None  # that line (`comm 0x… rank 0 nRanks 2 nNodes 2 …`)
+    complete: Line | None = None  # the first `Init COMPLETE`: the communicator was ready
+    lines: tuple[str, ...] = ()  # every line as read (colours and CR removed), for quoting by number
+    last: Line | None = None  # the last NCCL line (or death line): where the log ends
+    deaths: tuple[Line, ...] = ()  # what a dying run prints (every WARN, NCCL error strings, aborts): see _DEATH
+    first: Line | None = None  # the first NCCL line (or death line): where the log starts
 
     def text_of(self, number: int) -> str:
         return self.lines[number - 1].strip() if 0 < number <= len(self.lines) else ""
@@ -111,8 +118,10 @@ class NcclLog:
             return "no NCCL line"
         if self.first == self.last:
             return f"one NCCL line, line {self.first.number}: `{_short(self.first.text)}`"
-        return (f"NCCL lines {self.first.number}–{self.last.number}, from `{_short(self.first.text)}` to "
-                f"`{_short(self.last.text)}`")
+        return (
+            f"NCCL lines {self.first.number}–{self.last.number}, from `{_short(self.first.text)}` to "
+            f"`{_short(self.last.text)}`"
+        )
 
     @property
     def version(self) -> str | None:
@@ -160,17 +169,17 @@ def parse_nccl_log(text: str) -> NcclLog:
     lines = tuple(_ANSI.sub("", raw).rstrip("\r") for raw in text.split("\n"))
     for number, line in enumerate(lines, 1):
         level = _LEVEL.search(line)
-        if _DEATH.search(line):   # also torch's, vLLM's or the shell's words, which carry no NCCL token
+        if _DEATH.search(line):  # also torch's, vLLM's or the shell's words, which carry no NCCL token
             last = Line(number, line.strip())
             first = first or last
             deaths.append(last)
             if level and level.group(1) == "WARN":
                 warnings.append(last)
-            continue   # a death line is that and nothing else (torch's `…, NCCL version 2.21.5` is no version line)
+            continue  # a death line is that and nothing else (torch's `…, NCCL version 2.21.5` is no version line)
         if level:
-            message = line[level.end():].strip()
+            message = line[level.end() :].strip()
         elif bare := _BARE.search(line):
-            message = line[bare.start():].strip()
+            message = line[bare.start() :].strip()
         else:
             continue
         last = Line(number, line.strip())
@@ -179,8 +188,16 @@ def parse_nccl_log(text: str) -> NcclLog:
             if match.group(1) not in versions:
                 versions.append(match.group(1))
         elif match := _CHANNEL.match(message):
-            channels.append(Channel(number, int(match.group(1)), int(match.group(2)), int(match.group(3)),
-                                    match.group(4), match.group(5)))
+            channels.append(
+                Channel(
+                    number,
+                    int(match.group(1)),
+                    int(match.group(2)),
+                    int(match.group(3)),
+                    match.group(4),
+                    match.group(5),
+                )
+            )
         elif re.match(r"NET/\S+ : (Using|No device)|Using network ", message):
             networks.append(Line(number, message))
         elif match := re.fullmatch(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?", message):
@@ -192,8 +209,21 @@ def parse_nccl_log(text: str) -> NcclLog:
             complete = last
     if last is None:
         raise FactError(_unreadable(text, lines))
-    return NcclLog(tuple(versions), tuple(channels), tuple(networks), tuple(warnings), env, nodes, ranks, topology,
-                   complete, lines, last, tuple(deaths), first)
+    return NcclLog(
+        tuple(versions),
+        tuple(channels),
+        tuple(networks),
+        tuple(warnings),
+        env,
+        nodes,
+        ranks,
+        topology,
+        complete,
+        lines,
+        last,
+        tuple(deaths),
+        first,
+    )
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -202,29 +232,33 @@ def _short(text: str, limit: int = 160) -> str:
 
 def _unreadable(text: str, lines: tuple[str, ...]) -> str:
     """One line: what an NCCL log looks like, and what this file holds instead."""
-    expected = ("expected NCCL_DEBUG=INFO lines (`… NCCL INFO NCCL version 2.30.7+cuda13.0`, `… NCCL INFO Channel "
-                "00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`)")
+    expected = (
+        "expected NCCL_DEBUG=INFO lines (`… NCCL INFO NCCL version 2.30.7+cuda13.0`, `… NCCL INFO Channel "
+        "00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`)"
+    )
     if not text.strip():
         return f"no NCCL line in the log: {expected}; found an empty file"
     if text.startswith("\x1f\ufffd") or "\x00" in text[:4096]:
         return f"no NCCL line in the log: {expected}; found binary data (compressed? decompress it first)"
     shown = [line.strip() for line in lines if line.strip()]
-    return (f"no NCCL line in the log: {expected}; found {len(shown)} other line(s), the first: "
-            f"`{shown[0][:120]}` (was NCCL_DEBUG=INFO set for this run?)")
+    return (
+        f"no NCCL line in the log: {expected}; found {len(shown)} other line(s), the first: "
+        f"`{shown[0][:120]}` (was NCCL_DEBUG=INFO set for this run?)"
+    )
 
 
 @dataclass(frozen=True)
 class PerfRow:
-    size: int                 # bytes
-    count: int                # elements
+    size: int  # bytes
+    count: int  # elements
     type: str
     redop: str
     root: int
-    time_us: float            # out-of-place
-    algbw: float              # GB/s
+    time_us: float  # out-of-place
+    algbw: float  # GB/s
     busbw: float
-    wrong: int | None         # None when nccl-tests ran without checking (N/A)
-    in_time_us: float         # in-place
+    wrong: int | None  # None when nccl-tests ran without checking (N/A)
+    in_time_us: float  # in-place
     in_algbw: float
     in_busbw: float
     in_wrong: int | None
@@ -233,7 +267,7 @@ class PerfRow:
 @dataclass(frozen=True)
 class PerfResult:
     rows: tuple[PerfRow, ...]
-    avg_busbw: float          # `# Avg bus bandwidth    : 123.45`, GB/s
+    avg_busbw: float  # `# Avg bus bandwidth    : 123.45`, GB/s
     out_of_bounds: int | None  # `# Out of bounds values : 0 OK`
 
 
@@ -245,9 +279,23 @@ def parse_perf(text: str) -> PerfResult:
         if len(fields) == 13 and fields[0].isdigit():
             try:
                 wrong = [None if f == "N/A" else int(float(f)) for f in (fields[8], fields[12])]
-                rows.append(PerfRow(int(fields[0]), int(fields[1]), fields[2], fields[3], int(fields[4]),
-                                    float(fields[5]), float(fields[6]), float(fields[7]), wrong[0],
-                                    float(fields[9]), float(fields[10]), float(fields[11]), wrong[1]))
+                rows.append(
+                    PerfRow(
+                        int(fields[0]),
+                        int(fields[1]),
+                        fields[2],
+                        fields[3],
+                        int(fields[4]),
+                        float(fields[5]),
+                        float(fields[6]),
+                        float(fields[7]),
+                        wrong[0],
+                        float(fields[9]),
+                        float(fields[10]),
+                        float(fields[11]),
+                        wrong[1],
+                    )
+                )
             except ValueError:
                 raise FactError(f"nccl-tests row does not parse: {line.strip()[:100]!r}") from None
     avg = re.search(r"^# Avg bus bandwidth\s*: ([\d.eE+-]+)", text, flags=re.MULTILINE)

@@ -1,4 +1,5 @@
 """Network rails and RDMA ports: `ip -j`, ethtool, /sys/class/net, jumbo DF ping, ibv_devinfo, sysfs GIDs, env files."""
+
 from __future__ import annotations
 
 import hashlib
@@ -25,10 +26,10 @@ def _json(text: str, command: str) -> list[dict]:
 @dataclass(frozen=True)
 class Interface:
     name: str
-    operstate: str                # UP, DOWN, UNKNOWN (loopback, some virtual links), LOWERLAYERDOWN …
+    operstate: str  # UP, DOWN, UNKNOWN (loopback, some virtual links), LOWERLAYERDOWN …
     mtu: int
     flags: tuple[str, ...]
-    ipv4: tuple[ipaddress.IPv4Interface, ...] = ()   # address/prefix; empty for `ip link`
+    ipv4: tuple[ipaddress.IPv4Interface, ...] = ()  # address/prefix; empty for `ip link`
 
     @property
     def up(self) -> bool:
@@ -44,10 +45,14 @@ def parse_ip_addr(text: str) -> dict[str, Interface]:
     interfaces = {}
     for item in _json(text, "ip -j addr"):
         try:
-            ipv4 = tuple(ipaddress.IPv4Interface(f"{a['local']}/{a['prefixlen']}")
-                         for a in item.get("addr_info", []) if a.get("family") == "inet")
-            interfaces[item["ifname"]] = Interface(item["ifname"], item["operstate"], int(item["mtu"]),
-                                                   tuple(item.get("flags", [])), ipv4)
+            ipv4 = tuple(
+                ipaddress.IPv4Interface(f"{a['local']}/{a['prefixlen']}")
+                for a in item.get("addr_info", [])
+                if a.get("family") == "inet"
+            )
+            interfaces[item["ifname"]] = Interface(
+                item["ifname"], item["operstate"], int(item["mtu"]), tuple(item.get("flags", [])), ipv4
+            )
         except (KeyError, ValueError) as exc:
             raise FactError(f"`ip -j addr` entry without {exc}: {str(item)[:80]}") from None
     return interfaces
@@ -57,7 +62,7 @@ def parse_ip_addr(text: str) -> dict[str, Interface]:
 class Route:
     dst: str
     dev: str
-    src: str | None        # the source address the kernel picks (prefsrc)
+    src: str | None  # the source address the kernel picks (prefsrc)
     gateway: str | None
 
 
@@ -76,7 +81,7 @@ def parse_ip_route_get(text: str) -> Route | None:
 @dataclass(frozen=True)
 class EthtoolLink:
     name: str
-    speed_mbps: int | None        # None: "Unknown!" (link down, or the driver does not say)
+    speed_mbps: int | None  # None: "Unknown!" (link down, or the driver does not say)
     duplex: str | None
     link_detected: bool | None
 
@@ -95,9 +100,12 @@ def parse_ethtool(text: str) -> EthtoolLink:
     speed_match = re.fullmatch(r"(\d+)Mb/s", speed or "")
     if speed is not None and not speed_match and not speed.startswith("Unknown"):
         raise FactError(f"ethtool Speed {speed!r} is neither NMb/s nor Unknown!")
-    return EthtoolLink(name.group(1), int(speed_match.group(1)) if speed_match else None,
-                       None if duplex in (None, "") or duplex.startswith("Unknown") else duplex,
-                       None if link is None else link == "yes")
+    return EthtoolLink(
+        name.group(1),
+        int(speed_match.group(1)) if speed_match else None,
+        None if duplex in (None, "") or duplex.startswith("Unknown") else duplex,
+        None if link is None else link == "yes",
+    )
 
 
 def parse_sys_speed(text: str) -> int | None:
@@ -122,8 +130,8 @@ class Ping:
     loss_percent: float
     errors: int
     verdict: PingVerdict
-    message: str            # the first line that says why (ping's own words), "" when ok
-    local_mtu: int | None   # from `message too long, mtu=1500`
+    message: str  # the first line that says why (ping's own words), "" when ok
+    local_mtu: int | None  # from `message too long, mtu=1500`
 
 
 def parse_ping(text: str, rc: int) -> Ping:
@@ -134,10 +142,16 @@ def parse_ping(text: str, rc: int) -> Ping:
     size was dropped further on (a peer or switch at a smaller MTU); `Network is unreachable` / `Destination Host
     Unreachable` means no path at all.
     """
-    stats = re.search(r"(\d+) packets transmitted, (\d+) (?:packets )?received(?:, \+(\d+) errors)?"
-                      r".*?, ([\d.]+)% packet loss", text)
-    errors = [line.strip() for line in text.splitlines()
-              if line.startswith("ping:") or "Unreachable" in line or "Frag needed" in line]
+    stats = re.search(
+        r"(\d+) packets transmitted, (\d+) (?:packets )?received(?:, \+(\d+) errors)?"
+        r".*?, ([\d.]+)% packet loss",
+        text,
+    )
+    errors = [
+        line.strip()
+        for line in text.splitlines()
+        if line.startswith("ping:") or "Unreachable" in line or "Frag needed" in line
+    ]
     if not stats and not errors:
         raise FactError(f"ping output has neither statistics nor an error line: {text.strip()[:80]!r}")
     tx, rx = (int(stats.group(1)), int(stats.group(2))) if stats else (0, 0)
@@ -150,18 +164,25 @@ def parse_ping(text: str, rc: int) -> Ping:
         verdict = PingVerdict.LOCAL_MTU
     elif "unreachable" in joined.lower():
         verdict = PingVerdict.UNREACHABLE
-    else:   # No buffer space available, Frag needed, silent loss, partial loss
+    else:  # No buffer space available, Frag needed, silent loss, partial loss
         verdict = PingVerdict.DROPPED
     message = "" if verdict is PingVerdict.OK else (errors[0] if errors else f"{tx - rx} of {tx} replies missing")
-    return Ping(tx, rx, loss, int(stats.group(3) or 0) if stats else len(errors), verdict, message,
-                int(mtu.group(1)) if mtu else None)
+    return Ping(
+        tx,
+        rx,
+        loss,
+        int(stats.group(3) or 0) if stats else len(errors),
+        verdict,
+        message,
+        int(mtu.group(1)) if mtu else None,
+    )
 
 
 @dataclass(frozen=True)
 class Gid:
     index: int
-    gid: str                  # canonical IPv6 text (devinfo prints RoCE v1 entries uncompressed): ::ffff:10.0.0.1
-    type: str | None          # "RoCE v2", "RoCE v1"; None on InfiniBand
+    gid: str  # canonical IPv6 text (devinfo prints RoCE v1 entries uncompressed): ::ffff:10.0.0.1
+    type: str | None  # "RoCE v2", "RoCE v1"; None on InfiniBand
 
     @property
     def ipv4(self) -> str | None:
@@ -176,11 +197,11 @@ class Gid:
 @dataclass(frozen=True)
 class IbPort:
     number: int
-    state: str                # PORT_ACTIVE, PORT_DOWN, PORT_INIT …
-    link_layer: str           # Ethernet (RoCE) or InfiniBand
-    active_mtu: int | None    # bytes: "4096 (5)" → 4096
+    state: str  # PORT_ACTIVE, PORT_DOWN, PORT_INIT …
+    link_layer: str  # Ethernet (RoCE) or InfiniBand
+    active_mtu: int | None  # bytes: "4096 (5)" → 4096
     max_mtu: int | None
-    gids: tuple[Gid, ...] = ()    # only `ibv_devinfo -v` prints them
+    gids: tuple[Gid, ...] = ()  # only `ibv_devinfo -v` prints them
 
     @property
     def active(self) -> bool:
@@ -228,12 +249,23 @@ def parse_ibv_devinfo(text: str) -> list[IbDevice]:
             state, layer = value("state", port), value("link_layer", port)
             if state is None or layer is None:
                 raise FactError(f"ibv_devinfo {hca_id} port {number} has no state or link_layer line")
-            gids = tuple(Gid(int(i), _canonical_gid(gid), kind or None) for i, gid, kind in
-                         re.findall(r"^\t+GID\[\s*(\d+)\]:\s+(\S+?)(?:, (RoCE v\d))?\s*$", port, flags=re.MULTILINE))
-            ports[int(number)] = IbPort(int(number), state.split()[0], layer, _mtu(value("active_mtu", port)),
-                                        _mtu(value("max_mtu", port)), gids)
-        devices.append(IbDevice(hca_id, value("transport", head) or "", value("fw_ver", head),
-                                value("board_id", head), ports))
+            gids = tuple(
+                Gid(int(i), _canonical_gid(gid), kind or None)
+                for i, gid, kind in re.findall(
+                    r"^\t+GID\[\s*(\d+)\]:\s+(\S+?)(?:, (RoCE v\d))?\s*$", port, flags=re.MULTILINE
+                )
+            )
+            ports[int(number)] = IbPort(
+                int(number),
+                state.split()[0],
+                layer,
+                _mtu(value("active_mtu", port)),
+                _mtu(value("max_mtu", port)),
+                gids,
+            )
+        devices.append(
+            IbDevice(hca_id, value("transport", head) or "", value("fw_ver", head), value("board_id", head), ports)
+        )
     return devices
 
 
@@ -249,7 +281,7 @@ def parse_sysfs_gid(index: int, gid: str, gid_type: str | None) -> Gid | None:
     """/sys/class/infiniband/DEV/ports/P/gids/INDEX ("0000:…:ffff:0a00:0001") and gid_attrs/types/INDEX ("RoCE v2";
     unreadable for an unused entry: pass None) → the GID in ibv_devinfo's notation; None for an unused (zero) entry."""
     text = _canonical_gid(gid)
-    if ipaddress.IPv6Address(text).packed[8:] == bytes(8):   # devinfo.c's null_gid(): the interface id is zero
+    if ipaddress.IPv6Address(text).packed[8:] == bytes(8):  # devinfo.c's null_gid(): the interface id is zero
         return None
     return Gid(index, text, (gid_type or "").strip() or None)
 
@@ -257,7 +289,7 @@ def parse_sysfs_gid(index: int, gid: str, gid_type: str | None) -> Gid | None:
 @dataclass(frozen=True)
 class EnvFile:
     values: dict[str, str]
-    sha256: str               # of the file's bytes: two stations' files are compared byte for byte
+    sha256: str  # of the file's bytes: two stations' files are compared byte for byte
 
 
 def parse_env_file(data: str | bytes) -> EnvFile:

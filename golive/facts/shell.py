@@ -24,6 +24,7 @@ follows what the script reads or runs from other files, with the same rules:
 Files are followed MAX_DEPTH deep; a file that is sourced or run again while it is still being read (a cycle) is read
 once, with a finding. A file golive did not read is a finding of its own (Script.findings), never silently skipped.
 """
+
 from __future__ import annotations
 
 import re
@@ -53,8 +54,11 @@ class Via:
     path: str
 
     def __str__(self) -> str:
-        return (f"sourced at {self.origin}:{self.line}" if self.how == "sourced"
-                else f"run as its own process at {self.origin}:{self.line}")
+        return (
+            f"sourced at {self.origin}:{self.line}"
+            if self.how == "sourced"
+            else f"run as its own process at {self.origin}:{self.line}"
+        )
 
 
 def _at(origin: str, line: int, via: tuple[Via, ...]) -> str:
@@ -70,14 +74,14 @@ class Guard:
     function, a branch whose condition is constant); otherwise it may or may not, depending on the station.
     """
 
-    kind: str      # if, case, for, while, until, &&, ||, function, exit, exit?, return, return?, exec, exec?, &,
+    kind: str  # if, case, for, while, until, &&, ||, function, exit, exit?, return, return?, exec, exec?, &,
     #                fails (a failed source/run stops a `set -e` script), cycle (a file that reads itself again)
     line: int
     origin: str
-    detail: str = ""   # the function's name, the exit's text, the left side of && / ||, the missing file
-    pos: int = 0       # tells two constructs (or two branches of one `if`) on one line apart
+    detail: str = ""  # the function's name, the exit's text, the left side of && / ||, the missing file
+    pos: int = 0  # tells two constructs (or two branches of one `if`) on one line apart
     never: bool = False
-    why: str = ""      # a constant condition ("`false` is always false"); what a failed line does
+    why: str = ""  # a constant condition ("`false` is always false"); what a failed line does
     via: tuple[Via, ...] = ()
 
     def where(self) -> str:
@@ -88,10 +92,14 @@ class Guard:
         if self.kind in ("&&", "||"):
             left = f"`{self.detail}`" if self.detail else "the command on the left"
             if self.never:
-                return f"it is on the right of `{self.kind}` at {at}: {left} always " \
-                       f"{'fails' if self.kind == '&&' else 'succeeds'}, so it never runs"
-            return f"it is on the right of `{self.kind}` at {at}: it runs only when {left} " \
-                   f"{'succeeds' if self.kind == '&&' else 'fails'}"
+                return (
+                    f"it is on the right of `{self.kind}` at {at}: {left} always "
+                    f"{'fails' if self.kind == '&&' else 'succeeds'}, so it never runs"
+                )
+            return (
+                f"it is on the right of `{self.kind}` at {at}: it runs only when {left} "
+                f"{'succeeds' if self.kind == '&&' else 'fails'}"
+            )
         if self.kind == "function":
             return f"it is in function `{self.detail}` ({at}), which the script never calls"
         if self.kind == "exit":
@@ -103,16 +111,21 @@ class Guard:
             return f"it comes after `{self.detail}` at {at}, which {verb} from {self.why} first"
         if self.kind in ("exec", "exec?"):
             verb = "replaces" if self.kind == "exec" else "can replace"
-            return f"it comes after `{self.detail}` at {at}, which {verb} the script with that program: nothing " \
-                   f"after it runs"
+            return (
+                f"it comes after `{self.detail}` at {at}, which {verb} the script with that program: nothing "
+                f"after it runs"
+            )
         if self.kind == "&":
-            return f"it runs in the background (`{self.detail} &` at {at}): it may not finish before the container " \
-                   f"starts"
+            return (
+                f"it runs in the background (`{self.detail} &` at {at}): it may not finish before the container starts"
+            )
         if self.kind == "fails":
             return f"it comes after {at}, which {self.why}"
         if self.kind == "cycle":
-            return f"it comes after {at}, which reads {self.detail} again while still reading it: bash never gets " \
-                   f"past that line"
+            return (
+                f"it comes after {at}, which reads {self.detail} again while still reading it: bash never gets "
+                f"past that line"
+            )
         if self.kind in ("for", "while", "until"):
             if self.never:
                 return f"it is inside the `{self.kind}` loop at {at}, whose body never runs ({self.why})"
@@ -127,8 +140,10 @@ class Guard:
         if self.kind in ("&&", "||"):
             return f"put {step} on a line of its own, not on the right of `{self.detail} {self.kind}` ({in_file})"
         if self.kind == "function":
-            return f"call `{self.detail}` in {self.origin} after its definition (line {self.line}), or put its steps " \
-                   f"at top level"
+            return (
+                f"call `{self.detail}` in {self.origin} after its definition (line {self.line}), or put its steps "
+                f"at top level"
+            )
         if self.kind in ("exit", "exit?", "return", "return?", "exec", "exec?"):
             return f"move {step} above line {self.line}'s `{self.detail}` in {self.origin}"
         if self.kind == "&":
@@ -146,14 +161,14 @@ class Guard:
 class Unfollowed:
     """A file the script sources or runs that golive did not read, and why: a finding of its own."""
 
-    kind: str      # missing, unreadable, no-slash, relative, unresolved, cycle, depth, not-shell
-    how: str       # sources | runs
+    kind: str  # missing, unreadable, no-slash, relative, unresolved, cycle, depth, not-shell
+    how: str  # sources | runs
     path: str
     line: int
     origin: str
     via: tuple[Via, ...] = ()
     guards: tuple[Guard, ...] = ()  # the conditions on the line that sources or runs it
-    after: str = ""                 # missing: what bash does next; cycle: the chain; not-shell: the interpreter
+    after: str = ""  # missing: what bash does next; cycle: the chain; not-shell: the interpreter
 
     @property
     def never(self) -> bool:
@@ -170,8 +185,10 @@ class Unfollowed:
         if self.kind == "unreadable":
             return f"{at} {how} {self.path}, which golive could not read as text"
         if self.kind == "no-slash":
-            return f"{at} sources `{self.path}` without a `/`: bash looks it up in $PATH, then the current directory " \
-                   f"(bash(1), `.`); golive does not search the station's PATH, so it did not read it"
+            return (
+                f"{at} sources `{self.path}` without a `/`: bash looks it up in $PATH, then the current directory "
+                f"(bash(1), `.`); golive does not search the station's PATH, so it did not read it"
+            )
         if self.kind == "relative":
             return f"{at} {how} `{self.path}`, relative to the current directory: golive did not read it"
         if self.kind == "unresolved":
@@ -216,7 +233,7 @@ class ShellCommand:
         return any(g.never for g in self.guards)
 
     def verdict(self) -> str:
-        """"runs", "never runs" or "may not run", as the script decides it."""
+        """ "runs", "never runs" or "may not run", as the script decides it."""
         return "runs" if self.always_runs else "never runs" if self.never_runs else "may not run"
 
     def why_it_may_not_run(self) -> str:
@@ -259,9 +276,11 @@ class ShellCommand:
 
     def writes_drop_caches(self) -> bool:
         """Any write to drop_caches, whatever the value (to tell "drops slab only" from "never drops")."""
-        return (any(t.endswith(DROP_CACHES) for op, t in self.redirects if op in (">", ">>", ">|"))
-                or (self.program == "tee" and any(a.endswith(DROP_CACHES) for a in self.argv[1:]))
-                or (self.program == "sysctl" and any(re.fullmatch(r"vm[./]drop_caches=.*", a) for a in self.argv[1:])))
+        return (
+            any(t.endswith(DROP_CACHES) for op, t in self.redirects if op in (">", ">>", ">|"))
+            or (self.program == "tee" and any(a.endswith(DROP_CACHES) for a in self.argv[1:]))
+            or (self.program == "sysctl" and any(re.fullmatch(r"vm[./]drop_caches=.*", a) for a in self.argv[1:]))
+        )
 
     def is_sync(self) -> bool:
         return self.program == "sync" and len(self.argv) == 1
@@ -302,6 +321,7 @@ class Script:
 
 # --- three-valued logic for conditions golive can decide without the station -----------------------------------------
 
+
 def _not(value: bool | None) -> bool | None:
     return None if value is None else not value
 
@@ -326,8 +346,14 @@ def _reach(reach: str, value: bool | None) -> str:
 
 
 _INT = re.compile(r"-?\d+")
-_NUMERIC = {"-eq": int.__eq__, "-ne": int.__ne__, "-lt": int.__lt__, "-le": int.__le__, "-gt": int.__gt__,
-            "-ge": int.__ge__}
+_NUMERIC = {
+    "-eq": int.__eq__,
+    "-ne": int.__ne__,
+    "-lt": int.__lt__,
+    "-le": int.__le__,
+    "-gt": int.__gt__,
+    "-ge": int.__ge__,
+}
 
 
 def _test_value(args: list[str]) -> bool | None:
@@ -362,8 +388,8 @@ class _Function:
 class _Frame:
     """A function call or a sourced file: `return` ends it, and only it."""
 
-    what: str                    # "function `f`", "the sourced file /x/y.sh"
-    entry: tuple[Guard, ...]     # the guards where it was entered: a `return` under no others is unconditional
+    what: str  # "function `f`", "the sourced file /x/y.sh"
+    entry: tuple[Guard, ...]  # the guards where it was entered: a `return` under no others is unconditional
     returns: list[Guard] = field(default_factory=list)
 
 
@@ -381,14 +407,16 @@ class _Run:
     """A script run as its own process: which file, by which shell, with `-e`?"""
 
     path: str
-    shell: str | None   # the shell named on the command line (`bash FILE`); None: the file's own #! line
+    shell: str | None  # the shell named on the command line (`bash FILE`); None: the file's own #! line
     errexit: bool
 
 
 _NEEDS_READING = re.compile(r"[$`]")
 _GLOB = re.compile(r"[*?\[]")
-_DIRNAME = re.compile(r"\$\(\s*dirname\s+\"?(\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)\"?\s*\)"
-                      r"|\$\{(0|BASH_SOURCE(?:\[0\])?)%/\*\}")
+_DIRNAME = re.compile(
+    r"\$\(\s*dirname\s+\"?(\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)\"?\s*\)"
+    r"|\$\{(0|BASH_SOURCE(?:\[0\])?)%/\*\}"
+)
 _CD_PWD = re.compile(r"\$\(\s*cd\s+\"?([^\"$()`]*)\"?\s*(?:&&|;)\s*pwd\s*\)")
 _ERREXIT_SET = re.compile(r"-[a-zA-Z]*e[a-zA-Z]*")
 _ERREXIT_UNSET = re.compile(r"\+[a-zA-Z]*e[a-zA-Z]*")
@@ -397,21 +425,29 @@ _ERREXIT_UNSET = re.compile(r"\+[a-zA-Z]*e[a-zA-Z]*")
 class _Walker(bashlex.ast.nodevisitor):
     """Walks the files of one shell process; a script it runs as its own process gets a walker of its own."""
 
-    def __init__(self, ctx: _Context, origin: str, *, script0: str, via: tuple[Via, ...] = (),
-                 shell: str = "bash", errexit: str = ""):
+    def __init__(
+        self,
+        ctx: _Context,
+        origin: str,
+        *,
+        script0: str,
+        via: tuple[Via, ...] = (),
+        shell: str = "bash",
+        errexit: str = "",
+    ):
         self.ctx, self.origin, self.via, self.script0 = ctx, origin, via, script0
         self.text = ""
         self.env: dict[str, str] = {}
         self.functions: dict[str, _Function] = {}
         self.commands: list[ShellCommand] = []
-        self.guards: list[Guard] = []       # the constructs around the command being visited
-        self.ended: list[Guard] = []        # exits (and execs, failed lines) already passed: they hold for what follows
-        self.frames: list[_Frame] = []      # functions being called, files being sourced (innermost last)
+        self.guards: list[Guard] = []  # the constructs around the command being visited
+        self.ended: list[Guard] = []  # exits (and execs, failed lines) already passed: they hold for what follows
+        self.frames: list[_Frame] = []  # functions being called, files being sourced (innermost last)
         self.called: set[str] = set()
         self.calling: set[str] = set()
         self.posix = shell in POSIX_SHELLS
-        self.errexit = errexit              # where `set -e` was turned on ("" when off), for messages
-        self.checked = 0                    # inside an if/while condition or left of && / ||: `set -e` does not apply
+        self.errexit = errexit  # where `set -e` was turned on ("" when off), for messages
+        self.checked = 0  # inside an if/while condition or left of && / ||: `set -e` does not apply
 
     # --- plumbing -------------------------------------------------------------------------------------------------
 
@@ -543,8 +579,15 @@ class _Walker(bashlex.ast.nodevisitor):
                     runs = value if op == "&&" else _not(value)
                     if runs is not True:
                         left = self.source_of(nodes[0].pos[0], part.pos[0]).removesuffix(op).strip()
-                        guard = Guard(op, self.line_of(part.pos[0]), self.origin, left, part.pos[0],
-                                      never=runs is False, via=self.via)
+                        guard = Guard(
+                            op,
+                            self.line_of(part.pos[0]),
+                            self.origin,
+                            left,
+                            part.pos[0],
+                            never=runs is False,
+                            via=self.via,
+                        )
                 self.checked += tested
                 try:
                     self.under(guard, part)
@@ -559,13 +602,20 @@ class _Walker(bashlex.ast.nodevisitor):
     def _branch_guard(self, reach: str, node: Any, pos: int, why: str) -> Guard | None:
         if reach == ALWAYS:
             return None
-        return Guard("if", self.line_of(node.pos[0]), self.origin, pos=pos, never=reach == NEVER,
-                     why=why if reach == NEVER else "", via=self.via)
+        return Guard(
+            "if",
+            self.line_of(node.pos[0]),
+            self.origin,
+            pos=pos,
+            never=reach == NEVER,
+            why=why if reach == NEVER else "",
+            via=self.via,
+        )
 
     def visitif(self, node: Any, parts: Any) -> bool:
         """The first condition always runs; each branch runs when its condition is reached and true, each later
         condition when every earlier one was false. A condition golive can decide decides it."""
-        reach, why = ALWAYS, ""     # of the next condition (or else)
+        reach, why = ALWAYS, ""  # of the next condition (or else)
         section: list[Any] = []
         in_condition = False
         guard: Guard | None = None
@@ -576,8 +626,12 @@ class _Walker(bashlex.ast.nodevisitor):
                     guard = self._branch_guard(reach, node, part.pos[0], why)
                 elif part.word == "then":
                     value = _constant_of(section)
-                    decided = f"`{self.source_of(section[0].pos[0], section[-1].pos[1]).rstrip(';').strip()}` is " \
-                              f"always {'true' if value else 'false'}" if section and value is not None else ""
+                    decided = (
+                        f"`{self.source_of(section[0].pos[0], section[-1].pos[1]).rstrip(';').strip()}` is "
+                        f"always {'true' if value else 'false'}"
+                        if section and value is not None
+                        else ""
+                    )
                     branch = _reach(reach, value)
                     guard = self._branch_guard(branch, node, part.pos[0], why if reach == NEVER else decided)
                     after = _reach(reach, _not(value))
@@ -716,8 +770,11 @@ class _Walker(bashlex.ast.nodevisitor):
         elif argv[0] == "return" and self.frames:
             frame = self.frames[-1]
             conditional = bool(set(guards) - set(frame.entry))
-            frame.returns.append(self.guard("return?" if conditional else "return", node, " ".join(argv),
-                                            never=not conditional, why=frame.what))
+            frame.returns.append(
+                self.guard(
+                    "return?" if conditional else "return", node, " ".join(argv), never=not conditional, why=frame.what
+                )
+            )
         elif argv[0] == "exec" and len(argv) > 1:
             self.ended.append(self.guard("exec?" if guards else "exec", node, " ".join(argv), never=not guards))
         return False
@@ -749,14 +806,19 @@ class _Walker(bashlex.ast.nodevisitor):
             self.frames.pop()
             self.calling.discard(name)
         call_line = self.line_of(node.pos[0])  # report the call site: that is where the order is decided
-        self.commands[first:] = [replace(c, line=call_line, origin=self.origin, via=self.via)
-                                 if (c.origin, c.via) == (func.origin, func.via) else c for c in self.commands[first:]]
+        self.commands[first:] = [
+            replace(c, line=call_line, origin=self.origin, via=self.via)
+            if (c.origin, c.via) == (func.origin, func.via)
+            else c
+            for c in self.commands[first:]
+        ]
 
     # --- other files ----------------------------------------------------------------------------------------------
 
     def _finding(self, kind: str, how: str, path: str, command: ShellCommand, after: str = "") -> None:
-        self.ctx.findings.append(Unfollowed(kind, how, path, command.line, command.origin, command.via,
-                                            command.guards, after))
+        self.ctx.findings.append(
+            Unfollowed(kind, how, path, command.line, command.origin, command.via, command.guards, after)
+        )
 
     def _readable(self, how: str, path: str, command: ShellCommand) -> str | None:
         """The file's text, or None with a finding saying why it was not read."""
@@ -772,7 +834,7 @@ class _Walker(bashlex.ast.nodevisitor):
             self._finding("relative", how, path, command)
             return None
         if path in self.ctx.stack:
-            chain = " → ".join(self.ctx.stack[self.ctx.stack.index(path):] + [path])
+            chain = " → ".join(self.ctx.stack[self.ctx.stack.index(path) :] + [path])
             self._finding("cycle", how, path, command, chain)
             if not command.guards:
                 self.ended.append(Guard("cycle", command.line, command.origin, path, never=True, via=command.via))
@@ -796,15 +858,30 @@ class _Walker(bashlex.ast.nodevisitor):
         elif self.errexit and not self.checked:
             after, stops = f"with {self.errexit} bash stops the script there with an error, so the start fails", True
         elif self.errexit:
-            after, stops = "the line is tested (`if`, `&&`, `||`), so `set -e` does not stop the script: bash " \
-                           "carries on without what that file would have done", False
+            after, stops = (
+                "the line is tested (`if`, `&&`, `||`), so `set -e` does not stop the script: bash "
+                "carries on without what that file would have done",
+                False,
+            )
         else:
-            after, stops = "without `set -e` bash reports the error and carries on with the next line, without " \
-                           "what that file would have done", False
+            after, stops = (
+                "without `set -e` bash reports the error and carries on with the next line, without "
+                "what that file would have done",
+                False,
+            )
         self._finding("missing", how, path, command, after)
         if stops and not command.guards:  # a failure on some paths only fails the start there: no path goes on
-            self.ended.append(Guard("fails", command.line, command.origin, path, never=True, via=command.via,
-                                    why=f"{how} {path}, a file that does not exist on the station: {after}"))
+            self.ended.append(
+                Guard(
+                    "fails",
+                    command.line,
+                    command.origin,
+                    path,
+                    never=True,
+                    via=command.via,
+                    why=f"{how} {path}, a file that does not exist on the station: {after}",
+                )
+            )
 
     def _source(self, path: str, command: ShellCommand) -> None:
         """`. FILE`: FILE's commands, in this shell, at this point; `return` at its top level ends only FILE."""
@@ -830,17 +907,38 @@ class _Walker(bashlex.ast.nodevisitor):
         if shell not in SHELLS:
             self._finding("not-shell", "runs", run.path, command, interpreter or shell)
             return
-        errexit = f"`{shell} -e` ({command.where()})" if run.errexit else \
-            f"the `#!` line's -e ({run.path}:1)" if run.shell is None and _shebang_errexit(text) else ""
+        errexit = (
+            f"`{shell} -e` ({command.where()})"
+            if run.errexit
+            else f"the `#!` line's -e ({run.path}:1)"
+            if run.shell is None and _shebang_errexit(text)
+            else ""
+        )
         via = command.via + (Via("run", command.origin, command.line, run.path),)
         self._child(text, run.path, via, command, shell=shell, errexit=errexit)
 
     def _inline(self, inner: str, command: ShellCommand) -> None:
-        self._child(inner, f"{command.origin}:{command.line} (-c)", command.via, command,
-                    shell=command.program if command.program in SHELLS else "bash", errexit="", stacked=False)
+        self._child(
+            inner,
+            f"{command.origin}:{command.line} (-c)",
+            command.via,
+            command,
+            shell=command.program if command.program in SHELLS else "bash",
+            errexit="",
+            stacked=False,
+        )
 
-    def _child(self, text: str, origin: str, via: tuple[Via, ...], command: ShellCommand, *, shell: str,
-               errexit: str, stacked: bool = True) -> None:
+    def _child(
+        self,
+        text: str,
+        origin: str,
+        via: tuple[Via, ...],
+        command: ShellCommand,
+        *,
+        shell: str,
+        errexit: str,
+        stacked: bool = True,
+    ) -> None:
         child = _Walker(self.ctx, origin, script0=origin, via=via, shell=shell, errexit=errexit)
         if stacked:
             self.ctx.stack.append(origin)
@@ -977,7 +1075,7 @@ def inline_script(argv: list[str] | tuple[str, ...]) -> str | None:
     """
     argv = list(argv)
     if argv and argv[0].rsplit("/", 1)[-1] in SHELLS and "-c" in argv[1:-1]:
-        return " ".join(argv[argv.index("-c") + 1:])
+        return " ".join(argv[argv.index("-c") + 1 :])
     return None
 
 
@@ -999,8 +1097,13 @@ def parse_script(text: str, origin: str = "script", read: Reader | None = None) 
     """
     ctx = _Context(read, stack=[origin])
     shell = _interpreter(text) or "bash"
-    walker = _Walker(ctx, origin, script0=origin, shell=shell,
-                     errexit=f"the `#!` line's -e ({origin}:1)" if _shebang_errexit(text) else "")
+    walker = _Walker(
+        ctx,
+        origin,
+        script0=origin,
+        shell=shell,
+        errexit=f"the `#!` line's -e ({origin}:1)" if _shebang_errexit(text) else "",
+    )
     unparsed = walker.read_text(text)
     walker.finish()
     return Script(commands=walker.commands, unparsed_lines=unparsed, findings=ctx.findings)

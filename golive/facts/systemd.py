@@ -1,5 +1,6 @@
 """systemd: `systemctl show` output, unit files and their drop-ins merged as systemd merges them, time spans, the
 service's environment (Environment=, EnvironmentFile=) and Exec lines expanded in it as systemd expands them."""
+
 from __future__ import annotations
 
 import re
@@ -11,11 +12,28 @@ from typing import Any
 from golive.facts import FactError
 
 _SPAN_UNITS = {
-    "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3,
-    "s": 1, "sec": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400, "w": 604800, "week": 604800, "weeks": 604800,
+    "us": 1e-6,
+    "usec": 1e-6,
+    "ms": 1e-3,
+    "msec": 1e-3,
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "w": 604800,
+    "week": 604800,
+    "weeks": 604800,
 }
 
 
@@ -63,8 +81,10 @@ class ExecCommand:
 
 
 # `ignore_errors=` in Exec*, `flags=` in the Exec*Ex variants (systemd ≥ 243)
-_SHOW_EXEC = re.compile(r"\{\s*path=(?P<path>[^;]*?)\s*;\s*argv\[\]=(?P<argv>.*?)\s*;\s*"
-                        r"(?:ignore_errors=(?P<ign>\w+)|flags=(?P<flags>[^;]*))")
+_SHOW_EXEC = re.compile(
+    r"\{\s*path=(?P<path>[^;]*?)\s*;\s*argv\[\]=(?P<argv>.*?)\s*;\s*"
+    r"(?:ignore_errors=(?P<ign>\w+)|flags=(?P<flags>[^;]*))"
+)
 
 
 def parse_show_exec(value: str) -> list[ExecCommand]:
@@ -72,8 +92,13 @@ def parse_show_exec(value: str) -> list[ExecCommand]:
     commands = []
     for match in _SHOW_EXEC.finditer(value):
         ignore = match["ign"] == "yes" or "ignore-failure" in (match["flags"] or "")
-        commands.append(ExecCommand(argv=_split_argv(match["argv"]), ignore_errors=ignore,
-                                    expand_env="no-env-expand" not in (match["flags"] or "")))
+        commands.append(
+            ExecCommand(
+                argv=_split_argv(match["argv"]),
+                ignore_errors=ignore,
+                expand_env="no-env-expand" not in (match["flags"] or ""),
+            )
+        )
     if value.strip() and not commands:
         raise FactError(f"unrecognised Exec property format: {value[:120]!r}")
     return commands
@@ -106,8 +131,9 @@ class Value(str):
 Sections = dict[str, dict[str, list[Value]]]
 
 
-def parse_unit_file(text: str, path: str = "unit file", into: Sections | None = None,
-                    cleared: dict[tuple[str, str], str] | None = None) -> Sections:
+def parse_unit_file(
+    text: str, path: str = "unit file", into: Sections | None = None, cleared: dict[tuple[str, str], str] | None = None
+) -> Sections:
     """A unit file: [Section] Key=value, `\\` continuations joined, comments dropped, repeated keys kept; every value
     remembers its file and line. With `into`, the file's assignments are applied on top of those already there, as
     systemd applies a drop-in to the unit file before it.
@@ -147,9 +173,16 @@ def parse_unit_file(text: str, path: str = "unit file", into: Sections | None = 
 
 # Where systemd looks for unit files and drop-ins of system units, highest priority first (systemd.unit(5), "Unit File
 # Load Path"; src/core/unit.c, src/shared/dropin.c): `systemctl set-property` writes *.control, `systemctl edit` /etc.
-UNIT_DIRS = ("/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
-             "/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system",
-             "/lib/systemd/system")
+UNIT_DIRS = (
+    "/etc/systemd/system.control",
+    "/run/systemd/system.control",
+    "/run/systemd/transient",
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+)
 
 
 def dropin_dir_names(unit: str) -> list[str]:
@@ -190,9 +223,13 @@ def merge_unit_files(files: list[tuple[str, str]]) -> tuple[Sections, dict[tuple
 
 def parse_unit_exec(value: str) -> ExecCommand:
     """An Exec line of a unit file; leading `-@:+!` prefixes are flags, not the command (`:`: no $VAR expansion)."""
-    prefix = value[:len(value) - len(value.lstrip("-@:+!"))]
-    return ExecCommand(argv=_split_argv(value[len(prefix):]), ignore_errors="-" in prefix,
-                       where=value.where if isinstance(value, Value) else "", expand_env=":" not in prefix)
+    prefix = value[: len(value) - len(value.lstrip("-@:+!"))]
+    return ExecCommand(
+        argv=_split_argv(value[len(prefix) :]),
+        ignore_errors="-" in prefix,
+        where=value.where if isinstance(value, Value) else "",
+        expand_env=":" not in prefix,
+    )
 
 
 @dataclass
@@ -239,33 +276,44 @@ class UnitFacts:
         where = self.set_at.get(key)
         path = where.rsplit(":", 1)[0] if where else (self.files[0] if self.files else unit)
         if path in self.dropins:
-            return (f"the drop-in {path} sets it (line {where.rsplit(':', 1)[1] if where else '?'}): write "
-                    f"`{setting}` there or delete that line (`systemctl revert {unit}` removes every drop-in and "
-                    f"returns to the unit file), then `systemctl daemon-reload`")
-        return f"set `{setting}` in {path}" + (f" (line {where.rsplit(':', 1)[1]})" if where else "") + \
-            ", then `systemctl daemon-reload`"
+            return (
+                f"the drop-in {path} sets it (line {where.rsplit(':', 1)[1] if where else '?'}): write "
+                f"`{setting}` there or delete that line (`systemctl revert {unit}` removes every drop-in and "
+                f"returns to the unit file), then `systemctl daemon-reload`"
+            )
+        return (
+            f"set `{setting}` in {path}"
+            + (f" (line {where.rsplit(':', 1)[1]})" if where else "")
+            + ", then `systemctl daemon-reload`"
+        )
 
     def with_origins(self, other: UnitFacts) -> UnitFacts:
         """These facts (from `systemctl show`) with where each value was set, read from the files (`other`)."""
+
         def located(mine: list[ExecCommand], theirs: list[ExecCommand]) -> list[ExecCommand]:
             # `systemctl show` may print argv unquoted (systemd < 248): match on the words joined
             wheres = {" ".join(c.argv): c.where for c in theirs}
             return [replace(c, where=wheres.get(" ".join(c.argv), "")) for c in mine]
+
         # the file line of each variable: the last line that sets the name to the value systemd holds
         lines = {(s.name, s.value): s.where for s in other.environment}
         files = {ref.path: ref.where for ref in other.environment_files}
-        return replace(self, set_at=other.set_at, files=other.files, emptied=other.emptied,
-                       exec_start_pre=located(self.exec_start_pre, other.exec_start_pre),
-                       exec_start=located(self.exec_start, other.exec_start),
-                       exec_start_post=located(self.exec_start_post, other.exec_start_post),
-                       environment=[replace(s, where=s.where or lines.get((s.name, s.value), ""))
-                                    for s in self.environment],
-                       environment_files=[replace(r, where=r.where or files.get(r.path, ""))
-                                          for r in self.environment_files],
-                       env_notes=[*self.env_notes, *other.env_notes])
+        return replace(
+            self,
+            set_at=other.set_at,
+            files=other.files,
+            emptied=other.emptied,
+            exec_start_pre=located(self.exec_start_pre, other.exec_start_pre),
+            exec_start=located(self.exec_start, other.exec_start),
+            exec_start_post=located(self.exec_start_post, other.exec_start_post),
+            environment=[replace(s, where=s.where or lines.get((s.name, s.value), "")) for s in self.environment],
+            environment_files=[replace(r, where=r.where or files.get(r.path, "")) for r in self.environment_files],
+            env_notes=[*self.env_notes, *other.env_notes],
+        )
 
-    def with_environment(self, read: Callable[[str], str | None],
-                         glob: Callable[[str], list[str]] | None = None) -> UnitFacts:
+    def with_environment(
+        self, read: Callable[[str], str | None], glob: Callable[[str], list[str]] | None = None
+    ) -> UnitFacts:
         """These facts with the environment systemd starts the service with, and every Exec line expanded in it.
 
         The environment is Environment= (as merged), then each EnvironmentFile= in order, read when the service
@@ -277,16 +325,20 @@ class UnitFacts:
         notes = list(self.env_notes)
         for ref in self.environment_files:
             if not ref.path.startswith("/"):
-                notes.append(f"EnvironmentFile={ref.path} ({ref.where or 'systemctl show'}) is not an absolute path: "
-                             f"systemd ignores it")
+                notes.append(
+                    f"EnvironmentFile={ref.path} ({ref.where or 'systemctl show'}) is not an absolute path: "
+                    f"systemd ignores it"
+                )
                 continue
             paths = glob(ref.path) if glob is not None and any(ch in ref.path for ch in "*?[") else [ref.path]
             texts = [(path, read(path)) for path in paths]
             missing = [path for path, text in texts if text is None] or ([] if texts else [ref.path])
             if missing and not ref.ignore_errors:
-                notes.append(f"EnvironmentFile={ref.path} ({ref.where or 'systemctl show'}): {missing[0]} does not "
-                             f"exist, so systemd refuses to start the unit (\"Failed to load environment files\"); "
-                             f"prefix the path with `-` if it is optional")
+                notes.append(
+                    f"EnvironmentFile={ref.path} ({ref.where or 'systemctl show'}): {missing[0]} does not "
+                    f'exist, so systemd refuses to start the unit ("Failed to load environment files"); '
+                    f"prefix the path with `-` if it is optional"
+                )
             for path, text in texts:
                 if text is None:
                     continue
@@ -300,17 +352,26 @@ class UnitFacts:
                 if command.written is not None:  # already expanded
                     out.append(command)
                 elif not command.expand_env:
-                    out.append(replace(command, argv=[Word(a, command.where, label) for a in command.argv],
-                                       written=tuple(command.argv)))
+                    out.append(
+                        replace(
+                            command,
+                            argv=[Word(a, command.where, label) for a in command.argv],
+                            written=tuple(command.argv),
+                        )
+                    )
                 else:
                     words, unset = expand_argv(command.argv, env, command.where, label)
                     out.append(replace(command, argv=list(words), written=tuple(command.argv), unset=tuple(unset)))
             return out
 
-        return replace(self, env=env, env_notes=list(dict.fromkeys(notes)),
-                       exec_start_pre=expanded(self.exec_start_pre, "ExecStartPre"),
-                       exec_start=expanded(self.exec_start, "ExecStart"),
-                       exec_start_post=expanded(self.exec_start_post, "ExecStartPost"))
+        return replace(
+            self,
+            env=env,
+            env_notes=list(dict.fromkeys(notes)),
+            exec_start_pre=expanded(self.exec_start_pre, "ExecStartPre"),
+            exec_start=expanded(self.exec_start, "ExecStart"),
+            exec_start_post=expanded(self.exec_start_post, "ExecStartPost"),
+        )
 
 
 def unit_from_show(props: dict[str, list[str]]) -> UnitFacts:
@@ -353,8 +414,13 @@ _DEFAULT_START_LIMIT_BURST = 5
 _DEFAULT_START_LIMIT_INTERVAL = 10.0
 
 
-def unit_from_file(sections: Sections, enabled: bool | None, active: str | None,
-                   cleared: dict[tuple[str, str], str] | None = None, files: list[str] | None = None) -> UnitFacts:
+def unit_from_file(
+    sections: Sections,
+    enabled: bool | None,
+    active: str | None,
+    cleared: dict[tuple[str, str], str] | None = None,
+    files: list[str] | None = None,
+) -> UnitFacts:
     unit, service = sections.get("Unit", {}), sections.get("Service", {})
     set_at: dict[str, str] = {}
     emptied: set[str] = set()
@@ -372,8 +438,10 @@ def unit_from_file(sections: Sections, enabled: bool | None, active: str | None,
 
     restart_sec = note("RestartSec", last(service, "RestartSec"))
     # StartLimitInterval= in [Service] is the pre-230 spelling systemd still accepts
-    interval = note("StartLimitIntervalSec", last(unit, "StartLimitIntervalSec", "StartLimitInterval")
-                    or last(service, "StartLimitInterval"))
+    interval = note(
+        "StartLimitIntervalSec",
+        last(unit, "StartLimitIntervalSec", "StartLimitInterval") or last(service, "StartLimitInterval"),
+    )
     burst = note("StartLimitBurst", last(unit, "StartLimitBurst") or last(service, "StartLimitBurst"))
     restart = note("Restart", last(service, "Restart"))
     environment: dict[str, EnvSetting] = {}
@@ -384,8 +452,10 @@ def unit_from_file(sections: Sections, enabled: bool | None, active: str | None,
         for setting in settings:
             environment.pop(setting.name, None)
             environment[setting.name] = setting
-    env_files = [EnvFileRef(v[1:] if v.startswith("-") else str(v), v.startswith("-"), v.where)
-                 for v in service.get("EnvironmentFile", [])]
+    env_files = [
+        EnvFileRef(v[1:] if v.startswith("-") else str(v), v.startswith("-"), v.where)
+        for v in service.get("EnvironmentFile", [])
+    ]
     for key in ("ExecStartPre", "ExecStart", "ExecStartPost"):
         values = service.get(key)
         if values and values[-1].line:
@@ -425,8 +495,19 @@ def _int(value: str) -> int:
 _WHITESPACE = " \t\n\r"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # src/basic/escape.c cunescape_one: the C escapes systemd's unit file parser decodes with EXTRACT_CUNESCAPE
-_C_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"',
-              "'": "'", "s": " "}
+_C_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    '"': '"',
+    "'": "'",
+    "s": " ",
+}
 
 
 def env_name_is_valid(name: str) -> bool:
@@ -436,7 +517,7 @@ def env_name_is_valid(name: str) -> bool:
 
 def _env_value_is_valid(value: str) -> bool:
     """env_value_is_valid: no control characters but tab, newline and carriage return."""
-    return not any((ord(c) < 0x20 and c not in "\t\n\r") or ord(c) == 0x7f for c in value)
+    return not any((ord(c) < 0x20 and c not in "\t\n\r") or ord(c) == 0x7F for c in value)
 
 
 @dataclass(frozen=True)
@@ -445,9 +526,9 @@ class EnvSetting:
 
     name: str
     value: str
-    where: str = ""                 # FILE:LINE of the assignment; "" where systemctl show gave it and no file did
-    source: str = "Environment"     # "Environment" (a unit file or drop-in line) or "EnvironmentFile"
-    via: str = ""                   # for an env file: the `EnvironmentFile=` line that reads it
+    where: str = ""  # FILE:LINE of the assignment; "" where systemctl show gave it and no file did
+    source: str = "Environment"  # "Environment" (a unit file or drop-in line) or "EnvironmentFile"
+    via: str = ""  # for an env file: the `EnvironmentFile=` line that reads it
 
     @property
     def path(self) -> str:
@@ -460,8 +541,9 @@ class EnvSetting:
     def describe(self) -> str:
         """`/etc/default/glm53-flash:3 sets MAX_LEN=1m` / `Environment= at FILE:LINE sets …`, for findings."""
         if self.source == "EnvironmentFile":
-            return f"{self.where} sets {self.name}={self.value}" + (f" (EnvironmentFile= at {self.via})"
-                                                                    if self.via else "")
+            return f"{self.where} sets {self.name}={self.value}" + (
+                f" (EnvironmentFile= at {self.via})" if self.via else ""
+            )
         at = f"at {self.where}" if self.where else "(systemctl show; no unit file line sets it)"
         return f"`Environment=` {at} sets {self.name}={self.value}"
 
@@ -542,12 +624,15 @@ def _cunescape_one(text: str, i: int) -> tuple[str | None, int]:
     digits = {"x": (2, 16), "u": (4, 16), "U": (8, 16)}.get(c)
     if digits:
         count, base = digits
-        chunk = text[i + 1:i + 1 + count]
-        if len(chunk) == count and all(ch in "0123456789abcdefABCDEF" for ch in chunk) \
-                and 0 < int(chunk, base) <= 0x10FFFF:
+        chunk = text[i + 1 : i + 1 + count]
+        if (
+            len(chunk) == count
+            and all(ch in "0123456789abcdefABCDEF" for ch in chunk)
+            and 0 < int(chunk, base) <= 0x10FFFF
+        ):
             return chr(int(chunk, base)), 1 + count
         return None, 0
-    chunk = text[i:i + 3]
+    chunk = text[i : i + 3]
     if len(chunk) == 3 and all(ch in "01234567" for ch in chunk) and int(chunk, 8):
         return chr(int(chunk, 8)), 3
     return None, 0
@@ -704,7 +789,7 @@ def _posix_words(text: str) -> list[str]:
         elif c == "'":
             end = text.find("'", i + 1)
             end = n if end < 0 else end
-            word.append(text[i + 1:end])
+            word.append(text[i + 1 : end])
             i = end + 1
         elif c == '"':
             i += 1
@@ -757,8 +842,14 @@ class Word(str):
     settings: tuple[EnvSetting, ...]
     unset: tuple[str, ...]
 
-    def __new__(cls, text: str, where: str = "", label: str = "ExecStart", settings: tuple[EnvSetting, ...] = (),
-                unset: tuple[str, ...] = ()) -> Word:
+    def __new__(
+        cls,
+        text: str,
+        where: str = "",
+        label: str = "ExecStart",
+        settings: tuple[EnvSetting, ...] = (),
+        unset: tuple[str, ...] = (),
+    ) -> Word:
         word = super().__new__(cls, text)
         word.where, word.label, word.settings, word.unset = where, label, settings, unset
         return word
@@ -777,8 +868,10 @@ def origin_of(word: str) -> str:
     if not isinstance(word, Word):
         return ""
     parts = [s.describe() for s in word.settings]
-    parts += [f"`${{{name}}}` is set by no Environment= or EnvironmentFile=, so systemd expands it to nothing"
-              for name in word.unset]
+    parts += [
+        f"`${{{name}}}` is set by no Environment= or EnvironmentFile=, so systemd expands it to nothing"
+        for name in word.unset
+    ]
     if not parts:
         return f"written in {word.exec_line}"
     return "; ".join(parts) + f", expanded in {word.exec_line}"
@@ -791,8 +884,10 @@ def edit_place(word: str, default: str) -> str:
     if word.settings:
         return ", ".join(s.edit() for s in word.settings)
     if word.unset:
-        return (f"an `Environment={word.unset[0]}=…` line (or the unit's EnvironmentFile=) to set "
-                f"{', '.join(word.unset)}, or the value itself in {word.exec_line}")
+        return (
+            f"an `Environment={word.unset[0]}=…` line (or the unit's EnvironmentFile=) to set "
+            f"{', '.join(word.unset)}, or the value itself in {word.exec_line}"
+        )
     return word.exec_line if word.where else default
 
 
@@ -811,7 +906,7 @@ def _replace_env(word: str, env: dict[str, EnvSetting]) -> tuple[str, list[EnvSe
                 state = CURLY
         elif state == CURLY:
             if c == "{":
-                out.append(word[start:i - 1])
+                out.append(word[start : i - 1])
                 start, state = i - 1, VARIABLE
             elif c == "$":
                 out.append(word[start:i])
@@ -820,7 +915,7 @@ def _replace_env(word: str, env: dict[str, EnvSetting]) -> tuple[str, list[EnvSe
                 state = WORD
         elif state == VARIABLE:
             if c == "}":
-                name = word[start + 2:i]
+                name = word[start + 2 : i]
                 if name in env:
                     out.append(env[name].value)
                     used.append(env[name])
@@ -833,8 +928,9 @@ def _replace_env(word: str, env: dict[str, EnvSetting]) -> tuple[str, list[EnvSe
     return "".join(out), used, unset
 
 
-def expand_argv(argv: list[str], env: dict[str, EnvSetting], where: str = "",
-                label: str = "ExecStart") -> tuple[list[Word], list[str]]:
+def expand_argv(
+    argv: list[str], env: dict[str, EnvSetting], where: str = "", label: str = "ExecStart"
+) -> tuple[list[Word], list[str]]:
     """An Exec line's words as systemd runs them: systemd.service(5), "Command lines", done as replace_env_argv()
     (src/basic/env-util.c; src/core/execute.c calls it before exec): a word that is `$NAME` becomes the value split
     at whitespace (quotes in the value group and are removed; unset: no word at all), any other word has each

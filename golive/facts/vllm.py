@@ -1,4 +1,5 @@
 """vLLM: the served flags, from the arguments a container was started with."""
+
 from __future__ import annotations
 
 import json
@@ -16,41 +17,127 @@ AUTO = -1  # `--max-model-len auto` / `-1`: vLLM fits the context to the GPU mem
 
 # vLLM 0.32.0's boolean flags (`vllm serve --help`: argparse.BooleanOptionalAction, so `--x` / `--no-x`, no value), and
 # its store_true flags (`--x` only); read from `make_arg_parser(FlexibleArgumentParser())` of that release.
-BOOLEAN_FLAGS = frozenset((
-    "allow-credentials", "allow-deprecated-quantization", "async-scheduling", "cohere-is-reasoning-model",
-    "cudagraph-metrics", "data-parallel-external-lb", "data-parallel-hybrid-lb", "dcp-q-replicate",
-    "disable-cascade-attn", "disable-chunked-mm-input", "disable-custom-all-reduce", "disable-fastapi-docs",
-    "disable-hybrid-kv-cache-manager", "disable-nccl-for-dp-synchronization", "disable-sliding-window",
-    "disable-uvicorn-access-log", "enable-auto-tool-choice", "enable-batch-sharded-sampling",
-    "enable-chunked-prefill", "enable-cumem-allocator", "enable-dbo", "enable-elastic-ep", "enable-ep-weight-filter",
-    "enable-eplb", "enable-expert-parallel", "enable-fault-tolerance", "enable-flash-late-interaction",
-    "enable-flashinfer-autotune", "enable-force-include-usage", "enable-hc-sp", "enable-layerwise-nvtx-tracing",
-    "enable-log-deltas", "enable-log-outputs", "enable-log-requests", "enable-logging-iteration-details",
-    "enable-lora", "enable-mamba-cache-stochastic-rounding", "enable-mamba-shared-prefix-checkpoint",
-    "enable-mfu-metrics", "enable-mixed-moe-lora-format", "enable-mm-embeds", "enable-moe-shared-loras",
-    "enable-nccl-comm-suspend", "enable-offline-docs", "enable-per-request-metrics", "enable-prefix-caching",
-    "enable-prompt-embeds", "enable-prompt-tokens-details", "enable-request-id-headers",
-    "enable-return-routed-experts", "enable-scale-out", "enable-server-load-tracking", "enable-shm-tensor-arena",
-    "enable-sleep-mode", "enable-ssl-refresh", "enable-tokenizer-info-endpoint", "enable-tower-connector-lora",
-    "enable-trace-replay", "enforce-eager", "exclude-tools-when-tool-choice-none", "fail-on-environ-validation",
-    "fully-sharded-loras", "interleave-mm-strings", "jit-monitor-verbose", "kv-cache-metrics",
-    "kv-sharing-fast-prefill", "language-model-only", "log-error-stack", "long-prefill-token-threshold-adaptive",
-    "mm-device-do-normalize", "mm-encoder-only", "numa-bind", "ray-workers-use-nsight", "return-sampling-mask",
-    "return-tokens-as-token-ids", "scheduler-reserve-full-isl", "skip-mm-profiling", "skip-tokenizer-init",
-    "sleep-mode-offload-cudagraph", "specialize-active-lora", "swa-bounded-replay", "tokens-only",
-    "trust-remote-code", "trust-request-chat-template", "trust-request-mm-kwargs", "use-fp64-gumbel",
-    "use-replayssm", "use-tqdm-on-load",
-))
-STORE_TRUE_FLAGS = frozenset((
-    "aggregate-engine-logging", "data-parallel-multi-port-external-lb", "disable-log-stats",
-    "grpc", "headless",
-))
+BOOLEAN_FLAGS = frozenset(
+    (
+        "allow-credentials",
+        "allow-deprecated-quantization",
+        "async-scheduling",
+        "cohere-is-reasoning-model",
+        "cudagraph-metrics",
+        "data-parallel-external-lb",
+        "data-parallel-hybrid-lb",
+        "dcp-q-replicate",
+        "disable-cascade-attn",
+        "disable-chunked-mm-input",
+        "disable-custom-all-reduce",
+        "disable-fastapi-docs",
+        "disable-hybrid-kv-cache-manager",
+        "disable-nccl-for-dp-synchronization",
+        "disable-sliding-window",
+        "disable-uvicorn-access-log",
+        "enable-auto-tool-choice",
+        "enable-batch-sharded-sampling",
+        "enable-chunked-prefill",
+        "enable-cumem-allocator",
+        "enable-dbo",
+        "enable-elastic-ep",
+        "enable-ep-weight-filter",
+        "enable-eplb",
+        "enable-expert-parallel",
+        "enable-fault-tolerance",
+        "enable-flash-late-interaction",
+        "enable-flashinfer-autotune",
+        "enable-force-include-usage",
+        "enable-hc-sp",
+        "enable-layerwise-nvtx-tracing",
+        "enable-log-deltas",
+        "enable-log-outputs",
+        "enable-log-requests",
+        "enable-logging-iteration-details",
+        "enable-lora",
+        "enable-mamba-cache-stochastic-rounding",
+        "enable-mamba-shared-prefix-checkpoint",
+        "enable-mfu-metrics",
+        "enable-mixed-moe-lora-format",
+        "enable-mm-embeds",
+        "enable-moe-shared-loras",
+        "enable-nccl-comm-suspend",
+        "enable-offline-docs",
+        "enable-per-request-metrics",
+        "enable-prefix-caching",
+        "enable-prompt-embeds",
+        "enable-prompt-tokens-details",
+        "enable-request-id-headers",
+        "enable-return-routed-experts",
+        "enable-scale-out",
+        "enable-server-load-tracking",
+        "enable-shm-tensor-arena",
+        "enable-sleep-mode",
+        "enable-ssl-refresh",
+        "enable-tokenizer-info-endpoint",
+        "enable-tower-connector-lora",
+        "enable-trace-replay",
+        "enforce-eager",
+        "exclude-tools-when-tool-choice-none",
+        "fail-on-environ-validation",
+        "fully-sharded-loras",
+        "interleave-mm-strings",
+        "jit-monitor-verbose",
+        "kv-cache-metrics",
+        "kv-sharing-fast-prefill",
+        "language-model-only",
+        "log-error-stack",
+        "long-prefill-token-threshold-adaptive",
+        "mm-device-do-normalize",
+        "mm-encoder-only",
+        "numa-bind",
+        "ray-workers-use-nsight",
+        "return-sampling-mask",
+        "return-tokens-as-token-ids",
+        "scheduler-reserve-full-isl",
+        "skip-mm-profiling",
+        "skip-tokenizer-init",
+        "sleep-mode-offload-cudagraph",
+        "specialize-active-lora",
+        "swa-bounded-replay",
+        "tokens-only",
+        "trust-remote-code",
+        "trust-request-chat-template",
+        "trust-request-mm-kwargs",
+        "use-fp64-gumbel",
+        "use-replayssm",
+        "use-tqdm-on-load",
+    )
+)
+STORE_TRUE_FLAGS = frozenset(
+    (
+        "aggregate-engine-logging",
+        "data-parallel-multi-port-external-lb",
+        "disable-log-stats",
+        "grpc",
+        "headless",
+    )
+)
 # flags with nargs="+": every word up to the next flag is theirs
-MULTI_VALUE_FLAGS = frozenset((
-    "allowed-media-domains", "api-key", "collect-detailed-traces", "cpu-offload-params", "cudagraph-capture-sizes",
-    "ignore-patterns", "kv-cache-dtype-skip-layers", "logits-processors", "lora-modules", "lora-target-modules",
-    "numa-bind-cpus", "numa-bind-nodes", "offload-params", "served-model-name", "sleep-preserve-parameter-names",
-))
+MULTI_VALUE_FLAGS = frozenset(
+    (
+        "allowed-media-domains",
+        "api-key",
+        "collect-detailed-traces",
+        "cpu-offload-params",
+        "cudagraph-capture-sizes",
+        "ignore-patterns",
+        "kv-cache-dtype-skip-layers",
+        "logits-processors",
+        "lora-modules",
+        "lora-target-modules",
+        "numa-bind-cpus",
+        "numa-bind-nodes",
+        "offload-params",
+        "served-model-name",
+        "sleep-preserve-parameter-names",
+    )
+)
 
 
 # vLLM 0.32.0's one `action="append"` flag: given twice, it keeps both; every other flag is a store action (store,
@@ -72,8 +159,10 @@ def parse_human_int(text: str) -> int:
         if suffix in _DECIMAL:
             return int(float(number) * _DECIMAL[suffix])
         if "." in number:
-            raise RejectedValue(f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean to use "
-                                f"{number}{suffix.lower()} instead?")
+            raise RejectedValue(
+                f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean to use "
+                f"{number}{suffix.lower()} instead?"
+            )
         return int(number) * _BINARY[suffix]
     try:
         return int(value)
@@ -99,8 +188,13 @@ def describe_tokens(text: str, value: int) -> str:
 
 # The value types vLLM 0.32 gives the flags golive compares (argparse `type=`): what it would refuse to start with.
 VALUE_TYPES: dict[str, Callable[[str], float]] = {
-    "max-model-len": parse_max_model_len, "max-num-batched-tokens": parse_human_int, "max-num-seqs": int,
-    "port": int, "tensor-parallel-size": int, "pipeline-parallel-size": int, "gpu-memory-utilization": float,
+    "max-model-len": parse_max_model_len,
+    "max-num-batched-tokens": parse_human_int,
+    "max-num-seqs": int,
+    "port": int,
+    "tensor-parallel-size": int,
+    "pipeline-parallel-size": int,
+    "gpu-memory-utilization": float,
 }
 
 
@@ -108,9 +202,9 @@ VALUE_TYPES: dict[str, Callable[[str], float]] = {
 class FlagUse:
     """One place a flag is given: its value as vLLM reads that occurrence, and which of the arguments hold it."""
 
-    name: str                     # as vLLM names it: "max-model-len" (the positional model: "model")
+    name: str  # as vLLM names it: "max-model-len" (the positional model: "model")
     value: str | bool
-    at: int                       # the flag's word in the arguments
+    at: int  # the flag's word in the arguments
     value_at: tuple[int, ...] = ()  # the words of its value (none for a switch, or `--flag=value`)
 
     @property
@@ -176,8 +270,9 @@ def refused_args(args: list[str]) -> list[Refusal]:
             except RejectedValue as exc:
                 refusals.append(Refusal(name, words, f"--{name} {value}: {exc}"))
             except ValueError:
-                refusals.append(Refusal(name, words, f"--{name} {value}: not "
-                                                     f"{'a number' if parse is float else 'an integer'}"))
+                refusals.append(
+                    Refusal(name, words, f"--{name} {value}: not {'a number' if parse is float else 'an integer'}")
+                )
     return refusals
 
 
@@ -196,13 +291,13 @@ def served_args_start(words: list[str] | tuple[str, ...]) -> int | None:
     if texts[:1] == ["serve"]:
         return 1
     for i, word in enumerate(texts):
-        if word.rsplit("/", 1)[-1] == "vllm" and texts[i + 1:i + 2] == ["serve"]:
+        if word.rsplit("/", 1)[-1] == "vllm" and texts[i + 1 : i + 2] == ["serve"]:
             return i + 2
         module = texts[i + 1] if word == "-m" and i + 1 < len(texts) else word[2:] if word.startswith("-m") else None
         if module in API_SERVER_MODULES:
             after = i + (2 if word == "-m" else 1)
             subcommand = API_SERVER_MODULES[module]
-            if tuple(texts[after:after + len(subcommand)]) == subcommand:
+            if tuple(texts[after : after + len(subcommand)]) == subcommand:
                 return after + len(subcommand)
     return None
 
@@ -223,8 +318,9 @@ def _read_args(args: list[str]) -> _Read:
         token = tokens[i]
         if not token.startswith("--"):
             if "model" in flags:  # `vllm serve` has one positional, the model
-                refusals.append(Refusal(None, (i + offset,),
-                                        f"`{token}`: no flag takes this word (vLLM: unrecognized arguments)"))
+                refusals.append(
+                    Refusal(None, (i + offset,), f"`{token}`: no flag takes this word (vLLM: unrecognized arguments)")
+                )
             else:
                 use("model", token, i, (i,))
             i += 1
@@ -234,9 +330,14 @@ def _read_args(args: list[str]) -> _Read:
         negated = name.startswith("no-") and name[3:] in BOOLEAN_FLAGS
         if name in BOOLEAN_FLAGS or negated or name in STORE_TRUE_FLAGS:
             if eq:  # argparse: "ignored explicit argument"
-                refusals.append(Refusal(name[3:] if negated else name, (i + offset,),
-                                        f"--{name}={value}: a switch takes no value (write --{name}"
-                                        + (f" or --no-{name})" if name in BOOLEAN_FLAGS else ")")))
+                refusals.append(
+                    Refusal(
+                        name[3:] if negated else name,
+                        (i + offset,),
+                        f"--{name}={value}: a switch takes no value (write --{name}"
+                        + (f" or --no-{name})" if name in BOOLEAN_FLAGS else ")"),
+                    )
+                )
             use(name[3:] if negated else name, not negated, i)
         elif eq:
             use(name, value, i)
@@ -244,7 +345,7 @@ def _read_args(args: list[str]) -> _Read:
             first = i
             while i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
                 i += 1
-            words = tokens[first + 1:i + 1]
+            words = tokens[first + 1 : i + 1]
             use(name, " ".join(words) if words else True, first, tuple(range(first + 1, i + 1)))
         elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
             use(name, tokens[i + 1], i, (i + 1,))

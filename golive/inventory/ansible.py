@@ -1,6 +1,7 @@
 """Stations from an Ansible inventory: each host of a group becomes a station, reached through testinfra's ansible
 backend (`ansible://HOST?ansible_inventory=/abs/path`). The hosts are read with testinfra's own AnsibleRunner, which
 runs `ansible-inventory --list` (ansible-core: `pip install 'golive[ansible]'`)."""
+
 from __future__ import annotations
 
 import os
@@ -51,20 +52,24 @@ def group_hosts(inventory: Path, group: str) -> list[str]:
     try:
         hosts = AnsibleRunner(str(inventory)).get_hosts(group)
     except RuntimeError:  # testinfra: ansible-inventory parsed no source ("missing file ?"; the file is there)
-        raise AnsibleError(f"Ansible cannot parse {inventory} as an inventory "
-                           f"(`ansible-inventory -i {inventory} --list` says why)") from None
+        raise AnsibleError(
+            f"Ansible cannot parse {inventory} as an inventory (`ansible-inventory -i {inventory} --list` says why)"
+        ) from None
     except Exception as exc:  # ansible-inventory failed (testinfra raises AssertionError/RuntimeError with its output)
         lines = [line for line in str(exc).splitlines() if line.strip()]
-        raise AnsibleError(f"ansible-inventory cannot read {inventory}: {lines[-1] if lines else type(exc).__name__}") \
-            from None
+        raise AnsibleError(
+            f"ansible-inventory cannot read {inventory}: {lines[-1] if lines else type(exc).__name__}"
+        ) from None
     if not hosts:
         raise AnsibleError(f"Ansible group '{group}' has no hosts in {inventory}")
     runner = AnsibleRunner(str(inventory))
     for host in hosts:
         connection = str(runner.get_variables(host).get("ansible_connection") or "ssh")
         if connection not in SUPPORTED_CONNECTIONS:
-            raise AnsibleError(f"Ansible host '{host}' of group '{group}' has ansible_connection: {connection}, which "
-                               f"golive cannot run commands through; supported: {', '.join(SUPPORTED_CONNECTIONS)}")
+            raise AnsibleError(
+                f"Ansible host '{host}' of group '{group}' has ansible_connection: {connection}, which "
+                f"golive cannot run commands through; supported: {', '.join(SUPPORTED_CONNECTIONS)}"
+            )
     return hosts
 
 

@@ -7,6 +7,7 @@
 
 Checks of both stations at once (image, checkpoint, environment file) get two of these, one per role.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,8 +26,9 @@ BOUND = "timeout 20 "
 @dataclass(frozen=True)
 class CheckpointManifest:
     """What two stations' checkpoints are compared by: shard names and sizes, sha256 of the small files."""
+
     shards: dict[str, int]
-    hashes: dict[str, str]        # config.json, *.index.json, … → sha256
+    hashes: dict[str, str]  # config.json, *.index.json, … → sha256
 
 
 class ClusterFacts:
@@ -58,8 +60,9 @@ class ClusterFacts:
     def _route_to(self, address: str) -> net.Route | None:
         result = self.host.run(BOUND + "ip -j route get %s", address)
         if result.rc != 0 and "unreachable" not in result.stderr.lower():
-            raise FactError(f"`ip -j route get {address}` failed on {self.station.name} (exit {result.rc}): "
-                            f"{result.stderr.strip()}")
+            raise FactError(
+                f"`ip -j route get {address}` failed on {self.station.name} (exit {result.rc}): {result.stderr.strip()}"
+            )
         # the answer is stdout; stderr only says why there is none (`RTNETLINK answers: Network is unreachable`,
         # exit 2): what ssh or a wrapper adds to stderr of a command that succeeded is not part of it
         return net.parse_ip_route_get(result.stdout if result.rc == 0 else result.stderr)
@@ -73,8 +76,10 @@ class ClusterFacts:
             return f"{self.station.name}'s {rail.interface} lacks its address: see test_rail_holds_its_address"
         route = self.route_to(self.peer_address(rail))
         if route is None or route.dev != rail.interface or route.gateway:
-            return (f"{self.station.name} routes to {self.peer_address(rail)} off the rail: see "
-                    f"test_rail_route_to_peer_leaves_by_the_rail")
+            return (
+                f"{self.station.name} routes to {self.peer_address(rail)} off the rail: see "
+                f"test_rail_route_to_peer_leaves_by_the_rail"
+            )
         return None
 
     def speed_mbps(self, ifname: str) -> tuple[int | None, str]:
@@ -90,13 +95,18 @@ class ClusterFacts:
         """A jumbo DF ping to the peer's address on this rail, bounded by `timeout` (ssh has no command timeout)."""
         size = self.cluster.mtu - PING_HEADERS
         count = self.cluster.ping_count
-        result = self.host.run(f"timeout {count * 2 + 5} ping -M do -s {size} -c {count} -W 2 -I %s %s",
-                               rail.interface, self.peer_address(rail))
-        if result.rc in (124, 127) or (result.rc == 2 and "ping:" not in result.stdout + result.stderr
-                                and "statistics" not in result.stdout):
-            raise FactError(f"ping did not run on {self.station.name} (exit {result.rc}): "
-                            f"{result.stderr.strip()[:200]}",
-                            fix="install iputils-ping on the station (golive uses `ping -M do`, which busybox lacks)")
+        result = self.host.run(
+            f"timeout {count * 2 + 5} ping -M do -s {size} -c {count} -W 2 -I %s %s",
+            rail.interface,
+            self.peer_address(rail),
+        )
+        if result.rc in (124, 127) or (
+            result.rc == 2 and "ping:" not in result.stdout + result.stderr and "statistics" not in result.stdout
+        ):
+            raise FactError(
+                f"ping did not run on {self.station.name} (exit {result.rc}): {result.stderr.strip()[:200]}",
+                fix="install iputils-ping on the station (golive uses `ping -M do`, which busybox lacks)",
+            )
         return net.parse_ping(result.stdout + result.stderr, result.rc)
 
     # --- RDMA ---------------------------------------------------------------------------------------------------------
@@ -104,8 +114,10 @@ class ClusterFacts:
     @cached_property
     def ib_devices(self) -> dict[str, net.IbDevice]:
         if not self.host.exists("ibv_devinfo"):
-            raise FactError(f"ibv_devinfo is not installed on {self.station.name}",
-                            fix="install rdma-core's ibverbs-utils (apt-get install ibverbs-utils)")
+            raise FactError(
+                f"ibv_devinfo is not installed on {self.station.name}",
+                fix="install rdma-core's ibverbs-utils (apt-get install ibverbs-utils)",
+            )
         result = self.host.run(BOUND + "ibv_devinfo -v")
         return {d.hca_id: d for d in net.parse_ibv_devinfo(result.stdout + result.stderr)}
 
@@ -115,14 +127,18 @@ class ClusterFacts:
     def nccl_log_text(self) -> str:
         path = self.cluster.nccl_log
         if not path:
-            raise FactError("the profile gives no cluster.nccl_log",
-                            fix="set `cluster.nccl_log` (where each station keeps the serving run's NCCL_DEBUG=INFO "
-                                "log) in your site profile")
+            raise FactError(
+                "the profile gives no cluster.nccl_log",
+                fix="set `cluster.nccl_log` (where each station keeps the serving run's NCCL_DEBUG=INFO "
+                "log) in your site profile",
+            )
         text = self.station_facts.read(path)
         if text is None:
-            raise FactError(f"{path} does not exist on {self.station.name}",
-                            fix=f"start the serving run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV "
-                                f"NCCL_DEBUG_FILE={path} (or tee its output there)")
+            raise FactError(
+                f"{path} does not exist on {self.station.name}",
+                fix=f"start the serving run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV "
+                f"NCCL_DEBUG_FILE={path} (or tee its output there)",
+            )
         return text
 
     @cached_property
@@ -151,31 +167,38 @@ class ClusterFacts:
             if log.nodes is None:
                 if log.channels and not log.net_transports:  # without nNodes, the channels it holds still say
                     first = log.channels[0].number
-                    problems.append(f"no channel crosses a network ({shown} only, from line {first}: "
-                                    f"`{self.log_line(first)}`): a one-host run's log")
+                    problems.append(
+                        f"no channel crosses a network ({shown} only, from line {first}: "
+                        f"`{self.log_line(first)}`): a one-host run's log"
+                    )
             elif log.one_host:
-                problems.append(f"this log comes from a one-host run: nNodes 1, nRanks {log.ranks}, {shown} channels "
-                                f"only{at}")
+                problems.append(
+                    f"this log comes from a one-host run: nNodes 1, nRanks {log.ranks}, {shown} channels only{at}"
+                )
             elif log.nodes != 2:
                 problems.append(f"nNodes {log.nodes}{at}, where the profile declares two stations")
             elif log.channels and not log.net_transports:
                 problems.append(f"no channel crosses a network ({shown} only), although nNodes is 2{at}")
         if log.ranks is not None and log.ranks != tp:
-            problems.append(f"nRanks {log.ranks}{'' if problems else at}, where the profile serves tensor parallel "
-                            f"{tp}")
+            problems.append(
+                f"nRanks {log.ranks}{'' if problems else at}, where the profile serves tensor parallel {tp}"
+            )
         return problems
 
     @cached_property
     def env_bytes(self) -> bytes:
         path = self.cluster.env_file
         if not path:
-            raise FactError("the profile gives no cluster.env_file",
-                            fix="set `cluster.env_file` (the pinned environment file on each station) in your site "
-                                "profile")
+            raise FactError(
+                "the profile gives no cluster.env_file",
+                fix="set `cluster.env_file` (the pinned environment file on each station) in your site profile",
+            )
         f = self.host.file(path)
         if not (f.exists and f.is_file):
-            raise FactError(f"{path} does not exist on {self.station.name}",
-                            fix=f"write the pinned rail environment to {path} on both stations (the same file)")
+            raise FactError(
+                f"{path} does not exist on {self.station.name}",
+                fix=f"write the pinned rail environment to {path} on both stations (the same file)",
+            )
         return f.content
 
     @cached_property
@@ -185,13 +208,17 @@ class ClusterFacts:
     @cached_property
     def perf(self) -> nccl.PerfResult:
         if not self.cluster.all_reduce_perf:
-            raise FactError("the profile gives no cluster.all_reduce_perf",
-                            fix="set `cluster.all_reduce_perf` (where station a keeps the all_reduce_perf output)")
+            raise FactError(
+                "the profile gives no cluster.all_reduce_perf",
+                fix="set `cluster.all_reduce_perf` (where station a keeps the all_reduce_perf output)",
+            )
         text = self.station_facts.read(self.cluster.all_reduce_perf)
         if text is None:
-            raise FactError(f"{self.cluster.all_reduce_perf} does not exist on {self.station.name}",
-                            fix="run nccl-tests `all_reduce_perf -b 8 -e 8G -f 2 -g 1` across both stations and save "
-                                "its output there")
+            raise FactError(
+                f"{self.cluster.all_reduce_perf} does not exist on {self.station.name}",
+                fix="run nccl-tests `all_reduce_perf -b 8 -e 8G -f 2 -g 1` across both stations and save "
+                "its output there",
+            )
         return nccl.parse_perf(text)
 
     # --- what must be identical on both stations ----------------------------------------------------------------------
@@ -200,20 +227,26 @@ class ClusterFacts:
     def image(self) -> docker.ImageFacts:
         ref = self.cluster.image_ref
         if not ref:
-            raise FactError("the profile gives no cluster.image_ref",
-                            fix="set `cluster.image_ref` (the image reference the launch script runs) in the profile")
+            raise FactError(
+                "the profile gives no cluster.image_ref",
+                fix="set `cluster.image_ref` (the image reference the launch script runs) in the profile",
+            )
         result = self.host.run(BOUND + "docker image inspect %s", ref)
         if result.rc != 0:
-            raise FactError(f"`docker image inspect {ref}` failed on {self.station.name} (exit {result.rc}): "
-                            f"{result.stderr.strip()[:200]}", fix=f"`docker pull {ref}` on {self.station.name}")
+            raise FactError(
+                f"`docker image inspect {ref}` failed on {self.station.name} (exit {result.rc}): "
+                f"{result.stderr.strip()[:200]}",
+                fix=f"`docker pull {ref}` on {self.station.name}",
+            )
         return docker.parse_image_inspect(result.stdout)
 
     @cached_property
     def checkpoint(self) -> CheckpointManifest:
         folder = self.station_facts.checkpoint_dir
         shards = {s.name: s.size for s in self.station_facts.shards}
-        listing = self.station_facts.run("find %s -maxdepth 1 -type f -name '*.json' -exec sha256sum {} +", folder,
-                                         ok_rcs=(0, 1))
+        listing = self.station_facts.run(
+            "find %s -maxdepth 1 -type f -name '*.json' -exec sha256sum {} +", folder, ok_rcs=(0, 1)
+        )
         hashes = {}
         for line in listing.splitlines():
             digest, _, path = line.partition("  ")

@@ -13,6 +13,7 @@ command the backend sends itself (testinfra's encoding probe, the ansible backen
 same guard; nothing is set on testinfra's objects, and testinfra's host cache is not used (a new run is a new
 connection, asked afresh).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -59,7 +60,7 @@ MUX_PATH_MAX = 107 - 17
 
 def chroot_tree(spec: str | None) -> str | None:
     """The tree of a `chroot:///tree` spec, else None."""
-    return spec[len(CHROOT):] if spec and spec.startswith(CHROOT) else None
+    return spec[len(CHROOT) :] if spec and spec.startswith(CHROOT) else None
 
 
 def with_connect_timeout(spec: str, seconds: float) -> str:
@@ -82,8 +83,7 @@ class Connection:
     """One station's way in (any testinfra spec: local, ssh://, docker://, ansible://, chroot://): the testinfra
     host its checks use, the guard, the transport failure that ended it and the ssh master it started."""
 
-    def __init__(self, spec: str, station: str | None = None, control_path: Path | None = None,
-                 **options: Any) -> None:
+    def __init__(self, spec: str, station: str | None = None, control_path: Path | None = None, **options: Any) -> None:
         import testinfra.backend
         import testinfra.host
 
@@ -105,8 +105,9 @@ class Connection:
     def __enter__(self) -> Connection:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.close()
 
     # --- every command ------------------------------------------------------------------------------------------------
@@ -119,9 +120,11 @@ class Connection:
             with open(self.command_log, "a") as out:
                 out.write(line.replace("\n", "\\n") + "\n")
         if not allowed(line):
-            raise FactError(f"golive refused to send `{line}`: it is not on golive's read-only allow-list "
-                            f"(golive/inventory/readonly.py)",
-                            fix="report this as a golive bug: no check may change a station")
+            raise FactError(
+                f"golive refused to send `{line}`: it is not on golive's read-only allow-list "
+                f"(golive/inventory/readonly.py)",
+                fix="report this as a golive bug: no check may change a station",
+            )
         if self.gone is not None:  # not tried again: one dead connection costs one timeout, not one a check
             raise TransportError(self.gone)
         try:
@@ -177,9 +180,13 @@ class Connection:
             # -F /dev/null: only the socket is needed; the operator's ssh_config is not read again. Best effort: a
             # master that does not answer exits by itself after ControlPersist.
             with contextlib.suppress(OSError, subprocess.SubprocessError):
-                subprocess.run(["ssh", "-F", "/dev/null", "-o", f"ControlPath={control}", "-O", "exit",
-                                "golive-master"], stdin=subprocess.DEVNULL, capture_output=True, timeout=10,
-                               check=False)
+                subprocess.run(
+                    ["ssh", "-F", "/dev/null", "-o", f"ControlPath={control}", "-O", "exit", "golive-master"],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=10,
+                    check=False,
+                )
         shutil.rmtree(control.parent, ignore_errors=True)
 
 
@@ -187,6 +194,7 @@ class Connection:
 def _guarded(base: type[Any]) -> type[Any]:
     """golive's subclass of one testinfra backend class: `run` (and the ansible backend's `run_ansible`) go through
     the connection's guard, also when the backend calls them itself."""
+
     def run(self: Any, command: str, *args: str, **kwargs: Any) -> Any:
         return self.connection.send(functools.partial(base.run, self), command, *args, **kwargs)
 
@@ -199,8 +207,9 @@ def _guarded(base: type[Any]) -> type[Any]:
     return type(f"Guarded{base.__name__}", (base,), methods)
 
 
-def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float | None = None,
-            station: str | None = None) -> Connection:
+def connect(
+    spec: str, ssh_config: str | None = None, connect_timeout_s: float | None = None, station: str | None = None
+) -> Connection:
     """A connection from a host spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
     `ssh_config` is passed to the ssh backends (an inventory's or a station's `ssh_config:`), and so is the connect
     timeout. ssh:// hosts share one ssh connection for every command (see MUX_SCHEMES); close() it at the end.
@@ -215,8 +224,10 @@ def connect(spec: str, ssh_config: str | None = None, connect_timeout_s: float |
     if spec.startswith(MUX_SCHEMES):
         control = _control_path()
         # ssh_extra_args goes into testinfra's shell line as it is: quoted here; testinfra escapes its `%` itself
-        options["ssh_extra_args"] = " ".join(f"-o {shlex.quote(o)}" for o in (
-            "ControlMaster=auto", f"ControlPath={control}", f"ControlPersist={MUX_PERSIST_S}s"))
+        options["ssh_extra_args"] = " ".join(
+            f"-o {shlex.quote(o)}"
+            for o in ("ControlMaster=auto", f"ControlPath={control}", f"ControlPersist={MUX_PERSIST_S}s")
+        )
     connection = Connection(spec, station, control, **options)
     if control is not None:
         atexit.register(connection.close)  # a run that ends without its cleanup (an embedding caller) still closes it

@@ -1,4 +1,5 @@
 """Profiles and inventories: YAML in, validated models out, every error one line with file:line."""
+
 from __future__ import annotations
 
 import difflib
@@ -70,8 +71,9 @@ def resolve_profile_ref(ref: str, relative_to: Path | None = None) -> Path:
     return shipped
 
 
-def _load_profile_chain(path: Path, seen: tuple[Path, ...] = (),
-                        cites: dict[tuple[str, Path_], str] | None = None) -> tuple[Located, list[Path]]:
+def _load_profile_chain(
+    path: Path, seen: tuple[Path, ...] = (), cites: dict[tuple[str, Path_], str] | None = None
+) -> tuple[Located, list[Path]]:
     """The profile at `path` with every profile it `extends:` merged below it, and the chain of files (base first);
     `cites` collects the recipe citations of every key of the shipped files in the chain."""
     path = path.resolve()
@@ -148,8 +150,9 @@ def _check_ca_files(inventory: Inventory, path: Path, located: Located, where_of
             problem = f"cannot read it ({getattr(exc, 'strerror', None) or exc})"
         else:
             continue
-        raise ConfigError(f"{file}:{line}: station {station.name}: tls_ca_file {station.tls_ca_file!r}: {problem} "
-                          f"({ca_file})")
+        raise ConfigError(
+            f"{file}:{line}: station {station.name}: tls_ca_file {station.tls_ca_file!r}: {problem} ({ca_file})"
+        )
 
 
 # --- inventories ---------------------------------------------------------------------------------------------------
@@ -243,5 +246,6 @@ def load_inventory(path: Path, profile_override: str | None = None) -> LoadedInv
         waivers = load_waivers(waivers_path)
     _check_inventory_batteries(inventory, path, located)
     _check_ca_files(inventory, path, located, where_of)
-    return LoadedInventory(inventory=inventory, path=path.resolve(), profile=profile, station_profiles=station_profiles,
-                           waivers=waivers)
+    return LoadedInventory(
+        inventory=inventory, path=path.resolve(), profile=profile, station_profiles=station_profiles, waivers=waivers
+    )

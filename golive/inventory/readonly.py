@@ -4,6 +4,7 @@ Every command a station's connection sends passes `allowed` first (golive.invent
 anything not on the list is refused before it reaches the station. GOLIVE_COMMAND_LOG=PATH appends every command
 sent, one a line, for an operator's audit.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,21 +12,88 @@ import shlex
 
 # The first words of each command golive (or testinfra's file/exists modules for it) sends; each only reads.
 ALLOWED = (
-    ("cat",), ("ls",), ("find",), ("stat",), ("df",), ("test",), ("command", "-v"), ("readlink",), ("realpath",),
-    ("systemctl", "show"), ("systemctl", "is-enabled"), ("systemctl", "is-active"), ("systemctl", "cat"),
-    ("docker", "inspect"), ("docker", "image", "inspect"), ("docker", "ps"),
-    ("nvidia-smi", "-q"), ("nvidia-smi", "--query-gpu"), ("nvidia-smi", "--query-compute-apps"),
-    ("uname",), ("id",), ("lsb_release", "-a"), ("numactl", "--hardware"), ("ip",), ("sysctl", "-n"), ("lspci",),
-    ("ibv_devinfo",), ("ibstat",), ("ibdev2netdev",), ("rdma", "link", "show"), ("ethtool",), ("ping",),
-    ("ldconfig", "-p"), ("nproc",), ("hostname",), ("getent",), ("free",), ("lscpu",), ("sha256sum",), ("echo",),
+    ("cat",),
+    ("ls",),
+    ("find",),
+    ("stat",),
+    ("df",),
+    ("test",),
+    ("command", "-v"),
+    ("readlink",),
+    ("realpath",),
+    ("systemctl", "show"),
+    ("systemctl", "is-enabled"),
+    ("systemctl", "is-active"),
+    ("systemctl", "cat"),
+    ("docker", "inspect"),
+    ("docker", "image", "inspect"),
+    ("docker", "ps"),
+    ("nvidia-smi", "-q"),
+    ("nvidia-smi", "--query-gpu"),
+    ("nvidia-smi", "--query-compute-apps"),
+    ("uname",),
+    ("id",),
+    ("lsb_release", "-a"),
+    ("numactl", "--hardware"),
+    ("ip",),
+    ("sysctl", "-n"),
+    ("lspci",),
+    ("ibv_devinfo",),
+    ("ibstat",),
+    ("ibdev2netdev",),
+    ("rdma", "link", "show"),
+    ("ethtool",),
+    ("ping",),
+    ("ldconfig", "-p"),
+    ("nproc",),
+    ("hostname",),
+    ("getent",),
+    ("free",),
+    ("lscpu",),
+    ("sha256sum",),
+    ("echo",),
 )
 # Shell syntax that could write or hide a command from the list; `2>/dev/null` is the one redirect allowed.
 _HIDDEN = re.compile(r"`|\$\(|\n")
 _OPERATORS = {"|", "||"}  # fine when every stage is on the list (`cat f || echo -1`); ; && > >> & are not
-_IP_WRITES = {"set", "add", "del", "delete", "change", "replace", "flush", "append", "prepend", "save", "restore",
-              "exec", "attach", "detach", "up", "down"}
-_ETHTOOL_WRITES = {"-s", "-K", "-G", "-A", "-C", "-L", "-E", "-f", "-p", "-r", "-X", "-N", "-U", "-W", "--flash",
-                   "--identify", "--negotiate", "--reset"}
+_IP_WRITES = {
+    "set",
+    "add",
+    "del",
+    "delete",
+    "change",
+    "replace",
+    "flush",
+    "append",
+    "prepend",
+    "save",
+    "restore",
+    "exec",
+    "attach",
+    "detach",
+    "up",
+    "down",
+}
+_ETHTOOL_WRITES = {
+    "-s",
+    "-K",
+    "-G",
+    "-A",
+    "-C",
+    "-L",
+    "-E",
+    "-f",
+    "-p",
+    "-r",
+    "-X",
+    "-N",
+    "-U",
+    "-W",
+    "--flash",
+    "--identify",
+    "--negotiate",
+    "--reset",
+}
 _FIND_WRITES = {"-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-ok", "-okdir", "-execdir"}
 
 
@@ -61,7 +129,7 @@ def _stage_allowed(words: list[str]) -> bool:
             rest = rest[2:] if rest[0] in ("-k", "-s", "--kill-after", "--signal") else rest[1:]
         return len(rest) > 1 and rest[0][:1].isdigit() and _stage_allowed(rest[1:])
     keys = [w.split("=", 1)[0] if w.startswith("--") else w for w in words]
-    if not keys or not any(tuple(keys[:len(prefix)]) == prefix for prefix in ALLOWED):
+    if not keys or not any(tuple(keys[: len(prefix)]) == prefix for prefix in ALLOWED):
         return False
     if keys[0] == "ip":  # `ip` reads unless told to change something
         return not _IP_WRITES & set(keys) and "netns" not in keys
@@ -70,5 +138,5 @@ def _stage_allowed(words: list[str]) -> bool:
     if keys[0] == "find":
         if _FIND_WRITES & set(keys):
             return False
-        return all(keys[i + 1:i + 2] in (["stat"], ["sha256sum"]) for i, key in enumerate(keys) if key == "-exec")
+        return all(keys[i + 1 : i + 2] in (["stat"], ["sha256sum"]) for i, key in enumerate(keys) if key == "-exec")
     return True

@@ -1,4 +1,5 @@
 """The facts of one station, gathered read-only through its testinfra host and cached for the session."""
+
 from __future__ import annotations
 
 import hashlib
@@ -45,10 +46,14 @@ class StationFacts:
             program = shlex.split(line)[0] if line.strip() else line
             missing = result.rc == 127  # POSIX shells: command not found
             last = detail[-1] if detail else ""
-            raise FactError(f"`{line}` failed on {self.station.name} (exit {result.rc}): {last}",
-                            fix=f"install `{program}` on {self.station.name} (or put it on the PATH golive's login "
-                                f"sees), then re-run" if missing else None,
-                            cause=f"`{program}` is not installed on {self.station.name}" if missing else None)
+            raise FactError(
+                f"`{line}` failed on {self.station.name} (exit {result.rc}): {last}",
+                fix=f"install `{program}` on {self.station.name} (or put it on the PATH golive's login "
+                f"sees), then re-run"
+                if missing
+                else None,
+                cause=f"`{program}` is not installed on {self.station.name}" if missing else None,
+            )
         return result.stdout
 
     def read(self, path: str) -> str | None:
@@ -59,8 +64,10 @@ class StationFacts:
     def service(self) -> Service:
         """The profile's service section; a profile without one has no unit or prestart to read."""
         if self.profile.service is None:
-            raise FactError("the profile has no `service:` section (unit, prestart, container)",
-                            fix="add the service section of your recipe to the site profile")
+            raise FactError(
+                "the profile has no `service:` section (unit, prestart, container)",
+                fix="add the service section of your recipe to the site profile",
+            )
         return self.profile.service
 
     # --- systemd ------------------------------------------------------------------------------------------------------
@@ -86,8 +93,11 @@ class StationFacts:
         unit = self.service.unit
         names = systemd.dropin_dir_names(unit)
         folders = [f"{d}/{n}" for d in UNIT_DIRS for n in names]
-        listing = self.run("find " + " ".join("%s" for _ in folders) + " -maxdepth 1 -name '*.conf' 2>/dev/null",
-                           *folders, ok_rcs=(0, 1))
+        listing = self.run(
+            "find " + " ".join("%s" for _ in folders) + " -maxdepth 1 -name '*.conf' 2>/dev/null",
+            *folders,
+            ok_rcs=(0, 1),
+        )
         return systemd.order_dropins(listing.split(), unit)
 
     @cached_property
@@ -95,9 +105,11 @@ class StationFacts:
         """The effective unit as systemd builds it from the files: the unit file, then each drop-in on top."""
         unit = self.service.unit
         if self.unit_path is None:
-            raise FactError(f"unit {unit} not found in {', '.join(UNIT_DIRS)}",
-                            fix=f"install the recipe's unit as /etc/systemd/system/{unit}, then "
-                                f"`systemctl daemon-reload` and `systemctl enable {unit}`")
+            raise FactError(
+                f"unit {unit} not found in {', '.join(UNIT_DIRS)}",
+                fix=f"install the recipe's unit as /etc/systemd/system/{unit}, then "
+                f"`systemctl daemon-reload` and `systemctl enable {unit}`",
+            )
         return self._with_environment(self._unit_of_files([self.unit_path, *self.unit_dropin_paths]))
 
     def _with_environment(self, unit: systemd.UnitFacts) -> systemd.UnitFacts:
@@ -160,8 +172,10 @@ class StationFacts:
     @cached_property
     def prestart(self) -> shell.Script:
         if self.prestart_text is None:
-            raise FactError(f"prestart script {self.service.prestart} does not exist",
-                            fix=f"install the recipe's prestart script as {self.service.prestart} (mode 0755)")
+            raise FactError(
+                f"prestart script {self.service.prestart} does not exist",
+                fix=f"install the recipe's prestart script as {self.service.prestart} (mode 0755)",
+            )
         # read=: the files it sources or runs are read the same way, read-only
         return shell.parse_script(self.prestart_text, origin=self.service.prestart, read=self.read)
 
@@ -187,8 +201,9 @@ class StationFacts:
         if result.rc != 0:
             if "No such" in result.stderr or "no such" in result.stderr:
                 return None
-            raise FactError(f"`docker inspect {self.container_name}` failed (exit {result.rc}): "
-                            f"{result.stderr.strip()}")
+            raise FactError(
+                f"`docker inspect {self.container_name}` failed (exit {result.rc}): {result.stderr.strip()}"
+            )
         return docker.parse_container_inspect(result.stdout)
 
     def image(self, image_id: str) -> docker.ImageFacts:
@@ -251,13 +266,15 @@ class StationFacts:
                 found.append(HbmNode(node, f"driver numa_status of {bdf}"))
         if found:
             return found
-        memory_only = [n for n, info in self.nodes.items()
-                       if not info["cpus"] and info["meminfo"].get("MemTotal", 0) > 0]
+        memory_only = [
+            n for n, info in self.nodes.items() if not info["cpus"] and info["meminfo"].get("MemTotal", 0) > 0
+        ]
         if not memory_only or not self.host.exists("nvidia-smi"):
             return []
         ats = [g.bus_id for g in self.smi_q if (g.addressing_mode or "").upper() == "ATS"]
-        how = (f"memory-only node, GPU {ats[0]} in ATS addressing mode" if ats
-               else "memory-only node beside an NVIDIA GPU")
+        how = (
+            f"memory-only node, GPU {ats[0]} in ATS addressing mode" if ats else "memory-only node beside an NVIDIA GPU"
+        )
         return [HbmNode(n, how) for n in memory_only]
 
     def pid_container(self, pid: str) -> str | None:
@@ -271,19 +288,24 @@ class StationFacts:
         """The profile's checkpoint.path, once it is a folder on the station (every checkpoint check needs it)."""
         path = self.profile.checkpoint.path
         if not path:
-            raise FactError("the profile gives no checkpoint.path",
-                            fix="set `checkpoint.path` (where this station keeps the checkpoint) in your site profile")
+            raise FactError(
+                "the profile gives no checkpoint.path",
+                fix="set `checkpoint.path` (where this station keeps the checkpoint) in your site profile",
+            )
         if not self.host.file(path).is_directory:
-            raise FactError(f"checkpoint folder {path} does not exist on {self.station.name}",
-                            fix=f"download the checkpoint into {path} (`numactl --membind=0 huggingface-cli download "
-                                f"{self.profile.checkpoint.repository} --local-dir {path}`), or set checkpoint.path "
-                                f"in the site profile to where this station keeps it")
+            raise FactError(
+                f"checkpoint folder {path} does not exist on {self.station.name}",
+                fix=f"download the checkpoint into {path} (`numactl --membind=0 huggingface-cli download "
+                f"{self.profile.checkpoint.repository} --local-dir {path}`), or set checkpoint.path "
+                f"in the site profile to where this station keeps it",
+            )
         return path
 
     @cached_property
     def shards(self) -> list[Shard]:
-        text = self.run("find %s -maxdepth 1 -name '*.safetensors' -exec stat -c '%%n|%%s' {} +", self.checkpoint_dir,
-                        ok_rcs=(0, 1))
+        text = self.run(
+            "find %s -maxdepth 1 -name '*.safetensors' -exec stat -c '%%n|%%s' {} +", self.checkpoint_dir, ok_rcs=(0, 1)
+        )
         shards = []
         for line in text.splitlines():
             name, _, size = line.rpartition("|")
@@ -317,5 +339,3 @@ class StationFacts:
         if len(lines) < 2 or len(fields) < 6 or not fields[3].isdigit():
             raise FactError(f"`df -P -k {path}` printed an unexpected line: {lines[-1] if lines else ''!r}")
         return int(fields[3]) * 1024
-
-

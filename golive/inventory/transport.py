@@ -8,6 +8,7 @@ that one blames the station), the connection remembers it (`Gone`), and every la
 the same error at once, without trying the connection again. golive.run.outcomes classifies it: not checked, one
 line naming the station, the time and the check that met it first.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,9 +29,9 @@ class Gone:
     """The first transport failure seen on one station's connection; later checks quote it."""
 
     station: str
-    via: str          # ssh, paramiko, ansible, docker, HTTP
-    at: str           # HH:MM:SS, local time
-    detail: str       # the transport's own last line ("ssh: connect to host … port 22: Connection refused")
+    via: str  # ssh, paramiko, ansible, docker, HTTP
+    at: str  # HH:MM:SS, local time
+    detail: str  # the transport's own last line ("ssh: connect to host … port 22: Connection refused")
     first_seen_by: str = ""  # the check that met it first (golive.run.outcomes fills it in)
 
     def line(self) -> str:

@@ -9,6 +9,7 @@ does not ship; it usually `extends:` a shipped one) is its own source: file, lin
     origin(profile, "service.start_limit_burst")  # "[000]": a finding shows "[single-station recipe]"
     origin(profile, "service.restart_sec_s")      # "[site profile /etc/golive/site.yaml:12 service.restart_sec_s]"
 """
+
 from __future__ import annotations
 
 import re
@@ -49,8 +50,9 @@ def shipped_cites(located: Located, file: str) -> dict[tuple[str, Path_], str]:
     fallback = cite_sources(sources, str(data.get("name") or file))
     cites = {}
     for at in located.where:
-        cites[(file, at)] = next((tags for cut in range(len(at), 0, -1)
-                                  if (tags := _tags(located.comments.get(at[:cut], "")))), fallback)
+        cites[(file, at)] = next(
+            (tags for cut in range(len(at), 0, -1) if (tags := _tags(located.comments.get(at[:cut], "")))), fallback
+        )
     return cites
 
 

@@ -10,6 +10,7 @@ field is not applicable under that profile (its fixture or body says so, with th
 its numbers are missing. tests/unit/test_rules.py renders every check under every shipped profile and holds that
 line: no unset field where the check applies, no number of another profile, no rule cut mid-sentence.
 """
+
 from __future__ import annotations
 
 import math

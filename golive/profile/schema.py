@@ -1,4 +1,5 @@
 """The profile (a recipe as data) and the inventory (a site's stations). Unknown keys are errors."""
+
 from __future__ import annotations
 
 from ipaddress import IPv4Address
@@ -97,13 +98,15 @@ class Sampling(Strict):
         return self
 
     def describe(self) -> str:
-        shown = ", ".join(f"{k}={v}" for k, v in self.model_dump(exclude={"source", "repeats"}).items()
-                          if v is not None)
+        shown = ", ".join(
+            f"{k}={v}" for k, v in self.model_dump(exclude={"source", "repeats"}).items() if v is not None
+        )
         return f"{shown} ({self.source})" + (f", {self.repeats} runs" if self.repeats > 1 else "")
 
     def params(self) -> dict:
         return {k: v for k, v in {"temperature": self.temperature, "top_p": self.top_p}.items() if v is not None} | (
-            {"extra_body": {"top_k": self.top_k}} if self.top_k is not None else {})
+            {"extra_body": {"top_k": self.top_k}} if self.top_k is not None else {}
+        )
 
 
 class Endpoint(Strict):
@@ -205,8 +208,9 @@ class Load(Strict):
     @model_validator(mode="after")
     def _bounded(self) -> Self:
         if max(self.concurrency) > self.max_concurrency or min(self.concurrency) < 1:
-            raise ValueError(f"concurrency levels {self.concurrency} must lie in 1..max_concurrency "
-                             f"({self.max_concurrency})")
+            raise ValueError(
+                f"concurrency levels {self.concurrency} must lie in 1..max_concurrency ({self.max_concurrency})"
+            )
         if self.gate_concurrency is not None and self.gate_concurrency not in self.concurrency:
             raise ValueError(f"gate_concurrency {self.gate_concurrency} is not one of the levels {self.concurrency}")
         needed = sum(max(c * self.repeats, self.min_requests) + c * self.warmup for c in set(self.concurrency))
@@ -239,7 +243,7 @@ class Rail(Strict):
     """One RoCE rail: the interface, its RDMA device and port, and each station's address on it [002]."""
 
     interface: str
-    rdma_device: str | None = None   # None: a rail without RDMA (a test rail), its RDMA checks do not apply
+    rdma_device: str | None = None  # None: a rail without RDMA (a test rail), its RDMA checks do not apply
     port: int = 1
     addresses: dict[Role, IPv4Address]
 
@@ -252,12 +256,12 @@ class Cluster(Strict):
     speed_gbps: float = 400
     ping_count: int = Field(default=3, ge=1, le=10)
     nccl_version: str
-    env_file: str | None = None           # where each station keeps the pinned environment (KEY=VALUE)
+    env_file: str | None = None  # where each station keeps the pinned environment (KEY=VALUE)
     env: dict[str, str] = Field(default_factory=dict)  # pinned in that file, value for value
     gdrdma_required: bool = True
-    nccl_log: str | None = None           # each station's NCCL_DEBUG=INFO log of the serving run
-    image_ref: str | None = None          # the image reference the launch script runs on both stations
-    all_reduce_perf: str | None = None    # nccl-tests all_reduce_perf output on station a (optional gate)
+    nccl_log: str | None = None  # each station's NCCL_DEBUG=INFO log of the serving run
+    image_ref: str | None = None  # the image reference the launch script runs on both stations
+    all_reduce_perf: str | None = None  # nccl-tests all_reduce_perf output on station a (optional gate)
     busbw_floor_gbs: float | None = None  # GB/s, the `# Avg bus bandwidth` floor
 
 

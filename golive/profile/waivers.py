@@ -4,6 +4,7 @@ A waiver matches a check by `check` (a nodeid substring, e.g. the test name) or 
 the report), optionally on one station. A matching failure ends `waived` while the waiver is in force; once it has
 expired the failure stands and says which waiver ran out.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -19,9 +20,9 @@ from golive.profile.yamlfile import load_yaml, validate
 
 class Waiver(Strict):
     id: str | None = None
-    check: str | None = None     # nodeid substring, e.g. test_served_flags_match_profile
-    rule: str | None = None      # substring of the rule text (the check's docstring line)
-    station: str | None = None   # only on this station; default every station
+    check: str | None = None  # nodeid substring, e.g. test_served_flags_match_profile
+    rule: str | None = None  # substring of the rule text (the check's docstring line)
+    station: str | None = None  # only on this station; default every station
     justification: str = Field(min_length=1)
     owner: str = Field(min_length=1)
     expires: dt.date
@@ -70,5 +71,7 @@ def load_waivers(path: Path) -> Waivers:
 
 
 def expired_message(waiver: Waiver) -> str:
-    return (f"Waiver '{waiver.name}' (owner {waiver.owner}) expired on {waiver.expires.isoformat()}: it no longer "
-            f"waives this failure. Fix the failure, or renew the waiver with a new `expires` if the owner agrees.")
+    return (
+        f"Waiver '{waiver.name}' (owner {waiver.owner}) expired on {waiver.expires.isoformat()}: it no longer "
+        f"waives this failure. Fix the failure, or renew the waiver with a new `expires` if the owner agrees."
+    )

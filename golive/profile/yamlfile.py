@@ -3,6 +3,7 @@
 Profiles, inventories, waivers and batteries all load through here, so a typo anywhere reads
 `site.yaml:3: unknown key 'vllm.max_num_seq'; did you mean 'max_num_seqs'?`.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -89,8 +90,9 @@ def _construct(node: yaml.Node, at: Path_, file: str, where: dict, comments: dic
         out = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
-                raise ConfigError(f"{file}:{key_node.start_mark.line + 1}: a key must be a plain word, not a list "
-                                  f"or a mapping")
+                raise ConfigError(
+                    f"{file}:{key_node.start_mark.line + 1}: a key must be a plain word, not a list or a mapping"
+                )
             key = key_node.value
             if key in out:
                 raise ConfigError(f"{file}:{key_node.start_mark.line + 1}: duplicate key '{key}'")
@@ -151,9 +153,18 @@ def _is_union_tag(part: Any) -> bool:
 
 def _expected(error: ErrorDetails) -> str:
     kind, msg = error["type"], error["msg"]
-    names = {"int_type": "integer", "int_parsing": "integer", "float_type": "number", "float_parsing": "number",
-             "bool_type": "true or false", "bool_parsing": "true or false", "string_type": "text",
-             "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping"}
+    names = {
+        "int_type": "integer",
+        "int_parsing": "integer",
+        "float_type": "number",
+        "float_parsing": "number",
+        "bool_type": "true or false",
+        "bool_parsing": "true or false",
+        "string_type": "text",
+        "list_type": "a list",
+        "dict_type": "a mapping",
+        "model_type": "a mapping",
+    }
     if kind in names:
         return f"expected {names[kind]}"
     if kind == "value_error":

@@ -5,6 +5,7 @@ flipped (each battery's failing case ids), and provenance the stations reported 
 version, GPU, driver, CUDA, NCCL, checkpoint hashes). A served flag or parser that changed without the new profile
 pinning its new value is unannounced: that fails the gate. Everything else is listed for the operator to read.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -12,15 +13,25 @@ from pathlib import Path
 from typing import Any
 
 # compared as they are (listed, not failing: an upgrade changes them on purpose); served args flag by flag
-PROVENANCE_FIELDS = ("image", "image_digest", "vllm_version", "gpu", "driver", "cuda", "nccl_version",
-                     "checkpoint_manifest_sha256", "checkpoint_config_sha256", "checkpoint_index_sha256")
+PROVENANCE_FIELDS = (
+    "image",
+    "image_digest",
+    "vllm_version",
+    "gpu",
+    "driver",
+    "cuda",
+    "nccl_version",
+    "checkpoint_manifest_sha256",
+    "checkpoint_config_sha256",
+    "checkpoint_index_sha256",
+)
 
 
 @dataclass
 class Change:
-    kind: str            # check | metric | flag | provenance | battery
+    kind: str  # check | metric | flag | provenance | battery
     station: str
-    name: str            # nodeid, metric name, --flag, provenance field, or battery name
+    name: str  # nodeid, metric name, --flag, provenance field, or battery name
     before: object
     after: object
     failing: bool = False
@@ -42,8 +53,12 @@ class BaselineDiff:
         return [c for c in self.changes if c.failing]
 
     def as_dict(self) -> dict:
-        return {"baseline_profile": self.baseline_profile, "tolerance_pct": self.tolerance_pct,
-                "passed": not self.failing, "changes": [asdict(c) for c in self.changes]}
+        return {
+            "baseline_profile": self.baseline_profile,
+            "tolerance_pct": self.tolerance_pct,
+            "passed": not self.failing,
+            "changes": [asdict(c) for c in self.changes],
+        }
 
 
 def diff(previous: dict, current: dict, tolerance_pct: float = 10.0) -> BaselineDiff:
@@ -61,8 +76,7 @@ def flipped_checks(previous: dict, current: dict) -> list[Change]:
     for check in current.get("checks", []):
         old = before.get(check["nodeid"])
         if old is not None and old["outcome"] != check["outcome"]:
-            changes.append(Change("check", check.get("station", ""), check["nodeid"], old["outcome"],
-                                  check["outcome"]))
+            changes.append(Change("check", check.get("station", ""), check["nodeid"], old["outcome"], check["outcome"]))
     return changes
 
 
@@ -78,8 +92,16 @@ def moved_metrics(previous: dict, current: dict, tolerance_pct: float) -> list[C
             continue
         moved = _moved_pct(old["value"], metric["value"])
         if moved > tolerance_pct:
-            changes.append(Change("metric", metric.get("station", ""), metric["name"], old["value"], metric["value"],
-                                  why=f"moved {moved:.1f}% (tolerance {tolerance_pct:g}%)"))
+            changes.append(
+                Change(
+                    "metric",
+                    metric.get("station", ""),
+                    metric["name"],
+                    old["value"],
+                    metric["value"],
+                    why=f"moved {moved:.1f}% (tolerance {tolerance_pct:g}%)",
+                )
+            )
     return changes
 
 
@@ -119,10 +141,17 @@ def flipped_cases(previous: dict, current: dict) -> list[Change]:
             broke = sorted(set(now[fact]) - set(old[fact]))
             fixed = sorted(set(old[fact]) - set(now[fact]))
             if broke or fixed:
-                why = "; ".join(part for part in (f"now failing: {', '.join(broke)}" if broke else "",
-                                                  f"now passing: {', '.join(fixed)}" if fixed else "") if part)
-                changes.append(Change("battery", name, fact.removeprefix(BATTERY_FAILING), old[fact], now[fact],
-                                      why=why))
+                why = "; ".join(
+                    part
+                    for part in (
+                        f"now failing: {', '.join(broke)}" if broke else "",
+                        f"now passing: {', '.join(fixed)}" if fixed else "",
+                    )
+                    if part
+                )
+                changes.append(
+                    Change("battery", name, fact.removeprefix(BATTERY_FAILING), old[fact], now[fact], why=why)
+                )
     return changes
 
 
@@ -138,8 +167,9 @@ def _flag_changes(station: str, old: dict, now: dict, pinned: dict) -> list[Chan
             why = f"unannounced: the profile pins {pinned[flag]!r}, not this value"
         else:
             why = "unannounced: the profile does not pin this flag; pin it in the site profile if the change is meant"
-        changes.append(Change("flag", station, f"--{flag}", old.get(flag), now.get(flag), failing=not announced,
-                              why=why))
+        changes.append(
+            Change("flag", station, f"--{flag}", old.get(flag), now.get(flag), failing=not announced, why=why)
+        )
     return changes
 
 
@@ -173,12 +203,17 @@ def load_baseline(path: str | Path, profile_name: str) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a readable results.json ({exc})") from None
     if not isinstance(previous, dict) or previous.get("schema") not in (2, 3):  # 2 → 3 kept `metrics` as it was
-        raise ValueError(f"{path}: not a golive results.json of schema 2 or 3 (got schema {previous.get('schema')!r})"
-                         if isinstance(previous, dict) else f"{path}: not a golive results.json")
+        raise ValueError(
+            f"{path}: not a golive results.json of schema 2 or 3 (got schema {previous.get('schema')!r})"
+            if isinstance(previous, dict)
+            else f"{path}: not a golive results.json"
+        )
     was = (previous.get("profile") or {}).get("name")
     if was != profile_name:
-        raise ValueError(f"{path}: the baseline is a go-live of profile '{was}', this run checks '{profile_name}': "
-                         f"compare go-lives of the same profile")
+        raise ValueError(
+            f"{path}: the baseline is a go-live of profile '{was}', this run checks '{profile_name}': "
+            f"compare go-lives of the same profile"
+        )
     return previous
 
 
@@ -187,9 +222,11 @@ def gate_finding(result: BaselineDiff) -> dict | None:
     failing = result.failing
     if not failing:
         return None
-    return {"found": "; ".join(c.line() for c in failing),
-            "recipe": "after an upgrade, served flags and parsers are the ones the profile pins; a change nobody "
-                      "announced is how tool calls break silently",
-            "fix": "revert the flag in the service's ExecStart, or, if the change is meant, pin the new value in the "
-                   "site profile and re-run the go-live",
-            "sources": []}
+    return {
+        "found": "; ".join(c.line() for c in failing),
+        "recipe": "after an upgrade, served flags and parsers are the ones the profile pins; a change nobody "
+        "announced is how tool calls break silently",
+        "fix": "revert the flag in the service's ExecStart, or, if the change is meant, pin the new value in the "
+        "site profile and re-run the go-live",
+        "sources": [],
+    }

@@ -1,4 +1,5 @@
 """The go-live summary at the top of the pytest-html report: verdict, layers × stations, what to fix first."""
+
 from __future__ import annotations
 
 from jinja2 import Environment, PackageLoader
@@ -25,14 +26,29 @@ def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
     verdict = recorder.verdict(interrupted)
     data = recorder.as_dict(interrupted)
     plot = sweep_svg(recorder.sweep)  # our own drawing (matplotlib escapes every label): inlined as markup
-    return [_ENV.get_template("summary.html.j2").render(
-        verdict=verdict, verdict_word=verdict_word(verdict), table=recorder.by_layer_station(), outcomes=OUTCOMES,
-        failures=recorder.of(FAILED), notes=[r for r in recorder.of(PASSED) if r.note],
-        not_checked=grouped_by_reason(recorder.of(NOT_CHECKED)),
-        not_applicable=grouped_by_reason(recorder.of(NOT_APPLICABLE)),
-        profile=data["profile"], stations=data["stations"], metrics=recorder.metrics,
-        interrupted=interrupted,
-        recipes=RECIPES, rules_text=data["verdict_rules"], waived=recorder.of(WAIVED),
-        baseline=recorder.baseline, run=data["provenance"], estimate=data["estimate"],
-        provenance=any(s["provenance"] for s in data["stations"]),
-        sweep_plot=Markup(plot) if plot else None, sweep=sweep_rows(recorder.sweep), sweep_columns=SWEEP_COLUMNS)]
+    return [
+        _ENV.get_template("summary.html.j2").render(
+            verdict=verdict,
+            verdict_word=verdict_word(verdict),
+            table=recorder.by_layer_station(),
+            outcomes=OUTCOMES,
+            failures=recorder.of(FAILED),
+            notes=[r for r in recorder.of(PASSED) if r.note],
+            not_checked=grouped_by_reason(recorder.of(NOT_CHECKED)),
+            not_applicable=grouped_by_reason(recorder.of(NOT_APPLICABLE)),
+            profile=data["profile"],
+            stations=data["stations"],
+            metrics=recorder.metrics,
+            interrupted=interrupted,
+            recipes=RECIPES,
+            rules_text=data["verdict_rules"],
+            waived=recorder.of(WAIVED),
+            baseline=recorder.baseline,
+            run=data["provenance"],
+            estimate=data["estimate"],
+            provenance=any(s["provenance"] for s in data["stations"]),
+            sweep_plot=Markup(plot) if plot else None,
+            sweep=sweep_rows(recorder.sweep),
+            sweep_columns=SWEEP_COLUMNS,
+        )
+    ]

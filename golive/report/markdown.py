@@ -4,6 +4,7 @@ Everything a station or a model said is text: control characters escaped (golive
 (a markdown viewer renders raw HTML) and, in tables, with
 `|` and newlines escaped so a cell stays a cell.
 """
+
 from __future__ import annotations
 
 import html
@@ -16,9 +17,14 @@ from golive.profile.rules import duration, measured
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
 from golive.report.results import sweep_of, verdict_word
 
-_ENV = Environment(loader=PackageLoader("golive.report", "templates"), autoescape=False, keep_trailing_newline=True,
-                   trim_blocks=True, lstrip_blocks=True,
-                   finalize=lambda value: printable(value) if isinstance(value, str) else value)
+_ENV = Environment(
+    loader=PackageLoader("golive.report", "templates"),
+    autoescape=False,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    finalize=lambda value: printable(value) if isinstance(value, str) else value,
+)
 
 
 def text(value: object) -> str:
@@ -51,10 +57,15 @@ def render_markdown(results: dict) -> str:
         row = counts.setdefault((c.get("layer") or "other", c.get("station") or "-"), dict.fromkeys(OUTCOMES, 0))
         row[c["outcome"]] += 1
     return _ENV.get_template("go-live.md.j2").render(
-        r=results, verdict_word=verdict_word(results["verdict"]), outcomes=OUTCOMES,
-        counts=dict(sorted(counts.items())), by_outcome=by_outcome,
-        sweep=sweep_rows(sweep_of(results)), sweep_columns=SWEEP_COLUMNS,
-        checks=sorted(checks, key=lambda c: c["nodeid"]))
+        r=results,
+        verdict_word=verdict_word(results["verdict"]),
+        outcomes=OUTCOMES,
+        counts=dict(sorted(counts.items())),
+        by_outcome=by_outcome,
+        sweep=sweep_rows(sweep_of(results)),
+        sweep_columns=SWEEP_COLUMNS,
+        checks=sorted(checks, key=lambda c: c["nodeid"]),
+    )
 
 
 def write_markdown(results: dict, path: Path) -> None:

@@ -4,6 +4,7 @@ Pure functions of the sweep's rows. The SVG is drawn by matplotlib (Agg backend:
 (`svg.fonttype: none`: no embedded glyphs, small, searchable) and no date in its metadata, so the same sweep draws the
 same file. It is inlined in go-live.html, which stays one self-contained file that opens offline.
 """
+
 from __future__ import annotations
 
 import io
@@ -35,10 +36,16 @@ def by_station(points: list[SweepPoint]) -> dict[str, list[SweepPoint]]:
 def sweep_rows(points: list[SweepPoint]) -> list[dict]:
     """The sweep as table rows: one per station and concurrency, with the SWEEP_COLUMNS values and, under
     `<name>_ci`, a value's 95 % interval where the level has one."""
-    return [{"station": station, "users": p.level.concurrency,
-             **{name: getattr(p.level, name) for name in SWEEP_COLUMNS},
-             **{f"{name}_ci": getattr(p.level, f"{name}_ci", None) for name in SWEEP_COLUMNS}}
-            for station, levels in by_station(points).items() for p in levels]
+    return [
+        {
+            "station": station,
+            "users": p.level.concurrency,
+            **{name: getattr(p.level, name) for name in SWEEP_COLUMNS},
+            **{f"{name}_ci": getattr(p.level, f"{name}_ci", None) for name in SWEEP_COLUMNS},
+        }
+        for station, levels in by_station(points).items()
+        for p in levels
+    ]
 
 
 def sweep_svg(points: list[SweepPoint]) -> str | None:
@@ -63,9 +70,17 @@ def sweep_svg(points: list[SweepPoint]) -> str | None:
                 values = [getattr(lv, name) for lv in shown]
                 # error bars: the 95 % interval (golive.endpoint.uncertainty); none where a level has no interval
                 intervals = [getattr(lv, f"{name}_ci") or [v, v] for lv, v in zip(shown, values, strict=True)]
-                axes.errorbar([lv.concurrency for lv in shown], values, marker="o", capsize=3, label=station,
-                              yerr=[[max(v - ci[0], 0) for v, ci in zip(values, intervals, strict=True)],
-                                    [max(ci[1] - v, 0) for v, ci in zip(values, intervals, strict=True)]])
+                axes.errorbar(
+                    [lv.concurrency for lv in shown],
+                    values,
+                    marker="o",
+                    capsize=3,
+                    label=station,
+                    yerr=[
+                        [max(v - ci[0], 0) for v, ci in zip(values, intervals, strict=True)],
+                        [max(ci[1] - v, 0) for v, ci in zip(values, intervals, strict=True)],
+                    ],
+                )
         users = sorted({p.level.concurrency for levels in data.values() for p in levels})
         for axes, title, unit in ((throughput, "Aggregate throughput", "tok/s"), (ttft, "TTFT p50", "s")):
             axes.set_title(f"{title} vs concurrent users (95 % CI)")
@@ -79,4 +94,4 @@ def sweep_svg(points: list[SweepPoint]) -> str | None:
         out = io.StringIO()
         figure.savefig(out, format="svg", metadata={"Date": None})
     text = out.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]

@@ -17,6 +17,7 @@ schema 3 (golive 0.3): the concurrency sweep is its own list, `sweep`, one row p
 schema 2 metrics `load_c<C>_<name>` (the sweep spelled as metric names) are gone from `metrics`. `metrics` keeps its
 shape (golive.report.results.Metric).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -129,10 +130,14 @@ class Recorder:
         self.baseline = result.as_dict()
         finding = baseline.gate_finding(result)
         self.checks[baseline.GATE_NODEID] = CheckRecord(
-            nodeid=baseline.GATE_NODEID, layer="baseline", rule=baseline.GATE_RULE, station="",
+            nodeid=baseline.GATE_NODEID,
+            layer="baseline",
+            rule=baseline.GATE_RULE,
+            station="",
             outcome=FAILED if finding else PASSED,
             message=f"Found: {finding['found']}\nRecipe: {finding['recipe']}\nDo: {finding['fix']}" if finding else "",
-            finding=finding)
+            finding=finding,
+        )
 
     def add(self, report: pytest.TestReport) -> None:
         props: list[tuple[str, Any]] = list(report.user_properties)  # (key, value) pairs golive.report.keys names
@@ -140,8 +145,11 @@ class Recorder:
         record = self.checks.get(report.nodeid)
         if record is None:
             record = self.checks[report.nodeid] = CheckRecord(
-                nodeid=report.nodeid, layer=first.get(keys.LAYER, ""), rule=first.get(keys.RULE, ""),
-                station=first.get(keys.STATION, ""))
+                nodeid=report.nodeid,
+                layer=first.get(keys.LAYER, ""),
+                rule=first.get(keys.RULE, ""),
+                station=first.get(keys.STATION, ""),
+            )
         record.duration_s = round(record.duration_s + report.duration, 3)
         classified = first.get(keys.OUTCOME)
         if classified is not None and not (report.when == "teardown" and record.outcome != PASSED):
@@ -159,8 +167,10 @@ class Recorder:
                 self.metrics.append(replace(Metric(**value), station=record.station, check=record.nodeid))
             elif name == keys.SWEEP and report.when == "call":
                 kept = [point for point in self.sweep if point.station != record.station]
-                self.sweep = kept + [SweepPoint(record.station, level_of(level))
-                                     for level in sorted(value, key=lambda level: level["concurrency"])]
+                self.sweep = kept + [
+                    SweepPoint(record.station, level_of(level))
+                    for level in sorted(value, key=lambda level: level["concurrency"])
+                ]
 
     def mark_unfinished(self, items: list[pytest.Item], stopped: pytest.Item | None, reason: str) -> None:
         """After an interrupt: the check that was stopped and every check not reached are not checked, saying why
@@ -172,8 +182,11 @@ class Recorder:
             if record is None:
                 props = keys.props(item)
                 record = self.checks[item.nodeid] = CheckRecord(
-                    nodeid=item.nodeid, layer=props.get(keys.LAYER, ""), rule=props.get(keys.RULE, ""),
-                    station=props.get(keys.STATION, ""))
+                    nodeid=item.nodeid,
+                    layer=props.get(keys.LAYER, ""),
+                    rule=props.get(keys.RULE, ""),
+                    station=props.get(keys.STATION, ""),
+                )
             record.outcome = NOT_CHECKED
             record.message = f"not checked because {reason}" + (" while this check ran" if item is stopped else "")
 
@@ -206,14 +219,24 @@ class Recorder:
         loaded = self.inventory
         profile, stations = {}, []
         if loaded is not None:
-            profile = {"name": loaded.profile.profile.name, "sha256": loaded.profile.sha256,
-                       "files": [str(p) for p in loaded.profile.files]}
-            stations = [{"name": s.name, "role": s.role, "phase": s.phase,
-                         "host": hide_password(loaded.host_spec(s)),
-                         "endpoint": hide_password(s.endpoint), "profile": loaded.profile_of(s).profile.name,
-                         "profile_sha256": loaded.profile_of(s).sha256,
-                         "provenance": self.provenance.get(s.name, {})}
-                        for s in loaded.inventory.stations]
+            profile = {
+                "name": loaded.profile.profile.name,
+                "sha256": loaded.profile.sha256,
+                "files": [str(p) for p in loaded.profile.files],
+            }
+            stations = [
+                {
+                    "name": s.name,
+                    "role": s.role,
+                    "phase": s.phase,
+                    "host": hide_password(loaded.host_spec(s)),
+                    "endpoint": hide_password(s.endpoint),
+                    "profile": loaded.profile_of(s).profile.name,
+                    "profile_sha256": loaded.profile_of(s).sha256,
+                    "provenance": self.provenance.get(s.name, {}),
+                }
+                for s in loaded.inventory.stations
+            ]
         from golive import __version__
 
         return {
@@ -223,10 +246,13 @@ class Recorder:
             "profile": profile,
             "stations": stations,
             "provenance": {
-                "golive": __version__, "python": platform.python_version(), "runner": socket.gethostname(),
+                "golive": __version__,
+                "python": platform.python_version(),
+                "runner": socket.gethostname(),
                 "inventory": str(loaded.path) if loaded else None,
                 "waivers": str(loaded.waivers.path) if loaded and loaded.waivers else None,
-                "started": self.started, "finished": _now(),
+                "started": self.started,
+                "finished": _now(),
                 "interrupted": interrupted,
             },
             "recipes": RECIPES,
@@ -234,8 +260,9 @@ class Recorder:
             "metrics": [m.as_dict() for m in self.metrics],
             "sweep": [point.as_dict() for point in self.sweep],
             "baseline": self.baseline,
-            "estimate": None if self.estimate is None else {
-                **self.estimate, "actual_s": round(time.monotonic() - self.started_at, 1)},
+            "estimate": None
+            if self.estimate is None
+            else {**self.estimate, "actual_s": round(time.monotonic() - self.started_at, 1)},
         }
 
     def write(self, path: Path, interrupted: bool = False) -> dict:

@@ -5,6 +5,7 @@ Nothing is written, and nothing claimed, when nothing ran: a usage error, `--col
 matched no check. JUnit readers see the verdict too: a not-checked check is an <error> there (a CI dashboard must not
 show an INCOMPLETE run green) and the suite carries the verdict as the property `golive_verdict`.
 """
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -48,16 +49,23 @@ def configure(config: pytest.Config, loaded: LoadedInventory) -> None:
         config.option.golive_json = str(out / "results.json")
 
 
-def finish(config: pytest.Config, session: pytest.Session, exitstatus: int, recorder: Recorder,
-           loaded: LoadedInventory, previous: dict[str, Any] | None) -> int:
+def finish(
+    config: pytest.Config,
+    session: pytest.Session,
+    exitstatus: int,
+    recorder: Recorder,
+    loaded: LoadedInventory,
+    previous: dict[str, Any] | None,
+) -> int:
     """At the end of the session (before pytest-html and junitxml write): the recorder completed (with the post-upgrade
     diff against `previous`, the last go-live's results), results.json and go-live.md written, the verdict's exit
     code returned (README: exit codes)."""
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     progress = config.pluginmanager.get_plugin("golive-progress")
     if interrupted and progress is not None:
-        recorder.mark_unfinished(session.items, progress.running,
-                                 progress.reason if progress.bound_reached else INTERRUPTED_REASON)
+        recorder.mark_unfinished(
+            session.items, progress.running, progress.reason if progress.bound_reached else INTERRUPTED_REASON
+        )
     if config.getoption("collectonly", False):
         write_nothing(config)
         return exitstatus
@@ -94,8 +102,13 @@ def write_nothing(config: pytest.Config) -> None:
         del config.stash[xml_key]
         config.pluginmanager.unregister(junit)
     html = config.pluginmanager.getplugin("html-report") or next(
-        (p for p in config.pluginmanager.get_plugins() if type(p).__module__.startswith("pytest_html")
-         and hasattr(p, "_report_path")), None)
+        (
+            p
+            for p in config.pluginmanager.get_plugins()
+            if type(p).__module__.startswith("pytest_html") and hasattr(p, "_report_path")
+        ),
+        None,
+    )
     if html is not None:
         config.pluginmanager.unregister(html)
 
@@ -118,8 +131,9 @@ def mark_junit(config: pytest.Config, recorder: Recorder) -> None:
             if reason is None or skipped is None:
                 continue
             case.remove(skipped)
-            error = ET.SubElement(case, "error", {"type": "golive.not_checked",
-                                                  "message": f"not checked: {reason.splitlines()[0][:500]}"})
+            error = ET.SubElement(
+                case, "error", {"type": "golive.not_checked", "message": f"not checked: {reason.splitlines()[0][:500]}"}
+            )
             error.text = reason
             changed += 1
         if changed:
@@ -139,13 +153,17 @@ def summary_lines(config: pytest.Config, exitstatus: int, recorder: Recorder) ->
     if config.getoption("collectonly", False) or exitstatus == pytest.ExitCode.USAGE_ERROR:
         return []
     if not recorder.checks:
-        return [f"golive: no check selected (exit {EXIT_NOTHING_SELECTED}): the -m/-k selection or the "
-                f"inventory left nothing to run; no report written"]
+        return [
+            f"golive: no check selected (exit {EXIT_NOTHING_SELECTED}): the -m/-k selection or the "
+            f"inventory left nothing to run; no report written"
+        ]
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     lines = ["", "=" * 30 + " golive verdict " + "=" * 30, *recorder.summary_lines(interrupted=interrupted)]
     if nothing_applies(recorder, interrupted):
-        lines.append(f"golive: no selected check applies to these stations (exit {EXIT_NOTHING_SELECTED}): "
-                     f"every one is not applicable, reasons above")
+        lines.append(
+            f"golive: no selected check applies to these stations (exit {EXIT_NOTHING_SELECTED}): "
+            f"every one is not applicable, reasons above"
+        )
     return lines
 
 

@@ -6,6 +6,7 @@ of each level (interpolated between the floors the profile sets), one answer per
 the needle probes at the recipe's long-context prefill speed, and a second for every other check. A faster station
 finishes sooner; the upper bound is what golive's own limits allow, whatever the station does.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,14 +44,20 @@ class Estimate:
     def line(self, checks: int) -> str:
         biggest = sorted(self.parts.items(), key=lambda kv: -kv[1][0])[:3]
         shown = ", ".join(f"{what} {duration(e)}" for what, (e, _) in biggest if e >= 1)
-        return (f"golive: {checks} checks should take about {duration(self.expected_s)} at the profile's floors"
-                + (f" ({shown})" if shown else "")
-                + f"; at most {duration(self.upper_s)} by its budgets")
+        return (
+            f"golive: {checks} checks should take about {duration(self.expected_s)} at the profile's floors"
+            + (f" ({shown})" if shown else "")
+            + f"; at most {duration(self.upper_s)} by its budgets"
+        )
 
     def as_dict(self) -> dict:
-        return {"expected_s": round(self.expected_s, 1), "upper_s": round(self.upper_s, 1),
-                "parts": {what: {"expected_s": round(e, 1), "upper_s": round(u, 1)}
-                          for what, (e, u) in sorted(self.parts.items())}}
+        return {
+            "expected_s": round(self.expected_s, 1),
+            "upper_s": round(self.upper_s, 1),
+            "parts": {
+                what: {"expected_s": round(e, 1), "upper_s": round(u, 1)} for what, (e, u) in sorted(self.parts.items())
+            },
+        }
 
 
 def level_speed(load: Load, users: int) -> float | None:
@@ -58,8 +65,10 @@ def level_speed(load: Load, users: int) -> float | None:
     (1 user: single-user decode; gate: aggregate; top level: peak)."""
     floors = load.floors
     known = {max(load.concurrency): floors.peak_tok_s}  # where the gate is the top level, the gate's floor wins
-    known |= {1: floors.single_user_decode_tok_s, (load.gate_concurrency or max(load.concurrency)):
-              floors.aggregate_tok_s}
+    known |= {
+        1: floors.single_user_decode_tok_s,
+        (load.gate_concurrency or max(load.concurrency)): floors.aggregate_tok_s,
+    }
     points = sorted((u, s) for u, s in known.items() if s)
     if not points:
         return None
@@ -118,15 +127,19 @@ def estimate(items: Iterable[pytest.Item], profile_of: Callable[[Station], Profi
         if item.name.startswith("test_prefill_speed") and profile.load is not None:
             prefill = profile.load.prefill
             lengths = [n for n in prefill.prompt_tokens if n < profile.vllm.max_model_len]
-            speed = {n: prefill.floors_tok_s.get(n) or prefill.reference_tok_s.get(n) or RECIPE_LONG_PREFILL_TOK_S
-                     for n in lengths}
-            result.add("prefill", sum(prefill.requests * n / speed[n] for n in lengths),
-                       prefill.requests * len(lengths) * timeout)
+            speed = {
+                n: prefill.floors_tok_s.get(n) or prefill.reference_tok_s.get(n) or RECIPE_LONG_PREFILL_TOK_S
+                for n in lengths
+            }
+            result.add(
+                "prefill",
+                sum(prefill.requests * n / speed[n] for n in lengths),
+                prefill.requests * len(lengths) * timeout,
+            )
         elif module == "test_throughput.py" and profile.load is not None:
             if station.name not in swept:
                 swept.add(station.name)
-                result.add("throughput sweep", sweep_seconds(profile.load),
-                           profile.load.max_duration_s + timeout)
+                result.add("throughput sweep", sweep_seconds(profile.load), profile.load.max_duration_s + timeout)
         elif module == "test_long_context.py":
             prompt = profile.vllm.max_model_len * profile.endpoint.needle_fraction_of_context
             result.add("needles", prompt / RECIPE_LONG_PREFILL_TOK_S + answer_s, timeout)

@@ -5,6 +5,7 @@ The endpoint chain is ordered so one root cause ends in one failure: `endpoint_c
 `endpoint_answers` (/health is 200) → `endpoint_reachable` (/v1/models lets golive in) → `endpoint` (serves the
 profile's model). A check that needs a later link is not checked, naming the check that carries the failure.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -37,9 +38,17 @@ T = TypeVar("T")
 class RecordMetric(Protocol):
     """What the `record_metric` fixture gives a check: record a measured value; True when it meets its bound."""
 
-    def __call__(self, name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None,
-                 interval: tuple[float, float] | None = None, requests: int | None = None,
-                 passed: bool | None = None) -> bool: ...
+    def __call__(
+        self,
+        name: str,
+        value: float,
+        unit: str,
+        floor: float | None = None,
+        ceiling: float | None = None,
+        interval: tuple[float, float] | None = None,
+        requests: int | None = None,
+        passed: bool | None = None,
+    ) -> bool: ...
 
 
 class RecordProvenance(Protocol):
@@ -110,10 +119,12 @@ def _reached_host(request: pytest.FixtureRequest, station: Station, spec: str, l
         pytest.skip(gone.line())
     problem = None if chroot_tree(spec) else _cached(request, ("reach", reached_as), connection.unreachable)
     if problem:
-        pytest.skip(f"not checked because golive cannot run commands on station {station.name}'s host "
-                    f"{hide_password(spec)} ({problem}): check the host is up, sshd answers on that port and the "
-                    f"station's or inventory's ssh_config lets golive in (connect timeout {timeout:g} s: "
-                    f"host.connect_timeout_s in the profile)")
+        pytest.skip(
+            f"not checked because golive cannot run commands on station {station.name}'s host "
+            f"{hide_password(spec)} ({problem}): check the host is up, sshd answers on that port and the "
+            f"station's or inventory's ssh_config lets golive in (connect timeout {timeout:g} s: "
+            f"host.connect_timeout_s in the profile)"
+        )
     return connection.host
 
 
@@ -146,14 +157,16 @@ def cluster(profile: Profile) -> Cluster:
 
 
 @pytest.fixture(scope="session")
-def cluster_facts(request: pytest.FixtureRequest, station: Station, facts: StationFacts,
-                  cluster: Cluster) -> ClusterFacts:
+def cluster_facts(
+    request: pytest.FixtureRequest, station: Station, facts: StationFacts, cluster: Cluster
+) -> ClusterFacts:
     return _cached(request, ("cluster", station.name), lambda: ClusterFacts(facts, cluster))
 
 
 @pytest.fixture(scope="session")
-def peer(request: pytest.FixtureRequest, station: Station, cluster: Cluster,
-         golive_inventory: LoadedInventory) -> ClusterFacts:
+def peer(
+    request: pytest.FixtureRequest, station: Station, cluster: Cluster, golive_inventory: LoadedInventory
+) -> ClusterFacts:
     """The role b station's cluster facts, for checks that compare or join both stations (they run on role a)."""
     others = [s for s in golive_inventory.inventory.stations if s.role == "b"]
     if not others:
@@ -165,8 +178,13 @@ def peer(request: pytest.FixtureRequest, station: Station, cluster: Cluster,
     spec = golive_inventory.host_spec(other)
     assert spec is not None
     host = _reached_host(request, other, spec, golive_inventory)
-    return _cached(request, ("cluster", other.name), lambda: ClusterFacts(
-        _cached(request, ("facts", other.name), lambda: StationFacts(host, other, other_profile)), cluster))
+    return _cached(
+        request,
+        ("cluster", other.name),
+        lambda: ClusterFacts(
+            _cached(request, ("facts", other.name), lambda: StationFacts(host, other, other_profile)), cluster
+        ),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -181,38 +199,46 @@ def service(profile: Profile) -> Service:
 
 
 @pytest.fixture(scope="session")
-def endpoint_client(request: pytest.FixtureRequest, station: Station, profile: Profile,
-                    golive_inventory: LoadedInventory) -> EndpointClient:
+def endpoint_client(
+    request: pytest.FixtureRequest, station: Station, profile: Profile, golive_inventory: LoadedInventory
+) -> EndpointClient:
     """The station's endpoint as configured, before anyone checked that it lets us in (the auth check uses this)."""
     if not station.endpoint:
         pytest.skip(f"station {station.name} has no endpoint URL")
     # imported here, not at the top: it brings openai (~0.6 s), which a run of host and cluster checks never uses
     from golive.endpoint.client import EndpointClient
 
-    return _cached(request, ("endpoint", station.name), lambda: EndpointClient(
-        EndpointTarget.of(station, profile.endpoint, golive_inventory.tls_ca_file(station))))
+    return _cached(
+        request,
+        ("endpoint", station.name),
+        lambda: EndpointClient(EndpointTarget.of(station, profile.endpoint, golive_inventory.tls_ca_file(station))),
+    )
 
 
 def _health(request: pytest.FixtureRequest, client: EndpointClient, station: Station) -> str | None:
     """GET /health once per station: None when it answers 200, else why not (the health check reports it)."""
+
     def probe() -> str | None:
         try:
             status = client.get("/health", with_key=False).status_code
         except EndpointError as exc:
             return exc.what
         return None if status == 200 else f"it answered HTTP {status}"
+
     return _cached(request, ("health", station.name), probe)
 
 
 @pytest.fixture(scope="session")
-def endpoint_answers(request: pytest.FixtureRequest, endpoint_client: EndpointClient,
-                     station: Station) -> EndpointClient:
+def endpoint_answers(
+    request: pytest.FixtureRequest, endpoint_client: EndpointClient, station: Station
+) -> EndpointClient:
     """The endpoint, once GET /health answers; otherwise dependent checks are not checked and the health check
     carries the one failure."""
     problem = _health(request, endpoint_client, station)
     if problem:
-        pytest.skip(f"not checked because {endpoint_client.root}/health does not answer 200 ({problem}): see the "
-                    f"/health check")
+        pytest.skip(
+            f"not checked because {endpoint_client.root}/health does not answer 200 ({problem}): see the /health check"
+        )
     return endpoint_client
 
 
@@ -228,8 +254,10 @@ def endpoint_reachable(endpoint_answers: EndpointClient, station: Station) -> En
     if status == 401:
         pytest.skip("not checked because the endpoint refused golive's credentials (HTTP 401): see the auth check")
     if status != 200 or "json" not in response.headers.get("content-type", ""):
-        pytest.skip(f"not checked because GET /v1/models answered HTTP {status} "
-                    f"({response.headers.get('content-type') or 'no content type'}): see the auth check")
+        pytest.skip(
+            f"not checked because GET /v1/models answered HTTP {status} "
+            f"({response.headers.get('content-type') or 'no content type'}): see the auth check"
+        )
     return endpoint_answers
 
 
@@ -241,8 +269,10 @@ def endpoint(endpoint_reachable: EndpointClient, profile: Profile) -> EndpointCl
     except EndpointError as exc:
         pytest.skip(f"not checked because /v1/models lists no models ({exc.what}): see the served-name check")
     if profile.vllm.served_model_name not in ids:
-        pytest.skip(f"the endpoint does not serve `{profile.vllm.served_model_name}` (it serves {ids}): see the "
-                    f"served-name check")
+        pytest.skip(
+            f"the endpoint does not serve `{profile.vllm.served_model_name}` (it serves {ids}): see the "
+            f"served-name check"
+        )
     return endpoint_reachable
 
 
@@ -254,14 +284,29 @@ def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
     """Record a measured value for results.json and the report: record_metric(name, value, unit, floor=…,
     interval=(low, high), requests=n)."""
 
-    def record(name: str, value: float, unit: str, floor: float | None = None, ceiling: float | None = None,
-               interval: tuple[float, float] | None = None, requests: int | None = None,
-               passed: bool | None = None) -> bool:
+    def record(
+        name: str,
+        value: float,
+        unit: str,
+        floor: float | None = None,
+        ceiling: float | None = None,
+        interval: tuple[float, float] | None = None,
+        requests: int | None = None,
+        passed: bool | None = None,
+    ) -> bool:
         """`passed` given: the check's own judgement (an interval against its bound); else value against bound."""
         if passed is None:
             passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
-        metric = Metric(name=name, value=value, unit=unit, floor=floor, ceiling=ceiling, passed=passed,
-                        interval=None if interval is None else list(interval), requests=requests)
+        metric = Metric(
+            name=name,
+            value=value,
+            unit=unit,
+            floor=floor,
+            ceiling=ceiling,
+            passed=passed,
+            interval=None if interval is None else list(interval),
+            requests=requests,
+        )
         # plain data on the report: it crosses pytest-xdist; the Recorder makes it a Metric again
         request.node.user_properties.append((keys.METRIC, metric.as_dict()))
         return passed

@@ -5,6 +5,7 @@ checked. `classify` decides which, from the exception that ended the phase (a Fi
 station that could not give a fact, a sick endpoint, a crash); `apply_waiver` turns a failure a waiver covers into
 waived; `redact` scrubs every secret from the report (golive.core.secrets) before any output sees it.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,9 @@ from golive.run.session import CONNECTIONS, inventory, layer_of, station_of
 Classified = tuple[str, str]  # (outcome, reason)
 
 
-def record_outcome(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None],
-                   secrets: list[str]) -> None:
+def record_outcome(
+    item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None], secrets: list[str]
+) -> None:
     """Classify this phase, apply a waiver to a failure, put the outcome on the report, scrub every secret."""
     classified = lost_way(item, report, call) or same_cause(item, report, call) or classify(report, call)
     if classified is not None and classified[0] == rules.FAILED:
@@ -98,11 +100,14 @@ def lost_way(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo
         elif (problem := _health_problem(cache, station.name)) is None:  # the station is up
             if lost is None:
                 return None  # this failure is its own answer
-            return _not_checked(item, report, f"station {station.name}'s answer was lost over HTTP at {now()}: "
-                                              f"{lost}; GET /health still answers 200: re-run this check")
+            return _not_checked(
+                item,
+                report,
+                f"station {station.name}'s answer was lost over HTTP at {now()}: "
+                f"{lost}; GET /health still answers 200: re-run this check",
+            )
         else:  # going down: a refused or cut answer, or one it gave while going down, is not the station's verdict
-            gone = Gone(station.name, "HTTP", now(),
-                        lost or f"GET /health {problem} (the engine or server went down)")
+            gone = Gone(station.name, "HTTP", now(), lost or f"GET /health {problem} (the engine or server went down)")
         way = "endpoint"
     else:
         return None
@@ -156,9 +161,11 @@ def _station_finding(report: pytest.TestReport, exc: FactError | EndpointError) 
     if isinstance(exc, EndpointError):
         finding = Finding(found=exc.found, recipe=report_rule(report), fix=exc.hint)
     else:
-        finding = Finding(found=f"could not read what this check needs: {exc}", recipe=report_rule(report),
-                          fix=exc.fix or "make that command or file work on the station (golive only reads), "
-                                         "then re-run")
+        finding = Finding(
+            found=f"could not read what this check needs: {exc}",
+            recipe=report_rule(report),
+            fix=exc.fix or "make that command or file work on the station (golive only reads), then re-run",
+        )
     report.longrepr = str(finding.msg)
     report.user_properties.append((keys.FINDING, finding.as_dict()))
     report.outcome = "failed"

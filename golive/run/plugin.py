@@ -4,6 +4,7 @@ The work lives in modules named for it: golive.run.fixtures (what a check asks f
 ends in golive's terms), golive.run.session (what a run keeps), golive.run.progress (long waits, the run's time bound),
 golive.report.writer (the reports) and golive.run.scheduling (stations in parallel).
 """
+
 from __future__ import annotations
 
 import re
@@ -52,18 +53,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("golive", "go-live acceptance")
     group.addoption("--golive-inventory", metavar="PATH", help="inventory YAML: stations and their profile")
     group.addoption("--golive-profile", metavar="NAME|PATH", help="use this profile instead of the inventory's")
-    group.addoption("--golive-output", metavar="DIR", default=None,
-                    help="write go-live.html, go-live.md, results.json and junit.xml here (default: the inventory's "
-                         "`output`, else ./reports)")
+    group.addoption(
+        "--golive-output",
+        metavar="DIR",
+        default=None,
+        help="write go-live.html, go-live.md, results.json and junit.xml here (default: the inventory's "
+        "`output`, else ./reports)",
+    )
     group.addoption("--golive-json", metavar="PATH", help="write results.json here (and go-live.md beside it)")
-    group.addoption("--golive-baseline", metavar="PATH", help="the last go-live's results.json: add what changed since "
-                    "(post-upgrade gate; an unannounced served flag or parser change fails)")
-    group.addoption("--allow-peak-load", action="store_true", default=False,
-                    help="run the sweep's peak-load level also on stations marked `production: true`")
-    group.addoption("--golive-max-run-time", metavar="SECONDS", type=float, default=None,
-                    help="stop the run after this long: the running check is stopped, the reports say INCOMPLETE")
-    group.addoption("--golive-progress-s", metavar="SECONDS", type=float, default=15,
-                    help="while one check waits longer than this, say so every SECONDS on stderr (0: never)")
+    group.addoption(
+        "--golive-baseline",
+        metavar="PATH",
+        help="the last go-live's results.json: add what changed since "
+        "(post-upgrade gate; an unannounced served flag or parser change fails)",
+    )
+    group.addoption(
+        "--allow-peak-load",
+        action="store_true",
+        default=False,
+        help="run the sweep's peak-load level also on stations marked `production: true`",
+    )
+    group.addoption(
+        "--golive-max-run-time",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="stop the run after this long: the running check is stopped, the reports say INCOMPLETE",
+    )
+    group.addoption(
+        "--golive-progress-s",
+        metavar="SECONDS",
+        type=float,
+        default=15,
+        help="while one check waits longer than this, say so every SECONDS on stderr (0: never)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-html and junitxml read where to write (golive.report.writer)
@@ -89,9 +112,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Recording(config), "golive-recording")
     if not hasattr(config, "workerinput"):
         _stop_cleanly_on_sigterm(config)
-        config.pluginmanager.register(Progress(config.getoption("golive_progress_s"),
-                                               config.getoption("golive_max_run_time"), lambda: secrets(config),
-                                               lambda item: _budget(item, loaded)), "golive-progress")
+        config.pluginmanager.register(
+            Progress(
+                config.getoption("golive_progress_s"),
+                config.getoption("golive_max_run_time"),
+                lambda: secrets(config),
+                lambda item: _budget(item, loaded),
+            ),
+            "golive-progress",
+        )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -106,8 +135,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if unknown or not session.items:
         report_writer.write_nothing(config)
     if unknown:
-        raise pytest.UsageError(f"-m {config.option.markexpr!r}: no check carries the marker(s) {', '.join(unknown)}; "
-                                f"golive's markers: {', '.join([*MARKER_HELP, 'perf', 'quality'])}")
+        raise pytest.UsageError(
+            f"-m {config.option.markexpr!r}: no check carries the marker(s) {', '.join(unknown)}; "
+            f"golive's markers: {', '.join([*MARKER_HELP, 'perf', 'quality'])}"
+        )
     if not session.items or config.getoption("collectonly", False):
         return
     guess = estimate(session.items, lambda station: loaded.profile_of(station).profile)
@@ -186,8 +217,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return  # only checks of a layer run per station; other tests keep their own `station`
     loaded = inventory(metafunc.config)
     if loaded is None:
-        metafunc.parametrize("station", [pytest.param(None, id="no-inventory", marks=pytest.mark.skip(
-            reason=NO_INVENTORY))])
+        metafunc.parametrize(
+            "station", [pytest.param(None, id="no-inventory", marks=pytest.mark.skip(reason=NO_INVENTORY))]
+        )
         return
     stations = loaded.inventory.stations
     if "peer" in metafunc.fixturenames:  # a check of both stations at once runs once, from the role a station
@@ -201,11 +233,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         station = station_of(item)
         profile = loaded.profile_of(station).profile if loaded is not None and station is not None else None
-        item.user_properties.extend([
-            (keys.LAYER, layer_of(item) or ""),
-            (keys.STATION, station.name if station is not None else ""),
-            (keys.RULE, rule_of(item, profile)),
-        ])
+        item.user_properties.extend(
+            [
+                (keys.LAYER, layer_of(item) or ""),
+                (keys.STATION, station.name if station is not None else ""),
+                (keys.RULE, rule_of(item, profile)),
+            ]
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -249,8 +283,9 @@ class _Recording:
         _hold_signals_while_writing(self.config)
         loaded = inventory(self.config)
         assert loaded is not None  # registered only for a run with an inventory
-        session.exitstatus = report_writer.finish(self.config, session, exitstatus, self.config.stash[RECORDER],
-                                                  loaded, self.config.stash[BASELINE])
+        session.exitstatus = report_writer.finish(
+            self.config, session, exitstatus, self.config.stash[RECORDER], loaded, self.config.stash[BASELINE]
+        )
 
     @pytest.hookimpl(trylast=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -259,8 +294,11 @@ class _Recording:
         progress = self.config.pluginmanager.get_plugin("golive-progress")
         why = progress.reason if progress is not None and progress.bound_reached else report_writer.INTERRUPTED_REASON
         if reporter is not None and hasattr(reporter, "_keyboardinterrupt_memo"):  # what pytest prints at the end
-            reporter._keyboardinterrupt_memo = SimpleNamespace(reprcrash=SimpleNamespace(
-                message=f"golive: {why}: reports written, verdict INCOMPLETE (exit {EXIT_INCOMPLETE})"))
+            reporter._keyboardinterrupt_memo = SimpleNamespace(
+                reprcrash=SimpleNamespace(
+                    message=f"golive: {why}: reports written, verdict INCOMPLETE (exit {EXIT_INCOMPLETE})"
+                )
+            )
 
 
 @pytest.hookimpl(trylast=True)  # after junitxml wrote junit.xml
@@ -289,9 +327,12 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return _TERMINAL_WORDS.get(outcome[0])
 
 
-_TERMINAL_WORDS = {FAILED: ("failed", "F", "FAILED"),
-                   NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"),
-                   NOT_CHECKED: ("not checked", "s", "NOT CHECKED"), WAIVED: ("waived", "w", "WAIVED")}
+_TERMINAL_WORDS = {
+    FAILED: ("failed", "F", "FAILED"),
+    NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"),
+    NOT_CHECKED: ("not checked", "s", "NOT CHECKED"),
+    WAIVED: ("waived", "w", "WAIVED"),
+}
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -305,8 +346,9 @@ def pytest_html_report_title(report: Any) -> None:
     report.title = "golive go-live report"
 
 
-def pytest_html_results_summary(prefix: list[str], summary: list[str], postfix: list[str],
-                                session: pytest.Session) -> None:
+def pytest_html_results_summary(
+    prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
+) -> None:
     prefix.extend(report_writer.html_summary(session, session.config.stash[RECORDER]))
 
 

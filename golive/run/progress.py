@@ -6,6 +6,7 @@ bound interrupts the main thread the way Ctrl-C does (a real signal, SIGUSR1: a 
 ends through pytest's own interrupt path: every report written, INCOMPLETE, with the checks it did not reach not
 checked for that reason.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,13 @@ def raise_interrupt(signum: int, frame: FrameType | None) -> None:
 class Progress:
     """Registered per run by golive.run.plugin; `every_s` 0 shows no progress, `bound_s` None sets no time bound."""
 
-    def __init__(self, every_s: float, bound_s: float | None, secrets: Callable[[], list[str]],
-                 budget: Callable[[pytest.Item], str] = lambda item: ""):
+    def __init__(
+        self,
+        every_s: float,
+        bound_s: float | None,
+        secrets: Callable[[], list[str]],
+        budget: Callable[[pytest.Item], str] = lambda item: "",
+    ):
         self.every_s, self.bound_s, self._secrets, self._budget = every_s, bound_s, secrets, budget
         self.started = time.monotonic()
         self.bound_reached = False
@@ -43,8 +49,11 @@ class Progress:
         self._position: dict[str, int] = {}  # nodeid → n of the run's N checks, in the order pytest runs them
         self._finished, self._finished_s = 0, 0.0  # checks finished so far and their summed wall time
         self._lock = threading.Lock()
-        self._out = os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace") \
-            if every_s > 0 or bound_s is not None else None
+        self._out = (
+            os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace")
+            if every_s > 0 or bound_s is not None
+            else None
+        )
 
     # --- the whole run's time bound -----------------------------------------------------------------------------------
 
@@ -57,8 +66,11 @@ class Progress:
             # the bound's own signal, not SIGINT: a shell without job control starts background jobs (`golive run … &`,
             # a CI step run in the background) with SIGINT ignored, and Python then never turns it into Ctrl-C
             self._signal_before = signal.signal(BOUND_SIGNAL, raise_interrupt)
-            self._timer = threading.Timer(max(0.0, self.bound_s - (time.monotonic() - self.started)), self._stop_run,
-                                          args=(threading.main_thread().ident,))
+            self._timer = threading.Timer(
+                max(0.0, self.bound_s - (time.monotonic() - self.started)),
+                self._stop_run,
+                args=(threading.main_thread().ident,),
+            )
             self._timer.daemon = True
             self._timer.start()
 
@@ -96,8 +108,9 @@ class Progress:
         self._position = {item.nodeid: n for n, item in enumerate(session.items, 1)}
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item,
-                                nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
         self.running = item
         done = threading.Event()
         if self.every_s > 0:
@@ -138,8 +151,10 @@ class Progress:
             return "the run's last check"
         mean = self._finished_s / self._finished
         left = mean * after
-        return (f"{_duration(left)} left in the run after this check ({after} more × {mean:.1f} s, the mean of "
-                f"the {self._finished} finished)")
+        return (
+            f"{_duration(left)} left in the run after this check ({after} more × {mean:.1f} s, the mean of "
+            f"the {self._finished} finished)"
+        )
 
     def scrubbed(self, line: str) -> str:
         """The line as the terminal may show it (golive.core.secrets.scrub: shapes, then the run's secrets)."""

@@ -4,6 +4,7 @@ Each station's checks go to one worker, in order: its load tests never overlap (
 endpoint), and its connections and gathered facts are made once. Stations run side by side on the workers. Reports
 reach the controller, which alone writes results.json, go-live.md and the HTML (golive.run.plugin).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,7 +17,7 @@ def station_of(nodeid: str, stations: list[str]) -> str | None:
     """The inventory station a check's node id is parametrized with (`test_x[gb300-a]`, `test_y[gb300-a-q3]`)."""
     if not nodeid.endswith("]") or "[" not in nodeid:
         return None
-    params = nodeid[nodeid.index("[") + 1:-1]
+    params = nodeid[nodeid.index("[") + 1 : -1]
     for name in sorted(stations, key=len, reverse=True):  # `gb300-a-2` before `gb300-a`
         if params == name or params.startswith(f"{name}-") or params.endswith(f"-{name}") or f"-{name}-" in params:
             return name

@@ -1,5 +1,6 @@
 """Which layers apply to which station (the profile and the inventory decide, before any check runs), and which
 layers' suites a run collects at all."""
+
 from __future__ import annotations
 
 import importlib
@@ -22,20 +23,27 @@ def layer_scope(layer: Layer, station: Station, profile: Profile, profile_name: 
     if layer not in profile.layers:
         return NOT_APPLICABLE, f"profile {profile_name} has no {layer} layer (layers: {', '.join(profile.layers)})"
     if station.layers is not None and layer not in station.layers:
-        return NOT_APPLICABLE, (f"the inventory scopes station {station.name} to the "
-                                f"{', '.join(station.layers)} layer(s)")
+        return NOT_APPLICABLE, (
+            f"the inventory scopes station {station.name} to the {', '.join(station.layers)} layer(s)"
+        )
     if layer in ("host", "cluster") and not station.host:
-        return NOT_CHECKED, (f"station {station.name} has no `host:` in the inventory, so its {layer} layer was not "
-                             f"checked: add a testinfra host spec (ssh://…, local://, chroot:///tree)")
+        return NOT_CHECKED, (
+            f"station {station.name} has no `host:` in the inventory, so its {layer} layer was not "
+            f"checked: add a testinfra host spec (ssh://…, local://, chroot:///tree)"
+        )
     if layer == "endpoint":
         if station.role == "b":
-            return NOT_APPLICABLE, (f"station {station.name} is role b, a headless worker: the endpoint is served by "
-                                    f"the role a station [002]")
+            return NOT_APPLICABLE, (
+                f"station {station.name} is role b, a headless worker: the endpoint is served by "
+                f"the role a station [002]"
+            )
         if station.phase == "pre-start":
             return NOT_APPLICABLE, f"station {station.name} is in phase pre-start: nothing is serving yet"
         if not station.endpoint:
-            return NOT_CHECKED, (f"station {station.name} has no `endpoint:` in the inventory, so its endpoint layer "
-                                 f"was not checked: add the base URL (http://host:port/v1)")
+            return NOT_CHECKED, (
+                f"station {station.name} has no `endpoint:` in the inventory, so its endpoint layer "
+                f"was not checked: add the base URL (http://host:port/v1)"
+            )
     return None
 
 

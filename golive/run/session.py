@@ -3,6 +3,7 @@
 Shared by the plugin's hooks (golive.run.plugin), its fixtures (golive.run.fixtures) and outcome classification
 (golive.run.outcomes); nothing here talks to a station.
 """
+
 from __future__ import annotations
 
 from typing import Any

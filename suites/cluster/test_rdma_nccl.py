@@ -4,6 +4,7 @@ the profile's NCCL with GPU Direct RDMA, never sockets, no warnings [002].
 The NCCL log is evidence: each check judges the lines the log holds and quotes one that supports its finding. A log
 cut short (no `Init COMPLETE`, no death line: see golive.facts.nccl) is said to be partial once, by the topology check;
 a check that needs a line the log lacks is not checked, naming that line."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NoReturn
@@ -40,12 +41,16 @@ def _serving_log(cluster_facts: ClusterFacts, cluster: Cluster, needs_init: bool
     log = cluster_facts.nccl_log
     problems = cluster_facts.nccl_topology_problems
     if problems:
-        pytest.skip(f"not checked: {cluster.nccl_log} is not the serving run's log of this topology ({problems[0]}): "
-                    f"see {TOPOLOGY_CHECK}")
+        pytest.skip(
+            f"not checked: {cluster.nccl_log} is not the serving run's log of this topology ({problems[0]}): "
+            f"see {TOPOLOGY_CHECK}"
+        )
     died = log.died_at_init
     if needs_init and died is not None:
-        pytest.skip(f"not checked: the run died before NCCL finished init (line {died.number}: `{died.text}`): see "
-                    f"{TOPOLOGY_CHECK}")
+        pytest.skip(
+            f"not checked: the run died before NCCL finished init (line {died.number}: `{died.text}`): see "
+            f"{TOPOLOGY_CHECK}"
+        )
     return log
 
 
@@ -54,9 +59,11 @@ def _lacks(log: NcclLog, cluster: Cluster, station: Station, needs: str) -> NoRe
     if log.partial:
         why = f"it was cut (see {TOPOLOGY_CHECK})"
     elif needs == CHANNEL_LINES and log.complete is not None and log.last is not None:
-        why = (f"NCCL prints them when the first collective connects the channels, after `Init COMPLETE` (line "
-               f"{log.complete.number}), and the log ends before (line {log.last.number}): take it after the serving "
-               f"run answered a request")
+        why = (
+            f"NCCL prints them when the first collective connects the channels, after `Init COMPLETE` (line "
+            f"{log.complete.number}), and the log ends before (line {log.last.number}): take it after the serving "
+            f"run answered a request"
+        )
     elif log.first is not None:
         why = f"the log starts after it (its first NCCL line, line {log.first.number}: `{log.first.text}`)"
     else:
@@ -84,20 +91,25 @@ def test_rdma_port_active_on_ethernet(cluster_facts: ClusterFacts, rdma_rails: l
     for rail in rdma_rails:
         port = _port(cluster_facts, rail)
         if port is None:
-            bad.append(f"{rail.rdma_device} port {rail.port} not found (ibv_devinfo lists "
-                       f"{', '.join(devices) or 'no RDMA device'})")
+            bad.append(
+                f"{rail.rdma_device} port {rail.port} not found (ibv_devinfo lists "
+                f"{', '.join(devices) or 'no RDMA device'})"
+            )
         elif not port.active or port.link_layer != "Ethernet":
             bad.append(f"{rail.rdma_device} port {rail.port} is {port.state}, link layer {port.link_layer}")
-    require(not bad,
-            found=f"on {station.name}: " + "; ".join(bad),
-            recipe=f"{len(rdma_rails)} RoCEv2 rail(s) ({', '.join(r.rdma_device or '' for r in rdma_rails)}), every "
-                   f"port active with link layer Ethernet [002]",
-            fix="check the rail's link (`ip link`, cable, switch port); a port in InfiniBand mode needs "
-                "`mlxconfig -d DEV set LINK_TYPE_P1=2` (Ethernet) and a reboot")
+    require(
+        not bad,
+        found=f"on {station.name}: " + "; ".join(bad),
+        recipe=f"{len(rdma_rails)} RoCEv2 rail(s) ({', '.join(r.rdma_device or '' for r in rdma_rails)}), every "
+        f"port active with link layer Ethernet [002]",
+        fix="check the rail's link (`ip link`, cable, switch port); a port in InfiniBand mode needs "
+        "`mlxconfig -d DEV set LINK_TYPE_P1=2` (Ethernet) and a reboot",
+    )
 
 
-def test_rdma_roce_v2_gid_is_the_pinned_index(cluster_facts: ClusterFacts, rdma_rails: list[Rail], cluster: Cluster,
-                                              station: Station) -> None:
+def test_rdma_roce_v2_gid_is_the_pinned_index(
+    cluster_facts: ClusterFacts, rdma_rails: list[Rail], cluster: Cluster, station: Station
+) -> None:
     """Each rail's port has a RoCE v2 GID of its IPv4 address (not all zeros), and the pinned NCCL_IB_GID_INDEX names
     it [002]."""
     pinned = cluster.env.get(GID_INDEX)
@@ -107,39 +119,50 @@ def test_rdma_roce_v2_gid_is_the_pinned_index(cluster_facts: ClusterFacts, rdma_
     for rail in rdma_rails:
         port = _port(cluster_facts, rail)
         if port is None or not port.active:
-            pytest.skip(f"{rail.rdma_device} port {rail.port} is missing or down: see "
-                        f"test_rdma_port_active_on_ethernet")
+            pytest.skip(
+                f"{rail.rdma_device} port {rail.port} is missing or down: see test_rdma_port_active_on_ethernet"
+            )
         address = cluster_facts.local_address(rail)
         index = port.gid_index(address, "RoCE v2")
         if index is None:
-            bad.append(f"{rail.rdma_device} port {rail.port} has no RoCE v2 GID for {address} (GIDs: "
-                       + ", ".join(f"[{g.index}] {g.gid} {g.type or ''}".strip() for g in port.gids) + ")")
+            bad.append(
+                f"{rail.rdma_device} port {rail.port} has no RoCE v2 GID for {address} (GIDs: "
+                + ", ".join(f"[{g.index}] {g.gid} {g.type or ''}".strip() for g in port.gids)
+                + ")"
+            )
         elif str(index) != pinned:
             at = next((g for g in port.gids if str(g.index) == pinned), None)
-            bad.append(f"{rail.rdma_device}: the RoCE v2 GID of {address} is index {index}; index {pinned} is "
-                       + (f"{at.gid} {at.type or ''}".strip() if at else "unused"))
-    require(not bad,
-            found=f"on {station.name}: " + "; ".join(bad) + " (ibv_devinfo -v)",
-            recipe=f"IB HCA and GID index pinned to the rail: {GID_INDEX}={pinned} names the RoCE v2 GID of the "
-                   f"rail's IPv4 address [002]",
-            fix="a new address on the rail (often a global IPv6) shifts the GID table: remove it, or pin "
-                f"{GID_INDEX} to the index ibv_devinfo -v shows for the rail's ::ffff:IPv4 RoCE v2 GID on both "
-                f"stations")
+            bad.append(
+                f"{rail.rdma_device}: the RoCE v2 GID of {address} is index {index}; index {pinned} is "
+                + (f"{at.gid} {at.type or ''}".strip() if at else "unused")
+            )
+    require(
+        not bad,
+        found=f"on {station.name}: " + "; ".join(bad) + " (ibv_devinfo -v)",
+        recipe=f"IB HCA and GID index pinned to the rail: {GID_INDEX}={pinned} names the RoCE v2 GID of the "
+        f"rail's IPv4 address [002]",
+        fix="a new address on the rail (often a global IPv6) shifts the GID table: remove it, or pin "
+        f"{GID_INDEX} to the index ibv_devinfo -v shows for the rail's ::ffff:IPv4 RoCE v2 GID on both "
+        f"stations",
+    )
 
 
-def test_nccl_version_matches_profile(cluster_facts: ClusterFacts, cluster: Cluster, station: Station,
-                                      record_provenance: RecordProvenance) -> None:
+def test_nccl_version_matches_profile(
+    cluster_facts: ClusterFacts, cluster: Cluster, station: Station, record_provenance: RecordProvenance
+) -> None:
     """The NCCL the serving run loaded (its `NCCL version` line) is the profile's {cluster.nccl_version} [002]."""
     log = _serving_log(cluster_facts, cluster, needs_init=False)  # printed before the bootstrap: a dead run says it too
     record_provenance(nccl_version=", ".join(log.versions) or None)
     if not log.versions:
         _lacks(log, cluster, station, VERSION_LINE)
-    require(log.version == cluster.nccl_version,
-            found=f"{cluster.nccl_log} on {station.name}: `NCCL version {', '.join(log.versions)}`",
-            recipe=f"NCCL {cluster.nccl_version} loaded explicitly from the image: older versions deadlock "
-                   f"cross-node CUDA graph replay over RoCE [002]",
-            fix=f"point the serving run at NCCL {cluster.nccl_version} (LD_PRELOAD / VLLM_NCCL_SO_PATH to the image's "
-                f"libnccl.so.2) and restart; the pip package list is not what the process maps")
+    require(
+        log.version == cluster.nccl_version,
+        found=f"{cluster.nccl_log} on {station.name}: `NCCL version {', '.join(log.versions)}`",
+        recipe=f"NCCL {cluster.nccl_version} loaded explicitly from the image: older versions deadlock "
+        f"cross-node CUDA graph replay over RoCE [002]",
+        fix=f"point the serving run at NCCL {cluster.nccl_version} (LD_PRELOAD / VLLM_NCCL_SO_PATH to the image's "
+        f"libnccl.so.2) and restart; the pip package list is not what the process maps",
+    )
 
 
 def test_nccl_environment_is_pinned(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
@@ -148,14 +171,19 @@ def test_nccl_environment_is_pinned(cluster_facts: ClusterFacts, cluster: Cluste
     if not cluster.env_file:
         not_applicable("the profile names no environment file (cluster.env_file)")
     values = cluster_facts.env_file.values
-    bad = [f"{k}={values[k]!r} (want {v!r})" if k in values else f"{k} missing" for k, v in cluster.env.items()
-           if values.get(k) != v]
-    require(not bad,
-            found=f"{cluster.env_file} on {station.name}: " + "; ".join(bad),
-            recipe="rail, RDMA device, NCCL HCA and GID index, custom and FlashInfer all-reduce off and the "
-                   "distributed timeout pinned in an environment file [002]",
-            fix=f"set {', '.join(f'{k}={v}' for k, v in cluster.env.items())} in {cluster.env_file} on both "
-                f"stations, then restart the serving run")
+    bad = [
+        f"{k}={values[k]!r} (want {v!r})" if k in values else f"{k} missing"
+        for k, v in cluster.env.items()
+        if values.get(k) != v
+    ]
+    require(
+        not bad,
+        found=f"{cluster.env_file} on {station.name}: " + "; ".join(bad),
+        recipe="rail, RDMA device, NCCL HCA and GID index, custom and FlashInfer all-reduce off and the "
+        "distributed timeout pinned in an environment file [002]",
+        fix=f"set {', '.join(f'{k}={v}' for k, v in cluster.env.items())} in {cluster.env_file} on both "
+        f"stations, then restart the serving run",
+    )
 
 
 def _socket_lines(log: NcclLog, cluster: Cluster) -> list[Channel] | list[Line]:
@@ -169,41 +197,56 @@ def _socket_lines(log: NcclLog, cluster: Cluster) -> list[Channel] | list[Line]:
     return [n for n in log.networks if n.text.startswith(("NET/Socket : Using", "Using network Socket"))]
 
 
-def test_nccl_log_matches_declared_topology(cluster_facts: ClusterFacts, cluster: Cluster, station: Station,
-                                            profile: Profile) -> None:
+def test_nccl_log_matches_declared_topology(
+    cluster_facts: ClusterFacts, cluster: Cluster, station: Station, profile: Profile
+) -> None:
     """The NCCL log is the serving run's, of the topology the profile declares: NCCL finished init, `nNodes` counts
     one node per station where rails are declared, `nRanks` is the tensor-parallel size ({vllm.tensor_parallel_size}),
     and channels cross the rails [002]."""
     log = cluster_facts.nccl_log
     died = log.died_at_init
-    require(died is None,
-            found=f"{cluster.nccl_log} on {station.name}: the run died before NCCL finished init: NCCL said so at "
-                  f"line {died.number if died else 0}: `{died.text if died else ''}`",
-            recipe="the serving run's NCCL communicator comes up over the rails, one rank per station [002]",
-            fix="read that line: a bootstrap that cannot connect is NCCL_SOCKET_IFNAME on the wrong interface, a "
-                "firewall on the bootstrap port, or the other station not started; fix it, restart the serving run on "
-                "both stations and check its new log")
+    require(
+        died is None,
+        found=f"{cluster.nccl_log} on {station.name}: the run died before NCCL finished init: NCCL said so at "
+        f"line {died.number if died else 0}: `{died.text if died else ''}`",
+        recipe="the serving run's NCCL communicator comes up over the rails, one rank per station [002]",
+        fix="read that line: a bootstrap that cannot connect is NCCL_SOCKET_IFNAME on the wrong interface, a "
+        "firewall on the bootstrap port, or the other station not started; fix it, restart the serving run on "
+        "both stations and check its new log",
+    )
     problems = cluster_facts.nccl_topology_problems
     stations = "two stations, one rank on each, over the rails" if cluster.rails else "one host"
-    require(not problems,
-            found=f"{cluster.nccl_log} on {station.name}: " + "; ".join(problems),
-            recipe=f"the recipe serves tensor parallel {profile.vllm.tensor_parallel_size} on {stations}: the serving "
-                   f"run's log shows " + ("nNodes 2, " if cluster.rails else "")
-                   + f"nRanks {profile.vllm.tensor_parallel_size}" + (" and NET/IB channels" if cluster.rails else "")
-                   + " [002]",
-            fix=("the two-station recipe needs the serving run's log: point cluster.nccl_log at the file the serving "
-                 "run on this station writes (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=… in its environment, or the container's "
-                 "log), not a one-host test; take it after the run printed `Init COMPLETE`") if cluster.rails else
-                "point cluster.nccl_log at this host's serving run's log, or declare the rails in the profile")
-    if log.partial:   # said here once; the other NCCL checks judge the lines it holds
+    require(
+        not problems,
+        found=f"{cluster.nccl_log} on {station.name}: " + "; ".join(problems),
+        recipe=f"the recipe serves tensor parallel {profile.vllm.tensor_parallel_size} on {stations}: the serving "
+        f"run's log shows "
+        + ("nNodes 2, " if cluster.rails else "")
+        + f"nRanks {profile.vllm.tensor_parallel_size}"
+        + (" and NET/IB channels" if cluster.rails else "")
+        + " [002]",
+        fix=(
+            "the two-station recipe needs the serving run's log: point cluster.nccl_log at the file the serving "
+            "run on this station writes (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=… in its environment, or the container's "
+            "log), not a one-host test; take it after the run printed `Init COMPLETE`"
+        )
+        if cluster.rails
+        else "point cluster.nccl_log at this host's serving run's log, or declare the rails in the profile",
+    )
+    if log.partial:  # said here once; the other NCCL checks judge the lines it holds
         needs = ([COMM_LINE] if log.topology is None else []) + [COMPLETE_LINE]
-        outlived = (f"channels connect after its last death line (line {log.deaths[-1].number}), so the run went on"
-                    if log.deaths else "no line NCCL prints when it dies (WARN, NCCL error, abort)")
-        pytest.skip(f"not checked: {cluster.nccl_log} on {station.name} is a partial capture: no `Init COMPLETE`, and "
-                    f"{outlived}: the log was cut (an excerpt, or rotation), not the run; it holds {log.extent()}; "
-                    f"the NCCL checks judge what it shows. This one needs NCCL's {' and '.join(needs)}, which it "
-                    f"does not hold: take the whole log of the serving "
-                    f"run (from its start, through `Init COMPLETE`)")
+        outlived = (
+            f"channels connect after its last death line (line {log.deaths[-1].number}), so the run went on"
+            if log.deaths
+            else "no line NCCL prints when it dies (WARN, NCCL error, abort)"
+        )
+        pytest.skip(
+            f"not checked: {cluster.nccl_log} on {station.name} is a partial capture: no `Init COMPLETE`, and "
+            f"{outlived}: the log was cut (an excerpt, or rotation), not the run; it holds {log.extent()}; "
+            f"the NCCL checks judge what it shows. This one needs NCCL's {' and '.join(needs)}, which it "
+            f"does not hold: take the whole log of the serving "
+            f"run (from its start, through `Init COMPLETE`)"
+        )
     if log.topology is None:
         _lacks(log, cluster, station, COMM_LINE)
 
@@ -212,9 +255,11 @@ def test_nccl_uses_gpu_direct_rdma(cluster_facts: ClusterFacts, cluster: Cluster
     """Every network channel in the NCCL log runs GPU Direct RDMA (`GDRDMA`, `GDRDMA(PCI)` on coherent GPUs) [002]."""
     log = _serving_log(cluster_facts, cluster)
     if log.one_host:
-        not_applicable(f"the profile declares no rail and both ranks share one host "
-                       f"({', '.join(sorted(log.transports)) or 'no channel'} in {cluster.nccl_log}): no network, so "
-                       f"GPU Direct RDMA does not apply")
+        not_applicable(
+            f"the profile declares no rail and both ranks share one host "
+            f"({', '.join(sorted(log.transports)) or 'no channel'} in {cluster.nccl_log}): no network, so "
+            f"GPU Direct RDMA does not apply"
+        )
     if not cluster.gdrdma_required:
         not_applicable("the profile does not require GPU Direct RDMA (cluster.gdrdma_required: false)")
     if _socket_lines(log, cluster):
@@ -224,14 +269,17 @@ def test_nccl_uses_gpu_direct_rdma(cluster_facts: ClusterFacts, cluster: Cluster
         _lacks(log, cluster, station, CHANNEL_LINES)
     plain = [c for c in net if not c.gdrdma]
     over = plain[0].transport if plain else ""
-    require(not plain,
-            found=f"{cluster.nccl_log} on {station.name}: "
-                  + ("RDMA" if over == "NET/IB" else over) + " without GPU Direct: line "
-                  f"{plain[0].number if plain else 0}: `{cluster_facts.log_line(plain[0].number) if plain else ''}` "
-                  f"({len(plain)} channel(s) without GDRDMA, of {len(net)} network channel(s) in the log)",
-            recipe="GPU Direct RDMA confirmed by scanning NCCL debug logs for the GDRDMA marker [002]",
-            fix="load nvidia-peermem (or use a kernel with dma-buf), keep NCCL_NET_GDR_LEVEL unset, and check that "
-                "GPU and NIC share a PCIe switch (`nvidia-smi topo -m`)")
+    require(
+        not plain,
+        found=f"{cluster.nccl_log} on {station.name}: "
+        + ("RDMA" if over == "NET/IB" else over)
+        + " without GPU Direct: line "
+        f"{plain[0].number if plain else 0}: `{cluster_facts.log_line(plain[0].number) if plain else ''}` "
+        f"({len(plain)} channel(s) without GDRDMA, of {len(net)} network channel(s) in the log)",
+        recipe="GPU Direct RDMA confirmed by scanning NCCL debug logs for the GDRDMA marker [002]",
+        fix="load nvidia-peermem (or use a kernel with dma-buf), keep NCCL_NET_GDR_LEVEL unset, and check that "
+        "GPU and NIC share a PCIe switch (`nvidia-smi topo -m`)",
+    )
 
 
 def test_nccl_never_falls_back_to_sockets(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
@@ -240,20 +288,24 @@ def test_nccl_never_falls_back_to_sockets(cluster_facts: ClusterFacts, cluster: 
     found = _socket_lines(log, cluster)
     if not found and not log.channels:
         _lacks(log, cluster, station, CHANNEL_LINES)
-    require(not found,
-            found=f"{cluster.nccl_log} on {station.name} line {found[0].number if found else 0}: "
-                  f"`{cluster_facts.log_line(found[0].number) if found else ''}`",
-            recipe="launch fails on socket fallback [002]",
-            fix="NCCL found no usable RDMA device: check NCCL_IB_HCA and NCCL_IB_DISABLE in the env file, that "
-                "/dev/infiniband is passed into the container, and the `NET/IB` lines above it in the log")
+    require(
+        not found,
+        found=f"{cluster.nccl_log} on {station.name} line {found[0].number if found else 0}: "
+        f"`{cluster_facts.log_line(found[0].number) if found else ''}`",
+        recipe="launch fails on socket fallback [002]",
+        fix="NCCL found no usable RDMA device: check NCCL_IB_HCA and NCCL_IB_DISABLE in the env file, that "
+        "/dev/infiniband is passed into the container, and the `NET/IB` lines above it in the log",
+    )
 
 
 def test_nccl_log_has_no_warnings(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
     """No `NCCL WARN` line in the NCCL log [002]."""
     warnings = _serving_log(cluster_facts, cluster).warnings
-    require(not warnings,
-            found=f"{cluster.nccl_log} on {station.name}: {len(warnings)} NCCL WARN line(s), first at line "
-                  f"{warnings[0].number if warnings else 0}: `{warnings[0].text if warnings else ''}`",
-            recipe="launch fails on NCCL warnings [002]",
-            fix="fix what the warning names (GID index, HCA, firewall on the bootstrap port), then restart the "
-                "serving run on both stations")
+    require(
+        not warnings,
+        found=f"{cluster.nccl_log} on {station.name}: {len(warnings)} NCCL WARN line(s), first at line "
+        f"{warnings[0].number if warnings else 0}: `{warnings[0].text if warnings else ''}`",
+        recipe="launch fails on NCCL warnings [002]",
+        fix="fix what the warning names (GID index, HCA, firewall on the bootstrap port), then restart the "
+        "serving run on both stations",
+    )

@@ -1,4 +1,5 @@
 """Agents loop: call a tool, read its result, call the next or answer — the agent battery meets its floor [000]."""
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -21,8 +22,13 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.endpoint
 
 
-def test_agent_battery_meets_floor(endpoint: EndpointClient, profile: Profile, record_metric: RecordMetric,
-                                   record_finding: RecordFinding, record_provenance: RecordProvenance) -> None:
+def test_agent_battery_meets_floor(
+    endpoint: EndpointClient,
+    profile: Profile,
+    record_metric: RecordMetric,
+    record_finding: RecordFinding,
+    record_provenance: RecordProvenance,
+) -> None:
     """The agent battery (single, parallel and chained calls, tool errors, no tool needed, numbers worked out from
     results), streamed and not, scores at least {endpoint.agent_battery_floor:%} on calls and final answers [000]."""
     sampling = profile.endpoint.battery_sampling
@@ -30,9 +36,17 @@ def test_agent_battery_meets_floor(endpoint: EndpointClient, profile: Profile, r
 
     def run(case_stream: tuple[AgentCase, bool]) -> Outcome:
         case, stream = case_stream
-        return run_agent_case(case, lambda messages, tools: endpoint.chat(
-            profile.vllm.served_model_name, messages, tools=tools, max_tokens=1024, stream=stream,
-            **sampling.params()))
+        return run_agent_case(
+            case,
+            lambda messages, tools: endpoint.chat(
+                profile.vllm.served_model_name,
+                messages,
+                tools=tools,
+                max_tokens=1024,
+                stream=stream,
+                **sampling.params(),
+            ),
+        )
 
     jobs = [(case, stream) for case in cases for stream in (False, True)]
     runs = []  # per run: case id -> why it failed
@@ -45,8 +59,10 @@ def test_agent_battery_meets_floor(endpoint: EndpointClient, profile: Profile, r
         failing: dict[str, str] = {}
         for (case, stream), outcome in zip(jobs, outcomes, strict=True):
             if not outcome.passed:
-                failing.setdefault(case.id, f"{case.id} ({case.category}, {'streamed' if stream else 'non-streamed'}"
-                                            f"): {outcome.reason}")
+                failing.setdefault(
+                    case.id,
+                    f"{case.id} ({case.category}, {'streamed' if stream else 'non-streamed'}): {outcome.reason}",
+                )
         runs.append(failing)
     spread = Spread([(len(cases) - len(failing)) / len(cases) for failing in runs])
     floor = profile.endpoint.agent_battery_floor
@@ -54,9 +70,11 @@ def test_agent_battery_meets_floor(endpoint: EndpointClient, profile: Profile, r
     record_provenance(**{"battery_failing.agent": failing_ids(runs)})
     record_finding(f"agent battery {spread.text()}, sampled with {sampling.describe()}")
     worst = min(runs, key=len, default={}) if spread.mean >= floor else max(runs, key=len)
-    require(spread.mean >= floor,
-            found=f"{len(cases) - len(worst)}/{len(cases)} cases pass streamed and not (score {spread.text()}); "
-                  f"failing: " + "; ".join(list(worst.values())[:6]) + (" …" if len(worst) > 6 else ""),
-            recipe=f"agent battery ≥ {floor:.0%} of its {len(cases)} cases, streamed and not [000]",
-            fix="an agent that ignores tool results or loops is not fit for go-live: compare the checkpoint, chat "
-                "template and parser flags with the recipe's")
+    require(
+        spread.mean >= floor,
+        found=f"{len(cases) - len(worst)}/{len(cases)} cases pass streamed and not (score {spread.text()}); "
+        f"failing: " + "; ".join(list(worst.values())[:6]) + (" …" if len(worst) > 6 else ""),
+        recipe=f"agent battery ≥ {floor:.0%} of its {len(cases)} cases, streamed and not [000]",
+        fix="an agent that ignores tool results or loops is not fit for go-live: compare the checkpoint, chat "
+        "template and parser flags with the recipe's",
+    )

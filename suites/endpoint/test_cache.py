@@ -1,4 +1,5 @@
 """KV cache: the capacity the recipe planned for, and prefix caching that really hits [000]."""
+
 from __future__ import annotations
 
 import uuid
@@ -35,18 +36,23 @@ def test_kv_cache_capacity_meets_floor(endpoint: EndpointClient, profile: Profil
         tokens = int(str(label))
     elif info.get("num_gpu_blocks") not in (None, "", "None"):
         tokens = int(str(info["num_gpu_blocks"])) * int(str(info.get("block_size") or 0))
-    require(tokens is not None,
-            found=f"/metrics has no vllm:cache_config_info capacity (labels: {sorted(info)})",
-            recipe=f"KV cache ≥ {floor:,} tokens {profile.cited}", fix="enable /metrics (it is on by default in vLLM)")
+    require(
+        tokens is not None,
+        found=f"/metrics has no vllm:cache_config_info capacity (labels: {sorted(info)})",
+        recipe=f"KV cache ≥ {floor:,} tokens {profile.cited}",
+        fix="enable /metrics (it is on by default in vLLM)",
+    )
     assert tokens is not None  # require() ended the check otherwise
     record_metric("kv_cache_tokens", tokens, "tokens", floor=floor)
-    require(tokens >= floor,
-            found=f"KV cache holds {tokens:,} tokens ({tokens / profile.vllm.max_model_len:.2f} full-context requests; "
-                  f"cache dtype {info.get('cache_dtype', '?')})",
-            recipe=f"KV cache ≥ {floor:,} tokens ({floor / profile.vllm.max_model_len:.2f} full-context requests) "
-                   f"{profile.cited}",
-            fix="check --gpu-memory-utilization, the checkpoint's fp8 KV config, and that nothing else holds HBM "
-                "(page cache on the HBM node, a stray process)")
+    require(
+        tokens >= floor,
+        found=f"KV cache holds {tokens:,} tokens ({tokens / profile.vllm.max_model_len:.2f} full-context requests; "
+        f"cache dtype {info.get('cache_dtype', '?')})",
+        recipe=f"KV cache ≥ {floor:,} tokens ({floor / profile.vllm.max_model_len:.2f} full-context requests) "
+        f"{profile.cited}",
+        fix="check --gpu-memory-utilization, the checkpoint's fp8 KV config, and that nothing else holds HBM "
+        "(page cache on the HBM node, a stray process)",
+    )
 
 
 def test_prefix_caching_on_and_effective(endpoint: EndpointClient, profile: Profile) -> None:
@@ -61,8 +67,10 @@ def test_prefix_caching_on_and_effective(endpoint: EndpointClient, profile: Prof
         endpoint.chat(name, [{"role": "user", "content": prefix + "\n" + question}], max_tokens=8, temperature=0)
     hits = metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total") - before
     info = _cache_config(endpoint)
-    require(hits > 0,
-            found=f"a repeated ~{len(prefix.split())}-word prefix earned {hits:.0f} cached tokens "
-                  f"(enable_prefix_caching={info.get('enable_prefix_caching', '?')})",
-            recipe="prefix caching on: a shared prefix (the same system prompt) is not paid for twice [000]",
-            fix="serve with `--enable-prefix-caching`")
+    require(
+        hits > 0,
+        found=f"a repeated ~{len(prefix.split())}-word prefix earned {hits:.0f} cached tokens "
+        f"(enable_prefix_caching={info.get('enable_prefix_caching', '?')})",
+        recipe="prefix caching on: a shared prefix (the same system prompt) is not paid for twice [000]",
+        fix="serve with `--enable-prefix-caching`",
+    )

@@ -1,4 +1,5 @@
 """Limits are refused cleanly: a 400 the client can act on, never a 500 or a hang [field practice]."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -36,18 +37,23 @@ def test_over_long_prompt_refused_cleanly(endpoint: EndpointClient, profile: Pro
     name = profile.vllm.served_model_name
     text = repeat_to(lambda t: endpoint.tokenize(name, t), limit + 64)
     status, detail = _outcome(lambda: endpoint.chat(name, [{"role": "user", "content": text}], max_tokens=1))
-    require(status == 400,
-            found=f"a prompt over {limit} tokens got {status}: {detail[:200]}",
-            recipe=f"over-long prompts are refused with 400 at the {limit}-token limit [000][002]",
-            fix=f"serve with `--max-model-len {limit}`; a 500 or a hang here means clients retry into a broken server")
+    require(
+        status == 400,
+        found=f"a prompt over {limit} tokens got {status}: {detail[:200]}",
+        recipe=f"over-long prompts are refused with 400 at the {limit}-token limit [000][002]",
+        fix=f"serve with `--max-model-len {limit}`; a 500 or a hang here means clients retry into a broken server",
+    )
 
 
 def test_max_tokens_over_limit_refused_cleanly(endpoint: EndpointClient, profile: Profile) -> None:
     """max_tokens beyond the {vllm.max_model_len}-token context is refused with HTTP 400 [field practice]."""
     limit = profile.vllm.max_model_len
-    status, detail = _outcome(lambda: endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": "Hi"}],
-                                                    max_tokens=limit + 1))
-    require(status == 400,
-            found=f"max_tokens={limit + 1} got {status}: {detail[:200]}",
-            recipe=f"requests asking for more than the {limit}-token context are refused with 400",
-            fix=f"serve with `--max-model-len {limit}`")
+    status, detail = _outcome(
+        lambda: endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": "Hi"}], max_tokens=limit + 1)
+    )
+    require(
+        status == 400,
+        found=f"max_tokens={limit + 1} got {status}: {detail[:200]}",
+        recipe=f"requests asking for more than the {limit}-token context are refused with 400",
+        fix=f"serve with `--max-model-len {limit}`",
+    )

@@ -1,4 +1,5 @@
 """Long context: the needle is found near the full context window [000]."""
+
 from __future__ import annotations
 
 import time
@@ -18,8 +19,9 @@ pytestmark = pytest.mark.endpoint
 
 
 @pytest.mark.parametrize("depth", [0.1, 0.5, 0.9], ids=["depth10", "depth50", "depth90"])
-def test_needle_retrieved_near_full_context(endpoint: EndpointClient, profile: Profile, depth: float,
-                                           record_metric: RecordMetric) -> None:
+def test_needle_retrieved_near_full_context(
+    endpoint: EndpointClient, profile: Profile, depth: float, record_metric: RecordMetric
+) -> None:
     """A needle planted near the start, middle or end of a prompt filling {endpoint.needle_fraction_of_context:%} of
     the {vllm.max_model_len}-token context is retrieved [000]."""
     name = profile.vllm.served_model_name
@@ -27,8 +29,9 @@ def test_needle_retrieved_near_full_context(endpoint: EndpointClient, profile: P
     target = int(profile.vllm.max_model_len * fraction)
     served = {m.get("id"): m.get("max_model_len") for m in endpoint.models()}.get(name)
     if served is not None and served < target + 256:
-        pytest.skip(f"the server's context ({served}) is shorter than this probe ({target}): see the "
-                       f"max_model_len check")
+        pytest.skip(
+            f"the server's context ({served}) is shorter than this probe ({target}): see the max_model_len check"
+        )
     label = f"needle_{int(depth * 100)}"
     started = time.perf_counter()
     haystack = longctx.build(lambda text: endpoint.tokenize(name, text), target, depth, seed=int(depth * 100))
@@ -40,17 +43,21 @@ def test_needle_retrieved_near_full_context(endpoint: EndpointClient, profile: P
     prompt_tokens = result.usage.get("prompt_tokens")
     if isinstance(prompt_tokens, int):
         record_metric(f"{label}_prompt_tokens", prompt_tokens, "tokens")
-    require(haystack.answer in result.content,
-            found=f"at {haystack.tokens:,} prompt tokens, depth {depth:.0%}: answered {result.content[:120]!r} "
-                  f"instead of {haystack.answer!r} ({elapsed:.1f} s)",
-            recipe=f"the needle is retrieved at ~{fraction:.0%} of {profile.vllm.max_model_len:,} tokens, every "
-                   f"depth [000]",
-            fix="check --max-model-len, the checkpoint's rope/long-context config and the KV cache dtype; "
-                "a model that misses needles must not be sold as long-context")
+    require(
+        haystack.answer in result.content,
+        found=f"at {haystack.tokens:,} prompt tokens, depth {depth:.0%}: answered {result.content[:120]!r} "
+        f"instead of {haystack.answer!r} ({elapsed:.1f} s)",
+        recipe=f"the needle is retrieved at ~{fraction:.0%} of {profile.vllm.max_model_len:,} tokens, every "
+        f"depth [000]",
+        fix="check --max-model-len, the checkpoint's rope/long-context config and the KV cache dtype; "
+        "a model that misses needles must not be sold as long-context",
+    )
     mismatch = longctx.usage_mismatch(prompt_tokens, haystack)
-    require(mismatch is None,
-            found=f"depth {depth:.0%}: {mismatch and mismatch.found}",
-            recipe=f"the needle prompt is {target:,} tokens ±0.5 % ({fraction:.0%} of "
-                   f"{profile.vllm.max_model_len:,}) by the server's own count, and the answer's usage.prompt_tokens "
-                   f"is that plus the chat template's few tokens [000]",
-            fix=mismatch.fix if mismatch else "")
+    require(
+        mismatch is None,
+        found=f"depth {depth:.0%}: {mismatch and mismatch.found}",
+        recipe=f"the needle prompt is {target:,} tokens ±0.5 % ({fraction:.0%} of "
+        f"{profile.vllm.max_model_len:,}) by the server's own count, and the answer's usage.prompt_tokens "
+        f"is that plus the chat template's few tokens [000]",
+        fix=mismatch.fix if mismatch else "",
+    )

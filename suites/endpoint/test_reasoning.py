@@ -1,4 +1,5 @@
 """The reasoning parser: thinking arrives apart from the answer [000][002]."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -27,17 +28,20 @@ def test_reasoning_arrives_separately_from_content(endpoint: EndpointClient, pro
         result = endpoint.chat(profile.vllm.served_model_name, QUESTION, temperature=0, max_tokens=1024, stream=stream)
         leaked = [tag for tag in ("<think>", "</think>") if tag in result.content]
         mode = "streamed" if stream else "non-streamed"
-        require(result.reasoning.strip() != "" and not leaked,
-                found=f"{mode}: reasoning {result.reasoning[:80]!r}, content {result.content[:120]!r}"
-                      + (f" — {' and '.join(leaked)} leaked into content" if leaked else ""),
-                recipe=f"`--reasoning-parser {profile.vllm.reasoning_parser}`: reasoning in its own field, the answer "
-                       f"alone in content [000]",
-                fix=f"serve with `--reasoning-parser {profile.vllm.reasoning_parser}`; if it is set, the chat template "
-                    f"or the parser does not match this build — re-test after the image upgrade [000]")
+        require(
+            result.reasoning.strip() != "" and not leaked,
+            found=f"{mode}: reasoning {result.reasoning[:80]!r}, content {result.content[:120]!r}"
+            + (f" — {' and '.join(leaked)} leaked into content" if leaked else ""),
+            recipe=f"`--reasoning-parser {profile.vllm.reasoning_parser}`: reasoning in its own field, the answer "
+            f"alone in content [000]",
+            fix=f"serve with `--reasoning-parser {profile.vllm.reasoning_parser}`; if it is set, the chat template "
+            f"or the parser does not match this build — re-test after the image upgrade [000]",
+        )
 
 
-def test_reasoning_effort_levels_accepted(endpoint: EndpointClient, profile: Profile,
-                                          record_metric: RecordMetric) -> None:
+def test_reasoning_effort_levels_accepted(
+    endpoint: EndpointClient, profile: Profile, record_metric: RecordMetric
+) -> None:
     """Every reasoning effort level the recipe uses is accepted and answered: {endpoint.reasoning_effort_levels}
     [002]."""
     levels = profile.endpoint.reasoning_effort_levels
@@ -46,8 +50,9 @@ def test_reasoning_effort_levels_accepted(endpoint: EndpointClient, profile: Pro
     refused = []
     for level in levels:
         try:
-            result = endpoint.chat(profile.vllm.served_model_name, QUESTION, temperature=0, max_tokens=2048,
-                                   reasoning_effort=level)  # vLLM hands it to the chat template
+            result = endpoint.chat(
+                profile.vllm.served_model_name, QUESTION, temperature=0, max_tokens=2048, reasoning_effort=level
+            )  # vLLM hands it to the chat template
         except openai.BadRequestError as exc:
             refused.append(f"{level}: HTTP 400 {error_body(exc)}")
             continue
@@ -56,7 +61,9 @@ def test_reasoning_effort_levels_accepted(endpoint: EndpointClient, profile: Pro
             record_metric(f"reasoning_tokens_effort_{level}", tokens, "tokens")
         if not result.content.strip():
             refused.append(f"{level}: empty answer (finish_reason {result.finish_reason})")
-    require(not refused,
-            found="; ".join(refused),
-            recipe=f"reasoning effort levels {', '.join(levels)} accepted [002]",
-            fix="the build or chat template does not know these levels: use the recipe's image and template")
+    require(
+        not refused,
+        found="; ".join(refused),
+        recipe=f"reasoning effort levels {', '.join(levels)} accepted [002]",
+        fix="the build or chat template does not know these levels: use the recipe's image and template",
+    )

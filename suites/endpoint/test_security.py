@@ -1,4 +1,5 @@
 """Auth: required when the profile says so; an open endpoint is reported plainly [000][002]."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -16,8 +17,9 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.endpoint
 
 
-def test_auth_matches_profile(endpoint_answers: EndpointClient, station: Station, profile: Profile,
-                              record_finding: RecordFinding) -> None:
+def test_auth_matches_profile(
+    endpoint_answers: EndpointClient, station: Station, profile: Profile, record_finding: RecordFinding
+) -> None:
     """Auth as the profile asks (require_auth: {security.require_auth}): without the key a request gets HTTP 401; an
     open endpoint is a finding [000][002]."""
     response = endpoint_answers.get("/v1/models", with_key=False)
@@ -27,25 +29,36 @@ def test_auth_matches_profile(endpoint_answers: EndpointClient, station: Station
         problem = from_response(response, "GET /v1/models without a key")
     elif anonymous == 200 and "json" not in response.headers.get("content-type", ""):
         problem = from_response(response, "GET /v1/models without a key answered a page, not the API")
-    require(problem is None,
-            found=problem.found if problem else "",
-            recipe="the endpoint answers 200 (open) or 401 (auth required)",
-            fix=problem.hint if problem else "")
+    require(
+        problem is None,
+        found=problem.found if problem else "",
+        recipe="the endpoint answers 200 (open) or 401 (auth required)",
+        fix=problem.hint if problem else "",
+    )
     if anonymous == 401:
-        require(endpoint_answers.has_key,
-                found="the endpoint requires a key (401 without one) and the inventory gives golive none"
-                      + (f" (env var {station.api_key_env} is empty)" if station.api_key_env else ""),
-                recipe="golive authenticates like a client does",
-                fix=f"set `api_key_env:` for station {station.name} in the inventory to the NAME of an environment "
-                    f"variable holding the key, and export it")
+        require(
+            endpoint_answers.has_key,
+            found="the endpoint requires a key (401 without one) and the inventory gives golive none"
+            + (f" (env var {station.api_key_env} is empty)" if station.api_key_env else ""),
+            recipe="golive authenticates like a client does",
+            fix=f"set `api_key_env:` for station {station.name} in the inventory to the NAME of an environment "
+            f"variable holding the key, and export it",
+        )
         keyed = endpoint_answers.get("/v1/models").status_code
-        require(keyed == 200,
-                found=f"with the key from ${station.api_key_env} the endpoint answered {keyed}",
-                recipe="the configured key is accepted", fix=f"put a valid key in ${station.api_key_env}")
+        require(
+            keyed == 200,
+            found=f"with the key from ${station.api_key_env} the endpoint answered {keyed}",
+            recipe="the configured key is accepted",
+            fix=f"put a valid key in ${station.api_key_env}",
+        )
         return
-    require(not profile.security.require_auth,
-            found=f"{endpoint_answers.base_url} answers without any key",
-            recipe="the profile requires auth: firewall, auth and TLS before wider exposure [002]",
-            fix="put an authenticating proxy in front, or serve with an API key (vLLM reads VLLM_API_KEY)")
-    record_finding(f"OPEN ENDPOINT: {endpoint_answers.base_url} answers anyone who can reach it — no API key, as "
-                   f"published [000][002]. Firewall the port, add auth and TLS before wider exposure.")
+    require(
+        not profile.security.require_auth,
+        found=f"{endpoint_answers.base_url} answers without any key",
+        recipe="the profile requires auth: firewall, auth and TLS before wider exposure [002]",
+        fix="put an authenticating proxy in front, or serve with an API key (vLLM reads VLLM_API_KEY)",
+    )
+    record_finding(
+        f"OPEN ENDPOINT: {endpoint_answers.base_url} answers anyone who can reach it — no API key, as "
+        f"published [000][002]. Firewall the port, add auth and TLS before wider exposure."
+    )

@@ -6,6 +6,7 @@ excluded) within the profile's load bounds; every check below reads its level of
 below it; in between the sweep adds requests within load.max_requests / max_duration_s, and a floor still undecided
 after that is not checked (the run is INCOMPLETE, never GO).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -26,9 +27,11 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 
-CAUSES = ("what usually causes the gap: another workload on the GPU or a stray process holding HBM, a different or "
-          "unpinned image, --max-num-seqs lower than the recipe's, prefix caching or chunked prefill off, thermal or "
-          "power throttling (nvidia-smi -q -d PERFORMANCE), or the client too far from the station")
+CAUSES = (
+    "what usually causes the gap: another workload on the GPU or a stray process holding HBM, a different or "
+    "unpinned image, --max-num-seqs lower than the recipe's, prefix caching or chunked prefill off, thermal or "
+    "power throttling (nvidia-smi -q -d PERFORMANCE), or the client too far from the station"
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +42,16 @@ def load(profile: Profile) -> Load:
 
 
 @pytest.fixture(scope="module")
-def swept(request: pytest.FixtureRequest, endpoint: EndpointClient, station: Station, profile: Profile,
-          load: Load) -> Sweep:
+def swept(
+    request: pytest.FixtureRequest, endpoint: EndpointClient, station: Station, profile: Profile, load: Load
+) -> Sweep:
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    workload = Workload(model=profile.vllm.served_model_name, prompt_tokens=load.prompt_tokens,
-                        output_tokens=load.output_tokens, reasoning_effort=load.reasoning_effort)
+    workload = Workload(
+        model=profile.vllm.served_model_name,
+        prompt_tokens=load.prompt_tokens,
+        output_tokens=load.output_tokens,
+        reasoning_effort=load.reasoning_effort,
+    )
     capture = request.config.pluginmanager.get_plugin("capturemanager")
 
     def progress(line: str) -> None:  # live, one line per level: a sweep can take minutes
@@ -54,11 +62,18 @@ def swept(request: pytest.FixtureRequest, endpoint: EndpointClient, station: Sta
     levels, refused = levels_to_run(load.concurrency, station.production, request.config.getoption("allow_peak_load"))
     if not levels:
         return Sweep([], [], refused)
-    plan = SweepPlan(tuple(levels), load.repeats, load.warmup, load.max_duration_s,
-                     slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
-                     undecided=lambda level, earlier: gates.undecided(load, level, earlier),
-                     max_requests=load.max_requests, min_requests=load.min_requests,
-                     paired=gates.gate_concurrency(load), rounds=load.rounds_to_run)
+    plan = SweepPlan(
+        tuple(levels),
+        load.repeats,
+        load.warmup,
+        load.max_duration_s,
+        slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
+        undecided=lambda level, earlier: gates.undecided(load, level, earlier),
+        max_requests=load.max_requests,
+        min_requests=load.min_requests,
+        paired=gates.gate_concurrency(load),
+        rounds=load.rounds_to_run,
+    )
     measured = sweep(endpoint.target, workload, plan, progress)
     measured.refused = refused
     return measured
@@ -69,24 +84,34 @@ def _level(swept: Sweep, concurrency: int) -> LevelResult:
         pytest.skip(PEAK_REFUSED.format(levels=concurrency))
     level = swept.at(concurrency)
     if level is None:
-        pytest.skip(f"concurrency {concurrency} was not run (the profile's max_duration_s ran out first): see the "
-                    f"sweep check")
+        pytest.skip(
+            f"concurrency {concurrency} was not run (the profile's max_duration_s ran out first): see the sweep check"
+        )
     if level.requests == level.failures:
         pytest.skip(f"every request at concurrency {concurrency} failed: see the sweep check")
     return level
 
 
-SPEED_UNMEASURABLE = ("no successful answer had its tokens spread over time (each arrived in one read: no decode "
-                      "time to divide); longer answers (load.output_tokens) give it one")
+SPEED_UNMEASURABLE = (
+    "no successful answer had its tokens spread over time (each arrived in one read: no decode "
+    "time to divide); longer answers (load.output_tokens) give it one"
+)
 TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
-UNMEASURABLE = {"single_user_decode_tok_s": SPEED_UNMEASURABLE, "per_user_tok_s_p50": SPEED_UNMEASURABLE,
-                "per_user_ratio": SPEED_UNMEASURABLE, "single_user_ttft_p50_s": TTFT_UNMEASURABLE,
-                "ttft_p50_s": TTFT_UNMEASURABLE, "scaling_ratio": "a level had no successful request",
-                "goodput_share": "no successful request"}
-UNDECIDED = ("undecided: {what} at {users} users is {value} ({interval}, {requests}), which straddles the "
-             "{kind} {bound}; the sweep added requests up to the profile's bounds (load.max_requests "
-             "{max_requests}, load.max_duration_s {max_duration_s:g} s) and still could not tell: raise them, or "
-             "measure on a quieter station")
+UNMEASURABLE = {
+    "single_user_decode_tok_s": SPEED_UNMEASURABLE,
+    "per_user_tok_s_p50": SPEED_UNMEASURABLE,
+    "per_user_ratio": SPEED_UNMEASURABLE,
+    "single_user_ttft_p50_s": TTFT_UNMEASURABLE,
+    "ttft_p50_s": TTFT_UNMEASURABLE,
+    "scaling_ratio": "a level had no successful request",
+    "goodput_share": "no successful request",
+}
+UNDECIDED = (
+    "undecided: {what} at {users} users is {value} ({interval}, {requests}), which straddles the "
+    "{kind} {bound}; the sweep added requests up to the profile's bounds (load.max_requests "
+    "{max_requests}, load.max_duration_s {max_duration_s:g} s) and still could not tell: raise them, or "
+    "measure on a quieter station"
+)
 
 
 def _gate(load: Load, swept: Sweep, field: str, what: str) -> gates.Gate:
@@ -102,26 +127,44 @@ def _gate(load: Load, swept: Sweep, field: str, what: str) -> gates.Gate:
     return measured
 
 
-def _judge(gate: gates.Gate, load: Load, record_metric: RecordMetric, name: str, unit: str, what: str,
-           **finding: str) -> None:
+def _judge(
+    gate: gates.Gate, load: Load, record_metric: RecordMetric, name: str, unit: str, what: str, **finding: str
+) -> None:
     """Record the gate's number with its interval; fail, pass or (undecided) leave it not checked."""
     assert gate.value is not None  # _gate() skips a gate it could not measure; the peak is always measured
     kind = "ceiling" if gate.ceiling else "floor"
-    record_metric(name, gate.value, unit, **{kind: gate.bound}, interval=gate.interval, requests=gate.requests,
-                  passed=gate.decision is Decision.PASSES)
+    record_metric(
+        name,
+        gate.value,
+        unit,
+        **{kind: gate.bound},
+        interval=gate.interval,
+        requests=gate.requests,
+        passed=gate.decision is Decision.PASSES,
+    )
     if gate.decision is Decision.UNDECIDED:
-        pytest.skip(UNDECIDED.format(what=what, users=gate.concurrency, value=f"{gate.value:,.4g}",
-                                     interval=interval_text(gate.interval), kind=kind,
-                                     requests=f"{gate.rounds} rounds" if gate.rounds else f"{gate.requests} requests",
-                                     bound=f"{gate.bound:,.4g}", max_requests=load.max_requests,
-                                     max_duration_s=load.max_duration_s))
+        pytest.skip(
+            UNDECIDED.format(
+                what=what,
+                users=gate.concurrency,
+                value=f"{gate.value:,.4g}",
+                interval=interval_text(gate.interval),
+                kind=kind,
+                requests=f"{gate.rounds} rounds" if gate.rounds else f"{gate.requests} requests",
+                bound=f"{gate.bound:,.4g}",
+                max_requests=load.max_requests,
+                max_duration_s=load.max_duration_s,
+            )
+        )
     require(gate.decision is Decision.PASSES, **finding)
 
 
 def _measured_at(gate: gates.Gate, spec: str = ",.4g") -> str:
     if gate.rounds:
-        return (f"{format(gate.value, spec)} (median of {gate.rounds} rounds of 1 and {gate.concurrency} users back "
-                f"to back, {interval_text(gate.interval)})")
+        return (
+            f"{format(gate.value, spec)} (median of {gate.rounds} rounds of 1 and {gate.concurrency} users back "
+            f"to back, {interval_text(gate.interval)})"
+        )
     return f"{format(gate.value, spec)} ({interval_text(gate.interval)}, {gate.requests} requests)"
 
 
@@ -133,12 +176,15 @@ def _rounds(swept: Sweep, users: int) -> str:
 
 
 def _workload(load: Load, concurrency: int) -> str:
-    return (f"{concurrency} in flight, ~{load.prompt_tokens}-token salted prompts, {load.output_tokens}-token answers, "
-            f"{load.repeats} × {concurrency} requests after warm-up")
+    return (
+        f"{concurrency} in flight, ~{load.prompt_tokens}-token salted prompts, {load.output_tokens}-token answers, "
+        f"{load.repeats} × {concurrency} requests after warm-up"
+    )
 
 
-def test_sweep_runs_every_level_without_failures(swept: Sweep, load: Load, profile: Profile,
-                                                 record_sweep: RecordSweep) -> None:
+def test_sweep_runs_every_level_without_failures(
+    swept: Sweep, load: Load, profile: Profile, record_sweep: RecordSweep
+) -> None:
     """The concurrency sweep runs every level ({load.concurrency} users) with 0 failed requests (the [002]-style
     table, as data) {cited}."""
     if not swept.levels and swept.refused:
@@ -149,57 +195,85 @@ def test_sweep_runs_every_level_without_failures(swept: Sweep, load: Load, profi
     measured = sum(lv.requests for lv in swept.levels)
     measured_failed = sum(lv.failures for lv in swept.levels)
     warm_failed = sum(lv.warmup_failures for lv in swept.levels)
-    require(not swept.not_run,
-            found=f"concurrency {swept.not_run} not run: the sweep reached max_duration_s ({load.max_duration_s:g} s)",
-            recipe=f"the go-live sweep covers {', '.join(map(str, load.concurrency))} users {profile.cited}",
-            fix="raise load.max_duration_s in the site profile, or find why requests are this slow (TTFT/E2E in "
-                "the sweep table)")
-    require(sum(failures.values()) == 0,
-            # counts that add up: measured failures of the measured requests, warm-up failures beside them
-            found=f"{measured_failed} of {measured} measured requests failed"
-                  + (f", and {warm_failed} warm-up requests" if warm_failed else "")
-                  + f" (by level, both: {failures}); first errors: {errors}",
-            recipe=f"0 failures at every level ({', '.join(map(str, load.concurrency))} users) {profile.cited}",
-            fix="read the server log around those requests: dropped connections (a proxy or load balancer timeout), "
-                "HTTP 5xx (engine errors, KV cache exhausted), or answers shorter than asked (ignore_eos not honoured)")
+    require(
+        not swept.not_run,
+        found=f"concurrency {swept.not_run} not run: the sweep reached max_duration_s ({load.max_duration_s:g} s)",
+        recipe=f"the go-live sweep covers {', '.join(map(str, load.concurrency))} users {profile.cited}",
+        fix="raise load.max_duration_s in the site profile, or find why requests are this slow (TTFT/E2E in "
+        "the sweep table)",
+    )
+    require(
+        sum(failures.values()) == 0,
+        # counts that add up: measured failures of the measured requests, warm-up failures beside them
+        found=f"{measured_failed} of {measured} measured requests failed"
+        + (f", and {warm_failed} warm-up requests" if warm_failed else "")
+        + f" (by level, both: {failures}); first errors: {errors}",
+        recipe=f"0 failures at every level ({', '.join(map(str, load.concurrency))} users) {profile.cited}",
+        fix="read the server log around those requests: dropped connections (a proxy or load balancer timeout), "
+        "HTTP 5xx (engine errors, KV cache exhausted), or answers shorter than asked (ignore_eos not honoured)",
+    )
 
 
-def test_single_user_decode_meets_floor(swept: Sweep, load: Load, profile: Profile,
-                                        record_metric: RecordMetric) -> None:
+def test_single_user_decode_meets_floor(
+    swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
+) -> None:
     """One user decodes at least the recipe's single-user speed, {load.floors.single_user_decode_tok_s} tok/s less
     {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "single_user_decode_tok_s", "single-user decode speed")
-    _judge(gate, load, record_metric, "single_user_decode_tok_s", "tok/s", "single-user decode speed",
-           found=f"1 user decodes at {_measured_at(gate)} tok/s (p50), below the floor {gate.bound:,.1f} tok/s",
-           recipe=f"1 user {load.floors.single_user_decode_tok_s:g} tok/s, less {load.tolerance:.0%} tolerance "
-                  f"({_workload(load, 1)}) {profile.cited}",
-           fix=CAUSES)
+    _judge(
+        gate,
+        load,
+        record_metric,
+        "single_user_decode_tok_s",
+        "tok/s",
+        "single-user decode speed",
+        found=f"1 user decodes at {_measured_at(gate)} tok/s (p50), below the floor {gate.bound:,.1f} tok/s",
+        recipe=f"1 user {load.floors.single_user_decode_tok_s:g} tok/s, less {load.tolerance:.0%} tolerance "
+        f"({_workload(load, 1)}) {profile.cited}",
+        fix=CAUSES,
+    )
 
 
-def test_single_user_ttft_within_ceiling(swept: Sweep, load: Load, profile: Profile,
-                                         record_metric: RecordMetric) -> None:
+def test_single_user_ttft_within_ceiling(
+    swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
+) -> None:
     """One user's first token (reasoning counts) arrives within the recipe's TTFT, p50
     {load.floors.single_user_ttft_p50_s} s plus {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "single_user_ttft_p50_s", "time to first token")
-    _judge(gate, load, record_metric, "single_user_ttft_p50_s", "s", "time to first token",
-           found=f"1 user waits {_measured_at(gate, '.3f')} s for the first token (p50), above the ceiling "
-                 f"{gate.bound:.3f} s",
-           recipe=f"TTFT p50 {load.floors.single_user_ttft_p50_s:g} s at 1 user, plus {load.tolerance:.0%} "
-                  f"tolerance {profile.cited}",
-           fix=CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the network path")
+    _judge(
+        gate,
+        load,
+        record_metric,
+        "single_user_ttft_p50_s",
+        "s",
+        "time to first token",
+        found=f"1 user waits {_measured_at(gate, '.3f')} s for the first token (p50), above the ceiling "
+        f"{gate.bound:.3f} s",
+        recipe=f"TTFT p50 {load.floors.single_user_ttft_p50_s:g} s at 1 user, plus {load.tolerance:.0%} "
+        f"tolerance {profile.cited}",
+        fix=CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the network path",
+    )
 
 
-def test_aggregate_throughput_meets_floor(swept: Sweep, load: Load, profile: Profile,
-                                          record_metric: RecordMetric) -> None:
+def test_aggregate_throughput_meets_floor(
+    swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
+) -> None:
     """At the gate level ({load.gate_level} users) the station delivers at least the recipe's aggregate
     {load.floors.aggregate_tok_s} tok/s, less {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "aggregate_tok_s", "aggregate throughput")
     users = gate.concurrency
-    _judge(gate, load, record_metric, f"aggregate_tok_s_at_{users}", "tok/s", "aggregate throughput",
-           found=f"{users} users get {_measured_at(gate, ',.1f')} tok/s aggregate, below the floor {gate.bound:,.1f}",
-           recipe=f"{load.floors.aggregate_tok_s:,g} tok/s aggregate at {users} users, less {load.tolerance:.0%} "
-                  f"({_workload(load, users)}) {profile.cited}",
-           fix=CAUSES)
+    _judge(
+        gate,
+        load,
+        record_metric,
+        f"aggregate_tok_s_at_{users}",
+        "tok/s",
+        "aggregate throughput",
+        found=f"{users} users get {_measured_at(gate, ',.1f')} tok/s aggregate, below the floor {gate.bound:,.1f}",
+        recipe=f"{load.floors.aggregate_tok_s:,g} tok/s aggregate at {users} users, less {load.tolerance:.0%} "
+        f"({_workload(load, users)}) {profile.cited}",
+        fix=CAUSES,
+    )
 
 
 def test_per_user_speed_meets_floor(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
@@ -207,25 +281,40 @@ def test_per_user_speed_meets_floor(swept: Sweep, load: Load, profile: Profile, 
     {load.floors.per_user_tok_s_p50} tok/s less {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "per_user_tok_s_p50", "per-user decode speed")
     users = gate.concurrency
-    _judge(gate, load, record_metric, f"per_user_tok_s_p50_at_{users}", "tok/s", "per-user decode speed",
-           found=f"at {users} users each decodes at {_measured_at(gate, '.1f')} tok/s (median), below the floor "
-                 f"{gate.bound:.1f}",
-           recipe=f"{load.floors.per_user_tok_s_p50:g} tok/s per user (median) at {users} users, less "
-                  f"{load.tolerance:.0%} {profile.cited}",
-           fix=CAUSES)
+    _judge(
+        gate,
+        load,
+        record_metric,
+        f"per_user_tok_s_p50_at_{users}",
+        "tok/s",
+        "per-user decode speed",
+        found=f"at {users} users each decodes at {_measured_at(gate, '.1f')} tok/s (median), below the floor "
+        f"{gate.bound:.1f}",
+        recipe=f"{load.floors.per_user_tok_s_p50:g} tok/s per user (median) at {users} users, less "
+        f"{load.tolerance:.0%} {profile.cited}",
+        fix=CAUSES,
+    )
 
 
-def test_ttft_under_load_within_ceiling(swept: Sweep, load: Load, profile: Profile,
-                                        record_metric: RecordMetric) -> None:
+def test_ttft_under_load_within_ceiling(
+    swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
+) -> None:
     """At the gate level ({load.gate_level} users) the first token (reasoning counts) arrives within the recipe's
     TTFT, p50 {load.floors.ttft_p50_s} s plus {load.tolerance:%} tolerance {cited}."""
     gate = _gate(load, swept, "ttft_p50_s", "time to first token")
     users = gate.concurrency
-    _judge(gate, load, record_metric, f"ttft_p50_s_at_{users}", "s", "time to first token",
-           found=f"at {users} users the first token takes {_measured_at(gate, '.3f')} s (p50), above the ceiling "
-                 f"{gate.bound:.3f} s",
-           recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {users} users, plus {load.tolerance:.0%} {profile.cited}",
-           fix=CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill settings")
+    _judge(
+        gate,
+        load,
+        record_metric,
+        f"ttft_p50_s_at_{users}",
+        "s",
+        "time to first token",
+        found=f"at {users} users the first token takes {_measured_at(gate, '.3f')} s (p50), above the ceiling "
+        f"{gate.bound:.3f} s",
+        recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {users} users, plus {load.tolerance:.0%} {profile.cited}",
+        fix=CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill settings",
+    )
 
 
 def test_peak_throughput_meets_floor(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
@@ -237,16 +326,27 @@ def test_peak_throughput_meets_floor(swept: Sweep, load: Load, profile: Profile,
     top = max(load.concurrency)
     top_level = _level(swept, top)
     best = max(swept.levels, key=lambda lv: lv.aggregate_tok_s)
-    gate = gates.Gate("peak_tok_s", best.concurrency, best.aggregate_tok_s,
-                      None if best.aggregate_tok_s_ci is None else (best.aggregate_tok_s_ci[0],
-                                                                    best.aggregate_tok_s_ci[1]),
-                      floor, best.requests - best.failures)
-    _judge(gate, load, record_metric, "peak_tok_s", "tok/s", "the best aggregate",
-           found=f"the best aggregate is {_measured_at(gate, ',.1f')} tok/s (at {best.concurrency} users; "
-                 f"{top} users: {top_level.aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
-           recipe=f"peak {load.floors.peak_tok_s:,g} tok/s, less {load.tolerance:.0%} (levels "
-                  f"{load.concurrency}) {profile.cited}",
-           fix=CAUSES + "; a peak that stops rising early usually means --max-num-seqs or the KV cache caps the batch")
+    gate = gates.Gate(
+        "peak_tok_s",
+        best.concurrency,
+        best.aggregate_tok_s,
+        None if best.aggregate_tok_s_ci is None else (best.aggregate_tok_s_ci[0], best.aggregate_tok_s_ci[1]),
+        floor,
+        best.requests - best.failures,
+    )
+    _judge(
+        gate,
+        load,
+        record_metric,
+        "peak_tok_s",
+        "tok/s",
+        "the best aggregate",
+        found=f"the best aggregate is {_measured_at(gate, ',.1f')} tok/s (at {best.concurrency} users; "
+        f"{top} users: {top_level.aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
+        recipe=f"peak {load.floors.peak_tok_s:,g} tok/s, less {load.tolerance:.0%} (levels "
+        f"{load.concurrency}) {profile.cited}",
+        fix=CAUSES + "; a peak that stops rising early usually means --max-num-seqs or the KV cache caps the batch",
+    )
 
 
 def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
@@ -257,15 +357,22 @@ def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile,
     users = gate.concurrency
     shape = gates.curve(swept.levels)
     record_metric("aggregate_peaks_at_users", shape.peak, "users")
-    _judge(gate, load, record_metric, f"scaling_ratio_at_{users}", "×", "the aggregate's scaling",
-           found=f"the aggregate at {users} users is {_measured_at(gate, '.2f')}× the single user's, below the "
-                 f"floor {gate.bound:.2f}×{_rounds(swept, users)}; aggregate tok/s by users: {shape.described()}; it "
-                 f"stops rising at "
-                 f"{shape.peak} users (max_num_seqs in the profile: {profile.vllm.max_num_seqs})",
-           recipe=f"aggregate at {users} users ÷ aggregate at 1 user ≥ {load.floors.scaling_ratio:g}, less "
-                  f"{load.tolerance:.0%} (the recipe's table: the aggregate keeps rising up to max_num_seqs) "
-                  f"[000][002]",
-           fix=(shape.cause(profile.vllm.max_num_seqs, gate.value, users) or CAUSES) + "; then re-run the go-live")
+    _judge(
+        gate,
+        load,
+        record_metric,
+        f"scaling_ratio_at_{users}",
+        "×",
+        "the aggregate's scaling",
+        found=f"the aggregate at {users} users is {_measured_at(gate, '.2f')}× the single user's, below the "
+        f"floor {gate.bound:.2f}×{_rounds(swept, users)}; aggregate tok/s by users: {shape.described()}; it "
+        f"stops rising at "
+        f"{shape.peak} users (max_num_seqs in the profile: {profile.vllm.max_num_seqs})",
+        recipe=f"aggregate at {users} users ÷ aggregate at 1 user ≥ {load.floors.scaling_ratio:g}, less "
+        f"{load.tolerance:.0%} (the recipe's table: the aggregate keeps rising up to max_num_seqs) "
+        f"[000][002]",
+        fix=(shape.cause(profile.vllm.max_num_seqs, gate.value, users) or CAUSES) + "; then re-run the go-live",
+    )
 
 
 def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
@@ -279,45 +386,60 @@ def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profil
     cap = profile.vllm.max_num_seqs
     batch = min(users, cap) if cap else users
     if not level.scaling_rounds:
-        pytest.skip(f"the ratio rounds did not run (the profile's load.max_requests {load.max_requests} or "
-                    f"load.max_duration_s {load.max_duration_s:g} s ran out first): see the sweep check")
+        pytest.skip(
+            f"the ratio rounds did not run (the profile's load.max_requests {load.max_requests} or "
+            f"load.max_duration_s {load.max_duration_s:g} s ran out first): see the sweep check"
+        )
     busy = [(running, waiting) for running, waiting in level.engine_samples or [] if running + waiting > 0]
     if not busy:
-        pytest.skip("not checked: GET /metrics never reported vllm:num_requests_running and _waiting with work in "
-                    f"the engine while {users} users were in flight (vLLM serves /metrics by default: is a proxy "
-                    "hiding it?)")
+        pytest.skip(
+            "not checked: GET /metrics never reported vllm:num_requests_running and _waiting with work in "
+            f"the engine while {users} users were in flight (vLLM serves /metrics by default: is a proxy "
+            "hiding it?)"
+        )
     held = [(running, waiting) for running, waiting in busy if waiting > 0 and running < batch]
     most = max(running for running, _ in busy)
-    record_metric(f"held_back_share_at_{users}", len(held) / len(busy), "", ceiling=0.5,
-                  passed=len(held) < len(busy) / 2)
+    record_metric(
+        f"held_back_share_at_{users}", len(held) / len(busy), "", ceiling=0.5, passed=len(held) < len(busy) / 2
+    )
     # a request that reached the engine between two scheduler steps waits a few ms: a poll can meet that once in a
     # while, a cap holds requests back in every poll (a batch capped at 2 of 8: 6 waiting, poll after poll)
-    require(len(held) < len(busy) / 2,
-            found=f"with {users} requests in flight vLLM ran at most {most:g} at once and kept requests waiting in "
-                  f"{len(held)} of {len(busy)} polls (`vllm:num_requests_running`/`_waiting` on /metrics, every 0.1 s "
-                  f"during {len(level.scaling_rounds)} batches of {users} users)",
-            recipe=f"the station batches up to --max-num-seqs {cap or '(unset)'}: {users} users run as one batch of "
-                   f"{batch}, none waiting {profile.cited}",
-            fix=f"the batch is capped at about {most:g}: read --max-num-seqs in the service's ExecStart (the "
-                f"recipe serves {cap or 'its default'}); a KV cache too small for {batch} sequences caps it too "
-                f"(the vLLM log's 'Maximum concurrency' line, --gpu-memory-utilization, --max-model-len), as does "
-                f"--max-num-batched-tokens below {batch} prompts; then re-run the go-live")
+    require(
+        len(held) < len(busy) / 2,
+        found=f"with {users} requests in flight vLLM ran at most {most:g} at once and kept requests waiting in "
+        f"{len(held)} of {len(busy)} polls (`vllm:num_requests_running`/`_waiting` on /metrics, every 0.1 s "
+        f"during {len(level.scaling_rounds)} batches of {users} users)",
+        recipe=f"the station batches up to --max-num-seqs {cap or '(unset)'}: {users} users run as one batch of "
+        f"{batch}, none waiting {profile.cited}",
+        fix=f"the batch is capped at about {most:g}: read --max-num-seqs in the service's ExecStart (the "
+        f"recipe serves {cap or 'its default'}); a KV cache too small for {batch} sequences caps it too "
+        f"(the vLLM log's 'Maximum concurrency' line, --gpu-memory-utilization, --max-model-len), as does "
+        f"--max-num-batched-tokens below {batch} prompts; then re-run the go-live",
+    )
 
 
-def test_per_user_speed_holds_under_load(swept: Sweep, load: Load, profile: Profile,
-                                         record_metric: RecordMetric) -> None:
+def test_per_user_speed_holds_under_load(
+    swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
+) -> None:
     """At {load.gate_concurrency} users each user still decodes at least {load.floors.per_user_ratio} of the single
     user's speed (the median of rounds of 1 and {load.gate_concurrency} users measured back to back) [000][002]."""
     gate = _gate(load, swept, "per_user_ratio", "per-user decode under load")
     users = gate.concurrency
-    _judge(gate, load, record_metric, f"per_user_ratio_at_{users}", "×", "per-user decode under load",
-           found=f"at {users} users each user decodes at {_measured_at(gate, '.3f')} of the single user's speed "
-                 f"(p50 ÷ p50), below the floor {gate.bound:,.4g}",
-           recipe=f"per-user decode at {users} users ÷ single-user decode ≥ {load.floors.per_user_ratio:g}, less "
-                  f"{load.tolerance:.0%} [000][002]",
-           fix="batches this large slow every user more than the recipe's: preemptions or KV-cache swapping "
-               "(`vllm:num_preemptions_total` on /metrics), --max-num-batched-tokens too small for the batch, or "
-               "another workload on the accelerator; " + CAUSES)
+    _judge(
+        gate,
+        load,
+        record_metric,
+        f"per_user_ratio_at_{users}",
+        "×",
+        "per-user decode under load",
+        found=f"at {users} users each user decodes at {_measured_at(gate, '.3f')} of the single user's speed "
+        f"(p50 ÷ p50), below the floor {gate.bound:,.4g}",
+        recipe=f"per-user decode at {users} users ÷ single-user decode ≥ {load.floors.per_user_ratio:g}, less "
+        f"{load.tolerance:.0%} [000][002]",
+        fix="batches this large slow every user more than the recipe's: preemptions or KV-cache swapping "
+        "(`vllm:num_preemptions_total` on /metrics), --max-num-batched-tokens too small for the batch, or "
+        "another workload on the accelerator; " + CAUSES,
+    )
 
 
 def test_goodput_meets_floor(swept: Sweep, load: Load, record_metric: RecordMetric) -> None:
@@ -332,17 +454,23 @@ def test_goodput_meets_floor(swept: Sweep, load: Load, record_metric: RecordMetr
     # _gate() measured the goodput share at this level: it was run and its good requests were counted
     assert level is not None and level.goodput_req_s is not None
     record_metric(f"goodput_req_s_at_{users}", level.goodput_req_s, "req/s")
-    _judge(gate, load, record_metric, f"goodput_share_at_{users}", "share", "the goodput share",
-           found=f"at {users} users {level.good_requests} of {gate.requests} requests meet every objective "
-                 f"({_measured_at(gate, '.3f')}; {level.goodput_req_s:.3g} req/s good), below the floor "
-                 f"{gate.bound:.3f}; TTFT p50 {level.ttft_p50_s} s, TPOT p50 {level.tpot_p50_s} s, "
-                 f"E2E p50 {level.e2e_p50_s} s",
-           recipe=f"objectives TTFT ≤ {load.slo.ttft_s} s, TPOT ≤ {load.slo.tpot_s} s, E2E ≤ {load.slo.e2el_s} s "
-                  f"per request (vllm bench serve --goodput definitions), met by ≥ {load.floors.goodput_share:g} "
-                  f"of the requests, less {load.tolerance:.0%} [000][002]",
-           fix="the objective that most requests miss names the fix: TTFT (prefill, queueing: --max-num-seqs, "
-               "--max-num-batched-tokens), TPOT (batch too large for the accelerator, preemptions), E2E (both); "
-               + CAUSES)
+    _judge(
+        gate,
+        load,
+        record_metric,
+        f"goodput_share_at_{users}",
+        "share",
+        "the goodput share",
+        found=f"at {users} users {level.good_requests} of {gate.requests} requests meet every objective "
+        f"({_measured_at(gate, '.3f')}; {level.goodput_req_s:.3g} req/s good), below the floor "
+        f"{gate.bound:.3f}; TTFT p50 {level.ttft_p50_s} s, TPOT p50 {level.tpot_p50_s} s, "
+        f"E2E p50 {level.e2e_p50_s} s",
+        recipe=f"objectives TTFT ≤ {load.slo.ttft_s} s, TPOT ≤ {load.slo.tpot_s} s, E2E ≤ {load.slo.e2el_s} s "
+        f"per request (vllm bench serve --goodput definitions), met by ≥ {load.floors.goodput_share:g} "
+        f"of the requests, less {load.tolerance:.0%} [000][002]",
+        fix="the objective that most requests miss names the fix: TTFT (prefill, queueing: --max-num-seqs, "
+        "--max-num-batched-tokens), TPOT (batch too large for the accelerator, preemptions), E2E (both); " + CAUSES,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -355,8 +483,10 @@ def prefilled(endpoint: EndpointClient, profile: Profile, load: Load) -> tuple[d
     try:
         before = metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total")
     except EndpointError as exc:
-        pytest.skip(f"not checked because /metrics did not answer ({exc.what}): without the server's prefix-cache "
-                    f"counter golive cannot show the prompts were not served from cache")
+        pytest.skip(
+            f"not checked because /metrics did not answer ({exc.what}): without the server's prefix-cache "
+            f"counter golive cannot show the prompts were not served from cache"
+        )
     measured = {}
     for length in lengths:
         workload = Workload(model=profile.vllm.served_model_name, prompt_tokens=length, output_tokens=1)
@@ -366,47 +496,63 @@ def prefilled(endpoint: EndpointClient, profile: Profile, load: Load) -> tuple[d
     return measured, metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total") - before
 
 
-def test_prefill_speed_at_long_prompts(prefilled: tuple[dict[int, LevelResult], float], load: Load,
-                                       record_metric: RecordMetric) -> None:
+def test_prefill_speed_at_long_prompts(
+    prefilled: tuple[dict[int, LevelResult], float], load: Load, record_metric: RecordMetric
+) -> None:
     """Prompts of {load.prefill.prompt_tokens} tokens are read at the profile's prefill floors (prompt tok/s = prompt
     tokens ÷ TTFT, one output token), none served from the prefix cache (the server's vllm:prefix_cache_hits_total
     does not move); without floors the speed is recorded beside the reference values, not gated [000]."""
     measured, hits = prefilled
     record_metric("prefix_cache_hits_during_prefill", hits, "tokens", ceiling=0)
     if hits > 0:
-        pytest.skip(f"not checked because the server's prefix cache served {hits:,.0f} tokens while golive measured "
-                    f"prefill with salted prompts (another client, or a cache that ignores the prefix): the speed "
-                    f"would be the cache's; re-run when golive is the station's only client")
+        pytest.skip(
+            f"not checked because the server's prefix cache served {hits:,.0f} tokens while golive measured "
+            f"prefill with salted prompts (another client, or a cache that ignores the prefix): the speed "
+            f"would be the cache's; re-run when golive is the station's only client"
+        )
     below: list[str] = []
     undecided: list[str] = []
     for length, level in measured.items():
         if level.failures or level.ttft_p50_s is None or not level.prompt_tokens_p50:
-            below.append(f"{length:,} tokens: {level.failures} of {level.requests} requests failed "
-                         f"({'; '.join(level.errors)})")
+            below.append(
+                f"{length:,} tokens: {level.failures} of {level.requests} requests failed ({'; '.join(level.errors)})"
+            )
             continue
         speed = level.prompt_tokens_p50 / level.ttft_p50_s
         ci = level.ttft_p50_s_ci
-        interval = None if ci is None or ci[0] <= 0 else (level.prompt_tokens_p50 / ci[1],
-                                                          level.prompt_tokens_p50 / ci[0])
+        interval = (
+            None if ci is None or ci[0] <= 0 else (level.prompt_tokens_p50 / ci[1], level.prompt_tokens_p50 / ci[0])
+        )
         floor = load.prefill.floors_tok_s.get(length)
         bound = None if floor is None else floor * (1 - load.tolerance)
         decision = Decision.PASSES if bound is None else against_floor(interval, bound)
-        record_metric(f"prefill_tok_s_at_{length}", speed, "tok/s", floor=bound, interval=interval,
-                      requests=level.requests - level.failures, passed=decision is Decision.PASSES)
+        record_metric(
+            f"prefill_tok_s_at_{length}",
+            speed,
+            "tok/s",
+            floor=bound,
+            interval=interval,
+            requests=level.requests - level.failures,
+            passed=decision is Decision.PASSES,
+        )
         reference = load.prefill.reference_tok_s.get(length)
-        said = (f"{length:,} tokens: {speed:,.0f} prompt tok/s ({interval_text(interval, ',.0f')}, "
-                f"{level.requests - level.failures} requests, {level.prompt_tokens_p50:,.0f} prompt tokens)"
-                + (f", reference {reference:,.0f} ({load.prefill.reference_source})" if reference else ""))
+        said = (
+            f"{length:,} tokens: {speed:,.0f} prompt tok/s ({interval_text(interval, ',.0f')}, "
+            f"{level.requests - level.failures} requests, {level.prompt_tokens_p50:,.0f} prompt tokens)"
+            + (f", reference {reference:,.0f} ({load.prefill.reference_source})" if reference else "")
+        )
         if decision is Decision.FAILS:
             below.append(f"{said}, below the floor {bound:,.0f}")
         elif decision is Decision.UNDECIDED:
             undecided.append(f"{said} straddles the floor {bound:,.0f}")
-    require(not below,
-            found="; ".join(below),
-            recipe=f"prefill at {', '.join(f'{n:,}' for n in load.prefill.prompt_tokens)} prompt tokens at least the "
-                   f"profile's load.prefill.floors_tok_s, less {load.tolerance:.0%} [000]",
-            fix="prefill is compute-bound: the accelerator's clocks and power (nvidia-smi -q -d PERFORMANCE), "
-                "--max-num-batched-tokens (chunked prefill's chunk), another workload on the accelerator, the "
-                "attention backend the server picked (its start-up log)")
+    require(
+        not below,
+        found="; ".join(below),
+        recipe=f"prefill at {', '.join(f'{n:,}' for n in load.prefill.prompt_tokens)} prompt tokens at least the "
+        f"profile's load.prefill.floors_tok_s, less {load.tolerance:.0%} [000]",
+        fix="prefill is compute-bound: the accelerator's clocks and power (nvidia-smi -q -d PERFORMANCE), "
+        "--max-num-batched-tokens (chunked prefill's chunk), another workload on the accelerator, the "
+        "attention backend the server picked (its start-up log)",
+    )
     if undecided:
         pytest.skip(f"undecided: {'; '.join(undecided)}: raise load.prefill.requests")

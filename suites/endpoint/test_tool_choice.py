@@ -1,4 +1,5 @@
 """Agents steer tool use with `tool_choice`: auto, none, required and a named function are each honoured [000]."""
+
 from __future__ import annotations
 
 import json
@@ -23,14 +24,24 @@ pytestmark = pytest.mark.endpoint
 
 
 def _tool(name: str, description: str) -> dict:
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": {
-            "city": {"type": "string", "description": "City name, e.g. 'Paris'"}}, "required": ["city"]}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "City name, e.g. 'Paris'"}},
+                "required": ["city"],
+            },
+        },
+    }
 
 
-TOOLS = [_tool("get_weather", "Get the current weather for a city."),
-         _tool("get_local_time", "Get the current local time in a city.")]
+TOOLS = [
+    _tool("get_weather", "Get the current weather for a city."),
+    _tool("get_local_time", "Get the current local time in a city."),
+]
 WEATHER = "What's the weather in Paris right now?"
 # mode -> (prompt, tool_choice): each prompt tempts the model to do what the mode forbids
 MODES = {
@@ -41,8 +52,10 @@ MODES = {
     "parallel": ("What's the weather in Paris and in Tokyo?", "auto"),
 }
 MARKUP = ("<tool_call>", "<arg_key>", "</tool_call>")
-FIX = ("serve with the recipe's `--tool-call-parser` and image: vLLM enforces required/named tool_choice with the "
-       "parser's structural tag (xgrammar); if those match, the checkpoint or chat template is not the recipe's")
+FIX = (
+    "serve with the recipe's `--tool-call-parser` and image: vLLM enforces required/named tool_choice with the "
+    "parser's structural tag (xgrammar); if those match, the checkpoint or chat template is not the recipe's"
+)
 
 
 @dataclass(frozen=True)
@@ -66,11 +79,19 @@ ChoiceRuns = dict[tuple[str, bool], ChatResult | Refused]  # {(mode, streamed): 
 @pytest.fixture(scope="module")
 def choice_runs(endpoint: EndpointClient, profile: Profile) -> ChoiceRuns:
     """Every mode, non-streamed and streamed, each on its own: {(mode, streamed): its answer or its refusal}."""
+
     def run(key: tuple[str, bool]) -> ChatResult | Refused:
         prompt, choice = MODES[key[0]]
         try:
-            return endpoint.chat(profile.vllm.served_model_name, [{"role": "user", "content": prompt}], tools=TOOLS,
-                                 tool_choice=choice, temperature=0, max_tokens=1024, stream=key[1])
+            return endpoint.chat(
+                profile.vllm.served_model_name,
+                [{"role": "user", "content": prompt}],
+                tools=TOOLS,
+                tool_choice=choice,
+                temperature=0,
+                max_tokens=1024,
+                stream=key[1],
+            )
         except openai.APIStatusError as exc:
             return Refused(exc.status_code, error_body(exc))
 
@@ -89,8 +110,10 @@ def _problems(choice_runs: ChoiceRuns, mode: str, wrong: Callable[[ChatResult], 
         problem: str | None
         if isinstance(result, Refused):
             if any(flag in result.message for flag in PARSER_MISSING):
-                pytest.skip(f"not checked because the server refuses tool_choice {mode} without its tool parser "
-                            f"({result}): see the smoke-test check, which reports it")
+                pytest.skip(
+                    f"not checked because the server refuses tool_choice {mode} without its tool parser "
+                    f"({result}): see the smoke-test check, which reports it"
+                )
             problem = f"refused: {result}"
         else:
             problem = wrong(result)
@@ -116,14 +139,26 @@ def _invalid(calls: list[tuple[str, str]]) -> str | None:
 
 def test_tool_choice_auto_calls_when_a_tool_fits(choice_runs: ChoiceRuns) -> None:
     """tool_choice auto: a request a tool fits comes back as a call to that tool [000]."""
-    bad = _problems(choice_runs, "auto", lambda r: None if [n for n, _ in r.tool_calls] == ["get_weather"]
-                    else f"calls {r.tool_calls}, content {r.content[:80]!r}")
-    require(not bad, found="; ".join(bad), recipe="tool_choice auto: get_weather called for a weather question [000]",
-            fix=FIX)
+    bad = _problems(
+        choice_runs,
+        "auto",
+        lambda r: (
+            None
+            if [n for n, _ in r.tool_calls] == ["get_weather"]
+            else f"calls {r.tool_calls}, content {r.content[:80]!r}"
+        ),
+    )
+    require(
+        not bad,
+        found="; ".join(bad),
+        recipe="tool_choice auto: get_weather called for a weather question [000]",
+        fix=FIX,
+    )
 
 
 def test_tool_choice_none_answers_in_text(choice_runs: ChoiceRuns) -> None:
     """tool_choice none: no call even when a tool fits, and a text answer instead [000]."""
+
     def wrong(r: ChatResult) -> str | None:
         if r.tool_calls:
             return f"called {[n for n, _ in r.tool_calls]}"
@@ -132,22 +167,33 @@ def test_tool_choice_none_answers_in_text(choice_runs: ChoiceRuns) -> None:
         return None if r.content.strip() else "no text answer (empty content)"
 
     bad = _problems(choice_runs, "none", wrong)
-    require(not bad, found="; ".join(bad),
-            recipe="tool_choice none: the model answers in text and calls nothing [000]",
-            fix="the model ignores tool_choice none: pin the recipe's checkpoint and chat template; as a stopgap "
-                "serve with `--exclude-tools-when-tool-choice-none` so the model never sees the tools")
+    require(
+        not bad,
+        found="; ".join(bad),
+        recipe="tool_choice none: the model answers in text and calls nothing [000]",
+        fix="the model ignores tool_choice none: pin the recipe's checkpoint and chat template; as a stopgap "
+        "serve with `--exclude-tools-when-tool-choice-none` so the model never sees the tools",
+    )
 
 
 def test_tool_choice_required_forces_a_call(choice_runs: ChoiceRuns) -> None:
     """tool_choice required: a valid call even when text would do [000]."""
-    bad = _problems(choice_runs, "required", lambda r: f"no call, content {r.content[:80]!r}" if not r.tool_calls
-                    else _invalid(r.tool_calls))
-    require(not bad, found="; ".join(bad),
-            recipe="tool_choice required: at least one call, valid against the offered tool's schema [000]", fix=FIX)
+    bad = _problems(
+        choice_runs,
+        "required",
+        lambda r: f"no call, content {r.content[:80]!r}" if not r.tool_calls else _invalid(r.tool_calls),
+    )
+    require(
+        not bad,
+        found="; ".join(bad),
+        recipe="tool_choice required: at least one call, valid against the offered tool's schema [000]",
+        fix=FIX,
+    )
 
 
 def test_named_tool_choice_calls_that_function(choice_runs: ChoiceRuns) -> None:
     """A named tool_choice: a call to that function, whatever the question leans to [000]."""
+
     def wrong(r: ChatResult) -> str | None:
         names = [n for n, _ in r.tool_calls]
         if not names or set(names) != {"get_local_time"}:
@@ -155,18 +201,26 @@ def test_named_tool_choice_calls_that_function(choice_runs: ChoiceRuns) -> None:
         return _invalid(r.tool_calls)
 
     bad = _problems(choice_runs, "named", wrong)
-    require(not bad, found="; ".join(bad),
-            recipe="tool_choice {function: get_local_time}: get_local_time is called, nothing else [000]", fix=FIX)
+    require(
+        not bad,
+        found="; ".join(bad),
+        recipe="tool_choice {function: get_local_time}: get_local_time is called, nothing else [000]",
+        fix=FIX,
+    )
 
 
 def test_parallel_calls_are_separate_entries(choice_runs: ChoiceRuns) -> None:
     """Parallel calls come back as separate tool_calls entries, one per call [000]."""
+
     def wrong(r: ChatResult) -> str | None:
         cities = sorted(json.loads(a).get("city", "") for _, a in r.tool_calls) if not _invalid(r.tool_calls) else []
         return None if cities == ["Paris", "Tokyo"] else f"tool_calls {r.tool_calls}"
 
     bad = _problems(choice_runs, "parallel", wrong)
-    require(not bad, found="; ".join(bad),
-            recipe="two get_weather entries, Paris and Tokyo, each its own tool_calls item [000]",
-            fix="parallel calls merged or lost: the tool parser of this build splits calls differently; pin the "
-                "recipe's image and parser")
+    require(
+        not bad,
+        found="; ".join(bad),
+        recipe="two get_weather entries, Paris and Tokyo, each its own tool_calls item [000]",
+        fix="parallel calls merged or lost: the tool parser of this build splits calls differently; pin the "
+        "recipe's image and parser",
+    )

@@ -1,4 +1,5 @@
 """Tool calling is a launch blocker: calls come back structured, right, and the same streamed or not [000]."""
+
 from __future__ import annotations
 
 import json
@@ -23,11 +24,21 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.endpoint
 
-GET_WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather for a city.",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string", "description": "City name, e.g. 'Paris'"},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}
+GET_WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "City name, e.g. 'Paris'"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city"],
+        },
+    },
+}
 SMOKE = [{"role": "user", "content": "What's the weather in Paris right now?"}]
 PARSER_FIX = "serve with `--enable-auto-tool-choice --tool-call-parser {parser}` (parser names are pinned to the build)"
 
@@ -36,8 +47,9 @@ PARSER_FIX = "serve with `--enable-auto-tool-choice --tool-call-parser {parser}`
 def smoke(endpoint: EndpointClient, profile: Profile) -> Smoke:
     """The recipe's smoke request, sent once; tool checks that need working tool calling depend on it."""
     try:
-        return endpoint.chat(profile.vllm.served_model_name, SMOKE, tools=[GET_WEATHER], temperature=0,
-                             max_tokens=1024), None
+        return endpoint.chat(
+            profile.vllm.served_model_name, SMOKE, tools=[GET_WEATHER], temperature=0, max_tokens=1024
+        ), None
     except openai.BadRequestError as exc:
         return None, f"HTTP 400: {error_body(exc)}"
 
@@ -55,41 +67,58 @@ def test_smoke_get_weather_returns_structured_tool_call(smoke: Smoke, profile: P
     """The smoke test: a get_weather request comes back as a structured tool_calls entry, not text [000]."""
     result, refused = smoke
     parser = profile.vllm.tool_call_parser or "<parser>"
-    require(refused is None,
-            found=f"the server refused a request with `tools`: {refused}",
-            recipe="tool calling is a launch blocker: the smoke request returns a structured `tool_calls` entry [000]",
-            fix=PARSER_FIX.format(parser=parser))
+    require(
+        refused is None,
+        found=f"the server refused a request with `tools`: {refused}",
+        recipe="tool calling is a launch blocker: the smoke request returns a structured `tool_calls` entry [000]",
+        fix=PARSER_FIX.format(parser=parser),
+    )
     assert result is not None  # require() ended the check otherwise: a request that was not refused answered
     leaked = any(tag in result.content for tag in ("<tool_call>", "<arg_key>", "</tool_call>"))
-    require(len(result.tool_calls) == 1 and not leaked,
-            found=f"{len(result.tool_calls)} tool call(s); content {result.content[:160]!r}"
-                  + (" — the call arrived as TEXT in content" if leaked else ""),
-            recipe="exactly one `tool_calls` entry for get_weather, nothing in content [000]",
-            fix=PARSER_FIX.format(parser=parser))
+    require(
+        len(result.tool_calls) == 1 and not leaked,
+        found=f"{len(result.tool_calls)} tool call(s); content {result.content[:160]!r}"
+        + (" — the call arrived as TEXT in content" if leaked else ""),
+        recipe="exactly one `tool_calls` entry for get_weather, nothing in content [000]",
+        fix=PARSER_FIX.format(parser=parser),
+    )
     name, arguments = result.tool_calls[0]
     verdict = score_calls(_smoke_case(), [(name, arguments)])
-    require(verdict.passed and result.finish_reason == "tool_calls",
-            found=f"call {name}({arguments}), finish_reason {result.finish_reason}: {verdict.reason}",
-            recipe="get_weather with JSON arguments valid against the tool's schema (city 'Paris'), finish_reason "
-                   "tool_calls [000]",
-            fix="re-test after every image upgrade: parser behaviour changes between builds [000]; if the parser "
-                "flags are right, the checkpoint or chat template is not the recipe's")
+    require(
+        verdict.passed and result.finish_reason == "tool_calls",
+        found=f"call {name}({arguments}), finish_reason {result.finish_reason}: {verdict.reason}",
+        recipe="get_weather with JSON arguments valid against the tool's schema (city 'Paris'), finish_reason "
+        "tool_calls [000]",
+        fix="re-test after every image upgrade: parser behaviour changes between builds [000]; if the parser "
+        "flags are right, the checkpoint or chat template is not the recipe's",
+    )
 
 
 def _smoke_case() -> ToolCase:
     from golive.endpoint.toolcalls import ToolCase
 
-    return ToolCase(id="smoke", category="simple", messages=SMOKE, tools=[GET_WEATHER],
-                    expected=[{"name": "get_weather", "arguments": {"city": ["Paris"],
-                                                                    "unit": ["", "celsius", "fahrenheit"]}}])
+    return ToolCase(
+        id="smoke",
+        category="simple",
+        messages=SMOKE,
+        tools=[GET_WEATHER],
+        expected=[{"name": "get_weather", "arguments": {"city": ["Paris"], "unit": ["", "celsius", "fahrenheit"]}}],
+    )
 
 
 @pytest.fixture(scope="session")
 def battery_runs(tools_work: ChatResult, endpoint: EndpointClient, profile: Profile) -> BatteryRuns:
     """Every battery case, non-streamed and streamed: [(case, plain result, streamed result)]."""
+
     def run(case: ToolCase, stream: bool) -> ChatResult:
-        return endpoint.chat(profile.vllm.served_model_name, case.messages, tools=case.tools, temperature=0,
-                             max_tokens=1024, stream=stream)
+        return endpoint.chat(
+            profile.vllm.served_model_name,
+            case.messages,
+            tools=case.tools,
+            temperature=0,
+            max_tokens=1024,
+            stream=stream,
+        )
 
     cases = load_battery()
     with ThreadPoolExecutor(max_workers=profile.endpoint.max_concurrency) as pool:  # load bounded by the profile
@@ -98,8 +127,9 @@ def battery_runs(tools_work: ChatResult, endpoint: EndpointClient, profile: Prof
     return list(zip(cases, plain, streamed, strict=True))
 
 
-def test_tool_call_battery_meets_floor(battery_runs: BatteryRuns, profile: Profile,
-                                       record_metric: RecordMetric) -> None:
+def test_tool_call_battery_meets_floor(
+    battery_runs: BatteryRuns, profile: Profile, record_metric: RecordMetric
+) -> None:
     """The tool-call battery (BFCL-style AST scoring: name, required args, types, values) scores at least
     {endpoint.tool_battery_floor:%} [000]."""
     failures = []
@@ -111,32 +141,39 @@ def test_tool_call_battery_meets_floor(battery_runs: BatteryRuns, profile: Profi
     score = (total - len(failures)) / total
     floor = profile.endpoint.tool_battery_floor
     record_metric("tool_battery_score", round(score, 4), "fraction", floor=floor)
-    require(score >= floor,
-            found=f"{total - len(failures)}/{total} cases pass ({score:.0%}); failing: " + "; ".join(failures[:6])
-                  + (" …" if len(failures) > 6 else ""),
-            recipe=f"tool-call battery ≥ {floor:.0%} of its {total} cases [000]",
-            fix="compare the parser flags and image digest with the recipe; newer glm parsers drop calls to "
-                "undeclared tools silently [field practice]")
+    require(
+        score >= floor,
+        found=f"{total - len(failures)}/{total} cases pass ({score:.0%}); failing: "
+        + "; ".join(failures[:6])
+        + (" …" if len(failures) > 6 else ""),
+        recipe=f"tool-call battery ≥ {floor:.0%} of its {total} cases [000]",
+        fix="compare the parser flags and image digest with the recipe; newer glm parsers drop calls to "
+        "undeclared tools silently [field practice]",
+    )
 
 
 def test_streaming_and_non_streaming_give_same_calls(battery_runs: BatteryRuns) -> None:
     """Streaming and non-streaming return the same tool calls (agents use both) [000]."""
     made = sum(len(plain.tool_calls) + len(streamed.tool_calls) for _, plain, streamed in battery_runs)
-    require(made > 0,
-            found=f"neither mode made a single tool call in {len(battery_runs)} cases: nothing to compare",
-            recipe="the same calls whether the client streams or not [000]",
-            fix="see the tool-call battery check: tool calling itself does not work")
+    require(
+        made > 0,
+        found=f"neither mode made a single tool call in {len(battery_runs)} cases: nothing to compare",
+        recipe="the same calls whether the client streams or not [000]",
+        fix="see the tool-call battery check: tool calling itself does not work",
+    )
     differ = []
     for case, plain, streamed in battery_runs:
         a = [(n, _canonical(args)) for n, args in plain.tool_calls]
         b = [(n, _canonical(args)) for n, args in streamed.tool_calls]
         if sorted(a) != sorted(b):
             differ.append(f"{case.id}: non-streamed {a} vs streamed {b}")
-    require(not differ,
-            found=f"{len(differ)} case(s) differ: " + "; ".join(differ[:4]),
-            recipe="the same calls whether the client streams or not [000]",
-            fix="stream parsing differs by build: pin the image the recipe validated, or report it upstream with "
-                "these cases")
+    require(
+        not differ,
+        found=f"{len(differ)} case(s) differ: " + "; ".join(differ[:4]),
+        recipe="the same calls whether the client streams or not [000]",
+        fix="stream parsing differs by build: pin the image the recipe validated, or report it upstream with "
+        "these cases",
+    )
 
 
 def _canonical(arguments: str) -> str:

@@ -1,4 +1,5 @@
 """The container systemd starts: docker flags, image pin, served vLLM flags [000][002]."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -79,11 +80,13 @@ def _origin_and_place(facts: StationFacts, unit_name: str, words: list[str]) -> 
 @pytest.fixture
 def docker_run(facts: StationFacts, service: Service) -> DockerRun:
     run = facts.docker_run
-    require(run is not None,
-            found=f"ExecStart of {service.unit} does not run `docker run`: "
-                  f"{[' '.join(c.argv) for c in facts.unit.exec_start]}",
-            recipe="systemd starts the vLLM container with `docker run` in ExecStart [000]",
-            fix=f"make {_exec_start(facts, service.unit)} the recipe's `docker run … IMAGE@sha256:… --model …` line")
+    require(
+        run is not None,
+        found=f"ExecStart of {service.unit} does not run `docker run`: "
+        f"{[' '.join(c.argv) for c in facts.unit.exec_start]}",
+        recipe="systemd starts the vLLM container with `docker run` in ExecStart [000]",
+        fix=f"make {_exec_start(facts, service.unit)} the recipe's `docker run … IMAGE@sha256:… --model …` line",
+    )
     assert run is not None  # require() ended the check otherwise
     return run
 
@@ -94,16 +97,18 @@ def test_docker_has_no_restart_policy(facts: StationFacts, docker_run: DockerRun
     container = facts.container
     running_policy = container.restart_policy if container else "no"
     origin, place = _origin_and_place(facts, service.unit, _option_words(facts, "--restart"))
-    require(not flags and running_policy in ("no", ""),
-            found=f"docker restart policy {flags[0] if flags else running_policy!r} "
-                  f"({'docker run line' + origin if flags else 'docker inspect HostConfig.RestartPolicy'})",
-            recipe="no `--restart` on the docker run line: a docker restart skips the prestart and its drop_caches "
-                   "[000]",
-            fix=f"remove `--restart=…` from {place} (or use --restart=no), then {_reload(service.unit)}")
+    require(
+        not flags and running_policy in ("no", ""),
+        found=f"docker restart policy {flags[0] if flags else running_policy!r} "
+        f"({'docker run line' + origin if flags else 'docker inspect HostConfig.RestartPolicy'})",
+        recipe="no `--restart` on the docker run line: a docker restart skips the prestart and its drop_caches [000]",
+        fix=f"remove `--restart=…` from {place} (or use --restart=no), then {_reload(service.unit)}",
+    )
 
 
-def test_container_not_pinned_to_dram_node(facts: StationFacts, docker_run: DockerRun, profile: Profile,
-                                           service: Service) -> None:
+def test_container_not_pinned_to_dram_node(
+    facts: StationFacts, docker_run: DockerRun, profile: Profile, service: Service
+) -> None:
     """The vLLM container is NOT confined to the DRAM node (confined there, CUDA init fails with Error 802) [000]."""
     dram = str(profile.numa.dram_node if profile.numa else 0)
     values = [v for v in docker_run.values("--cpuset-mems") if v]
@@ -111,64 +116,82 @@ def test_container_not_pinned_to_dram_node(facts: StationFacts, docker_run: Dock
     if container and container.cpuset_mems:
         values.append(container.cpuset_mems)
     origin, place = _origin_and_place(facts, service.unit, _option_words(facts, "--cpuset-mems"))
-    require(all(v.strip() != dram for v in values),
-            found=f"the serving container is confined to memory node(s) {', '.join(sorted(set(values)))}{origin}",
-            recipe=f"I/O jobs get node {dram}; the serving container gets the whole machine — pinned to node {dram} "
-                   f"CUDA init fails with Error 802 [000]",
-            fix="remove `--cpuset-mems` from " + (place if origin else f"the docker run line of {service.unit}")
-                + f" ({_reload(service.unit)}); keep `numactl --membind={dram}` for downloads and copies "
-                  f"only")
+    require(
+        all(v.strip() != dram for v in values),
+        found=f"the serving container is confined to memory node(s) {', '.join(sorted(set(values)))}{origin}",
+        recipe=f"I/O jobs get node {dram}; the serving container gets the whole machine — pinned to node {dram} "
+        f"CUDA init fails with Error 802 [000]",
+        fix="remove `--cpuset-mems` from "
+        + (place if origin else f"the docker run line of {service.unit}")
+        + f" ({_reload(service.unit)}); keep `numactl --membind={dram}` for downloads and copies "
+        f"only",
+    )
 
 
-def test_image_pinned_by_digest(facts: StationFacts, docker_run: DockerRun, profile: Profile,
-                                service: Service) -> None:
+def test_image_pinned_by_digest(facts: StationFacts, docker_run: DockerRun, profile: Profile, service: Service) -> None:
     """The image is referenced by @sha256 digest, the one the profile pins [000][002]."""
     image = docker_run.image
     pin = profile.image.digest
-    origin, place = _origin_and_place(facts, service.unit,
-                                      [w for w in _run_words(facts) if w == str(image)])
-    require(pin is not None,
-            found=f"the unit runs {image}; the profile pins no digest",
-            recipe="the image is pinned by digest; the suite is the post-upgrade gate [000][002]",
-            fix="record the digest you validated (`docker image inspect --format '{{index .RepoDigests 0}}' IMAGE`) "
-                "as image.digest in your site profile")
-    require(image.digest == pin,
-            found=f"the unit runs {image}" + ("" if image.digest else " (a tag: it moves under you)") + origin,
-            recipe=f"{profile.image.repository}@{pin} [000]",
-            fix=f"reference the image as {profile.image.repository}@{pin} in {place}"
-                + (f" and {_reload(service.unit)}" if origin else "")
-                + "; if you upgraded on purpose, re-run the whole suite and then update image.digest in the profile")
+    origin, place = _origin_and_place(facts, service.unit, [w for w in _run_words(facts) if w == str(image)])
+    require(
+        pin is not None,
+        found=f"the unit runs {image}; the profile pins no digest",
+        recipe="the image is pinned by digest; the suite is the post-upgrade gate [000][002]",
+        fix="record the digest you validated (`docker image inspect --format '{{index .RepoDigests 0}}' IMAGE`) "
+        "as image.digest in your site profile",
+    )
+    require(
+        image.digest == pin,
+        found=f"the unit runs {image}" + ("" if image.digest else " (a tag: it moves under you)") + origin,
+        recipe=f"{profile.image.repository}@{pin} [000]",
+        fix=f"reference the image as {profile.image.repository}@{pin} in {place}"
+        + (f" and {_reload(service.unit)}" if origin else "")
+        + "; if you upgraded on purpose, re-run the whole suite and then update image.digest in the profile",
+    )
 
 
-def test_running_container_runs_pinned_image(facts: StationFacts, docker_run: DockerRun, profile: Profile,
-                                             service: Service, station: Station) -> None:
+def test_running_container_runs_pinned_image(
+    facts: StationFacts, docker_run: DockerRun, profile: Profile, service: Service, station: Station
+) -> None:
     """The running container runs the image the unit pins (docker inspect), not an older one [000]."""
     if station.phase == "pre-start":
         not_applicable("pre-start phase: no container is expected to run")
     container = facts.container
-    require(container is not None and container.running,
-            found=f"container {facts.container_name} is {'absent' if container is None else container.status}",
-            recipe="the serving station runs the container systemd started [000]",
-            fix=f"`systemctl start {service.unit}` and read `journalctl -u {service.unit}`")
+    require(
+        container is not None and container.running,
+        found=f"container {facts.container_name} is {'absent' if container is None else container.status}",
+        recipe="the serving station runs the container systemd started [000]",
+        fix=f"`systemctl start {service.unit}` and read `journalctl -u {service.unit}`",
+    )
     assert container is not None  # require() ended the check otherwise
     wanted = docker_run.image.digest or profile.image.digest
     running = facts.image(container.image_id)
-    require(wanted in running.digests(),
-            found=f"container {container.name} runs image {container.image_id[:19]}… with digests "
-                  f"{sorted(running.digests()) or 'none'} (started as {container.config_image})",
-            recipe=f"the running image is {profile.image.repository}@{wanted}, the one the unit pins [000]",
-            fix=f"`systemctl restart {service.unit}` so the pinned image runs (the prestart saves the old "
-                f"container's logs first)")
+    require(
+        wanted in running.digests(),
+        found=f"container {container.name} runs image {container.image_id[:19]}… with digests "
+        f"{sorted(running.digests()) or 'none'} (started as {container.config_image})",
+        recipe=f"the running image is {profile.image.repository}@{wanted}, the one the unit pins [000]",
+        fix=f"`systemctl restart {service.unit}` so the pinned image runs (the prestart saves the old "
+        f"container's logs first)",
+    )
 
 
 def _expected_flags(profile: Profile) -> dict[str, object]:
     v = profile.vllm
-    wanted = {"served-model-name": v.served_model_name, "port": v.port, "tensor-parallel-size": v.tensor_parallel_size,
-              "max-model-len": v.max_model_len, "max-num-seqs": v.max_num_seqs,
-              "gpu-memory-utilization": v.gpu_memory_utilization, "enable-chunked-prefill": v.enable_chunked_prefill,
-              "enable-prefix-caching": v.enable_prefix_caching, "enable-auto-tool-choice": v.enable_auto_tool_choice,
-              "tool-call-parser": v.tool_call_parser, "reasoning-parser": v.reasoning_parser,
-              "kv-cache-dtype": v.kv_cache_dtype}
+    wanted = {
+        "served-model-name": v.served_model_name,
+        "port": v.port,
+        "tensor-parallel-size": v.tensor_parallel_size,
+        "max-model-len": v.max_model_len,
+        "max-num-seqs": v.max_num_seqs,
+        "gpu-memory-utilization": v.gpu_memory_utilization,
+        "enable-chunked-prefill": v.enable_chunked_prefill,
+        "enable-prefix-caching": v.enable_prefix_caching,
+        "enable-auto-tool-choice": v.enable_auto_tool_choice,
+        "tool-call-parser": v.tool_call_parser,
+        "reasoning-parser": v.reasoning_parser,
+        "kv-cache-dtype": v.kv_cache_dtype,
+    }
     return {k: val for k, val in wanted.items() if val is not None}
 
 
@@ -238,14 +261,16 @@ class _Origins:
         words = [w for w in self._words(flag, occurrence) if isinstance(w, systemd.Word) and (always or _via_env(w))]
         texts = list(dict.fromkeys(systemd.origin_of(w) for w in words))
         if any(w.unset for w in words):  # a missing env file, a line systemd skips: why the variable is unset
-            texts += [n for n in self.notes if any(name in n for w in words for name in w.unset)
-                      or "EnvironmentFile=" in n]
+            texts += [
+                n for n in self.notes if any(name in n for w in words for name in w.unset) or "EnvironmentFile=" in n
+            ]
         return "; ".join(t for t in texts if t)
 
     def place(self, flag: str, occurrence: int = -1) -> str:
         """What to edit so that the flag changes: the variable's line, else ExecStart."""
-        places = dict.fromkeys(systemd.edit_place(w, self.default) if _via_env(w) else self.default
-                               for w in self._words(flag, occurrence))
+        places = dict.fromkeys(
+            systemd.edit_place(w, self.default) if _via_env(w) else self.default for w in self._words(flag, occurrence)
+        )
         return ", ".join(places) or self.default
 
     def stale(self, flag: str, served: str | bool | None) -> str:
@@ -255,25 +280,32 @@ class _Origins:
         now = uses[-1].value if uses else None
         if now == served:
             return ""
-        return (f"; the unit now gives {'no such flag' if now is None else _text(now)}"
-                f"{f' ({self.origin(flag)})' if self.origin(flag) else ''}: a restart serves it")
+        return (
+            f"; the unit now gives {'no such flag' if now is None else _text(now)}"
+            f"{f' ({self.origin(flag)})' if self.origin(flag) else ''}: a restart serves it"
+        )
 
     def twice(self, flag: str, uses: list[FlagUse]) -> str:
         """`--max-model-len is given 2 times: 1048576 (…), then 1m (…); vLLM keeps the last, 1m`."""
         unit_uses = self.uses.get(flag, [])
         same = len(unit_uses) == len(uses)
-        shown = [f"{_text(u.value)} ({self.origin(flag, i, always=True) or 'as served'})" if same
-                 else _text(u.value) for i, u in enumerate(uses)]
-        return (f"--{flag} is given {len(uses)} times: {', then '.join(shown)}; vLLM's argparse keeps the last, "
-                f"{_text(uses[-1].value)}")
+        shown = [
+            f"{_text(u.value)} ({self.origin(flag, i, always=True) or 'as served'})" if same else _text(u.value)
+            for i, u in enumerate(uses)
+        ]
+        return (
+            f"--{flag} is given {len(uses)} times: {', then '.join(shown)}; vLLM's argparse keeps the last, "
+            f"{_text(uses[-1].value)}"
+        )
 
 
 def _text(value: object) -> str:
     return "on" if value is True else "off" if value is False else str(value)
 
 
-def test_served_flags_are_accepted_by_vllm(facts: StationFacts, docker_run: DockerRun, service: Service,
-                                           station: Station) -> None:
+def test_served_flags_are_accepted_by_vllm(
+    facts: StationFacts, docker_run: DockerRun, service: Service, station: Station
+) -> None:
     """vLLM's own argument parser accepts every served flag (value types, switches, no stray words); a value it
     refuses stops `vllm serve` before it serves [000][002]."""
     args, source = _served(facts, docker_run, service, station)
@@ -285,17 +317,25 @@ def test_served_flags_are_accepted_by_vllm(facts: StationFacts, docker_run: Dock
         origin = origins.origin(refusal.flag) if refusal.flag else ""
         lines.append(refusal.text + (f" ({origin})" if origin else ""))
         places[origins.place(refusal.flag) if refusal.flag else origins.default] = None
-    require(not refused,
-            found=f"vLLM would refuse the served arguments ({source}): " + "; ".join(lines),
-            recipe="vLLM starts with the recipe's flags; a value its parser refuses ends `vllm serve` at once [000]",
-            fix=f"correct the value in {', '.join(places)} as vLLM spells it (lowercase "
-                f"k/m/g/t = powers of 10, uppercase K/M/G/T = powers of 2, whole numbers only with K/M/G/T; switches "
-                f"take no value), then {_reload(service.unit)}")
+    require(
+        not refused,
+        found=f"vLLM would refuse the served arguments ({source}): " + "; ".join(lines),
+        recipe="vLLM starts with the recipe's flags; a value its parser refuses ends `vllm serve` at once [000]",
+        fix=f"correct the value in {', '.join(places)} as vLLM spells it (lowercase "
+        f"k/m/g/t = powers of 10, uppercase K/M/G/T = powers of 2, whole numbers only with K/M/G/T; switches "
+        f"take no value), then {_reload(service.unit)}",
+    )
 
 
-def test_served_flags_match_profile(facts: StationFacts, docker_run: DockerRun, profile: Profile, service: Service,
-                                    station: Station, record_finding: RecordFinding,
-                                    record_provenance: RecordProvenance) -> None:
+def test_served_flags_match_profile(
+    facts: StationFacts,
+    docker_run: DockerRun,
+    profile: Profile,
+    service: Service,
+    station: Station,
+    record_finding: RecordFinding,
+    record_provenance: RecordProvenance,
+) -> None:
     """vLLM is served with the recipe's flags: context, sequences, memory, prefill, caching, parsers, speculative
     decoding, bind address, port, name [000][002]; an open bind without auth is reported, and so is a flag given
     twice (vLLM keeps the last). A value set through the unit's environment names the file and line that set it."""
@@ -303,9 +343,14 @@ def test_served_flags_match_profile(facts: StationFacts, docker_run: DockerRun, 
     served = parse_serve_args(args)
     origins = _Origins(facts, docker_run, service)
     repeated = repeated_flags(args)
-    record_provenance(served_args=served, served_args_source=source, pinned_flags=_expected_flags(profile),
-                      parsers={p: served.get(p) for p in ("tool-call-parser", "reasoning-parser")},
-                      image=str(docker_run.image), image_digest=docker_run.image.digest)
+    record_provenance(
+        served_args=served,
+        served_args_source=source,
+        pinned_flags=_expected_flags(profile),
+        parsers={p: served.get(p) for p in ("tool-call-parser", "reasoning-parser")},
+        image=str(docker_run.image),
+        image_digest=docker_run.image.digest,
+    )
     wrong: list[str] = []
     unreadable: list[str] = []
     places: dict[str, None] = {}  # where to edit, in order, once each
@@ -316,39 +361,60 @@ def test_served_flags_match_profile(facts: StationFacts, docker_run: DockerRun, 
             continue
         if not _same(flag, got, want):
             origin = origins.origin(flag)
-            wrong.append(_shown(flag, got, want) + (f" ({origin})" if origin and flag not in repeated else "")
-                         + (f" — {origins.twice(flag, repeated[flag])}" if flag in repeated else "")
-                         + (origins.stale(flag, got) if args is not docker_run.args else ""))
+            wrong.append(
+                _shown(flag, got, want)
+                + (f" ({origin})" if origin and flag not in repeated else "")
+                + (f" — {origins.twice(flag, repeated[flag])}" if flag in repeated else "")
+                + (origins.stale(flag, got) if args is not docker_run.args else "")
+            )
             places[origins.place(flag)] = None
     want_tokens = profile.vllm.speculative_num_tokens
     if want_tokens is not None and speculative_tokens(served) != want_tokens:
-        wrong.append(f"speculative decoding: {speculative_tokens(served)} draft tokens, recipe {want_tokens}"
-                     + (" (--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": "
-                        f"{want_tokens}}}')" if want_tokens else " (no --speculative-config)"))
+        wrong.append(
+            f"speculative decoding: {speculative_tokens(served)} draft tokens, recipe {want_tokens}"
+            + (
+                f' (--speculative-config \'{{"method": "mtp", "num_speculative_tokens": {want_tokens}}}\')'
+                if want_tokens
+                else " (no --speculative-config)"
+            )
+        )
         places[origins.place("speculative-config")] = None
     host = served_host(served)
     if profile.vllm.host is not None and host != profile.vllm.host:
-        wrong.append(f"--host: {host}{' (vLLM default: every interface)' if 'host' not in served else ''}, "
-                     f"recipe {profile.vllm.host}")
+        wrong.append(
+            f"--host: {host}{' (vLLM default: every interface)' if 'host' not in served else ''}, "
+            f"recipe {profile.vllm.host}"
+        )
         places[origins.place("host")] = None
-    require(not wrong,
-            found=f"served flags differ ({source}): " + "; ".join(wrong),
-            recipe="the served flags are the recipe's; parser names are pinned to the vLLM build [000]",
-            fix=f"fix the flags in {', '.join(places) or origins.default}"
-                + (" (a flag given twice: vLLM serves the last; delete the others)"
-                   if any(f"--{f}" in " ".join(wrong) for f in repeated) else "")
-                + f", then {_reload(service.unit)}, "
-                f"then re-run the endpoint layer (tool calls are a launch blocker)")
+    require(
+        not wrong,
+        found=f"served flags differ ({source}): " + "; ".join(wrong),
+        recipe="the served flags are the recipe's; parser names are pinned to the vLLM build [000]",
+        fix=f"fix the flags in {', '.join(places) or origins.default}"
+        + (
+            " (a flag given twice: vLLM serves the last; delete the others)"
+            if any(f"--{f}" in " ".join(wrong) for f in repeated)
+            else ""
+        )
+        + f", then {_reload(service.unit)}, "
+        f"then re-run the endpoint layer (tool calls are a launch blocker)",
+    )
     if unreadable:
-        pytest.skip(f"not checked: {', '.join(unreadable)} (vLLM refuses the value: see "
-                    f"test_served_flags_are_accepted_by_vllm); every other served flag matches")
+        pytest.skip(
+            f"not checked: {', '.join(unreadable)} (vLLM refuses the value: see "
+            f"test_served_flags_are_accepted_by_vllm); every other served flag matches"
+        )
     notes = []
     if host == ALL_INTERFACES and not profile.security.require_auth:
-        notes.append(f"OPEN BIND: vLLM listens on every interface ({host}:{profile.vllm.port}, {source}) with no "
-                     f"API key required, as published [000]. Firewall the port, add auth and TLS before wider "
-                     f"exposure, or bind 127.0.0.1 behind a proxy.")
+        notes.append(
+            f"OPEN BIND: vLLM listens on every interface ({host}:{profile.vllm.port}, {source}) with no "
+            f"API key required, as published [000]. Firewall the port, add auth and TLS before wider "
+            f"exposure, or bind 127.0.0.1 behind a proxy."
+        )
     for flag, uses in repeated.items():
-        notes.append(f"FLAG GIVEN TWICE: {origins.twice(flag, uses)} (served as the recipe wants), but an edit of "
-                     f"an earlier one changes nothing: delete all but the last.")
+        notes.append(
+            f"FLAG GIVEN TWICE: {origins.twice(flag, uses)} (served as the recipe wants), but an edit of "
+            f"an earlier one changes nothing: delete all but the last."
+        )
     if notes:
         record_finding(" ".join(notes))

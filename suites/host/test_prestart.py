@@ -1,4 +1,5 @@
 """The prestart script: what systemd runs before every start attempt [000]."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -30,35 +31,47 @@ def test_prestart_is_what_the_unit_runs_before_start(facts: StationFacts, servic
     home = unit.files[0] if unit.files else service.unit
     pre = [" ".join(c.argv) for c in unit.exec_start_pre]
     runs_it = [c for c in unit.exec_start_pre if service.prestart in c.argv]
-    require(bool(runs_it),
-            found=f"{service.unit} ExecStartPre runs {pre or 'nothing'} ({unit.source}"
-                  + (f"; ExecStartPre {unit.origin('ExecStartPre')}" if "ExecStartPre" in unit.set_at else "") + ")",
-            recipe=f"ExecStartPre={service.prestart}, so the page cache is cleared on EVERY start, "
-                   f"restarts included [000]",
-            fix=(unit.fix_at("ExecStartPre", service.unit, f"ExecStartPre={service.prestart}")
-                 if "ExecStartPre" in unit.set_at else
-                 f"add `ExecStartPre={service.prestart}` to [Service] of {home}, then `systemctl daemon-reload`"))
+    require(
+        bool(runs_it),
+        found=f"{service.unit} ExecStartPre runs {pre or 'nothing'} ({unit.source}"
+        + (f"; ExecStartPre {unit.origin('ExecStartPre')}" if "ExecStartPre" in unit.set_at else "")
+        + ")",
+        recipe=f"ExecStartPre={service.prestart}, so the page cache is cleared on EVERY start, restarts included [000]",
+        fix=(
+            unit.fix_at("ExecStartPre", service.unit, f"ExecStartPre={service.prestart}")
+            if "ExecStartPre" in unit.set_at
+            else f"add `ExecStartPre={service.prestart}` to [Service] of {home}, then `systemctl daemon-reload`"
+        ),
+    )
     line = runs_it[0]
     at = f" ({line.where})" if line.where else ""
-    require(not line.ignore_errors,
-            found=f"{service.unit} runs `ExecStartPre=-{' '.join(line.argv)}`{at} ({unit.source}): the `-` prefix "
-                  f"ignores the prestart's failure, so vLLM starts even when the prestart refused (HBM still full)",
-            recipe="the prestart's refusal stops the start: a failed ExecStartPre must fail the start [000]",
-            fix=f"remove the `-` in front of `ExecStartPre={service.prestart}` in "
-                f"{_file_and_line(line.where) if line.where else service.unit}, then `systemctl daemon-reload`"
-                + (f" (or `systemctl revert {service.unit}` to drop the drop-in)"
-                   if line.where.rsplit(':', 1)[0] in unit.dropins else ""))
+    require(
+        not line.ignore_errors,
+        found=f"{service.unit} runs `ExecStartPre=-{' '.join(line.argv)}`{at} ({unit.source}): the `-` prefix "
+        f"ignores the prestart's failure, so vLLM starts even when the prestart refused (HBM still full)",
+        recipe="the prestart's refusal stops the start: a failed ExecStartPre must fail the start [000]",
+        fix=f"remove the `-` in front of `ExecStartPre={service.prestart}` in "
+        f"{_file_and_line(line.where) if line.where else service.unit}, then `systemctl daemon-reload`"
+        + (
+            f" (or `systemctl revert {service.unit}` to drop the drop-in)"
+            if line.where.rsplit(":", 1)[0] in unit.dropins
+            else ""
+        ),
+    )
     if line.path == service.prestart:  # systemd executes it itself (not `sh script`): it needs its x bit
         mode = facts.prestart_mode
-        require(mode is not None and bool(mode & 0o100),
-                found=f"{service.prestart} has mode {mode:04o}: not executable, so the next start fails with "
-                      f"status=203/EXEC before vLLM runs",
-                recipe="the prestart script is installed executable (mode 0755) [000]",
-                fix=f"chmod 0755 {service.prestart}")
+        require(
+            mode is not None and bool(mode & 0o100),
+            found=f"{service.prestart} has mode {mode:04o}: not executable, so the next start fails with "
+            f"status=203/EXEC before vLLM runs",
+            recipe="the prestart script is installed executable (mode 0755) [000]",
+            fix=f"chmod 0755 {service.prestart}",
+        )
 
 
-def test_prestart_syncs_then_drops_page_cache(facts: StationFacts, service: Service,
-                                              record_finding: RecordFinding) -> None:
+def test_prestart_syncs_then_drops_page_cache(
+    facts: StationFacts, service: Service, record_finding: RecordFinding
+) -> None:
     """Before every start: `sync`, then drop the page cache (echo 1 or stronger), before the container starts; both
     on every path through the prestart (and the files it sources or runs to completion), not in a branch, loop, `&&`,
     background job or after an `exit` that may skip them [000]."""
@@ -66,41 +79,58 @@ def test_prestart_syncs_then_drops_page_cache(facts: StationFacts, service: Serv
     written = [i for i, c in enumerate(sequence) if c.drops_page_cache()]
     drops = [i for i in written if sequence[i].always_runs]
     starts = [i for i, c in enumerate(sequence) if (c.docker_verb() or ("",))[0] in ("run", "start")]
-    recipe = "the prestart runs `sync; echo 1 > /proc/sys/vm/drop_caches` before the container starts, on every " \
-             "start [000]"
+    recipe = (
+        "the prestart runs `sync; echo 1 > /proc/sys/vm/drop_caches` before the container starts, on every start [000]"
+    )
     fix = f"put `sync` then `echo 1 > /proc/sys/vm/drop_caches` in {service.prestart}, before anything starts vLLM"
     weak = [c for c in sequence if c.writes_drop_caches() and not c.drops_page_cache()]
     if written and not drops:
         skipped = sequence[written[0]]
-        require(False,
-                found=f"{skipped.where()} drops the page cache, but {skipped.verdict()}: "
-                      f"{skipped.why_it_may_not_run()}",
-                recipe=recipe,
-                fix=f"{skipped.fixes()}, so it runs on every start (after `sync`, before anything starts vLLM)")
+        require(
+            False,
+            found=f"{skipped.where()} drops the page cache, but {skipped.verdict()}: {skipped.why_it_may_not_run()}",
+            recipe=recipe,
+            fix=f"{skipped.fixes()}, so it runs on every start (after `sync`, before anything starts vLLM)",
+        )
     unread = [f for f in facts.prestart.findings if not f.never]  # files it sources or runs that golive could not read
-    require(bool(drops),
-            found=f"nothing in {service.prestart} or the unit drops the page cache"
-                  + (f": {weak[0].where()} writes drop_caches with another value (2 frees slab only)" if weak else "")
-                  + ("; " + "; ".join(f.describe() for f in unread) if unread else ""),
-            recipe=recipe, fix="; ".join(f.fix() for f in unread) + (f"; or {fix}" if unread else fix))
+    require(
+        bool(drops),
+        found=f"nothing in {service.prestart} or the unit drops the page cache"
+        + (f": {weak[0].where()} writes drop_caches with another value (2 frees slab only)" if weak else "")
+        + ("; " + "; ".join(f.describe() for f in unread) if unread else ""),
+        recipe=recipe,
+        fix="; ".join(f.fix() for f in unread) + (f"; or {fix}" if unread else fix),
+    )
     first_drop = drops[0]
-    require(not starts or first_drop < starts[0],
-            found=f"the page cache is dropped at {sequence[first_drop].where()} AFTER the container starts at "
-                  f"{sequence[starts[0]].where()}: vLLM has already allocated its KV cache against a full page cache",
-            recipe=recipe, fix=fix)
+    require(
+        not starts or first_drop < starts[0],
+        found=f"the page cache is dropped at {sequence[first_drop].where()} AFTER the container starts at "
+        f"{sequence[starts[0]].where()}: vLLM has already allocated its KV cache against a full page cache",
+        recipe=recipe,
+        fix=fix,
+    )
     syncs = [c for c in sequence[:first_drop] if c.is_sync()]
     unsure = [c for c in syncs if not c.always_runs]
-    require(any(c.always_runs for c in syncs),
-            found=f"{sequence[first_drop].where()} drops the page cache without a `sync` before it"
-                  + (f" that always runs ({unsure[0].where()} {unsure[0].verdict()}: {unsure[0].why_it_may_not_run()})"
-                     if unsure else "") + ": dirty pages stay cached",
-            recipe=recipe, fix=f"add `sync` before the drop_caches line in {service.prestart}, outside any condition")
+    require(
+        any(c.always_runs for c in syncs),
+        found=f"{sequence[first_drop].where()} drops the page cache without a `sync` before it"
+        + (
+            f" that always runs ({unsure[0].where()} {unsure[0].verdict()}: {unsure[0].why_it_may_not_run()})"
+            if unsure
+            else ""
+        )
+        + ": dirty pages stay cached",
+        recipe=recipe,
+        fix=f"add `sync` before the drop_caches line in {service.prestart}, outside any condition",
+    )
     run = [v for v in sequence[first_drop].via if v.how == "run"]
     if run:  # passed, and said why a drop in another process counts
         drop = sequence[first_drop]
-        record_finding(f"{run[0].origin} runs {run[0].path} as its own process (line {run[0].line}): its drop "
-                       f"(line {drop.line} of {drop.origin}) counts because it finishes before the prestart does, "
-                       f"and drop_caches is the machine's, whichever process writes it")
+        record_finding(
+            f"{run[0].origin} runs {run[0].path} as its own process (line {run[0].line}): its drop "
+            f"(line {drop.line} of {drop.origin}) counts because it finishes before the prestart does, "
+            f"and drop_caches is the machine's, whichever process writes it"
+        )
 
 
 def _line_or_where(command: ShellCommand, service: Service) -> str:
@@ -120,23 +150,33 @@ def test_prestart_saves_logs_before_removing_container(facts: StationFacts, serv
     unsaved = [r for r in removes if not any(commands[s].always_runs_before(commands[r], commands) for s in saves)]
     first = unsaved[0] if unsaved else removes[0]
     earlier = [s for s in saves if s < first]
-    require(not unsaved,
-            found=(f"{commands[first].where()} runs `{commands[first].text()}` "
-                   + (f"but the save at {_line_or_where(commands[earlier[0]], service)} "
-                      f"{commands[earlier[0]].verdict()} first: {commands[earlier[0]].why_it_may_not_run()}" if earlier
-                      else f"before saving logs (first `docker logs` at {_line_or_where(commands[saves[0]], service)})"
-                      if saves else "and never saves the container's logs"
-                      + "".join(f"; {f.describe()}" for f in facts.prestart.findings if not f.never))),
-            recipe="save the previous container's logs before `docker rm`, on every path that removes it: the crash "
-                   "evidence goes with it [000]",
-            fix=f"in {service.prestart}, run `docker logs {container} > {service.log_dir or '<log dir>'}/"
-                f"<timestamp>.log 2>&1` before `docker rm {container}`, unconditionally where the removal is")
+    require(
+        not unsaved,
+        found=(
+            f"{commands[first].where()} runs `{commands[first].text()}` "
+            + (
+                f"but the save at {_line_or_where(commands[earlier[0]], service)} "
+                f"{commands[earlier[0]].verdict()} first: {commands[earlier[0]].why_it_may_not_run()}"
+                if earlier
+                else f"before saving logs (first `docker logs` at {_line_or_where(commands[saves[0]], service)})"
+                if saves
+                else "and never saves the container's logs"
+                + "".join(f"; {f.describe()}" for f in facts.prestart.findings if not f.never)
+            )
+        ),
+        recipe="save the previous container's logs before `docker rm`, on every path that removes it: the crash "
+        "evidence goes with it [000]",
+        fix=f"in {service.prestart}, run `docker logs {container} > {service.log_dir or '<log dir>'}/"
+        f"<timestamp>.log 2>&1` before `docker rm {container}`, unconditionally where the removal is",
+    )
     if service.log_dir:
         save = commands[saves[0]]
         targets = [t for op, t in save.redirects if op in (">", ">>", ">|", "&>")]
-        require(any(t.startswith(service.log_dir.rstrip("/") + "/") for t in targets),
-                found=f"{save.where()} saves the logs to {targets[0] if targets else 'nowhere (no redirect)'}, "
-                      f"not into {service.log_dir}",
-                recipe=f"the previous container's logs are kept in the profile's log_dir, {service.log_dir} [000]",
-                fix=f"in {service.prestart}, redirect `docker logs {container}` into {service.log_dir}/<timestamp>.log "
-                    f"(or set service.log_dir in your site profile to where you keep them)")
+        require(
+            any(t.startswith(service.log_dir.rstrip("/") + "/") for t in targets),
+            found=f"{save.where()} saves the logs to {targets[0] if targets else 'nowhere (no redirect)'}, "
+            f"not into {service.log_dir}",
+            recipe=f"the previous container's logs are kept in the profile's log_dir, {service.log_dir} [000]",
+            fix=f"in {service.prestart}, redirect `docker logs {container}` into {service.log_dir}/<timestamp>.log "
+            f"(or set service.log_dir in your site profile to where you keep them)",
+        )

@@ -1,4 +1,5 @@
 """The testbed's subcommands of `golive` (entry points in group golive.commands): `demo` and `reference`."""
+
 from __future__ import annotations
 
 import argparse
@@ -48,29 +49,44 @@ def add_demo(sub) -> None:
     from golive_testbed.demo import DEMO_PORT
 
     demo = sub.add_parser(
-        "demo", help="bring up the bundled reference station and station trees, run, report",
+        "demo",
+        help="bring up the bundled reference station and station trees, run, report",
         description="Check golive's bundled targets end to end: the healthy GB300 station tree (host layer, through "
-                    f"chroot: needs root) and the real vLLM reference station (endpoint layer), started on "
-                    f"127.0.0.1:{DEMO_PORT} (GOLIVE_DEMO_PORT sets the port) and stopped afterwards. Any other "
-                    "argument is passed to pytest (-k, -x, -m …).")
-    demo.add_argument("--output", "-o", default="reports", metavar="DIR",
-                      help="report folder (default: %(default)s)")
-    demo.add_argument("--keep", action="store_true", help="leave the reference station running afterwards "
-                      "(stop it with `golive reference down`)")
+        f"chroot: needs root) and the real vLLM reference station (endpoint layer), started on "
+        f"127.0.0.1:{DEMO_PORT} (GOLIVE_DEMO_PORT sets the port) and stopped afterwards. Any other "
+        "argument is passed to pytest (-k, -x, -m …).",
+    )
+    demo.add_argument("--output", "-o", default="reports", metavar="DIR", help="report folder (default: %(default)s)")
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the reference station running afterwards (stop it with `golive reference down`)",
+    )
     demo.set_defaults(func=cmd_demo)
 
 
 def add_reference(sub) -> None:
-    ref = sub.add_parser("reference", help="start or stop the reference station (real vLLM on CPU)", add_help=False,
-                         description="Start (up) or stop (down) the reference station: real vLLM on CPU serving a "
-                                     "tiny GLM-shaped model, in the background, on 127.0.0.1.")
+    ref = sub.add_parser(
+        "reference",
+        help="start or stop the reference station (real vLLM on CPU)",
+        add_help=False,
+        description="Start (up) or stop (down) the reference station: real vLLM on CPU serving a "
+        "tiny GLM-shaped model, in the background, on 127.0.0.1.",
+    )
     ref.add_argument("-h", "--help", action=_HelpWithVariants, help="show this help and the variants, then exit")
     ref.add_argument("action", choices=["up", "down"], help="up: start and wait until it serves; down: stop it")
-    ref.add_argument("--variant", default="healthy", help="how the station is (mis)configured (default: "
-                     "%(default)s; the list is below)")
+    ref.add_argument(
+        "--variant",
+        default="healthy",
+        help="how the station is (mis)configured (default: %(default)s; the list is below)",
+    )
     ref.add_argument("--port", type=_port, default=REFERENCE_PORT, help="port on 127.0.0.1 (default: %(default)s)")
-    ref.add_argument("--state-dir", default=STATE_DIR, metavar="DIR", help="where the running station is recorded "
-                     "(default: GOLIVE_STATE_DIR, else ~/.cache/golive)")
+    ref.add_argument(
+        "--state-dir",
+        default=STATE_DIR,
+        metavar="DIR",
+        help="where the running station is recorded (default: GOLIVE_STATE_DIR, else ~/.cache/golive)",
+    )
     ref.set_defaults(func=cmd_reference)
 
 
@@ -99,8 +115,10 @@ def cmd_reference(ns: argparse.Namespace, extra: list[str]) -> int:
     try:
         if ns.action == "up":
             if ns.variant not in launcher.VARIANTS:
-                return _fail(f"unknown variant '{ns.variant}'; the variants are: {', '.join(launcher.VARIANTS)} "
-                             f"(`golive reference --help` says what each is)")
+                return _fail(
+                    f"unknown variant '{ns.variant}'; the variants are: {', '.join(launcher.VARIANTS)} "
+                    f"(`golive reference --help` says what each is)"
+                )
             station = launcher.up(state, variant=ns.variant, port=ns.port)
             print(f"golive: reference station '{ns.variant}' serving at {station['base_url']}")
         elif launcher.down(state):

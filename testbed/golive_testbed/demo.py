@@ -1,5 +1,6 @@
 """`golive demo`: the bundled targets — a GB300 station tree and the real vLLM reference station — checked end to
 end."""
+
 from __future__ import annotations
 
 import os
@@ -32,9 +33,13 @@ def write_inventory(out: Path, tree: Path | None, endpoint: str) -> Path:
     """Both bundled stations, always: a target that could not be brought up is listed anyway, so its checks end
     "not checked" and the verdict is INCOMPLETE — never a GO on a layer that did not run."""
     host = f"host: 'chroot://{tree}', " if tree is not None else ""
-    lines = ["# written by `golive demo`: the bundled targets", "profile: reference-cpu", "stations:",
-             f"  - {{name: gb300-tree, layers: [host], {host}profile: '{REPO / 'fixtures/profiles/gb300-site.yaml'}'}}",
-             f"  - {{name: reference-vllm, endpoint: '{endpoint}'}}"]
+    lines = [
+        "# written by `golive demo`: the bundled targets",
+        "profile: reference-cpu",
+        "stations:",
+        f"  - {{name: gb300-tree, layers: [host], {host}profile: '{REPO / 'fixtures/profiles/gb300-site.yaml'}'}}",
+        f"  - {{name: reference-vllm, endpoint: '{endpoint}'}}",
+    ]
     path = out / "demo-inventory.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -51,8 +56,10 @@ def run_demo(out: Path, pytest_args: list[str], keep: bool = False) -> int:
         try:
             from golive_testbed.reference.launcher import ReferenceStation, ReferenceStationError
         except ImportError as exc:
-            _say(f"endpoint layer not checked: the reference station needs vLLM ({exc.name} is missing): "
-                 f"bash scripts/setup.sh")
+            _say(
+                f"endpoint layer not checked: the reference station needs vLLM ({exc.name} is missing): "
+                f"bash scripts/setup.sh"
+            )
         else:
             _say(f"starting the reference station (real vLLM on CPU) on 127.0.0.1:{DEMO_PORT}; ~1-2 min")
             station = ReferenceStation(port=DEMO_PORT, log_path=out / "reference-station.log")

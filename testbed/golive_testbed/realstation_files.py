@@ -6,6 +6,7 @@ own serving line (no GPU: vLLM's CPU build, the image from the station's registr
 ExecStart, as a site would write one. The Docker engine is the host's, reached through the socket systemd-nspawn
 binds in: every `-v` source of the docker run line is a path on the host.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,22 +41,51 @@ VLLM_DIST = "usr/local/lib/golive-vllm-dist"
 # (golive_testbed.reference.launcher.ReferenceStation.environment), HOME somewhere writable.
 IMAGE_ENV = {
     "PYTHONPATH": f"/{VLLM_DIST}",
-    "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
-    "OMP_NUM_THREADS": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1", "HOME": "/tmp",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    "OMP_NUM_THREADS": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HOME": "/tmp",
 }
 
 
 def serve_flags(port: int) -> list[str]:
     """vLLM's flags on the station: the reference station's (launcher.healthy_flags) with real weights, bound to
     loopback (the station shares the machine's network)."""
-    return ["--model", f"/models/{Path(CHECKPOINT).name}", "--served-model-name", SERVED_NAME,
-            "--host", "127.0.0.1", "--port", str(port), "--tensor-parallel-size", "1",
-            "--max-model-len", "16384", "--max-num-seqs", "16",
-            "--enable-chunked-prefill", "--enable-prefix-caching",
-            "--enable-auto-tool-choice", "--tool-call-parser", "glm47", "--reasoning-parser", "glm45",
-            "--dtype", "bfloat16", "--logits-processors", "golive_testbed.reference.oracle:GlmOracle",
-            "--enforce-eager", "--distributed-executor-backend", "uni"]
+    return [
+        "--model",
+        f"/models/{Path(CHECKPOINT).name}",
+        "--served-model-name",
+        SERVED_NAME,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--tensor-parallel-size",
+        "1",
+        "--max-model-len",
+        "16384",
+        "--max-num-seqs",
+        "16",
+        "--enable-chunked-prefill",
+        "--enable-prefix-caching",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "glm47",
+        "--reasoning-parser",
+        "glm45",
+        "--dtype",
+        "bfloat16",
+        "--logits-processors",
+        "golive_testbed.reference.oracle:GlmOracle",
+        "--enforce-eager",
+        "--distributed-executor-backend",
+        "uni",
+    ]
 
 
 def python_mounts() -> list[Path]:
@@ -72,14 +102,21 @@ def recipe_unit() -> str:
 def serving_dropin(image: str, port: int, root: Path) -> str:
     """The drop-in with the station's docker run line: ExecStart= clears the recipe's, the next line replaces it."""
     mounts = [f"-v {root}{MODELS}:/models:ro"] + [f"-v {p}:{p}:ro" for p in python_mounts()]
-    lines = [f"/usr/bin/docker run --name {CONTAINER}", "--ipc=host --network host", *mounts, image,
-             *_pairs(serve_flags(port))]
-    return ("# The testbed station has no GPU: vLLM's CPU build serves golive's reference model (real weights,\n"
-            "# random values) from the image in the station's own registry, pinned by its digest. The Docker\n"
-            "# engine is the host's (its socket is bound in), so each -v source is a path on the host: the first\n"
-            f"# is this station's {MODELS}. Still no --restart and no --rm: systemd restarts, the prestart keeps\n"
-            "# the logs.\n"
-            "[Service]\nExecStart=\nExecStart=" + " \\\n    ".join(lines) + "\n")
+    lines = [
+        f"/usr/bin/docker run --name {CONTAINER}",
+        "--ipc=host --network host",
+        *mounts,
+        image,
+        *_pairs(serve_flags(port)),
+    ]
+    return (
+        "# The testbed station has no GPU: vLLM's CPU build serves golive's reference model (real weights,\n"
+        "# random values) from the image in the station's own registry, pinned by its digest. The Docker\n"
+        "# engine is the host's (its socket is bound in), so each -v source is a path on the host: the first\n"
+        f"# is this station's {MODELS}. Still no --restart and no --rm: systemd restarts, the prestart keeps\n"
+        "# the logs.\n"
+        "[Service]\nExecStart=\nExecStart=" + " \\\n    ".join(lines) + "\n"
+    )
 
 
 def _pairs(flags: list[str]) -> list[str]:
@@ -192,8 +229,9 @@ sed -i '/^### Anything between here/a [Service]\nRestart=always' "$1"
 """
 
 
-def write_station_files(root: Path, *, image: str, serve_port: int, ssh_port: int, machine_id: str,
-                        hostname: str) -> None:
+def write_station_files(
+    root: Path, *, image: str, serve_port: int, ssh_port: int, machine_id: str, hostname: str
+) -> None:
     """The station's configuration, written into its root file system before it boots."""
     system = root / "etc/systemd/system"
     (system / UNIT).write_text(recipe_unit())
@@ -239,7 +277,7 @@ def write_checkpoint(dest: Path, seed: int = 53) -> int:
     weight_map, total, data_bytes = {}, 0, 0
     for index in range(SHARDS):
         name = f"model-{index + 1:05d}-of-{SHARDS:05d}.safetensors"
-        chunk = tensors[index * per_shard:(index + 1) * per_shard]
+        chunk = tensors[index * per_shard : (index + 1) * per_shard]
         blobs = []
         for tensor, shape, ones in chunk:
             count = int(np.prod(shape))
@@ -261,11 +299,17 @@ def _llama_tensors(c: dict) -> list[tuple[str, tuple[int, ...], bool]]:
     out: list[tuple[str, tuple[int, ...], bool]] = [("model.embed_tokens.weight", (vocab, h), False)]
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}"
-        out += [(f"{p}.input_layernorm.weight", (h,), True), (f"{p}.post_attention_layernorm.weight", (h,), True),
-                (f"{p}.self_attn.q_proj.weight", (q, h), False), (f"{p}.self_attn.k_proj.weight", (kv, h), False),
-                (f"{p}.self_attn.v_proj.weight", (kv, h), False), (f"{p}.self_attn.o_proj.weight", (h, q), False),
-                (f"{p}.mlp.gate_proj.weight", (inter, h), False), (f"{p}.mlp.up_proj.weight", (inter, h), False),
-                (f"{p}.mlp.down_proj.weight", (h, inter), False)]
+        out += [
+            (f"{p}.input_layernorm.weight", (h,), True),
+            (f"{p}.post_attention_layernorm.weight", (h,), True),
+            (f"{p}.self_attn.q_proj.weight", (q, h), False),
+            (f"{p}.self_attn.k_proj.weight", (kv, h), False),
+            (f"{p}.self_attn.v_proj.weight", (kv, h), False),
+            (f"{p}.self_attn.o_proj.weight", (h, q), False),
+            (f"{p}.mlp.gate_proj.weight", (inter, h), False),
+            (f"{p}.mlp.up_proj.weight", (inter, h), False),
+            (f"{p}.mlp.down_proj.weight", (h, inter), False),
+        ]
     return out + [("model.norm.weight", (h,), True), ("lm_head.weight", (vocab, h), False)]
 
 
@@ -299,6 +343,7 @@ def _write_safetensors(path: Path, tensors: Iterable[tuple[str, tuple[int, ...],
 
 # --- the serving image's file system ---------------------------------------------------------------------------------
 
+
 def image_tarball(dest: Path, rootfs: Path) -> None:
     """A small image: the programs and libraries of the station's bookworm root file system (`rootfs`, the cached
     tarball: vLLM runs /bin/sh and lscpu) without docs, locales or apt's state, plus the shared libraries the venv's
@@ -318,13 +363,21 @@ def image_tarball(dest: Path, rootfs: Path) -> None:
             if lib.lstrip("/") not in names:
                 out.add(lib, lib.lstrip("/"), recursive=False)
         python = Path(sys.prefix) / "bin/python"
-        _add_text(out, "usr/local/bin/vllm", f"#!{python}\n# vLLM's console script (pip's, for the venv of the "
-                  f"testbed)\nimport sys\nfrom vllm.entrypoints.cli.main import main\n\nif __name__ == '__main__':  # "
-                  f"vLLM's engine core starts by spawn, which imports this file again\n    sys.exit(main())\n", 0o755)
+        _add_text(
+            out,
+            "usr/local/bin/vllm",
+            f"#!{python}\n# vLLM's console script (pip's, for the venv of the "
+            f"testbed)\nimport sys\nfrom vllm.entrypoints.cli.main import main\n\nif __name__ == '__main__':  # "
+            f"vLLM's engine core starts by spawn, which imports this file again\n    sys.exit(main())\n",
+            0o755,
+        )
         from importlib.metadata import version
 
-        _add_text(out, f"{VLLM_DIST}/vllm-{version('vllm-cpu')}.dist-info/METADATA",
-                  f"Metadata-Version: 2.1\nName: vllm\nVersion: {version('vllm-cpu')}+cpu\n")
+        _add_text(
+            out,
+            f"{VLLM_DIST}/vllm-{version('vllm-cpu')}.dist-info/METADATA",
+            f"Metadata-Version: 2.1\nName: vllm\nVersion: {version('vllm-cpu')}+cpu\n",
+        )
     tmp.replace(dest)
 
 
@@ -346,7 +399,7 @@ def _shared_libraries() -> list[str]:
         objects += [str(p) for p in prefix.rglob("*.so*") if p.is_file() and not p.is_symlink()]
     found: set[str] = {"/lib64/ld-linux-x86-64.so.2"}
     for start in range(0, len(objects), 200):
-        out = subprocess.run(["ldd", *objects[start:start + 200]], capture_output=True, text=True, check=False).stdout
+        out = subprocess.run(["ldd", *objects[start : start + 200]], capture_output=True, text=True, check=False).stdout
         for line in out.splitlines():
             parts = line.split()
             if "=>" in parts and len(parts) >= 3 and parts[2].startswith("/"):
@@ -371,20 +424,25 @@ def _under_usr(path: str) -> str:
 
 # --- what `up` writes for golive --------------------------------------------------------------------------------------
 
+
 def site_profile(image_repository: str, digest: str, serve_port: int, checkpoint_bytes: int) -> str:
     size_gb = checkpoint_bytes / 1e9
-    return (f"# written by `golive station up`: the testbed profile plus what this station was built with\n"
-            f"extends: {PROFILE}\n"
-            f"image:\n  repository: {image_repository}\n  digest: {digest}   # the RepoDigest the registry gave\n"
-            f"vllm:\n  port: {serve_port}\n"
-            f"checkpoint:                   # the shards `up` wrote: {checkpoint_bytes} bytes\n"
-            f"  size_gb: {size_gb:.6f}\n  disk_need_gb: {size_gb:.6f}\n")
+    return (
+        f"# written by `golive station up`: the testbed profile plus what this station was built with\n"
+        f"extends: {PROFILE}\n"
+        f"image:\n  repository: {image_repository}\n  digest: {digest}   # the RepoDigest the registry gave\n"
+        f"vllm:\n  port: {serve_port}\n"
+        f"checkpoint:                   # the shards `up` wrote: {checkpoint_bytes} bytes\n"
+        f"  size_gb: {size_gb:.6f}\n  disk_need_gb: {size_gb:.6f}\n"
+    )
 
 
 def inventory(name: str, ssh_port: int, serve_port: int) -> str:
-    return (f"# written by `golive station up`; `golive station down --name {name}` stops the station and removes it\n"
-            "profile: site-profile.yaml\n"
-            "ssh_config: ssh_config\n"
-            "stations:\n"
-            f"  - {{name: {name}, role: a, host: 'ssh://root@127.0.0.1:{ssh_port}', "
-            f"endpoint: 'http://127.0.0.1:{serve_port}/v1', phase: serving}}\n")
+    return (
+        f"# written by `golive station up`; `golive station down --name {name}` stops the station and removes it\n"
+        "profile: site-profile.yaml\n"
+        "ssh_config: ssh_config\n"
+        "stations:\n"
+        f"  - {{name: {name}, role: a, host: 'ssh://root@127.0.0.1:{ssh_port}', "
+        f"endpoint: 'http://127.0.0.1:{serve_port}/v1', phase: serving}}\n"
+    )

@@ -5,6 +5,7 @@ scratch directory undone, the nspawn runtime tmpfs unmounted when this station m
 scratch directory removed. Processes are found by their id and checked against the station (their command line names
 its scratch directory; the station's systemd carries its machine id), never by name.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -104,8 +105,14 @@ _STARTED: dict[int, subprocess.Popen[bytes]] = {}  # the daemons this process st
 def spawn(record: Record, state_dir: Path, label: str, command: list[str], env: dict[str, str] | None = None) -> int:
     """Start a daemon in its own session, its output in SCRATCH/LABEL.log; its pid is recorded at once."""
     with open(record.dir / f"{label}.log", "wb") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
     record.pids[label] = proc.pid
     _STARTED[proc.pid] = proc
     save(record, state_dir)
@@ -115,23 +122,49 @@ def spawn(record: Record, state_dir: Path, label: str, command: list[str], env: 
 def docker(record: Record, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """The package's 20.10 CLI against this station's engine (its own client config, not ~/.docker)."""
     env = {**os.environ, "DOCKER_CONFIG": str(record.dir / "docker-cli")}
-    done = subprocess.run([DOCKER, "-H", f"unix://{record.docker_sock}", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, check=False)
+    done = subprocess.run(
+        [DOCKER, "-H", f"unix://{record.docker_sock}", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
     if check and done.returncode != 0:
-        raise StationError(f"docker {' '.join(args[:3])} failed (exit {done.returncode}): "
-                           f"{(done.stderr or done.stdout).strip().splitlines()[-1:] or ''}")
+        raise StationError(
+            f"docker {' '.join(args[:3])} failed (exit {done.returncode}): "
+            f"{(done.stderr or done.stdout).strip().splitlines()[-1:] or ''}"
+        )
     return done
 
 
-def ssh(record: Record, command: str, *, timeout: float = 60, check: bool = True,
-        stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def ssh(
+    record: Record, command: str, *, timeout: float = 60, check: bool = True, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run a command in the station over its sshd, with the ssh_config `up` wrote."""
-    done = subprocess.run(["ssh", "-F", str(record.ssh_config), "-p", str(record.ssh_port), "-o", "ConnectTimeout=5",
-                           "127.0.0.1", command], input=stdin if stdin is not None else "", capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    done = subprocess.run(
+        [
+            "ssh",
+            "-F",
+            str(record.ssh_config),
+            "-p",
+            str(record.ssh_port),
+            "-o",
+            "ConnectTimeout=5",
+            "127.0.0.1",
+            command,
+        ],
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     if check and done.returncode != 0:
-        raise StationError(f"`{command[:80]}` in station {record.name} failed (exit {done.returncode}): "
-                           f"{(done.stderr or done.stdout).strip()[-300:]}")
+        raise StationError(
+            f"`{command[:80]}` in station {record.name} failed (exit {done.returncode}): "
+            f"{(done.stderr or done.stdout).strip()[-300:]}"
+        )
     return done
 
 
@@ -152,7 +185,7 @@ def down(name: str = "station", state_dir: Path = STATE_DIR, timeout: float = 60
         if alive(pid, scratch) and pid is not None:
             _stop(pid, scratch, 30)
     for pid in _processes_under(scratch) + _station_inits(record):  # containerd and its shims if dockerd died
-        with contextlib.suppress(ProcessLookupError):                  # without them; an init nspawn lost
+        with contextlib.suppress(ProcessLookupError):  # without them; an init nspawn lost
             os.kill(pid, signal.SIGKILL)
     for pid in _processes_under(scratch):
         _reap_wait(pid, scratch, 5)
@@ -298,8 +331,10 @@ def _mountinfo() -> list[str]:
 def run(command: list[str]) -> None:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise StationError(f"`{' '.join(command[:4])} …` failed (exit {done.returncode}): "
-                           f"{(done.stderr or done.stdout).strip()[-300:]}")
+        raise StationError(
+            f"`{' '.join(command[:4])} …` failed (exit {done.returncode}): "
+            f"{(done.stderr or done.stdout).strip()[-300:]}"
+        )
 
 
 def http_status(url: str) -> int | None:
@@ -318,8 +353,10 @@ def wait_for(ready: Callable[[], bool], timeout: float, what: str, record: Recor
     while not ready():
         exited = proc.poll() is not None
         if exited or time.monotonic() > deadline:
-            raise StationError(f"{what} ({label} {f'exited with {proc.returncode}' if exited else 'timed out'}: "
-                               f"{last_lines(record, label)})")
+            raise StationError(
+                f"{what} ({label} {f'exited with {proc.returncode}' if exited else 'timed out'}: "
+                f"{last_lines(record, label)})"
+            )
         time.sleep(0.3)
 
 

@@ -17,6 +17,7 @@ line per accepted TCP connection. The client's ssh_config (sshd.ssh_config; one 
 for a caller that joins several) carries the key, no host-key prompts and no password prompts. Needs root and
 openssh-server (scripts/setup.sh installs it); in a namespace also iproute2 and busybox (nc).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -89,12 +90,12 @@ def keygen(path: Path) -> Path:
 @dataclass
 class Sshd:
     port: int
-    address: str               # sshd's ListenAddress
-    workdir: Path              # its config, keys, PidFile and log
+    address: str  # sshd's ListenAddress
+    workdir: Path  # its config, keys, PidFile and log
     process: subprocess.Popen[bytes]
-    alias: str                 # the ssh_config's Host
-    client_key: Path           # the key the client logs in with (its .pub is sshd's authorized_keys)
-    netns: str | None = None   # the network namespace it listens in (None: this machine's)
+    alias: str  # the ssh_config's Host
+    client_key: Path  # the key the client logs in with (its .pub is sshd's authorized_keys)
+    netns: str | None = None  # the network namespace it listens in (None: this machine's)
 
     @property
     def pid(self) -> int:
@@ -177,9 +178,17 @@ def _sh(*cmd: str) -> None:
 
 
 @contextlib.contextmanager
-def loopback_sshd(port: int, tree: Path | str | None = None, login_rc: bool = False, *, address: str = "127.0.0.1",
-                  netns: str | None = None, alias: str = "golive-loopback", client_key: Path | None = None,
-                  workdir: Path | None = None) -> Iterator[Sshd]:
+def loopback_sshd(
+    port: int,
+    tree: Path | str | None = None,
+    login_rc: bool = False,
+    *,
+    address: str = "127.0.0.1",
+    netns: str | None = None,
+    alias: str = "golive-loopback",
+    client_key: Path | None = None,
+    workdir: Path | None = None,
+) -> Iterator[Sshd]:
     """Start sshd on address:port (commands chrooted into `tree` when given); always stop it again, with every
     session it still holds, and remove its directory.
     `login_rc`: let root's login shell read this machine's ~/.bashrc (see NO_LOGIN_RC), as a station with that file
@@ -208,8 +217,14 @@ def loopback_sshd(port: int, tree: Path | str | None = None, login_rc: bool = Fa
             config += f'ForceCommand exec {chroot} "$SSH_ORIGINAL_COMMAND"\n'
         (workdir / "sshd_config").write_text(config)
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege-separation dir (systemd makes it)
-        command = [shutil.which("sshd") or "sshd", "-D", "-f", str(workdir / "sshd_config"),
-                   "-E", str(workdir / "sshd.log")]
+        command = [
+            shutil.which("sshd") or "sshd",
+            "-D",
+            "-f",
+            str(workdir / "sshd_config"),
+            "-E",
+            str(workdir / "sshd.log"),
+        ]
         if netns is not None:
             command = ["ip", "netns", "exec", netns, *command]
         sshd = Sshd(port, address, workdir, subprocess.Popen(command, stderr=subprocess.DEVNULL), alias, key, netns)
@@ -217,8 +232,7 @@ def loopback_sshd(port: int, tree: Path | str | None = None, login_rc: bool = Fa
         while not (workdir / "sshd.pid").exists():  # sshd writes its PidFile once it listens
             if sshd.process.poll() is not None or time.monotonic() > deadline:
                 log = sshd.log.read_text() if sshd.log.exists() else ""
-                raise RuntimeError(f"sshd on {where} did not start (exit {sshd.process.poll()}): "
-                                   f"{log.strip()[-300:]}")
+                raise RuntimeError(f"sshd on {where} did not start (exit {sshd.process.poll()}): {log.strip()[-300:]}")
             time.sleep(0.05)
         sshd.ssh_config.write_text(sshd.host_block)
         yield sshd

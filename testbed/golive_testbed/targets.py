@@ -14,6 +14,7 @@ overlay (deletions first, then files), installs busybox, and creates the checkpo
 shards.manifest as sparse files (the real sizes, no data: 191 GB of weights that take no disk). A tree whose
 sources did not change since its last build is left alone.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -41,11 +42,68 @@ BUILDER_VERSION = "2"
 
 # What the host checks and testinfra's modules call inside a tree. Only applets the installed busybox has are linked.
 APPLETS = [
-    "sh", "ash", "cat", "ls", "stat", "grep", "egrep", "fgrep", "sed", "awk", "test", "[", "[[", "find", "head", "tail",
-    "wc", "df", "du", "sha256sum", "md5sum", "readlink", "realpath", "date", "mkdir", "echo", "printf", "env", "sort",
-    "uniq", "cut", "tr", "true", "false", "timeout", "xargs", "basename", "dirname", "uname", "id", "which", "expr",
-    "seq", "tee", "sleep", "touch", "rm", "cp", "mv", "ln", "chmod", "od", "hexdump", "xxd", "diff", "cmp", "tac",
-    "nproc", "hostname", "whoami", "mktemp", "sync",
+    "sh",
+    "ash",
+    "cat",
+    "ls",
+    "stat",
+    "grep",
+    "egrep",
+    "fgrep",
+    "sed",
+    "awk",
+    "test",
+    "[",
+    "[[",
+    "find",
+    "head",
+    "tail",
+    "wc",
+    "df",
+    "du",
+    "sha256sum",
+    "md5sum",
+    "readlink",
+    "realpath",
+    "date",
+    "mkdir",
+    "echo",
+    "printf",
+    "env",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "true",
+    "false",
+    "timeout",
+    "xargs",
+    "basename",
+    "dirname",
+    "uname",
+    "id",
+    "which",
+    "expr",
+    "seq",
+    "tee",
+    "sleep",
+    "touch",
+    "rm",
+    "cp",
+    "mv",
+    "ln",
+    "chmod",
+    "od",
+    "hexdump",
+    "xxd",
+    "diff",
+    "cmp",
+    "tac",
+    "nproc",
+    "hostname",
+    "whoami",
+    "mktemp",
+    "sync",
 ]
 
 
@@ -81,8 +139,9 @@ def load_variants(src: Path = DEFAULT_SRC) -> list[Variant]:
     names = set(base_trees(src)) | {v.name for v in variants}
     for v in variants:
         if v.base not in names:
-            raise TargetsError(f"{vdir / v.name / 'variant.yaml'}: base '{v.base}' is neither a base tree "
-                               "nor a variant")
+            raise TargetsError(
+                f"{vdir / v.name / 'variant.yaml'}: base '{v.base}' is neither a base tree nor a variant"
+            )
         if v.name in base_trees(src):
             raise TargetsError(f"{vdir / v.name}: a variant may not have the name of a base tree")
     by_name = {v.name: v for v in variants}
@@ -131,8 +190,15 @@ def _load_variant(d: Path) -> Variant:
             raise TargetsError(f"{f}: modes path '{p}' must be relative to the tree, without '..'")
         if not (isinstance(mode, str) and re.fullmatch(r"0?[0-7]{3}", mode)):
             raise TargetsError(f"{f}: mode of '{p}' must be an octal string in quotes such as \"0644\", not {mode!r}")
-    return Variant(d.name, data["base"], data["phase"], breaks, " ".join(data["why"].split()), tuple(delete),
-                   tuple((p, int(m, 8)) for p, m in sorted(modes.items())))
+    return Variant(
+        d.name,
+        data["base"],
+        data["phase"],
+        breaks,
+        " ".join(data["why"].split()),
+        tuple(delete),
+        tuple((p, int(m, 8)) for p, m in sorted(modes.items())),
+    )
 
 
 def _chain(name: str, src: Path, variants: dict[str, Variant]) -> list[tuple[Path, Variant | None]]:

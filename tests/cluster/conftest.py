@@ -1,4 +1,5 @@
 """Cluster-layer self-tests: two test stations in network namespaces (tests/cluster/netns.py)."""
+
 import contextlib
 
 import pytest

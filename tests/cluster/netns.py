@@ -9,6 +9,7 @@ station's own namespace (ProxyCommand `ip netns exec NS busybox nc 127.0.0.1 22`
 exist only inside the namespaces; pair.sshds[NAME] is a station's sshd (stop(), cut()). Needs root, iproute2,
 openssh-server (sshd), busybox (nc), iputils-ping.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,10 +31,11 @@ SUBNET = "10.213.0"
 @dataclass(frozen=True)
 class Variant:
     """One way a two-station rail can be (mis)configured."""
+
     mtu_a: int = 9000
     mtu_b: int = 9000
-    address_b: bool = True        # False: station B's rail has no IPv4 address
-    wrong_route: bool = False     # True: station A reaches B's rail address through a second interface
+    address_b: bool = True  # False: station B's rail has no IPv4 address
+    wrong_route: bool = False  # True: station A reaches B's rail address through a second interface
 
 
 VARIANTS = {
@@ -46,9 +48,9 @@ VARIANTS = {
 
 @dataclass(frozen=True)
 class Station:
-    name: str          # ssh Host alias and namespace name
-    ifname: str        # the rail interface inside the namespace
-    address: str       # the rail's intended IPv4 address (absent on B in rail-address-missing)
+    name: str  # ssh Host alias and namespace name
+    ifname: str  # the rail interface inside the namespace
+    address: str  # the rail's intended IPv4 address (absent on B in rail-address-missing)
     mtu: int
 
     @property
@@ -64,12 +66,13 @@ class StationPair:
     b: Station
     ssh_config: Path
     workdir: Path
-    sshds: dict[str, Sshd] = field(default_factory=dict)   # station name → its sshd
+    sshds: dict[str, Sshd] = field(default_factory=dict)  # station name → its sshd
 
     def run(self, station: Station, *cmd: str, timeout: float = 30) -> subprocess.CompletedProcess:
         """Run a command inside a station's namespace (not over ssh)."""
-        return subprocess.run(["ip", "netns", "exec", station.name, *cmd], check=False, capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run(
+            ["ip", "netns", "exec", station.name, *cmd], check=False, capture_output=True, text=True, timeout=timeout
+        )
 
 
 def available() -> str | None:
@@ -78,8 +81,10 @@ def available() -> str | None:
         return "network-namespace test hosts need root (ip netns, sshd)"
     for tool in ("ip", "sshd", "ssh", "ssh-keygen", "busybox", "ping"):
         if not shutil.which(tool):
-            return (f"`{tool}` is not installed "
-                    "(scripts/setup.sh installs iproute2, openssh-server, busybox-static, iputils-ping)")
+            return (
+                f"`{tool}` is not installed "
+                "(scripts/setup.sh installs iproute2, openssh-server, busybox-static, iputils-ping)"
+            )
     probe = f"golive-probe-{secrets.token_hex(3)}"
     if subprocess.run(["ip", "netns", "add", probe], check=False, capture_output=True).returncode != 0:
         return "`ip netns add` fails here (no network-namespace support)"
@@ -109,17 +114,43 @@ def station_pair(variant: str = "healthy") -> Iterator[StationPair]:
             _sh("ip", "netns", "add", station.name)
             created.append(station.name)
             _sh("ip", "-n", station.name, "link", "set", "lo", "up")
-        _sh("ip", "link", "add", f"gla{suffix}", "netns", a.name, "type", "veth",
-            "peer", "name", f"glb{suffix}", "netns", b.name)
+        _sh(
+            "ip",
+            "link",
+            "add",
+            f"gla{suffix}",
+            "netns",
+            a.name,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            f"glb{suffix}",
+            "netns",
+            b.name,
+        )
         for station, tmp in ((a, f"gla{suffix}"), (b, f"glb{suffix}")):
             _sh("ip", "-n", station.name, "link", "set", tmp, "name", station.ifname)
             _sh("ip", "-n", station.name, "link", "set", station.ifname, "mtu", str(station.mtu), "up")
         _sh("ip", "-n", a.name, "addr", "add", f"{a.address}/24", "dev", a.ifname)
         if v.address_b:
             _sh("ip", "-n", b.name, "addr", "add", f"{b.address}/24", "dev", b.ifname)
-        if v.wrong_route:   # a second link (the "management" port) carries a more specific route to B's rail address
-            _sh("ip", "link", "add", f"glm{suffix}", "netns", a.name, "type", "veth",
-                "peer", "name", f"gln{suffix}", "netns", b.name)
+        if v.wrong_route:  # a second link (the "management" port) carries a more specific route to B's rail address
+            _sh(
+                "ip",
+                "link",
+                "add",
+                f"glm{suffix}",
+                "netns",
+                a.name,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                f"gln{suffix}",
+                "netns",
+                b.name,
+            )
             _sh("ip", "-n", a.name, "link", "set", f"glm{suffix}", "name", "mgmt0")
             _sh("ip", "-n", b.name, "link", "set", f"gln{suffix}", "name", "mgmt0")
             _sh("ip", "-n", a.name, "addr", "add", "10.213.0.129/25", "dev", "mgmt0")
@@ -127,18 +158,29 @@ def station_pair(variant: str = "healthy") -> Iterator[StationPair]:
             for station in (a, b):
                 _sh("ip", "-n", station.name, "link", "set", "mgmt0", "up")
             _sh("ip", "-n", a.name, "route", "add", f"{b.address}/32", "dev", "mgmt0")
-        key = keygen(workdir / "client_key")   # one client key for both stations
-        sshds = {station.name: stack.enter_context(
-            loopback_sshd(22, address="0.0.0.0", netns=station.name, alias=station.name, client_key=key,
-                          workdir=workdir / station.name)) for station in (a, b)}
+        key = keygen(workdir / "client_key")  # one client key for both stations
+        sshds = {
+            station.name: stack.enter_context(
+                loopback_sshd(
+                    22,
+                    address="0.0.0.0",
+                    netns=station.name,
+                    alias=station.name,
+                    client_key=key,
+                    workdir=workdir / station.name,
+                )
+            )
+            for station in (a, b)
+        }
         (workdir / "ssh_config").write_text("\n".join(sshd.host_block for sshd in sshds.values()))
         yield StationPair(variant, a, b, workdir / "ssh_config", workdir, sshds)
     finally:
-        stack.close()   # both sshds stopped, their sessions with them
+        stack.close()  # both sshds stopped, their sessions with them
         for name in created:
             # whatever still runs in the namespace (the sshds' sessions went with them)
-            pids = subprocess.run(["ip", "netns", "pids", name], check=False, capture_output=True,
-                                  text=True).stdout.split()
+            pids = subprocess.run(
+                ["ip", "netns", "pids", name], check=False, capture_output=True, text=True
+            ).stdout.split()
             for pid in pids:
                 with contextlib.suppress(OSError, ValueError):
                     os.kill(int(pid), signal.SIGKILL)

@@ -6,6 +6,7 @@ naming that line; a run died only where NCCL printed its death. Every failure qu
 Two halves: every cut against every NCCL check, called as pytest calls them with ClusterFacts over the cut (no
 chroot); then a few cuts on the station trees under `golive run -m cluster` (root), the layer as operators run it.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -30,8 +31,12 @@ REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "fixtures" / "profiles" / "gb300-rail-site.yaml"
 PROFILE = load_profile(SITE).profile
 TOPOLOGY, VERSION, GDRDMA, SOCKETS, WARNINGS = (
-    "test_nccl_log_matches_declared_topology", "test_nccl_version_matches_profile", "test_nccl_uses_gpu_direct_rdma",
-    "test_nccl_never_falls_back_to_sockets", "test_nccl_log_has_no_warnings")
+    "test_nccl_log_matches_declared_topology",
+    "test_nccl_version_matches_profile",
+    "test_nccl_uses_gpu_direct_rdma",
+    "test_nccl_never_falls_back_to_sockets",
+    "test_nccl_log_has_no_warnings",
+)
 NCCL_CHECKS = (TOPOLOGY, VERSION, GDRDMA, SOCKETS, WARNINGS)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -39,17 +44,22 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 def facts_of(text: str, station: str = "gb300-a", profile=PROFILE) -> ClusterFacts:
     """ClusterFacts of one station whose cluster.nccl_log holds `text` (the one file the NCCL checks read)."""
     role = "a" if station.endswith("-a") else "b"
-    station_facts = SimpleNamespace(station=SimpleNamespace(name=station, role=role), host=None, profile=profile,
-                                    read=lambda path: text)
+    station_facts = SimpleNamespace(
+        station=SimpleNamespace(name=station, role=role), host=None, profile=profile, read=lambda path: text
+    )
     return ClusterFacts(station_facts, profile.cluster)
 
 
 def outcome(name: str, facts: ClusterFacts) -> tuple[str, str]:
     """(outcome, message) of one NCCL check, called with the arguments pytest gives it."""
     check = getattr(checks, name)
-    given = {"cluster_facts": facts, "cluster": facts.cluster, "station": facts.station,
-             "profile": facts.station_facts.profile,
-             "record_provenance": lambda **learned: None}
+    given = {
+        "cluster_facts": facts,
+        "cluster": facts.cluster,
+        "station": facts.station,
+        "profile": facts.station_facts.profile,
+        "record_provenance": lambda **learned: None,
+    }
     try:
         check(**{k: v for k, v in given.items() if k in inspect.signature(check).parameters})
     except Finding as finding:
@@ -81,9 +91,11 @@ def expected(cut: nccl_cuts.Cut) -> dict[str, tuple[str, list[str]]]:
         topology = ("failed", reading)
     elif partial:
         outlived = "so the run went on" if cut.holds("NCCL WARN") else "no line NCCL prints when it dies"
-        topology = ("not_checked", ["is a partial capture: no `Init COMPLETE`", outlived, "`… nranks 2 … - Init "
-                                    "COMPLETE` line"]
-                    + ([] if cut.topology else ["`comm 0x… rank 0 nRanks 2 nNodes 2 …` line"]))
+        topology = (
+            "not_checked",
+            ["is a partial capture: no `Init COMPLETE`", outlived, "`… nranks 2 … - Init COMPLETE` line"]
+            + ([] if cut.topology else ["`comm 0x… rank 0 nRanks 2 nNodes 2 …` line"]),
+        )
     elif not cut.topology:
         topology = ("not_checked", ["needs NCCL's `comm 0x… rank 0 nRanks 2 nNodes 2 …` line", "the log starts after"])
     else:
@@ -135,8 +147,9 @@ def test_every_nccl_check_judges_a_cut_log_on_what_it_shows(cut):
             assert lines or name == VERSION, message
             for line in lines:  # each finding quotes the log's own line, and one that supports it
                 assert line in plain, (line, message)
-                assert {GDRDMA: "via NET/IB/", SOCKETS: "Socket", TOPOLOGY: "NCCL WARN",
-                        WARNINGS: "NCCL WARN"}[name] in line, message
+                assert {GDRDMA: "via NET/IB/", SOCKETS: "Socket", TOPOLOGY: "NCCL WARN", WARNINGS: "NCCL WARN"}[
+                    name
+                ] in line, message
                 if name == GDRDMA:
                     assert "GDRDMA" not in line, message
         if result == "not_checked" and "needs NCCL's" in message:
@@ -162,8 +175,14 @@ def test_the_table_proves_both_ways():
     assert "gdrdma:through-init-complete" in seen[(GDRDMA, "not_checked")] & seen[(TOPOLOGY, "passed")]
 
 
-@pytest.mark.parametrize("name", ["fixtures/recorded/h200x2-device/nccl-p2p.txt",
-                                  "fixtures/recorded/h200x2-device/nccl-shm.txt", "docs/examples/h200x2/nccl.log"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fixtures/recorded/h200x2-device/nccl-p2p.txt",
+        "fixtures/recorded/h200x2-device/nccl-shm.txt",
+        "docs/examples/h200x2/nccl.log",
+    ],
+)
 def test_a_cut_one_host_log_still_fails_the_topology_of_two_stations(name):
     """Without its `nNodes` line, a one-host run's log still shows channels that cross no network: the two-station
     profile's topology check fails, quoting one."""
@@ -187,14 +206,19 @@ def expected_one_host(cut: nccl_cuts.Cut) -> dict[str, str]:
     partial = not cut.complete
     shown_one_host = cut.holds("nNodes 1") or (bool(cut.vias) and not cut.net_vias)
     sockets = "failed" if cut.net_vias else "passed" if cut.vias else "not_checked"
-    gdrdma = ("not_applicable" if shown_one_host else "not_checked")   # sockets, or no channel shown
-    return {TOPOLOGY: "not_checked" if partial or not cut.topology else "passed",
-            VERSION: "failed" if cut.holds("NCCL version") else "not_checked",
-            GDRDMA: gdrdma, SOCKETS: sockets, WARNINGS: "passed"}
+    gdrdma = "not_applicable" if shown_one_host else "not_checked"  # sockets, or no channel shown
+    return {
+        TOPOLOGY: "not_checked" if partial or not cut.topology else "passed",
+        VERSION: "failed" if cut.holds("NCCL version") else "not_checked",
+        GDRDMA: gdrdma,
+        SOCKETS: sockets,
+        WARNINGS: "passed",
+    }
 
 
-@pytest.mark.parametrize("cut", nccl_cuts.cuts(nccl_cuts.ONE_HOST, ["as-recorded", "journald", "no-nccl-prefix"]),
-                         ids=lambda c: c.id)
+@pytest.mark.parametrize(
+    "cut", nccl_cuts.cuts(nccl_cuts.ONE_HOST, ["as-recorded", "journald", "no-nccl-prefix"]), ids=lambda c: c.id
+)
 def test_the_nccl_checks_judge_a_cut_one_host_log_on_what_it_shows(cut):
     """Without rails, `Using network Socket` (printed where every channel is P2P) is no socket finding: a cut with no
     channel is not checked, one with P2P/SHM channels passes, one with NET/Socket channels fails, quoting one."""
@@ -239,16 +263,20 @@ def cut_trees(tmp_path_factory) -> dict[str, Path]:
         folder = src / "variants" / name
         (folder / "var/log/glm53").mkdir(parents=True)
         (folder / "var/log/glm53/nccl.log").write_text(cut_text(log, cut, prefix))
-        (folder / "variant.yaml").write_text(f"base: {base}\nphase: serving\nbreaks: null\n"
-                                             f"why: {nccl_cuts.KINDS[log]} log {log}, cut {cut}, prefix {prefix}\n")
+        (folder / "variant.yaml").write_text(
+            f"base: {base}\nphase: serving\nbreaks: null\n"
+            f"why: {nccl_cuts.KINDS[log]} log {log}, cut {cut}, prefix {prefix}\n"
+        )
     return build_station_trees(src, src / ".built")
 
 
 def run_pair(tmp_path: Path, a: Path, b: Path):
     inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(f"profile: {SITE}\nstations:\n"
-                         f"  - {{name: gb300-a, role: a, host: 'chroot://{a}'}}\n"
-                         f"  - {{name: gb300-b, role: b, host: 'chroot://{b}'}}\n")
+    inventory.write_text(
+        f"profile: {SITE}\nstations:\n"
+        f"  - {{name: gb300-a, role: a, host: 'chroot://{a}'}}\n"
+        f"  - {{name: gb300-b, role: b, host: 'chroot://{b}'}}\n"
+    )
     run = golive_run(inventory, tmp_path / "out", "-m", "cluster", "-k", "nccl", "-q")
     return run, {(c["nodeid"].split("::")[-1].split("[")[0], c["station"]): c for c in run.checks}
 
@@ -261,8 +289,11 @@ def test_healthy_partial_logs_pass_what_they_show(cut_trees, tmp_path):
     run, checks_ = run_pair(tmp_path, cut_trees["a-gdrdma-rotated"], cut_trees["b-gdrdma-eager-cut"])
     outcomes = {k: c["outcome"] for k, c in checks_.items()}
     for station in ("gb300-a", "gb300-b"):
-        assert (outcomes[(GDRDMA, station)], outcomes[(SOCKETS, station)], outcomes[(WARNINGS, station)]) == \
-            ("passed", "passed", "passed"), run.output
+        assert (outcomes[(GDRDMA, station)], outcomes[(SOCKETS, station)], outcomes[(WARNINGS, station)]) == (
+            "passed",
+            "passed",
+            "passed",
+        ), run.output
         assert outcomes[(TOPOLOGY, station)] == "not_checked", run.output
         topology = checks_[(TOPOLOGY, station)]["message"]
         assert "is a partial capture" in topology and "`… nranks 2 … - Init COMPLETE` line" in topology, topology
@@ -280,11 +311,15 @@ def test_broken_partial_logs_fail_on_the_lines_they_show(cut_trees, tmp_path):
     failed = {k for k, c in checks_.items() if c["outcome"] == "failed"}
     assert failed == {(GDRDMA, "gb300-a"), (SOCKETS, "gb300-b")}, run.output
     gdrdma = checks_[(GDRDMA, "gb300-a")]["message"]
-    assert ("RDMA without GPU Direct: line 1: `gb300-a:4107:4107 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] "
-            "via NET/IB/0`") in gdrdma and "nvidia-peermem" in gdrdma, gdrdma
+    assert (
+        "RDMA without GPU Direct: line 1: `gb300-a:4107:4107 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] "
+        "via NET/IB/0`"
+    ) in gdrdma and "nvidia-peermem" in gdrdma, gdrdma
     sockets = checks_[(SOCKETS, "gb300-b")]["message"]
-    assert "line 1: `gb300-a:4107:4107 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0`" in \
-        sockets and "launch fails on socket fallback" in sockets, sockets
+    assert (
+        "line 1: `gb300-a:4107:4107 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0`" in sockets
+        and "launch fails on socket fallback" in sockets
+    ), sockets
     assert checks_[(TOPOLOGY, "gb300-a")]["outcome"] == "not_checked" and run.code == 1
 
 
@@ -298,8 +333,11 @@ def test_a_bootstrap_cut_is_not_a_death_and_a_death_is(cut_trees, tmp_path):
     for name in (GDRDMA, SOCKETS):
         assert checks_[(name, "gb300-a")]["outcome"] == "not_checked"
         assert NEEDS_CHANNELS in checks_[(name, "gb300-a")]["message"]
-    assert checks_[(VERSION, "gb300-a")]["outcome"] == "passed" and checks_[(WARNINGS, "gb300-a")]["outcome"] == \
-        "passed"
+    assert (
+        checks_[(VERSION, "gb300-a")]["outcome"] == "passed" and checks_[(WARNINGS, "gb300-a")]["outcome"] == "passed"
+    )
     died = checks_[(TOPOLOGY, "gb300-b")]["message"]
-    assert ("the run died before NCCL finished init: NCCL said so at line 2: `gb300-a:4107:4107 [0] misc/socket.cc:484 "
-            "NCCL WARN socketStartConnect: Connect to 192.168.100.2<39867> failed") in died, died
+    assert (
+        "the run died before NCCL finished init: NCCL said so at line 2: `gb300-a:4107:4107 [0] misc/socket.cc:484 "
+        "NCCL WARN socketStartConnect: Connect to 192.168.100.2<39867> failed"
+    ) in died, died

@@ -1,4 +1,5 @@
 """The network-namespace test stations are real hosts to testinfra, and the jumbo ping tells their rails apart."""
+
 import subprocess
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def test_jumbo_ping_fails_where_the_peer_is_at_1500(station_pairs):
     a, b = hosts(pair)
     out = a.run(JUMBO.format(ifname=pair.a.ifname, peer=pair.b.address))
     assert parse_ping(out.stdout + out.stderr, out.rc).verdict is PingVerdict.DROPPED, out.stdout + out.stderr
-    back = b.run(JUMBO.format(ifname=pair.b.ifname, peer=pair.a.address))   # from the small side: local error
+    back = b.run(JUMBO.format(ifname=pair.b.ifname, peer=pair.a.address))  # from the small side: local error
     ping = parse_ping(back.stdout + back.stderr, back.rc)
     assert (ping.verdict, ping.local_mtu) == (PingVerdict.LOCAL_MTU, 1500), back.stdout + back.stderr
 

@@ -1,6 +1,7 @@
 """Day 2 against the real vLLM reference station: `golive profile capture` of the running station goes live on its
 endpoint layer, and `golive watch` is scraped by a real Prometheus (Debian's package) that sees every series with
 its labels, then sees the checks turn to 0 within one interval of the station being killed."""
+
 import json
 import os
 import shutil
@@ -39,8 +40,9 @@ def inventory(reference, tmp_path):
 
 
 def golive(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "golive.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "golive.cli", *args], capture_output=True, text=True, cwd=REPO, timeout=timeout
+    )
 
 
 @pytest.mark.slow  # the station's start and the endpoint subset: 1.5 min on a quiet machine, far more under load
@@ -89,27 +91,57 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed: `bash scripts/setup.sh` "
-                                                                "installs Debian's prometheus package")
+@pytest.mark.skipif(
+    shutil.which("prometheus") is None,
+    reason="prometheus not installed: `bash scripts/setup.sh` installs Debian's prometheus package",
+)
 def test_prometheus_scrapes_the_watcher_and_sees_a_killed_station(reference, inventory, tmp_path):
     config = tmp_path / "prometheus.yml"
-    config.write_text("global: {scrape_interval: 2s, evaluation_interval: 2s}\nscrape_configs:\n"
-                      f"  - job_name: golive\n    static_configs: [{{targets: ['127.0.0.1:{WATCH_PORT}']}}]\n")
+    config.write_text(
+        "global: {scrape_interval: 2s, evaluation_interval: 2s}\nscrape_configs:\n"
+        f"  - job_name: golive\n    static_configs: [{{targets: ['127.0.0.1:{WATCH_PORT}']}}]\n"
+    )
     watch_log, prometheus_log = open(tmp_path / "watch.log", "w"), open(tmp_path / "prometheus.log", "w")
-    watcher = subprocess.Popen([sys.executable, "-m", "golive.cli", "watch", str(inventory), "--every", str(EVERY),
-                                "--listen", f"127.0.0.1:{WATCH_PORT}"], stdout=watch_log, stderr=subprocess.STDOUT,
-                               cwd=REPO)
-    prometheus = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                                   f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}"], stdout=prometheus_log,
-                                  stderr=subprocess.STDOUT)
+    watcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "golive.cli",
+            "watch",
+            str(inventory),
+            "--every",
+            str(EVERY),
+            "--listen",
+            f"127.0.0.1:{WATCH_PORT}",
+        ],
+        stdout=watch_log,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+    )
+    prometheus = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}",
+        ],
+        stdout=prometheus_log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         healthy = wait_for('golive_check_passed{job="golive",station="reference"}', EVERY + 90, "the first round")
         checks = {r["metric"]["check"]: r for r in healthy}
         assert "test_one_token_canary_answers" in checks and "test_health_endpoint_is_ok" in checks
         assert all(r["metric"]["layer"] == "endpoint" and r["value"][1] == "1" for r in healthy), healthy
-        for series in ("golive_canary_up", "golive_probe_ttft_seconds", "golive_probe_decode_tokens_per_second",
-                       "golive_station_kv_cache_usage_ratio", "golive_station_requests_running",
-                       "golive_station_requests_waiting", "golive_last_success_timestamp_seconds"):
+        for series in (
+            "golive_canary_up",
+            "golive_probe_ttft_seconds",
+            "golive_probe_decode_tokens_per_second",
+            "golive_station_kv_cache_usage_ratio",
+            "golive_station_requests_running",
+            "golive_station_requests_waiting",
+            "golive_last_success_timestamp_seconds",
+        ):
             [found] = query(f'{series}{{station="reference"}}')
             assert found["metric"]["instance"] == f"127.0.0.1:{WATCH_PORT}", found
         assert query('golive_canary_up{station="reference"}')[0]["value"][1] == "1"
@@ -119,12 +151,16 @@ def test_prometheus_scrapes_the_watcher_and_sees_a_killed_station(reference, inv
         killed = time.monotonic()
         down = wait_for('golive_canary_up{station="reference"} == 0', EVERY + 20, "the canary after the kill")
         assert down
-        wait_for('count(golive_check_passed{station="reference"} == 0) == '
-                 'count(golive_check_passed{station="reference"})', 15, "every check at 0 after the kill")
+        wait_for(
+            'count(golive_check_passed{station="reference"} == 0) == count(golive_check_passed{station="reference"})',
+            15,
+            "every check at 0 after the kill",
+        )
         took = time.monotonic() - killed
         assert took <= EVERY + 20, f"the kill showed after {took:.0f} s; one interval is {EVERY} s"
-        assert query('golive_check_passed{station="reference",check="test_health_endpoint_is_ok"}')[0]["value"][1] \
-            == "0"
+        assert (
+            query('golive_check_passed{station="reference",check="test_health_endpoint_is_ok"}')[0]["value"][1] == "0"
+        )
     finally:
         stop(watcher)
         stop(prometheus)

@@ -1,6 +1,7 @@
 """Long waits, on loopback: a station that answers /health and /v1/models but never finishes a generation. While a
 check waits, golive says so on the terminal every few seconds (never a secret); `--max-run-time` stops the whole run:
 the running check is stopped, the reports are written, INCOMPLETE, everything measured so far kept."""
+
 import json
 import subprocess
 import threading
@@ -35,8 +36,15 @@ class _Slow(BaseHTTPRequestHandler):
             self.server.stop.wait(60)
             self.close_connection = True
             return
-        body = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": MODEL, "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "391"}}]}).encode()
+        body = json.dumps(
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": MODEL,
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "391"}}],
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -57,28 +65,49 @@ def slow_station():
 
 
 def _run(tmp_path: Path, url: str, request_timeout_s: float, *args: str) -> tuple[subprocess.CompletedProcess, float]:
-    (tmp_path / "site.yaml").write_text(f"extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
-                                        f"  connect_timeout_s: 2\n  request_timeout_s: {request_timeout_s}\n")
-    (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: slow\n    endpoint: {url}\n"
-                                             f"    api_key_env: GOLIVE_SLOW_KEY\n")
+    (tmp_path / "site.yaml").write_text(
+        f"extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
+        f"  connect_timeout_s: 2\n  request_timeout_s: {request_timeout_s}\n"
+    )
+    (tmp_path / "inventory.yaml").write_text(
+        f"profile: site.yaml\nstations:\n  - name: slow\n    endpoint: {url}\n    api_key_env: GOLIVE_SLOW_KEY\n"
+    )
     started = time.monotonic()
-    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "endpoint", "-p", "no:cacheprovider", *args,
-                     cwd=tmp_path, timeout=120, env={"GOLIVE_SLOW_KEY": SECRET})
+    run = golive_run(
+        tmp_path / "inventory.yaml",
+        tmp_path / "out",
+        "-m",
+        "endpoint",
+        "-p",
+        "no:cacheprovider",
+        *args,
+        cwd=tmp_path,
+        timeout=120,
+        env={"GOLIVE_SLOW_KEY": SECRET},
+    )
     return run.proc, time.monotonic() - started
 
 
 def test_a_long_wait_shows_progress(tmp_path, slow_station):
     """A generation that takes long: a line every interval names the check, the URL and the time so far."""
-    result, _ = _run(tmp_path, slow_station, 4, "--golive-progress-s", "1", "-k",
-                     "test_chat_answers_and_stops or test_sales_question or test_models_lists_served_name")
+    result, _ = _run(
+        tmp_path,
+        slow_station,
+        4,
+        "--golive-progress-s",
+        "1",
+        "-k",
+        "test_chat_answers_and_stops or test_sales_question or test_models_lists_served_name",
+    )
     output = result.stdout + result.stderr
     lines = [line for line in output.splitlines() if line.startswith("golive: still waiting:")]
     assert len(lines) >= 2, output[-3000:]
     # which check of how many, and the run's time left estimated from the check that finished before it
     head, estimate = lines[0].split(" left in the run after this check ")
-    assert head.startswith(f"golive: still waiting: test_sales_question_gets_trend_and_increase[slow] (check 2 of 3) "
-                           f"on {slow_station}, 1 s so far; one request may take 4 s (endpoint.request_timeout_s); "
-                           ), lines
+    assert head.startswith(
+        f"golive: still waiting: test_sales_question_gets_trend_and_increase[slow] (check 2 of 3) "
+        f"on {slow_station}, 1 s so far; one request may take 4 s (endpoint.request_timeout_s); "
+    ), lines
     assert estimate.startswith("(1 more × ") and estimate.endswith(" s, the mean of the 1 finished)"), lines
     assert result.returncode == 1 and "no answer within the timeout" in output, output[-3000:]  # the wait still ends
     assert SECRET not in output
@@ -87,8 +116,17 @@ def test_a_long_wait_shows_progress(tmp_path, slow_station):
 def test_max_run_time_stops_the_run_and_keeps_what_was_measured(tmp_path, slow_station):
     """--max-run-time 5 against a generation that never ends: stopped at 5 s, exit 2, every report written, INCOMPLETE;
     the check that ran and the ones not reached are not checked, saying why; the check that passed before is kept."""
-    result, took = _run(tmp_path, slow_station, 60, "--max-run-time", "5", "--golive-progress-s", "0", "-k",
-                        "test_chat_answers_and_stops or test_sales_question or test_models_lists_served_name")
+    result, took = _run(
+        tmp_path,
+        slow_station,
+        60,
+        "--max-run-time",
+        "5",
+        "--golive-progress-s",
+        "0",
+        "-k",
+        "test_chat_answers_and_stops or test_sales_question or test_models_lists_served_name",
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 2, output[-3000:]
     assert took < 5 + 15, f"took {took:.0f} s"  # the bound, plus golive's start and writing the reports

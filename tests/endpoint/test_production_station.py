@@ -2,6 +2,7 @@
 
 Served for real on loopback: a small OpenAI streaming server that counts the requests in flight at once.
 """
+
 import json
 import threading
 import time
@@ -85,19 +86,31 @@ def streaming_server():
     server.server_close()
 
 
-@pytest.mark.parametrize("allow", [pytest.param(False, id="refused"),
-                                   pytest.param(True, id="allowed", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "allow", [pytest.param(False, id="refused"), pytest.param(True, id="allowed", marks=pytest.mark.slow)]
+)
 def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming_server, allow):
     port = streaming_server.server_address[1]
     (tmp_path / "inventory.yaml").write_text(
         f"profile: reference-cpu\nstations:\n  - name: live\n    endpoint: http://127.0.0.1:{port}/v1\n"
-        f"    production: true\n")
+        f"    production: true\n"
+    )
     out = tmp_path / "out"
-    run = golive_run(tmp_path / "inventory.yaml", out, "-m", "perf", "-p", "no:cacheprovider",
-                     # the fake answers load, not questions, and has no /metrics: probes, prefill and the batch check
-                     # (vLLM's running count) are proven on the reference station
-                     "-k", "not correctness_under_load and not prefill and not held_back",
-                     *(["--allow-peak-load"] if allow else []), cwd=tmp_path, timeout=180)
+    run = golive_run(
+        tmp_path / "inventory.yaml",
+        out,
+        "-m",
+        "perf",
+        "-p",
+        "no:cacheprovider",
+        # the fake answers load, not questions, and has no /metrics: probes, prefill and the batch check
+        # (vLLM's running count) are proven on the reference station
+        "-k",
+        "not correctness_under_load and not prefill and not held_back",
+        *(["--allow-peak-load"] if allow else []),
+        cwd=tmp_path,
+        timeout=180,
+    )
     result, results = run.proc, run.results
     checks = {c["nodeid"].split("::")[1].split("[")[0]: c for c in results["checks"]}
     peak = checks["test_peak_throughput_meets_floor"]
@@ -117,5 +130,6 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
         # the reference profile gates at its top level: every check that reads it is not checked for the same reason
         for name, check in checks.items():
             assert check["outcome"] in ("passed", "not_applicable") or (
-                check["outcome"] == "not_checked" and "--allow-peak-load" in check["message"]), (name, check)
+                check["outcome"] == "not_checked" and "--allow-peak-load" in check["message"]
+            ), (name, check)
         assert checks["test_single_user_decode_meets_floor"]["outcome"] == "passed"

@@ -1,4 +1,5 @@
 """Sick endpoints, served for real on loopback: golive fails fast with ONE clear failure, never a traceback."""
+
 import json
 import socket
 import subprocess
@@ -29,15 +30,18 @@ def _answer(kind: str, status: int, content_type: str, body: bytes):
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         handler.wfile.write(body)
+
     return kind, handle
 
 
 LOGIN = b"<!DOCTYPE html><html><head><title>Sign in</title></head><body><form>login</form></body></html>"
-BEHAVIOURS = dict([
-    _answer("not-openai", 404, "text/html", b"<html><body><h1>404 Not Found</h1></body></html>"),
-    _answer("bad-gateway", 502, "text/html", b"<html><body>502 Bad Gateway</body></html>"),
-    _answer("login-page", 200, "text/html; charset=utf-8", LOGIN),
-])
+BEHAVIOURS = dict(
+    [
+        _answer("not-openai", 404, "text/html", b"<html><body><h1>404 Not Found</h1></body></html>"),
+        _answer("bad-gateway", 502, "text/html", b"<html><body>502 Bad Gateway</body></html>"),
+        _answer("login-page", 200, "text/html; charset=utf-8", LOGIN),
+    ]
+)
 
 
 class _SickServer(ThreadingHTTPServer):
@@ -80,15 +84,25 @@ class _Handler(BaseHTTPRequestHandler):
         """A server that answers every chat in plain text: never a tool call, streamed or not."""
         message = {"role": "assistant", "content": "I cannot call tools."}
         if not self.body.get("stream"):
-            body = {"id": "c1", "object": "chat.completion", "created": 0, "model": MODEL, "usage": {
-                "prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+            body = {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": MODEL,
+                "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            }
             return _answer("", 200, "application/json", json.dumps(body).encode())[1](self)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-                 "choices": [{"index": 0, "delta": message, "finish_reason": "stop"}]}
+        chunk = {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": MODEL,
+            "choices": [{"index": 0, "delta": message, "finish_reason": "stop"}],
+        }
         self.wfile.write(f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode())
         self.close_connection = True
 
@@ -96,8 +110,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        delta = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}, "finish_reason": None}]}
+        delta = {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": MODEL,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}, "finish_reason": None}],
+        }
         self.wfile.write(f"data: {json.dumps(delta)}\n\n".encode())
         if kind == "sse-cut-mid-event":
             self.wfile.write(b'data: {"id": "c1", "object": "chat.completion.chu')
@@ -142,17 +161,28 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_golive(tmp_path: Path, endpoint: str, *extra: str,
-               host: str | None = None) -> tuple[subprocess.CompletedProcess, dict, float]:
-    (tmp_path / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 1\n"
-                                        "  connect_timeout_s: 1\n")
+def run_golive(
+    tmp_path: Path, endpoint: str, *extra: str, host: str | None = None
+) -> tuple[subprocess.CompletedProcess, dict, float]:
+    (tmp_path / "site.yaml").write_text(
+        "extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 1\n  connect_timeout_s: 1\n"
+    )
     station = f"  - name: sick\n    endpoint: {endpoint}\n    api_key_env: GOLIVE_SICK_KEY\n"
     if host:
         station += f"    host: {host}\n"
     (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n{station}")
     started = time.monotonic()
-    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "endpoint", "-p", "no:cacheprovider", *extra,
-                     cwd=tmp_path, env={"GOLIVE_SICK_KEY": SECRET})
+    run = golive_run(
+        tmp_path / "inventory.yaml",
+        tmp_path / "out",
+        "-m",
+        "endpoint",
+        "-p",
+        "no:cacheprovider",
+        *extra,
+        cwd=tmp_path,
+        env={"GOLIVE_SICK_KEY": SECRET},
+    )
     return run.proc, run.results, time.monotonic() - started
 
 
@@ -160,36 +190,56 @@ def _failed(results: dict) -> list[dict]:
     return [c for c in results["checks"] if c["outcome"] == "failed"]
 
 
-@pytest.mark.parametrize("target,check,expected", [
-    ("refused", "test_health_endpoint_is_ok", "connection failed"),
-    pytest.param("dns", "test_health_endpoint_is_ok", "does not resolve", marks=pytest.mark.slow),
-    ("silent", "test_health_endpoint_is_ok", "no answer within the timeout"),
-    pytest.param("not-openai", "test_health_endpoint_is_ok", "HTTP 404, content type text/html, body starts '<html>",
-                 marks=pytest.mark.slow),
-    pytest.param("bad-gateway", "test_health_endpoint_is_ok", "HTTP 502, content type text/html",
-                 marks=pytest.mark.slow),
-    ("login-page", "test_auth_matches_profile", "an HTML page answered"),
-    pytest.param("truncated-json", "test_models_lists_served_name", "the answer is not JSON", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "target,check,expected",
+    [
+        ("refused", "test_health_endpoint_is_ok", "connection failed"),
+        pytest.param("dns", "test_health_endpoint_is_ok", "does not resolve", marks=pytest.mark.slow),
+        ("silent", "test_health_endpoint_is_ok", "no answer within the timeout"),
+        pytest.param(
+            "not-openai",
+            "test_health_endpoint_is_ok",
+            "HTTP 404, content type text/html, body starts '<html>",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            "bad-gateway", "test_health_endpoint_is_ok", "HTTP 502, content type text/html", marks=pytest.mark.slow
+        ),
+        ("login-page", "test_auth_matches_profile", "an HTML page answered"),
+        pytest.param(
+            "truncated-json", "test_models_lists_served_name", "the answer is not JSON", marks=pytest.mark.slow
+        ),
+    ],
+)
 def test_sick_endpoint_is_one_clear_failure(tmp_path, serve, silent_listener, target, check, expected):
     """One failure names the URL and what came back; every dependent check is not checked; no traceback; fast."""
-    url = {"refused": f"http://127.0.0.1:{_closed_port()}", "dns": "http://golive-no-such-station.invalid:8000",
-           "silent": silent_listener}.get(target) or serve(target)
+    url = {
+        "refused": f"http://127.0.0.1:{_closed_port()}",
+        "dns": "http://golive-no-such-station.invalid:8000",
+        "silent": silent_listener,
+    }.get(target) or serve(target)
     result, results, took = run_golive(tmp_path, url)
     output = result.stdout + result.stderr
     # never reached (refused, DNS): the health check is not checked and the run INCOMPLETE; reached but sick: NO-GO
     unreachable = target in ("refused", "dns")
     assert result.returncode == (2 if unreachable else 1), output[-3000:]
-    [one] = [c for c in results["checks"] if c["outcome"] == ("not_checked" if unreachable else "failed")
-             and c["nodeid"].split("::")[-1].split("[")[0] == check]
+    [one] = [
+        c
+        for c in results["checks"]
+        if c["outcome"] == ("not_checked" if unreachable else "failed")
+        and c["nodeid"].split("::")[-1].split("[")[0] == check
+    ]
     message = one["message"]
     assert url.removesuffix("/v1") in message and expected in message and message.count("Do: ") == 1, message
     assert unreachable or one["finding"]["fix"], one
     assert len(message) < 800, message
     others = [c for c in results["checks"] if c["outcome"] not in ("failed", "passed") and c is not one]
     assert others and all(c["outcome"] in ("not_checked", "not_applicable") for c in others)
-    assert all("not checked because" in c["message"] or "see the" in c["message"]
-               for c in others if c["outcome"] == "not_checked"), others
+    assert all(
+        "not checked because" in c["message"] or "see the" in c["message"]
+        for c in others
+        if c["outcome"] == "not_checked"
+    ), others
     failed_checks = [c["nodeid"].split("::")[-1].split("[")[0] for c in _failed(results)]
     assert failed_checks == ([] if unreachable else [check]), failed_checks
     for text in (output, json.dumps(results), (tmp_path / "out" / "junit.xml").read_text()):
@@ -198,24 +248,31 @@ def test_sick_endpoint_is_one_clear_failure(tmp_path, serve, silent_listener, ta
 
 
 def test_silent_listener_fails_light_call_within_its_timeout(silent_listener):
-    client = EndpointClient(EndpointTarget(silent_listener, api_key="k", request_timeout_s=120, connect_timeout_s=1,
-                                           light_timeout_s=1))
+    client = EndpointClient(
+        EndpointTarget(silent_listener, api_key="k", request_timeout_s=120, connect_timeout_s=1, light_timeout_s=1)
+    )
     started = time.monotonic()
     with pytest.raises(EndpointError, match="no answer within the timeout"):
         client.models()
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize("behaviour,expected", [
-    ("sse-no-done", "the stream ended before the answer did"),
-    ("sse-cut-mid-event", "the stream ended before the answer did"),
-    ("sse-stall", "no answer within the timeout"),
-])
+@pytest.mark.parametrize(
+    "behaviour,expected",
+    [
+        ("sse-no-done", "the stream ended before the answer did"),
+        ("sse-cut-mid-event", "the stream ended before the answer did"),
+        ("sse-stall", "no answer within the timeout"),
+    ],
+)
 def test_broken_stream_is_one_clear_error(serve, behaviour, expected):
     """A stream without [DONE], cut mid-event, or stalled mid-answer: one EndpointError naming the URL."""
     url = serve(behaviour) + "/v1"
-    client = EndpointClient(EndpointTarget(url, api_key=SECRET, request_timeout_s=120, connect_timeout_s=1,
-                                           light_timeout_s=1, stream_stall_timeout_s=1))
+    client = EndpointClient(
+        EndpointTarget(
+            url, api_key=SECRET, request_timeout_s=120, connect_timeout_s=1, light_timeout_s=1, stream_stall_timeout_s=1
+        )
+    )
     started = time.monotonic()
     with pytest.raises(EndpointError) as caught:
         client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True)
@@ -238,8 +295,12 @@ def test_no_secret_in_any_output(tmp_path, serve):
     result, results, _ = run_golive(tmp_path, url, host=f"ssh://admin:{PASSWORD}@127.0.0.1:1")
     assert result.returncode == 1
     assert results["stations"][0]["host"] == "ssh://admin:***@127.0.0.1:1"
-    for text in (result.stdout + result.stderr, json.dumps(results), (tmp_path / "out" / "junit.xml").read_text(),
-                 (tmp_path / "out" / "go-live.html").read_text()):
+    for text in (
+        result.stdout + result.stderr,
+        json.dumps(results),
+        (tmp_path / "out" / "junit.xml").read_text(),
+        (tmp_path / "out" / "go-live.html").read_text(),
+    ):
         assert SECRET not in text and PASSWORD not in text
 
 

@@ -7,6 +7,7 @@ assembly); the assembly alone (golive.endpoint.stream) takes arbitrary JSON valu
 Bounded and derandomized like tests/unit/test_fuzz.py; GOLIVE_FUZZ_EXAMPLES=N (CI's fuzz step) runs each property
 N times.
 """
+
 import json
 import os
 import threading
@@ -29,35 +30,87 @@ pytestmark = pytest.mark.fuzz  # CI's fuzz step runs these again at depth: `-m f
 
 def fuzz(examples: int) -> settings:
     """A property's bound in the default loop, or the depth CI's fuzz step asks for."""
-    return settings(max_examples=DEPTH or examples, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=DEPTH or examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
 
 
 JSON = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40), st.floats(allow_nan=False), st.text(max_size=20)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(
-        ["choices", "delta", "content", "reasoning", "reasoning_content", "tool_calls", "index", "function", "name",
-         "arguments", "finish_reason", "usage", "prompt_tokens", "completion_tokens", "total_tokens", "error", "id",
-         "message"]), inner, max_size=4)),
-    max_leaves=12)
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False), st.text(max_size=20)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "choices",
+                    "delta",
+                    "content",
+                    "reasoning",
+                    "reasoning_content",
+                    "tool_calls",
+                    "index",
+                    "function",
+                    "name",
+                    "arguments",
+                    "finish_reason",
+                    "usage",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "total_tokens",
+                    "error",
+                    "id",
+                    "message",
+                ]
+            ),
+            inner,
+            max_size=4,
+        ),
+    ),
+    max_leaves=12,
+)
 
 
 def _chunk(delta: dict, finish=None) -> dict:
-    return {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
-GOOD = [_chunk({"role": "assistant", "content": "Hel"}), _chunk({"content": "lo"}, "stop"),
-        {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": MODEL, "choices": [],
-         "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}]
+GOOD = [
+    _chunk({"role": "assistant", "content": "Hel"}),
+    _chunk({"content": "lo"}, "stop"),
+    {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": MODEL,
+        "choices": [],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    },
+]
 # an event's data: a real chunk, any JSON value, or a line of anything (bytes: invalid UTF-8 too)
-EVENT_DATA = st.one_of(st.sampled_from([json.dumps(c).encode() for c in GOOD]),
-                       JSON.map(lambda v: json.dumps(v).encode()), st.binary(max_size=60))
+EVENT_DATA = st.one_of(
+    st.sampled_from([json.dumps(c).encode() for c in GOOD]),
+    JSON.map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=60),
+)
 SSE = st.builds(
-    lambda events, done, cut, sep: (b"".join(b"data: " + e + sep for e in events)
-                                    + (b"data: [DONE]" + sep if done else b""))[:cut],
-    st.lists(EVENT_DATA, max_size=6), st.booleans(), st.one_of(st.none(), st.integers(0, 400)),
-    st.sampled_from([b"\n\n", b"\r\n\r\n", b"\n", b"\r"]))
+    lambda events, done, cut, sep: (
+        b"".join(b"data: " + e + sep for e in events) + (b"data: [DONE]" + sep if done else b"")
+    )[:cut],
+    st.lists(EVENT_DATA, max_size=6),
+    st.booleans(),
+    st.one_of(st.none(), st.integers(0, 400)),
+    st.sampled_from([b"\n\n", b"\r\n\r\n", b"\n", b"\r"]),
+)
 BODY = st.one_of(SSE, st.binary(max_size=300))
 
 
@@ -87,8 +140,16 @@ def replay():
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    client = EndpointClient(EndpointTarget(url, api_key="sk-fuzz-secret", request_timeout_s=10, connect_timeout_s=2,
-                                           light_timeout_s=2, stream_stall_timeout_s=5))
+    client = EndpointClient(
+        EndpointTarget(
+            url,
+            api_key="sk-fuzz-secret",
+            request_timeout_s=10,
+            connect_timeout_s=2,
+            light_timeout_s=2,
+            stream_stall_timeout_s=5,
+        )
+    )
 
     def ask(body: bytes):
         server.body = body
@@ -154,21 +215,44 @@ def test_vllm_own_chunks_assemble(replay):
     from vllm.entrypoints.generate.base.protocol import DeltaFunctionCall, DeltaToolCall
 
     def chunk(finish=None, **delta):
-        return protocol.ChatCompletionStreamResponse(id="c1", model=MODEL, choices=[
-            protocol.ChatCompletionResponseStreamChoice(index=0, delta=protocol.DeltaMessage(**delta),
-                                                        logprobs=None, finish_reason=finish)])
+        return protocol.ChatCompletionStreamResponse(
+            id="c1",
+            model=MODEL,
+            choices=[
+                protocol.ChatCompletionResponseStreamChoice(
+                    index=0, delta=protocol.DeltaMessage(**delta), logprobs=None, finish_reason=finish
+                )
+            ],
+        )
 
-    events = [chunk(role="assistant", content=""), chunk(reasoning="Paris is in France."),
-              chunk(content="Let me look."),
-              chunk(tool_calls=[DeltaToolCall(index=0, id="call_1", type="function", function=DeltaFunctionCall(
-                  name="get_weather", arguments='{"city": '))]),
-              chunk("tool_calls",
-                    tool_calls=[DeltaToolCall(index=0, function=DeltaFunctionCall(arguments='"Paris"}'))]),
-              protocol.ChatCompletionStreamResponse(id="c1", model=MODEL, choices=[], usage=protocol.UsageInfo(
-                  prompt_tokens=12, completion_tokens=9, total_tokens=21))]
+    events = [
+        chunk(role="assistant", content=""),
+        chunk(reasoning="Paris is in France."),
+        chunk(content="Let me look."),
+        chunk(
+            tool_calls=[
+                DeltaToolCall(
+                    index=0,
+                    id="call_1",
+                    type="function",
+                    function=DeltaFunctionCall(name="get_weather", arguments='{"city": '),
+                )
+            ]
+        ),
+        chunk("tool_calls", tool_calls=[DeltaToolCall(index=0, function=DeltaFunctionCall(arguments='"Paris"}'))]),
+        protocol.ChatCompletionStreamResponse(
+            id="c1",
+            model=MODEL,
+            choices=[],
+            usage=protocol.UsageInfo(prompt_tokens=12, completion_tokens=9, total_tokens=21),
+        ),
+    ]
     body = b"".join(f"data: {e.model_dump_json(exclude_unset=True)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
     _, ask = replay
     result = ask(body)
-    assert (result.content, result.reasoning, result.finish_reason) == ("Let me look.", "Paris is in France.",
-                                                                        "tool_calls")
+    assert (result.content, result.reasoning, result.finish_reason) == (
+        "Let me look.",
+        "Paris is in France.",
+        "tool_calls",
+    )
     assert result.tool_calls == [("get_weather", '{"city": "Paris"}')] and result.usage["completion_tokens"] == 9

@@ -2,6 +2,7 @@
 that one check with measured vs floor, and a proxy that drops 1 chat request in 50 fails the 0-failures gate.
 Probes under load (suites/endpoint/test_correctness_under_load.py) pass on the station, and fail behind a proxy that
 corrupts answers only while streamed load is in flight."""
+
 import asyncio
 import re
 import statistics
@@ -13,11 +14,20 @@ from golive_run import Run, golive_run
 
 from golive.inventory.loader import load_profile
 
-CHECKS = {"test_sweep_runs_every_level_without_failures", "test_single_user_decode_meets_floor",
-          "test_single_user_ttft_within_ceiling", "test_aggregate_throughput_meets_floor",
-          "test_per_user_speed_meets_floor", "test_ttft_under_load_within_ceiling", "test_peak_throughput_meets_floor",
-          "test_aggregate_scales_with_users", "test_per_user_speed_holds_under_load", "test_goodput_meets_floor",
-          "test_prefill_speed_at_long_prompts", "test_gate_level_is_never_held_back"}
+CHECKS = {
+    "test_sweep_runs_every_level_without_failures",
+    "test_single_user_decode_meets_floor",
+    "test_single_user_ttft_within_ceiling",
+    "test_aggregate_throughput_meets_floor",
+    "test_per_user_speed_meets_floor",
+    "test_ttft_under_load_within_ceiling",
+    "test_peak_throughput_meets_floor",
+    "test_aggregate_scales_with_users",
+    "test_per_user_speed_holds_under_load",
+    "test_goodput_meets_floor",
+    "test_prefill_speed_at_long_prompts",
+    "test_gate_level_is_never_held_back",
+}
 SCALING = "test_aggregate_scales_with_users"
 BATCH = "test_gate_level_is_never_held_back"
 PER_USER_RATIO = "test_per_user_speed_holds_under_load"  # no floor in reference-cpu (noise under CPU hogs)
@@ -49,8 +59,9 @@ class DroppingProxy:
         `Connection: close`, so the server closes after answering and says so to the client."""
         head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
-        length = next((int(v) for k, _, v in (line.partition(":") for line in lines) if k.lower() ==
-                       "content-length"), 0)
+        length = next(
+            (int(v) for k, _, v in (line.partition(":") for line in lines) if k.lower() == "content-length"), 0
+        )
         body = await reader.readexactly(length)
         kept = [line for line in lines[1:] if line and not line.lower().startswith("connection:")]
         return lines[0], body, "\r\n".join([lines[0], *kept, "Connection: close", "", ""]).encode("latin-1")
@@ -130,8 +141,13 @@ class CorruptingProxy(DroppingProxy):
             writer.close()
 
 
-def golive_perf(base_url: str, out: Path, profile: str = "reference-cpu", select: str = "not correctness_under_load",
-                checks: set[str] = CHECKS) -> Run:
+def golive_perf(
+    base_url: str,
+    out: Path,
+    profile: str = "reference-cpu",
+    select: str = "not correctness_under_load",
+    checks: set[str] = CHECKS,
+) -> Run:
     """The healthy station's perf checks (the session's station, tests/conftest.py) through golive run."""
     inventory = out / "inventory.yaml"
     inventory.write_text(f"profile: {profile}\nstations:\n  - {{name: reference, endpoint: '{base_url}'}}\n")
@@ -181,10 +197,12 @@ def test_floor_above_the_station_fails_that_check(reference, tmp_path):
     """A site profile asking 100,000 tok/s of one user: only the single-user check fails, saying measured vs floor."""
     site = tmp_path / "site.yaml"
     # one level keeps it short: every gate then reads concurrency 1, so the aggregate floors are scaled to one user
-    site.write_text("extends: reference-cpu\nload:\n  concurrency: [1]\n  gate_concurrency: 1\n"
-                    "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1,\n"
-                    "           scaling_ratio: null, per_user_ratio: null}\n"
-                    "  prefill: {prompt_tokens: [1024], requests: 3, floors_tok_s: {1024: 1000000000}}\n")
+    site.write_text(
+        "extends: reference-cpu\nload:\n  concurrency: [1]\n  gate_concurrency: 1\n"
+        "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1,\n"
+        "           scaling_ratio: null, per_user_ratio: null}\n"
+        "  prefill: {prompt_tokens: [1024], requests: 3, floors_tok_s: {1024: 1000000000}}\n"
+    )
     run = golive_perf(reference.base_url, tmp_path, profile=str(site))
     assert run.failed() == {"test_single_user_decode_meets_floor", "test_prefill_speed_at_long_prompts"}, run.output
     prefill = run.check("test_prefill_speed_at_long_prompts")["message"]
@@ -203,8 +221,10 @@ def test_dropped_requests_fail_the_zero_failures_gate(reference, tmp_path):
     # or scaling gate, whose requests the proxy would drop too (a round that lost a request left its ratio undecided,
     # and rounds were added up to max_requests: 149 s, now ~10 s)
     site = tmp_path / "site.yaml"
-    site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 4]\n  gate_concurrency: 4\n  ratio_rounds: 0\n"
-                    "  floors: {scaling_ratio: null}\n  prefill: {prompt_tokens: []}\n")
+    site.write_text(
+        "extends: reference-cpu\nload:\n  concurrency: [1, 4]\n  gate_concurrency: 4\n  ratio_rounds: 0\n"
+        "  floors: {scaling_ratio: null}\n  prefill: {prompt_tokens: []}\n"
+    )
     proxy = DroppingProxy(reference.port, every=50, first=14)
     try:
         run = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path, profile=str(site))
@@ -226,8 +246,10 @@ def test_per_user_ratio_floor_the_station_meets_passes(reference, tmp_path):
     """A site profile that sets the per-user ratio reference-cpu leaves unset, at 0.01 (healthy here: ~0.5-0.8 at 2
     users): the check passes, read from the rounds."""
     site = tmp_path / "site.yaml"
-    site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 2]\n  gate_concurrency: 2\n"
-                    "  floors: {per_user_ratio: 0.01, scaling_ratio: null}\n  prefill: {prompt_tokens: []}\n")
+    site.write_text(
+        "extends: reference-cpu\nload:\n  concurrency: [1, 2]\n  gate_concurrency: 2\n"
+        "  floors: {per_user_ratio: 0.01, scaling_ratio: null}\n  prefill: {prompt_tokens: []}\n"
+    )
     run = golive_perf(reference.base_url, tmp_path, profile=str(site))
     assert run.code == 0 and run.check(PER_USER_RATIO)["outcome"] == "passed", run.output
     [metric] = [m for m in run.results["metrics"] if m["name"] == "per_user_ratio_at_2"]
@@ -242,9 +264,11 @@ def test_ratio_and_goodput_floors_above_the_station_fail_those_checks(reference,
     other work) and objectives no request
     meets: those two checks fail, with measured vs floor and the interval, and nothing else."""
     site = tmp_path / "site.yaml"
-    site.write_text("extends: reference-cpu\nload:\n  concurrency: [1, 2]\n  gate_concurrency: 2\n"
-                    "  floors: {per_user_ratio: 1000, scaling_ratio: null}\n  slo: {ttft_s: 0.000001}\n"
-                    "  prefill: {prompt_tokens: []}\n")
+    site.write_text(
+        "extends: reference-cpu\nload:\n  concurrency: [1, 2]\n  gate_concurrency: 2\n"
+        "  floors: {per_user_ratio: 1000, scaling_ratio: null}\n  slo: {ttft_s: 0.000001}\n"
+        "  prefill: {prompt_tokens: []}\n"
+    )
     run = golive_perf(reference.base_url, tmp_path, profile=str(site))
     assert run.failed() == {"test_per_user_speed_holds_under_load", "test_goodput_meets_floor"}, run.output
     ratio = run.check("test_per_user_speed_holds_under_load")["message"]
@@ -259,9 +283,13 @@ def test_ratio_and_goodput_floors_above_the_station_fail_those_checks(reference,
 # variant -> {failing check: what its message says}. A batch of 1 gives ~1× one user's aggregate (below the 1.5×
 # floor); a batch of 2 gives ~2×, which a busy machine's healthy batch of 8 also gave (2.7× median under two CPU
 # hogs), so the batch check (vLLM's running and waiting counts under load) tells it, on a quiet machine or a busy one.
-CAPPED = {"max-num-seqs-1": {SCALING: "flat from 1 user on: the station does not batch",
-                             BATCH: "with 8 requests in flight vLLM ran at most 1 at once and kept requests waiting"},
-          "max-num-seqs-2": {BATCH: "with 8 requests in flight vLLM ran at most 2 at once and kept requests waiting"}}
+CAPPED = {
+    "max-num-seqs-1": {
+        SCALING: "flat from 1 user on: the station does not batch",
+        BATCH: "with 8 requests in flight vLLM ran at most 1 at once and kept requests waiting",
+    },
+    "max-num-seqs-2": {BATCH: "with 8 requests in flight vLLM ran at most 2 at once and kept requests waiting"},
+}
 
 
 @pytest.mark.slow  # ~30 s each and a station of its own: the README's loop stays within 10 min, CI's slow run has it
@@ -302,8 +330,9 @@ def test_answers_corrupted_under_load_fail_naming_the_probes(reference, tmp_path
     it expected and what came back."""
     proxy = CorruptingProxy(reference.port)
     try:
-        run = golive_perf(f"http://127.0.0.1:{proxy.port}/v1", tmp_path, select="correctness_under_load",
-                          checks={UNDER_LOAD})
+        run = golive_perf(
+            f"http://127.0.0.1:{proxy.port}/v1", tmp_path, select="correctness_under_load", checks={UNDER_LOAD}
+        )
     finally:
         proxy.close()
     assert proxy.corrupted >= 1

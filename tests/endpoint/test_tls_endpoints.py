@@ -2,6 +2,7 @@
 was reached, but is misconfigured) with one line saying TLS failed and what to do; no traceback. A certificate signed
 by a site CA (made in the test) passes once the inventory names that CA (`tls_ca_file`), in every client golive makes
 for the endpoint: httpx, the openai client, the load generator's lanes (golive.endpoint.timed_http)."""
+
 import datetime
 import ipaddress
 import json
@@ -25,8 +26,11 @@ class _Health(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        body = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode() \
-            if self.path == "/v1/models" else b""
+        body = (
+            json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode()
+            if self.path == "/v1/models"
+            else b""
+        )
         self._send(body, "application/json")
 
     def do_POST(self) -> None:
@@ -36,8 +40,11 @@ class _Health(BaseHTTPRequestHandler):
         if stream:
             chunk = {**head, "object": "chat.completion.chunk", "choices": [{**choice, "delta": {"content": "Hi"}}]}
             return self._send(f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode(), "text/event-stream")
-        answer = {**head, "object": "chat.completion", "choices": [{**choice, "message": {"role": "assistant",
-                                                                                          "content": "Hi"}}]}
+        answer = {
+            **head,
+            "object": "chat.completion",
+            "choices": [{**choice, "message": {"role": "assistant", "content": "Hi"}}],
+        }
         self._send(json.dumps(answer).encode(), "application/json")
 
     def _send(self, body: bytes, content_type: str) -> None:
@@ -58,19 +65,48 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
     except ImportError:
         if not shutil.which("openssl"):
             pytest.skip("neither the cryptography package nor openssl is here to make a self-signed certificate")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                        "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+                "-days",
+                "1",
+                "-subj",
+                "/CN=127.0.0.1",
+            ],
+            check=True,
+            capture_output=True,
+        )
         return cert, key
     private = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "golive-test")])
     now = datetime.datetime.now(datetime.UTC)
-    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private.public_key())
-                   .serial_number(x509.random_serial_number()).not_valid_before(now)
-                   .not_valid_after(now + datetime.timedelta(days=1)).sign(private, hashes.SHA256()))
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(private, hashes.SHA256())
+    )
     cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     return cert, key
 
 
@@ -84,28 +120,44 @@ def _site_ca(folder: Path) -> tuple[Path, Path, Path]:
     now = datetime.datetime.now(datetime.UTC)
 
     def signed(subject, public_key, issuer, issuer_key, ca: bool):
-        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
-                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
-                   .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(issuer)
+            .public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
         if ca:
-            builder = builder.add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
-                                            critical=True)
+            builder = builder.add_extension(
+                x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+            )
         else:
-            builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(
-                ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+            )
         return builder.sign(issuer_key, hashes.SHA256())
 
     ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "golive test site CA")])
     ca_cert = signed(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
-    server_cert = signed(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), server_key.public_key(),
-                         ca_name, ca_key, ca=False)
+    server_cert = signed(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]),
+        server_key.public_key(),
+        ca_name,
+        ca_key,
+        ca=False,
+    )
     paths = folder / "site-ca.pem", folder / "server.pem", folder / "server-key.pem"
     paths[0].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                  serialization.NoEncryption()))
+    paths[2].write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     return paths
 
 
@@ -134,12 +186,22 @@ def server(tmp_path):
 def test_tls_failure_is_one_clear_failure(tmp_path, server, case):
     port = server(tls=case == "self-signed")
     url = f"https://127.0.0.1:{port}"
-    (tmp_path / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
-                                        "  connect_timeout_s: 2\n")
+    (tmp_path / "site.yaml").write_text(
+        "extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n  connect_timeout_s: 2\n"
+    )
     (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: tls\n    endpoint: {url}\n")
-    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "endpoint", "-p", "no:cacheprovider",
-                     "-k", "test_health_endpoint_is_ok or test_auth_matches_profile or test_models_lists",
-                     cwd=tmp_path, timeout=120)
+    run = golive_run(
+        tmp_path / "inventory.yaml",
+        tmp_path / "out",
+        "-m",
+        "endpoint",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "test_health_endpoint_is_ok or test_auth_matches_profile or test_models_lists",
+        cwd=tmp_path,
+        timeout=120,
+    )
     output, results = run.output, run.results
     assert run.code == 1, output[-3000:]  # reached but misconfigured: NO-GO, not INCOMPLETE
     [failed] = [c for c in results["checks"] if c["outcome"] == "failed"]
@@ -153,14 +215,26 @@ def test_tls_failure_is_one_clear_failure(tmp_path, server, case):
         assert "Traceback" not in text and "httpx." not in text and "ssl.SSL" not in text
 
 
-def _golive(tmp_path: Path, url: str, station_extra: str = "", *select: str) -> tuple[subprocess.CompletedProcess,
-                                                                                     dict]:
-    (tmp_path / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
-                                        "  connect_timeout_s: 2\n")
-    (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: tls\n    endpoint: {url}\n"
-                                             f"{station_extra}")
-    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "endpoint", "-p", "no:cacheprovider",
-                     *select, cwd=tmp_path, timeout=120)
+def _golive(
+    tmp_path: Path, url: str, station_extra: str = "", *select: str
+) -> tuple[subprocess.CompletedProcess, dict]:
+    (tmp_path / "site.yaml").write_text(
+        "extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n  connect_timeout_s: 2\n"
+    )
+    (tmp_path / "inventory.yaml").write_text(
+        f"profile: site.yaml\nstations:\n  - name: tls\n    endpoint: {url}\n{station_extra}"
+    )
+    run = golive_run(
+        tmp_path / "inventory.yaml",
+        tmp_path / "out",
+        "-m",
+        "endpoint",
+        "-p",
+        "no:cacheprovider",
+        *select,
+        cwd=tmp_path,
+        timeout=120,
+    )
     return run.proc, run.results
 
 
@@ -193,8 +267,9 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
 
     url = f"https://127.0.0.1:{server(tls='site-ca')}"
     ca = str(tmp_path / "site-ca.pem")
-    client = EndpointClient(EndpointTarget(url + "/v1", request_timeout_s=5, connect_timeout_s=2, light_timeout_s=2,
-                                           ca_file=ca))
+    client = EndpointClient(
+        EndpointTarget(url + "/v1", request_timeout_s=5, connect_timeout_s=2, light_timeout_s=2, ca_file=ca)
+    )
     assert [m["id"] for m in client.models()] == [MODEL]
     assert client.chat(MODEL, [{"role": "user", "content": "Hi"}]).content == "Hi"
     assert client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True).content == "Hi"
@@ -207,8 +282,11 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
     answered = asyncio.run(lane_chat(ca))
     assert answered.error is None and answered.response.status == 200, answered
     plain = EndpointClient(EndpointTarget(url + "/v1", request_timeout_s=5, connect_timeout_s=2, light_timeout_s=2))
-    for call in (plain.models, lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}]),
-                 lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True)):
+    for call in (
+        plain.models,
+        lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}]),
+        lambda: plain.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True),
+    ):
         with pytest.raises(EndpointError, match="TLS failed"):
             call()
     refused = asyncio.run(lane_chat(None))
@@ -237,8 +315,9 @@ def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "site-ca.pem"))
     trusting.cache_clear()  # the default context is made once a process: this test changed the environment
     try:
-        client = EndpointClient(EndpointTarget(url + "/v1", request_timeout_s=5, connect_timeout_s=2,
-                                               light_timeout_s=2))
+        client = EndpointClient(
+            EndpointTarget(url + "/v1", request_timeout_s=5, connect_timeout_s=2, light_timeout_s=2)
+        )
         assert [m["id"] for m in client.models()] == [MODEL]
         assert client.chat(MODEL, [{"role": "user", "content": "Hi"}]).content == "Hi"
         assert client.chat(MODEL, [{"role": "user", "content": "Hi"}], stream=True).content == "Hi"

@@ -1,4 +1,5 @@
 """Two stations in one inventory keep their own metrics in results.json (metrics carry their station)."""
+
 import pytest
 from golive_run import golive_run
 
@@ -7,9 +8,11 @@ from golive_run import golive_run
 def test_two_stations_keep_separate_metrics(reference, tmp_path):
     """The session's healthy station (tests/conftest.py), listed twice under two names."""
     inventory = tmp_path / "inventory.yaml"
-    inventory.write_text("profile: reference-cpu\nstations:\n"
-                         f"  - {{name: station-a, endpoint: '{reference.base_url}'}}\n"
-                         f"  - {{name: station-b, endpoint: '{reference.base_url}'}}\n")
+    inventory.write_text(
+        "profile: reference-cpu\nstations:\n"
+        f"  - {{name: station-a, endpoint: '{reference.base_url}'}}\n"
+        f"  - {{name: station-b, endpoint: '{reference.base_url}'}}\n"
+    )
     run = golive_run(inventory, tmp_path / "out", "-m", "endpoint", "-q", "-k", "kv_cache_capacity", timeout=600)
     kv = [m for m in run.results["metrics"] if m["name"] == "kv_cache_tokens"]
     assert sorted(m["station"] for m in kv) == ["station-a", "station-b"], run.output

@@ -9,6 +9,7 @@ Each request is sent upstream on its own connection with `Connection: close`, so
 not) ends where the upstream closes; the client gets the upstream's bytes as they come and reconnects for the next
 request. Only what a station's clients send is understood: a request line, headers, a Content-Length body.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -20,12 +21,17 @@ HEAD_END = b"\r\n\r\n"
 
 
 class FaultProxy:
-    def __init__(self, upstream_port: int, fault_at: int = 0, cut_at: float | None = None,
-                 before: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        upstream_port: int,
+        fault_at: int = 0,
+        cut_at: float | None = None,
+        before: Callable[[], None] | None = None,
+    ):
         self.upstream_port = upstream_port
-        self.fault_at = fault_at    # the request (1-based) the fault meets; 0: none
-        self.cut_at = cut_at        # that answer stops after this share of its bytes (None: not cut)
-        self.before = before        # run just before that request goes upstream
+        self.fault_at = fault_at  # the request (1-based) the fault meets; 0: none
+        self.cut_at = cut_at  # that answer stops after this share of its bytes (None: not cut)
+        self.before = before  # run just before that request goes upstream
         self.requests = self.cuts = 0
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -72,8 +78,8 @@ class FaultProxy:
                 return
             up_writer.write(_closing(head) + body)
             if due and self.cut_at is not None:
-                answer = await up_reader.read()   # all of it, then only the first part goes on
-                writer.write(answer[:max(1, int(len(answer) * self.cut_at))])
+                answer = await up_reader.read()  # all of it, then only the first part goes on
+                writer.write(answer[: max(1, int(len(answer) * self.cut_at))])
                 await writer.drain()
                 self.cuts += 1
                 writer.transport.abort()
@@ -96,6 +102,9 @@ def _content_length(head: bytes) -> int:
 
 def _closing(head: bytes) -> bytes:
     """The request's head with `Connection: close` in place of whatever it asked for."""
-    lines = [line for line in head[:-len(HEAD_END)].split(b"\r\n")
-             if line.partition(b":")[0].strip().lower() != b"connection"]
+    lines = [
+        line
+        for line in head[: -len(HEAD_END)].split(b"\r\n")
+        if line.partition(b":")[0].strip().lower() != b"connection"
+    ]
     return b"\r\n".join([*lines, b"Connection: close"]) + HEAD_END

@@ -8,6 +8,7 @@ minutes to start on CI's CPU, too long to restart at each point; this station
 answers like a server without tool parsers (plain text), so the fault-free run has failures of its own to compare.
 GOLIVE_FAULT_POINTS sets the points per fault (default 20).
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,13 @@ class _Station(BaseHTTPRequestHandler):
         if self.path == "/health":
             return self._send(200, "application/json", b"")
         if self.path == "/v1/models":
-            return self._send(200, "application/json", json.dumps({"object": "list", "data": [
-                {"id": MODEL, "object": "model", "max_model_len": 1048576}]}).encode())
+            return self._send(
+                200,
+                "application/json",
+                json.dumps(
+                    {"object": "list", "data": [{"id": MODEL, "object": "model", "max_model_len": 1048576}]}
+                ).encode(),
+            )
         return self._send(404, "application/json", b'{"detail":"Not Found"}')
 
     def do_POST(self) -> None:
@@ -74,18 +80,32 @@ class _Station(BaseHTTPRequestHandler):
             return self._send(404, "application/json", b'{"detail":"Not Found"}')
         message = {"role": "assistant", "content": "Paris."}
         if body.get("stream"):
-            chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-                     "choices": [{"index": 0, "delta": message, "finish_reason": "stop"}]}
+            chunk = {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": MODEL,
+                "choices": [{"index": 0, "delta": message, "finish_reason": "stop"}],
+            }
             kind, answer = "text/event-stream", f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
         else:
-            kind, answer = "application/json", json.dumps({
-                "id": "c1", "object": "chat.completion", "created": 0, "model": MODEL,
-                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
+            kind, answer = (
+                "application/json",
+                json.dumps(
+                    {
+                        "id": "c1",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": MODEL,
+                        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                    }
+                ).encode(),
+            )
         if self.station.cut_next:  # the answer stops half-way; the connection closes under it
             self.station.cut_next = False
             self.station.cuts += 1
-            self._send(200, kind, answer[:len(answer) // 2], length=len(answer))
+            self._send(200, kind, answer[: len(answer) // 2], length=len(answer))
             self.close_connection = True
             return None
         return self._send(200, kind, answer)
@@ -129,15 +149,40 @@ def _serve(fault: str | None = None, fault_at: int = 0) -> _Server:
 
 def _run(out: Path, server: _Server) -> subprocess.Popen:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
-                                   "  connect_timeout_s: 1\n  request_timeout_s: 10\n  stream_stall_timeout_s: 10\n")
-    (out / "inventory.yaml").write_text(f"profile: site.yaml\nstations:\n  - name: text-only\n    endpoint: "
-                                        f"http://127.0.0.1:{server.server_address[1]}/v1\n")
+    (out / "site.yaml").write_text(
+        "extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n"
+        "  connect_timeout_s: 1\n  request_timeout_s: 10\n  stream_stall_timeout_s: 10\n"
+    )
+    (out / "inventory.yaml").write_text(
+        f"profile: site.yaml\nstations:\n  - name: text-only\n    endpoint: "
+        f"http://127.0.0.1:{server.server_address[1]}/v1\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    return subprocess.Popen([sys.executable, "-m", "golive.cli", "run", str(out / "inventory.yaml"), "-o",
-                             str(out / "reports"), "-m", "endpoint", "-k", CHECKS, "-q", "-p", "no:cacheprovider",
-                             "--max-run-time", str(BUDGET_S)], cwd=out, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "golive.cli",
+            "run",
+            str(out / "inventory.yaml"),
+            "-o",
+            str(out / "reports"),
+            "-m",
+            "endpoint",
+            "-k",
+            CHECKS,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--max-run-time",
+            str(BUDGET_S),
+        ],
+        cwd=out,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -185,5 +230,7 @@ def test_endpoint_fault_mid_run_never_blames_the_station(baseline, tmp_path, fau
         assert "\n" not in line, line
     if fault == "endpoint-dies" and injected and len(lost) > 0:
         assert len(lost) == 1, lost  # one line on every check after the first that met it
-    print(f"campaign-result: {fault} text-only n={fault_at}/{requests} injected={injected} cut={server.cuts} "
-          f"verdict={results['verdict']} lost={sum(o == 'not_checked' for o in got.values())} took={took:.1f}")
+    print(
+        f"campaign-result: {fault} text-only n={fault_at}/{requests} injected={injected} cut={server.cuts} "
+        f"verdict={results['verdict']} lost={sum(o == 'not_checked' for o in got.values())} took={took:.1f}"
+    )

@@ -13,6 +13,7 @@ GOLIVE_FAULT_POINTS sets the points per fault (default 20: the campaign's counts
 machine may ask for fewer while developing. The endpoint layer's faults: test_endpoint_faults.py and
 test_reference_faults.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,11 @@ TARGETS = tuple(EXPECTED_FAILURES)
 BUDGET_S = 240  # --max-run-time of every run: a run past it (plus Python's start and the reports) has hung
 LEAKS = ("Traceback", "CommandResult(", " object at 0x")
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(available() is not None, reason=str(available())),
-              pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(available() is not None, reason=str(available())),
+    pytest.mark.skipif(netns.available() is not None, reason=str(netns.available())),
+]
 
 
 def _free_port() -> int:
@@ -67,10 +71,10 @@ class Target:
 
     name: str
     inventory: str
-    layer: tuple[str, ...]    # golive run's selection
-    roles: dict[str, str]     # station name → role, so a pair's outcomes compare across pairs with other names
-    faulted: str              # the station whose sshd the faults stop or cut
-    sshd: Sshd                # that sshd
+    layer: tuple[str, ...]  # golive run's selection
+    roles: dict[str, str]  # station name → role, so a pair's outcomes compare across pairs with other names
+    faulted: str  # the station whose sshd the faults stop or cut
+    sshd: Sshd  # that sshd
 
     def stop(self) -> None:
         self.sshd.stop()
@@ -86,17 +90,28 @@ def _target(name: str, trees: dict[str, Path], rng: random.Random | None = None)
     if not name.startswith("pair-"):
         profile = REPO / "fixtures" / "profiles" / "gb300-site.yaml"
         with loopback_sshd(_free_port(), tree=trees[name]) as sshd:
-            yield Target(name, f"profile: {profile}\nssh_config: {sshd.ssh_config}\nstations:\n"
-                               f"  - {{name: {name}, role: a, host: \"{sshd.spec}\", phase: serving}}\n",
-                         ("-m", "host"), {name: "a"}, name, sshd)
+            yield Target(
+                name,
+                f"profile: {profile}\nssh_config: {sshd.ssh_config}\nstations:\n"
+                f'  - {{name: {name}, role: a, host: "{sshd.spec}", phase: serving}}\n',
+                ("-m", "host"),
+                {name: "a"},
+                name,
+                sshd,
+            )
         return
     with netns.station_pair(name.removeprefix("pair-")) as pair:
         station = rng.choice((pair.a, pair.b)) if rng else pair.a
-        yield Target(name, f"profile: {REPO}/fixtures/profiles/netns-rail-site.yaml\nssh_config: {pair.ssh_config}\n"
-                           f"stations:\n  - {{name: {pair.a.name}, role: a, host: '{pair.a.spec}'}}\n"
-                           f"  - {{name: {pair.b.name}, role: b, host: '{pair.b.spec}'}}\n",
-                     ("-m", "cluster", "-k", RAIL_CHECKS), {pair.a.name: "a", pair.b.name: "b"}, station.name,
-                     pair.sshds[station.name])
+        yield Target(
+            name,
+            f"profile: {REPO}/fixtures/profiles/netns-rail-site.yaml\nssh_config: {pair.ssh_config}\n"
+            f"stations:\n  - {{name: {pair.a.name}, role: a, host: '{pair.a.spec}'}}\n"
+            f"  - {{name: {pair.b.name}, role: b, host: '{pair.b.spec}'}}\n",
+            ("-m", "cluster", "-k", RAIL_CHECKS),
+            {pair.a.name: "a", pair.b.name: "b"},
+            station.name,
+            pair.sshds[station.name],
+        )
 
 
 def _start(target: Target, out: Path) -> subprocess.Popen:
@@ -104,10 +119,28 @@ def _start(target: Target, out: Path) -> subprocess.Popen:
     (out / "inventory.yaml").write_text(target.inventory)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env["GOLIVE_COMMAND_LOG"] = str(out / "commands.log")  # every command sent, one a line (golive.inventory.readonly)
-    return subprocess.Popen([sys.executable, "-m", "golive.cli", "run", str(out / "inventory.yaml"), "-o",
-                             str(out / "reports"), *target.layer, "-q", "-p", "no:cacheprovider",
-                             "--max-run-time", str(BUDGET_S)], cwd=out, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "golive.cli",
+            "run",
+            str(out / "inventory.yaml"),
+            "-o",
+            str(out / "reports"),
+            *target.layer,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--max-run-time",
+            str(BUDGET_S),
+        ],
+        cwd=out,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _finish(process: subprocess.Popen, started: float) -> tuple[int, str, float]:
@@ -138,16 +171,26 @@ def _reports(out: Path) -> dict:
 def _outcomes(results: dict, roles: dict[str, str] | None = None) -> dict[tuple[str, str], str]:
     """(check, station's role) → outcome; a station not in `roles` keeps its name."""
     roles = roles or {}
-    return {(c["nodeid"].split("::")[-1].split("[")[0], roles.get(c["station"], c["station"])): c["outcome"]
-            for c in results["checks"]}
+    return {
+        (c["nodeid"].split("::")[-1].split("[")[0], roles.get(c["station"], c["station"])): c["outcome"]
+        for c in results["checks"]
+    }
 
 
 def _failed(outcomes: dict[tuple[str, str], str]) -> set[tuple[str, str]]:
     return {key for key, outcome in outcomes.items() if outcome == "failed"}
 
 
-def _judge(where: str, code: int, output: str, took: float, out: Path, baseline: dict, budget_s: float,
-           roles: dict[str, str] | None = None) -> tuple[dict, dict[tuple[str, str], str]]:
+def _judge(
+    where: str,
+    code: int,
+    output: str,
+    took: float,
+    out: Path,
+    baseline: dict,
+    budget_s: float,
+    roles: dict[str, str] | None = None,
+) -> tuple[dict, dict[tuple[str, str], str]]:
     """What every faulted run is held to: within its budget, no traceback or internal repr in its output or reports,
     every report written, exit code and verdict the same, GO only with exactly the fault-free run's outcomes (the
     fault met nothing it needed), no check failed that the fault-free run does not fail. results.json and the
@@ -167,6 +210,7 @@ def _judge(where: str, code: int, output: str, took: float, out: Path, baseline:
 @pytest.fixture(scope="module")
 def trees():
     from golive_testbed.targets import build_station_trees
+
     return build_station_trees()
 
 
@@ -225,12 +269,15 @@ def test_fault_mid_run_never_blames_the_station(trees, baselines, tmp_path, faul
         # the run ended before the fault: a fault-free run, held to the same rules
         injected = process.poll() is None and _inject(fault, target, process)
         code, output, took = _finish(process, started)
-    where = (f"{fault} on {target.faulted} after command {k} of {commands} into {name} "
-             f"(seed {FAULT_SEED}-{fault}-{index})")
+    where = (
+        f"{fault} on {target.faulted} after command {k} of {commands} into {name} (seed {FAULT_SEED}-{fault}-{index})"
+    )
     print(f"campaign: {where}: exit {code} in {took:.1f} s")
     results, outcomes = _judge(where, code, output, took, tmp_path, baseline, BUDGET_S, target.roles)
-    print(f"campaign-result: {fault} {name} k={k}/{commands} injected={injected} verdict={results['verdict']} "
-          f"lost={sum(o == 'not_checked' for o in outcomes.values())}")
+    print(
+        f"campaign-result: {fault} {name} k={k}/{commands} injected={injected} verdict={results['verdict']} "
+        f"lost={sum(o == 'not_checked' for o in outcomes.values())}"
+    )
     lost = [c["message"] for c in results["checks"] if "stopped answering" in c.get("message", "")]
     if lost:  # one line per lost station, the same on every check it ended, naming the station the fault hit
         assert len(set(lost)) == 1 and f"station {target.faulted} stopped answering over ssh at " in lost[0], lost

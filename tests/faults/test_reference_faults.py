@@ -12,6 +12,7 @@ has its engine killed in its last test, after a fault-free run of the same check
 test last); fresh healthy stations make up the rest of the points, the next one booting while the current one serves.
 The stream-cut points share the session's healthy station. GOLIVE_FAULT_POINTS sets the points per fault (default 20).
 """
+
 from __future__ import annotations
 
 import random
@@ -42,20 +43,39 @@ pytestmark = pytest.mark.slow
 def _golive(out: Path, proxy: FaultProxy, key: str | None = None) -> tuple[int, str, float]:
     out.mkdir(parents=True, exist_ok=True)
     key_line = f", api_key_env: {KEY_ENV}" if key else ""
-    (out / "inventory.yaml").write_text(f"profile: reference-cpu\nstations:\n"
-                                        f"  - {{name: {STATION}, endpoint: '{proxy.base_url}'{key_line}}}\n")
+    (out / "inventory.yaml").write_text(
+        f"profile: reference-cpu\nstations:\n  - {{name: {STATION}, endpoint: '{proxy.base_url}'{key_line}}}\n"
+    )
     started = time.monotonic()
-    proc = golive("run", out / "inventory.yaml", "-o", out / "reports", "-m", "endpoint", "-k", CHECKS, "-q", "-p",
-                  "no:cacheprovider", "--max-run-time", str(BUDGET_S), cwd=out, env={KEY_ENV: key} if key else None,
-                  timeout=BUDGET_S + 60)
+    proc = golive(
+        "run",
+        out / "inventory.yaml",
+        "-o",
+        out / "reports",
+        "-m",
+        "endpoint",
+        "-k",
+        CHECKS,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--max-run-time",
+        str(BUDGET_S),
+        cwd=out,
+        env={KEY_ENV: key} if key else None,
+        timeout=BUDGET_S + 60,
+    )
     return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - started
 
 
 def kill_engine(station: ReferenceStation) -> None:
     """SIGKILL the station's engine core (the API server's child process that runs the model)."""
     assert station.pid is not None
-    engines = [p for p in psutil.Process(station.pid).children(recursive=True)
-               if "EngineCore" in " ".join(p.cmdline()) + p.name()]
+    engines = [
+        p
+        for p in psutil.Process(station.pid).children(recursive=True)
+        if "EngineCore" in " ".join(p.cmdline()) + p.name()
+    ]
     assert engines, f"no EngineCore process under the station's server {station.pid}"
     for engine in engines:
         engine.send_signal(signal.SIGKILL)
@@ -120,9 +140,11 @@ def _kill_mid_run(station: ReferenceStation, baseline: tuple[dict, int], out: Pa
     # the one line, on every check after the death; none only where no later request needed the engine (vLLM answers
     # /v1/models without it): then the run is exactly the fault-free one
     assert len(lost) == 1 or got == outcomes, f"{where}: {lost}\n{output[-3000:]}"
-    print(f"campaign-result: engine-killed reference n={fault_at}/{requests} variant={station.variant} "
-          f"verdict={results['verdict']} lost={sum(o == 'not_checked' for o in got.values())} "
-          f"lines={len(lost)} took={took:.1f}")
+    print(
+        f"campaign-result: engine-killed reference n={fault_at}/{requests} variant={station.variant} "
+        f"verdict={results['verdict']} lost={sum(o == 'not_checked' for o in got.values())} "
+        f"lines={len(lost)} took={took:.1f}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -145,8 +167,9 @@ def shared_baseline(reference, tmp_path_factory) -> tuple[dict, int]:
     return _SHARED["healthy"]
 
 
-def _judge_http(where: str, code: int, output: str, took: float, out: Path,
-                baseline: dict) -> tuple[dict, dict[tuple[str, str], str]]:
+def _judge_http(
+    where: str, code: int, output: str, took: float, out: Path, baseline: dict
+) -> tuple[dict, dict[tuple[str, str], str]]:
     """The campaign's rules (test_fault_campaign._judge), and a lost station said in its one HTTP line."""
     results, outcomes = _judge(where, code, output, took, out, baseline, BUDGET_S)
     for check in results["checks"]:
@@ -181,9 +204,12 @@ def test_stream_cut_mid_answer_never_blames_the_station(reference, shared_baseli
     fault_at, cut_at = rng.randint(1, requests), rng.uniform(0.05, 0.95)
     with FaultProxy(reference.port, fault_at=fault_at, cut_at=cut_at) as proxy:
         code, output, took = _golive(tmp_path, proxy)
-    where = (f"answer {fault_at} of {requests} cut at {cut_at:.0%} of its bytes "
-             f"(seed {FAULT_SEED}-stream-cut-real-{index})")
+    where = (
+        f"answer {fault_at} of {requests} cut at {cut_at:.0%} of its bytes (seed {FAULT_SEED}-stream-cut-real-{index})"
+    )
     results, got = _judge_http(where, code, output, took, tmp_path, baseline)
     assert proxy.cuts == 1, where  # GO stays possible: a client that asked again got every answer (_judge)
-    print(f"campaign-result: stream-cut reference n={fault_at}/{requests} verdict={results['verdict']} "
-          f"lost={sum(o == 'not_checked' for o in got.values())} took={took:.1f}")
+    print(
+        f"campaign-result: stream-cut reference n={fault_at}/{requests} verdict={results['verdict']} "
+        f"lost={sum(o == 'not_checked' for o in got.values())} took={took:.1f}"
+    )

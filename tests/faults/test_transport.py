@@ -1,6 +1,7 @@
 """Transport is not the station: a way to a station that fails (ssh's exit 255, an ansible "unreachable") is a
 TransportError naming the station, remembered, and raised again without trying the connection; the station's own
 answer (any exit status of a command that ran) stays the station's. Real backends, real ssh and ansible."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -30,8 +31,9 @@ def _closed_port() -> int:
 @pytest.fixture
 def ssh_config(tmp_path) -> str:
     path = tmp_path / "ssh_config"
-    path.write_text("Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  BatchMode yes\n"
-                    "  LogLevel ERROR\n")
+    path.write_text(
+        "Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  BatchMode yes\n  LogLevel ERROR\n"
+    )
     return str(path)
 
 
@@ -58,7 +60,8 @@ def test_ssh_exit_255_is_the_way_not_the_station(ssh_config):
     line = str(again.value)
     assert line.startswith("station gb300-a stopped answering over ssh at ") and line.endswith(
         f"(first seen by test_unit_is_enabled_and_active): ssh: connect to host 127.0.0.1 port {port}: "
-        "Connection refused"), line
+        "Connection refused"
+    ), line
     assert "CommandResult" not in line and "0x" not in line
     # a new run (connect again) forgets it: the station is asked afresh
     fresh = connect(f"ssh://root@127.0.0.1:{port}", ssh_config, 2, station="gb300-a")
@@ -85,7 +88,8 @@ def test_a_command_that_ran_is_the_stations_answer():
 
 def test_a_gone_docker_daemon_is_the_way():
     docker = testinfra.get_host("local://").run(
-        "echo 'Error response from daemon: container 3f2a is not running' >&2; exit 1")
+        "echo 'Error response from daemon: container 3f2a is not running' >&2; exit 1"
+    )
     assert failure_of_result("docker", docker) == "Error response from daemon: container 3f2a is not running"
 
 
@@ -121,13 +125,16 @@ def test_ansible_unreachable_is_the_way(tmp_path):
     (tmp_path / "hosts.yml").write_text(
         f"all:\n  hosts:\n    dead:\n      ansible_host: 127.0.0.1\n      ansible_port: {port}\n"
         "      ansible_connection: ssh\n      ansible_user: root\n"
-        "      ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n")
+        "      ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n"
+    )
     connection = Connection(f"ansible://dead?ansible_inventory={tmp_path}/hosts.yml&force_ansible=true", "dead")
     with pytest.raises(TransportError) as lost:
         connection.host.run("cat /etc/hostname")  # the ansible backend's run → its run_ansible: the same guard
     assert lost.value.gone.via == "ansible", lost.value.gone
-    assert lost.value.gone.detail == ("Task failed: Failed to connect to the host via ssh: ssh: connect to host "
-                                      f"127.0.0.1 port {port}: Connection refused"), lost.value.gone
+    assert lost.value.gone.detail == (
+        "Task failed: Failed to connect to the host via ssh: ssh: connect to host "
+        f"127.0.0.1 port {port}: Connection refused"
+    ), lost.value.gone
     assert failure_of_ansible({"changed": False, "rc": 1, "stdout": ""}) is None
 
 
@@ -135,17 +142,29 @@ def test_an_ansible_connection_golive_cannot_drive_is_one_line_at_start(tmp_path
     """A host whose ansible_connection testinfra cannot drive (chroot) is a usage error naming the host, its
     connection and the supported ones, before any check runs."""
     pytest.importorskip("ansible", reason="ansible-core is golive's `test` extra")
-    (tmp_path / "hosts.yml").write_text("all:\n  children:\n    gpu:\n      hosts:\n        st-1:\n"
-                                        "          ansible_connection: chroot\n        st-2:\n")
-    (tmp_path / "fleet.yaml").write_text(f"profile: {REPO}/fixtures/profiles/gb300-site.yaml\n"
-                                         "stations_from:\n  - {ansible_inventory: hosts.yml, group: gpu}\n")
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  children:\n    gpu:\n      hosts:\n        st-1:\n"
+        "          ansible_connection: chroot\n        st-2:\n"
+    )
+    (tmp_path / "fleet.yaml").write_text(
+        f"profile: {REPO}/fixtures/profiles/gb300-site.yaml\n"
+        "stations_from:\n  - {ansible_inventory: hosts.yml, group: gpu}\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     if _ansible_bin():
         env["PATH"] = f"{Path(str(_ansible_bin())).parent}{os.pathsep}{env['PATH']}"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", "fleet.yaml", "-o", str(tmp_path / "out")],
-                            capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "golive.cli", "run", "fleet.yaml", "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=env,
+    )
     output = (result.stdout + result.stderr).strip()
     assert result.returncode == 4, output
-    assert output == ("golive: fleet.yaml:3: Ansible host 'st-1' of group 'gpu' has ansible_connection: chroot, which "
-                      "golive cannot run commands through; supported: ssh, smart, paramiko_ssh, local, docker, "
-                      "community.docker.docker, lxc, lxd"), output
+    assert output == (
+        "golive: fleet.yaml:3: Ansible host 'st-1' of group 'gpu' has ansible_connection: chroot, which "
+        "golive cannot run commands through; supported: ssh, smart, paramiko_ssh, local, docker, "
+        "community.docker.docker, lxc, lxd"
+    ), output

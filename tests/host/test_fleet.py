@@ -1,4 +1,5 @@
 """A fleet in one run: two station trees, `golive run INV -n 2` (pytest-xdist), one report with both stations."""
+
 import re
 from pathlib import Path
 
@@ -26,9 +27,11 @@ def test_two_stations_in_parallel_one_report(tmp_path):
 
     trees = build_station_trees()
     inventory = tmp_path / "fleet.yaml"
-    inventory.write_text(f"profile: {REPO}/fixtures/profiles/gb300-site.yaml\nstations:\n"
-                         f"  - {{name: gb300-a, role: a, host: 'chroot://{trees['gb300-healthy']}'}}\n"
-                         f"  - {{name: gb300-b, role: b, host: 'chroot://{trees['tool-parser-wrong']}'}}\n")
+    inventory.write_text(
+        f"profile: {REPO}/fixtures/profiles/gb300-site.yaml\nstations:\n"
+        f"  - {{name: gb300-a, role: a, host: 'chroot://{trees['gb300-healthy']}'}}\n"
+        f"  - {{name: gb300-b, role: b, host: 'chroot://{trees['tool-parser-wrong']}'}}\n"
+    )
     out = tmp_path / "out"
     run = golive_run(inventory, out, "-m", "host", "-n", "2", "-v")
     output, results = run.output, run.results
@@ -40,8 +43,9 @@ def test_two_stations_in_parallel_one_report(tmp_path):
     assert failed == [("gb300-b", "test_served_flags_match_profile[gb300-b]")]
     assert all(s["provenance"]["driver"] == "580.159.04" for s in results["stations"])
     # each station's checks ran on one worker, the two stations on two
-    workers = {station: set(re.findall(rf"^\[(gw\d+)\] .*\[{station}\]", output, flags=re.MULTILINE))
-               for station in by_station}
+    workers = {
+        station: set(re.findall(rf"^\[(gw\d+)\] .*\[{station}\]", output, flags=re.MULTILINE)) for station in by_station
+    }
     assert all(len(w) == 1 for w in workers.values()) and workers["gb300-a"] != workers["gb300-b"], workers
     assert "GO-LIVE: NO-GO" in (out / "go-live.html").read_text()
     record = (out / "go-live.md").read_text()

@@ -1,5 +1,6 @@
 """Say what the station is: a station whose GPUs are not the profile's says what it has and that the profile does not
 fit it; a station whose serving GPU did not come up keeps the driver advice; provenance names the GPUs present."""
+
 import json
 import os
 import subprocess
@@ -21,9 +22,28 @@ def trees():
 
 def gpu_presence(inventory: str, out: Path) -> tuple[int, dict, dict]:
     """`golive run INVENTORY -m host -k serving_gpu_present`: (exit, the check, the station's provenance)."""
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(REPO / "fixtures/inventories" / inventory),
-                             "-o", str(out), "-m", "host", "-q", "-k", "serving_gpu_present", "-p", "no:cacheprovider"],
-                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "golive.cli",
+            "run",
+            str(REPO / "fixtures/inventories" / inventory),
+            "-o",
+            str(out),
+            "-m",
+            "host",
+            "-q",
+            "-k",
+            "serving_gpu_present",
+            "-p",
+            "no:cacheprovider",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     results = json.loads((out / "results.json").read_text())
     [check] = results["checks"]
     [station] = results["stations"]
@@ -62,8 +82,11 @@ def test_gb300_station_whose_gb300_is_not_listed_keeps_the_driver_advice(trees, 
     assert provenance["gpus"] == "1 × NVIDIA RTX PRO 2000 Blackwell", provenance
 
 
-GPU_CHECKS = ("test_serving_gpu_present", "test_gpu_compute_processes_belong_to_serving_container",
-              "test_idle_hbm_below_ceiling_before_start")
+GPU_CHECKS = (
+    "test_serving_gpu_present",
+    "test_gpu_compute_processes_belong_to_serving_container",
+    "test_idle_hbm_below_ceiling_before_start",
+)
 SELECTED = " or ".join((*GPU_CHECKS, "test_unit_restarts_on_failure_after_delay"))
 
 
@@ -71,9 +94,29 @@ def gpu_checks(out: Path, *args: str) -> tuple[int, dict[str, dict], str]:
     """The GPU checks (and one that passes) on the station whose GB300 did not come up (phase pre-start):
     (exit, check name -> result, the run's output)."""
     inventory = REPO / "fixtures/inventories/gpu-missing.yaml"
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "run", str(inventory), "-o", str(out), "-m", "host",
-                             "-q", "-k", SELECTED, "-p", "no:cacheprovider", *args],
-                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "golive.cli",
+            "run",
+            str(inventory),
+            "-o",
+            str(out),
+            "-m",
+            "host",
+            "-q",
+            "-k",
+            SELECTED,
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     results = json.loads((out / "results.json").read_text())
     checks = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
     return result.returncode, checks, result.stdout + result.stderr
@@ -99,12 +142,15 @@ def test_a_profile_without_gpus_makes_every_gpu_check_not_applicable_and_the_run
     """gpu.per_station: 0 (a station that serves without GPUs, as the testbed's real station): the GPU checks are
     not applicable with the reason and where the profile says it; the run is GO, not INCOMPLETE."""
     site = tmp_path / "no-gpu.yaml"
-    site.write_text(f"extends: {REPO / 'fixtures/profiles/gb300-site.yaml'}\ngpu:\n  name_contains: GB300\n"
-                    f"  per_station: 0\n")
+    site.write_text(
+        f"extends: {REPO / 'fixtures/profiles/gb300-site.yaml'}\ngpu:\n  name_contains: GB300\n  per_station: 0\n"
+    )
     code, checks, output = gpu_checks(tmp_path / "out", "--profile", str(site))
     assert code == 0 and "GO" in output, output
     assert checks["test_unit_restarts_on_failure_after_delay"]["outcome"] == "passed", checks
     for name in GPU_CHECKS:
         assert checks[name]["outcome"] == "not_applicable", checks[name]
-        assert checks[name]["message"] == ("the profile expects no serving GPU on this station (gpu.per_station: 0 "
-                                           f"[site profile {site}:4 gpu.per_station])"), checks[name]
+        assert checks[name]["message"] == (
+            "the profile expects no serving GPU on this station (gpu.per_station: 0 "
+            f"[site profile {site}:4 gpu.per_station])"
+        ), checks[name]

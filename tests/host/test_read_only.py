@@ -1,5 +1,6 @@
 """Read-only, proven: the host layer leaves a station tree exactly as it was, and every command it sends is on the
 read-only allow-list (golive/inventory/readonly.py), which refuses anything that could write."""
+
 import hashlib
 import os
 from pathlib import Path
@@ -23,7 +24,9 @@ def tree_state(root: Path) -> str:
         for name in sorted(dirnames + filenames):
             path = Path(dirpath, name)
             st = path.lstat()
-            digest.update(f"{path.relative_to(root)}|{st.st_mode}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}".encode())
+            digest.update(
+                f"{path.relative_to(root)}|{st.st_mode}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}".encode()
+            )
             if path.is_symlink():
                 digest.update(os.readlink(path).encode())
             elif path.is_file() and st.st_size <= 1 << 20:
@@ -37,8 +40,16 @@ def test_host_layer_changes_nothing_and_sends_only_allowed_commands(tmp_path):
     tree = trees["gb300-healthy"]
     before = tree_state(tree)
     log = tmp_path / "commands.log"
-    run = golive_run(REPO / "fixtures/inventories/gb300-healthy.yaml", tmp_path / "out", "-m", "host", "-q",
-                     "-p", "no:cacheprovider", env={"GOLIVE_COMMAND_LOG": str(log)})
+    run = golive_run(
+        REPO / "fixtures/inventories/gb300-healthy.yaml",
+        tmp_path / "out",
+        "-m",
+        "host",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        env={"GOLIVE_COMMAND_LOG": str(log)},
+    )
     assert run.code == 0, run.output[-3000:]
     assert tree_state(tree) == before
     sent = set(log.read_text().splitlines())
@@ -46,22 +57,50 @@ def test_host_layer_changes_nothing_and_sends_only_allowed_commands(tmp_path):
     assert [c for c in sent if not allowed(c)] == []
 
 
-@pytest.mark.parametrize("command", [
-    "rm -rf /srv/models", "echo 1 > /proc/sys/vm/drop_caches", "sync", "cat /a > /b", "cat /a >> /b", "cat /a | tee /b",
-    "cat /a; rm /b", "cat /a && reboot", "ls `rm /b`", "cat $(rm /b)", "ls | sh", "systemctl restart glm53-flash",
-    "systemctl stop glm53-flash", "docker rm -f glm53-flash", "docker run --rm alpine", "find / -delete",
-    "find / -exec rm {} +", "ip link set eth0 mtu 1500", "ip netns exec x reboot", "ethtool -K eth0 tso off",
-    "sysctl -w vm.drop_caches=1", "nvidia-smi -r", "nvidia-smi -pm 1", "cat /a\nrm /b", "cat 'unterminated",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf /srv/models",
+        "echo 1 > /proc/sys/vm/drop_caches",
+        "sync",
+        "cat /a > /b",
+        "cat /a >> /b",
+        "cat /a | tee /b",
+        "cat /a; rm /b",
+        "cat /a && reboot",
+        "ls `rm /b`",
+        "cat $(rm /b)",
+        "ls | sh",
+        "systemctl restart glm53-flash",
+        "systemctl stop glm53-flash",
+        "docker rm -f glm53-flash",
+        "docker run --rm alpine",
+        "find / -delete",
+        "find / -exec rm {} +",
+        "ip link set eth0 mtu 1500",
+        "ip netns exec x reboot",
+        "ethtool -K eth0 tso off",
+        "sysctl -w vm.drop_caches=1",
+        "nvidia-smi -r",
+        "nvidia-smi -pm 1",
+        "cat /a\nrm /b",
+        "cat 'unterminated",
+    ],
+)
 def test_allow_list_refuses_anything_that_could_write(command):
     assert not allowed(command)
 
 
-@pytest.mark.parametrize("command", [
-    "ls -1 /proc/driver/nvidia/gpus 2>/dev/null",
-    "find /srv/m -maxdepth 1 -name '*.safetensors' -exec stat -c '%n|%s' {} +",
-    "nvidia-smi --query-gpu=index,name --format=csv,noheader", "ip -j link show", "ethtool -i eth0",
-    "cat -- /etc/os-release",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls -1 /proc/driver/nvidia/gpus 2>/dev/null",
+        "find /srv/m -maxdepth 1 -name '*.safetensors' -exec stat -c '%n|%s' {} +",
+        "nvidia-smi --query-gpu=index,name --format=csv,noheader",
+        "ip -j link show",
+        "ethtool -i eth0",
+        "cat -- /etc/os-release",
+    ],
+)
 def test_allow_list_lets_reads_through(command):
     assert allowed(command)

@@ -9,6 +9,7 @@ The preflight tests (not root, a package missing: one line each) need no station
 Needs root and `apt-get install -y docker.io systemd-container debootstrap docker-registry openssh-client`
 (scripts/setup.sh); skipped elsewhere, a failure under GOLIVE_REQUIRE_E2E=1 (CI).
 """
+
 from __future__ import annotations
 
 import time
@@ -72,14 +73,25 @@ def test_host_layer_is_go_on_the_real_station(station, tmp_path):
     TIMINGS["host_run_s"] = time.monotonic() - started
     _assert_go(run, ("host",))
     checks = _outcomes(run, "host")
-    for name in ("test_unit_restarts_on_failure_after_delay", "test_unit_caps_starts_per_interval",
-                 "test_unit_is_enabled_and_active", "test_prestart_syncs_then_drops_page_cache",
-                 "test_prestart_saves_logs_before_removing_container", "test_image_pinned_by_digest",
-                 "test_running_container_runs_pinned_image", "test_served_flags_match_profile",
-                 "test_checkpoint_shards_complete", "test_checkpoint_config_matches_profile"):
+    for name in (
+        "test_unit_restarts_on_failure_after_delay",
+        "test_unit_caps_starts_per_interval",
+        "test_unit_is_enabled_and_active",
+        "test_prestart_syncs_then_drops_page_cache",
+        "test_prestart_saves_logs_before_removing_container",
+        "test_image_pinned_by_digest",
+        "test_running_container_runs_pinned_image",
+        "test_served_flags_match_profile",
+        "test_checkpoint_shards_complete",
+        "test_checkpoint_config_matches_profile",
+    ):
         assert checks[name]["outcome"] == "passed", checks[name]
-    for name in ("test_serving_gpu_present", "test_gpu_compute_processes_belong_to_serving_container",
-                 "test_idle_hbm_below_ceiling_before_start", "test_hbm_node_page_cache_is_near_empty"):
+    for name in (
+        "test_serving_gpu_present",
+        "test_gpu_compute_processes_belong_to_serving_container",
+        "test_idle_hbm_below_ceiling_before_start",
+        "test_hbm_node_page_cache_is_near_empty",
+    ):
         assert checks[name]["outcome"] == "not_applicable", checks[name]
     # the pin is the registry's real digest of the image the container runs
     assert station.digest in (run.out / "go-live.md").read_text(), run.output[-2000:]
@@ -127,8 +139,11 @@ def test_down_leaves_nothing(station, state_dir):
 
 def test_not_root_is_one_line(monkeypatch):
     monkeypatch.setattr(realstation.os, "geteuid", lambda: 1000)
-    with pytest.raises(realstation.StationError, match=r"^a real station needs root \(systemd-nspawn, dockerd, "
-                                                       r"mounts\): run `golive station up` as root$"):
+    with pytest.raises(
+        realstation.StationError,
+        match=r"^a real station needs root \(systemd-nspawn, dockerd, "
+        r"mounts\): run `golive station up` as root$",
+    ):
         realstation.preflight()
 
 
@@ -140,5 +155,6 @@ def test_missing_package_names_the_apt_line(monkeypatch):
         realstation.preflight()
     message = str(raised.value)
     assert message.startswith("missing package(s) debootstrap") and "\n" not in message, message
-    assert message.endswith(": apt-get install -y docker.io systemd-container debootstrap docker-registry "
-                            "openssh-client"), message
+    assert message.endswith(
+        ": apt-get install -y docker.io systemd-container debootstrap docker-registry openssh-client"
+    ), message

@@ -3,6 +3,7 @@
 A real sshd on loopback (golive_testbed.sshd) chroots every command into the healthy GB300 station tree, so the run
 over ssh sees the station that `chroot://` sees and must say GO, as it does there.
 """
+
 import json
 import os
 import shutil
@@ -53,17 +54,36 @@ def test_host_layer_over_ssh_uses_one_connection_and_closes_it(tmp_path, healthy
     config = tmp_path / "ssh" / "config"
     config.write_text(sshd.ssh_config.read_text())
     # the station's own ssh_config, relative to the inventory (the inventory has none)
-    (tmp_path / "inventory.yaml").write_text(f"profile: {PROFILE}\nstations:\n  - name: gb300-a\n"
-                                             f"    host: {sshd.spec}\n    phase: serving\n    ssh_config: ssh/config\n")
+    (tmp_path / "inventory.yaml").write_text(
+        f"profile: {PROFILE}\nstations:\n  - name: gb300-a\n"
+        f"    host: {sshd.spec}\n    phase: serving\n    ssh_config: ssh/config\n"
+    )
     private_tmp = Path(tempfile.mkdtemp(prefix="gl-", dir="/tmp"))  # short: the control socket's dir lands here
     log = tmp_path / "commands.log"
     before = sshd.connections()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(GOLIVE_COMMAND_LOG=str(log), TMPDIR=str(private_tmp))
     try:
-        result = subprocess.run([sys.executable, "-m", "golive.cli", "run", "inventory.yaml", "-o", "out", "-m",
-                                 "host", "-p", "no:cacheprovider"], cwd=tmp_path, capture_output=True, text=True,
-                                env=env, timeout=300)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "golive.cli",
+                "run",
+                "inventory.yaml",
+                "-o",
+                "out",
+                "-m",
+                "host",
+                "-p",
+                "no:cacheprovider",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         left = list(private_tmp.glob("golive-ssh-*"))
     finally:
         shutil.rmtree(private_tmp, ignore_errors=True)
@@ -83,8 +103,12 @@ def test_without_multiplexing_every_command_would_connect(healthy_over_ssh):
     sshd = healthy_over_ssh
     before = sshd.connections()
     for _ in range(3):
-        subprocess.run(["ssh", "-F", str(sshd.ssh_config), "-o", "ControlMaster=no", "golive-loopback", "echo hi"],
-                       check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            ["ssh", "-F", str(sshd.ssh_config), "-o", "ControlMaster=no", "golive-loopback", "echo hi"],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
     assert sshd.connections() - before == 3
 
 
@@ -111,8 +135,10 @@ def test_connect_shares_one_master_and_close_ends_it(healthy_over_ssh, tmp_path,
 def test_station_ssh_config_wins_over_the_inventorys_and_is_relative_to_it(tmp_path):
     inventory = tmp_path / "inv" / "inventory.yaml"
     inventory.parent.mkdir()
-    inventory.write_text("profile: glm-5.3-flash-gb300\nssh_config: site_ssh\nstations:\n"
-                         "  - {name: a, host: 'ssh://a', ssh_config: ../a_ssh}\n  - {name: b, host: 'ssh://b'}\n")
+    inventory.write_text(
+        "profile: glm-5.3-flash-gb300\nssh_config: site_ssh\nstations:\n"
+        "  - {name: a, host: 'ssh://a', ssh_config: ../a_ssh}\n  - {name: b, host: 'ssh://b'}\n"
+    )
     loaded = load_inventory(inventory)
     a, b = loaded.inventory.stations
     assert loaded.ssh_config_of(a) == str(tmp_path / "a_ssh")

@@ -1,6 +1,7 @@
 """The unit as systemd runs it, read two ways on the same station trees: from `systemctl show` (systemd is PID 1) and
 from the unit file merged with its drop-ins (pre-start trees, chroot, no systemd). Both must give the same answers,
 and both must name the same file and line for each value (systemd.unit(5): drop-ins, masking, empty assignments)."""
+
 import os
 from pathlib import Path
 
@@ -51,14 +52,25 @@ def facts_of(name: str) -> StationFacts:
 
 def answers(unit) -> dict:
     # older `systemctl show` prints argv unquoted: the words joined are what both sources agree on
-    execs = {k: [(" ".join(c.argv), c.ignore_errors, c.where) for c in getattr(unit, k)]
-             for k in ("exec_start_pre", "exec_start", "exec_start_post")}
+    execs = {
+        k: [(" ".join(c.argv), c.ignore_errors, c.where) for c in getattr(unit, k)]
+        for k in ("exec_start_pre", "exec_start", "exec_start_post")
+    }
     # the environment systemd starts it with, and the line that set each variable (Environment=, EnvironmentFile=)
     env = {name: (v.value, v.where, v.via) for name, v in unit.env.items()}
     env_files = [(r.path, r.ignore_errors, r.where) for r in unit.environment_files]
-    return dict(restart=unit.restart, restart_sec_s=unit.restart_sec_s, burst=unit.start_limit_burst,
-                interval=unit.start_limit_interval_s, enabled=unit.enabled, set_at=unit.set_at, files=unit.files,
-                env=env, env_files=env_files, **execs)
+    return dict(
+        restart=unit.restart,
+        restart_sec_s=unit.restart_sec_s,
+        burst=unit.start_limit_burst,
+        interval=unit.start_limit_interval_s,
+        enabled=unit.enabled,
+        set_at=unit.set_at,
+        files=unit.files,
+        env=env,
+        env_files=env_files,
+        **execs,
+    )
 
 
 @pytest.mark.parametrize("name", trees_with_systemd())
@@ -73,14 +85,24 @@ def test_systemctl_show_and_the_files_agree(trees, name):
 
 def test_the_trees_cover_the_drop_in_cases(trees):
     """The agreement above is not vacuous: it covers a drop-in, a masked drop-in and an emptied list."""
-    cases = {name: facts_of(name).unit_from_files for name in ("restart-always-drop-in", "drop-ins-masked-and-ordered",
-                                                              "prestart-unwired-by-drop-in", "gb300-healthy")}
+    cases = {
+        name: facts_of(name).unit_from_files
+        for name in (
+            "restart-always-drop-in",
+            "drop-ins-masked-and-ordered",
+            "prestart-unwired-by-drop-in",
+            "gb300-healthy",
+        )
+    }
     assert cases["restart-always-drop-in"].restart == "always"
-    assert cases["restart-always-drop-in"].set_at["Restart"] == \
-        "/etc/systemd/system/glm53-flash.service.d/override.conf:2"
+    assert (
+        cases["restart-always-drop-in"].set_at["Restart"] == "/etc/systemd/system/glm53-flash.service.d/override.conf:2"
+    )
     masked = cases["drop-ins-masked-and-ordered"]
-    assert masked.dropins == ["/etc/systemd/system/glm53-flash.service.d/50-restart.conf",
-                              "/usr/lib/systemd/system/glm53-flash.service.d/60-delay.conf"]
+    assert masked.dropins == [
+        "/etc/systemd/system/glm53-flash.service.d/50-restart.conf",
+        "/usr/lib/systemd/system/glm53-flash.service.d/60-delay.conf",
+    ]
     assert (masked.restart, masked.restart_sec_s) == ("on-failure", 60)
     assert masked.set_at["RestartSec"] == "/usr/lib/systemd/system/glm53-flash.service.d/60-delay.conf:3"
     unwired = cases["prestart-unwired-by-drop-in"]
@@ -94,7 +116,9 @@ def test_the_trees_cover_the_environment_cases(trees):
     a drop-in, and `${VAR}` / `$VAR` in ExecStart: expanded, each word naming the line that set its value."""
     unit = facts_of("served-flag-from-env-file").unit
     assert [(r.path, r.ignore_errors) for r in unit.environment_files] == [
-        ("/etc/default/glm53-flash", False), ("/etc/default/glm53-flash.local", True)]
+        ("/etc/default/glm53-flash", False),
+        ("/etc/default/glm53-flash.local", True),
+    ]
     assert unit.env["MAX_MODEL_LEN"].where == "/etc/default/glm53-flash:3"
     assert unit.env["GPU_MEMORY_UTILIZATION"].where == "/etc/systemd/system/glm53-flash.service:18"
     [command] = unit.exec_start

@@ -1,4 +1,5 @@
 """An ssh host that accepts TCP and never sends its banner: golive gives up within the profile's connect timeout."""
+
 import socket
 import time
 
@@ -29,14 +30,17 @@ def bannerless_sshd():
 
 def test_host_that_never_finishes_its_handshake_fails_within_connect_timeout(tmp_path, bannerless_sshd):
     (tmp_path / "site.yaml").write_text("extends: glm-5.3-flash-gb300\nhost:\n  connect_timeout_s: 2\n")
-    (tmp_path / "ssh_config").write_text("Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
-                                         "  BatchMode yes\n")
+    (tmp_path / "ssh_config").write_text(
+        "Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  BatchMode yes\n"
+    )
     host = f"ssh://root@127.0.0.1:{bannerless_sshd}"
-    (tmp_path / "inventory.yaml").write_text(f"profile: site.yaml\nssh_config: ssh_config\nstations:\n"
-                                             f"  - name: mute\n    host: {host}\n")
+    (tmp_path / "inventory.yaml").write_text(
+        f"profile: site.yaml\nssh_config: ssh_config\nstations:\n  - name: mute\n    host: {host}\n"
+    )
     started = time.monotonic()
-    run = golive_run(tmp_path / "inventory.yaml", tmp_path / "out", "-m", "host", "-p", "no:cacheprovider",
-                     cwd=tmp_path, timeout=120)
+    run = golive_run(
+        tmp_path / "inventory.yaml", tmp_path / "out", "-m", "host", "-p", "no:cacheprovider", cwd=tmp_path, timeout=120
+    )
     took = time.monotonic() - started
     output = run.output
     assert run.code == 2, output[-3000:]

@@ -3,6 +3,7 @@
 The tool-parser-wrong tree serves --tool-call-parser hermes; the healthy tree serves the recipe's glm47. Runs are cut
 to the served-flags check (-k) so each takes seconds.
 """
+
 from pathlib import Path
 
 import pytest
@@ -69,14 +70,16 @@ def test_baseline_gate_fails_on_an_unannounced_parser_change(tmp_path):
     assert code == 0, output
     served = before["stations"][0]["provenance"]["served_args"]
     assert served["tool-call-parser"] == "glm47" and before["baseline"] is None
-    code, after, output = golive_flags("tool-parser-wrong.yaml", tmp_path / "after", "--baseline",
-                                     str(tmp_path / "before/results.json"))
+    code, after, output = golive_flags(
+        "tool-parser-wrong.yaml", tmp_path / "after", "--baseline", str(tmp_path / "before/results.json")
+    )
     assert code == 1, output
     changes = [(c["kind"], c["name"], c["before"], c["after"], c["failing"]) for c in after["baseline"]["changes"]]
-    assert changes == [("check", the_check(after)["nodeid"], "passed", "failed", False),
-                       ("flag", "--tool-call-parser", "glm47", "hermes", True)]
+    assert changes == [
+        ("check", the_check(after)["nodeid"], "passed", "failed", False),
+        ("flag", "--tool-call-parser", "glm47", "hermes", True),
+    ]
     (gate,) = [c for c in after["checks"] if c["nodeid"] == "golive::post-upgrade-gate"]
     assert gate["outcome"] == "failed"
     assert "--tool-call-parser: 'glm47' → 'hermes' (unannounced: the profile pins 'glm47'" in gate["message"]
     assert "## Since the last go-live (tolerance 10%)" in (tmp_path / "after/go-live.md").read_text()
-

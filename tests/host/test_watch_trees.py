@@ -1,5 +1,6 @@
 """`golive watch --once` on station trees: the light host checks become golive_check_passed per check, a tree broken
 in one rule turns exactly that check to 0, and the unit's restarts come from `systemctl show`."""
+
 import os
 import subprocess
 import sys
@@ -21,8 +22,13 @@ def trees():
 
 
 def watch_once(inventory: Path) -> tuple[dict, str]:
-    result = subprocess.run([sys.executable, "-m", "golive.cli", "watch", str(inventory), "--once", "--every", "60"],
-                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "golive.cli", "watch", str(inventory), "--once", "--every", "60"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     samples: dict = {}
     for family in text_string_to_metric_families(result.stdout):
@@ -33,14 +39,24 @@ def watch_once(inventory: Path) -> tuple[dict, str]:
 
 def host_checks(inventory: Path) -> int:
     """How many host checks the checklist has for this inventory, as `golive run --co` lists them."""
-    listed = subprocess.run([sys.executable, "-m", "golive", "run", str(inventory), "-m", "host", "--co", "-q"],
-                            capture_output=True, text=True, cwd=REPO, timeout=120)
+    listed = subprocess.run(
+        [sys.executable, "-m", "golive", "run", str(inventory), "-m", "host", "--co", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     return sum("::test_" in line for line in listed.stdout.splitlines())
 
 
-@pytest.mark.parametrize("variant, failing", [("gb300-healthy", set()),
-                                              ("tool-parser-wrong", {"test_served_flags_match_profile"}),
-                                              ("unit-disabled", {"test_unit_is_enabled_and_active"})])
+@pytest.mark.parametrize(
+    "variant, failing",
+    [
+        ("gb300-healthy", set()),
+        ("tool-parser-wrong", {"test_served_flags_match_profile"}),
+        ("unit-disabled", {"test_unit_is_enabled_and_active"}),
+    ],
+)
 def test_watch_round_on_a_tree(trees, variant, failing):
     samples, output = watch_once(REPO / f"fixtures/inventories/{variant}.yaml")
     passed = {labels["check"]: value for labels, value in samples["golive_check_passed"]}

@@ -1,4 +1,5 @@
 """The reference station: real vLLM (CPU) + the tiny GLM-dialect model + the oracle, started for real."""
+
 from __future__ import annotations
 
 import json
@@ -10,20 +11,35 @@ import pytest
 from golive_testbed.reference import ReferenceStation, build_model_dir
 from golive_testbed.reference.model import EOS, ROLE_TOKENS, SERVED_NAME, TAG_TOKENS
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"},
-                                                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-                   "required": ["city"]}}}
-EMAIL = {"type": "function", "function": {
-    "name": "send_email", "description": "Send an e-mail",
-    "parameters": {"type": "object", "properties": {"to": {"type": "string"}, "subject": {"type": "string"},
-                                                    "urgent": {"type": "boolean"}},
-                   "required": ["to", "subject"]}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"],
+        },
+    },
+}
+EMAIL = {
+    "type": "function",
+    "function": {
+        "name": "send_email",
+        "description": "Send an e-mail",
+        "parameters": {
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "subject": {"type": "string"}, "urgent": {"type": "boolean"}},
+            "required": ["to", "subject"],
+        },
+    },
+}
 ASK_WEATHER = [{"role": "user", "content": "What's the weather in Paris right now?"}]
 
 
 # --- the model directory and the oracle's parsing, no server -----------------------------------------------------
+
 
 def test_model_dir_is_reproducible_and_idempotent(tmp_path):
     a, b = build_model_dir(tmp_path / "a"), build_model_dir(tmp_path / "b")
@@ -58,14 +74,20 @@ def test_oracle_reads_back_the_rendered_conversation(tmp_path):
         {"role": "system", "content": "Be brief."},
         *ASK_WEATHER,
         # vLLM hands the template parsed arguments (a dict), as here
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": '{"temp_c": 18}'},
         {"role": "assistant", "content": "It is 18 °C."},
         {"role": "user", "content": "And in Tokyo?"},
     ]
-    prompt = hf.apply_chat_template(messages, tools=[WEATHER, EMAIL], tokenize=False, add_generation_prompt=True,
-                                    reasoning_effort="low")
+    prompt = hf.apply_chat_template(
+        messages, tools=[WEATHER, EMAIL], tokenize=False, add_generation_prompt=True, reasoning_effort="low"
+    )
     ids = hf(prompt, add_special_tokens=False)["input_ids"]
     got, tools, effort = parse_prompt(hf.decode(ids, skip_special_tokens=False))
     assert (tools, effort) == ([WEATHER, EMAIL], "low")
@@ -80,15 +102,17 @@ def test_faults_break_the_answer_the_way_an_operator_would_see():
     from golive_testbed.reference.oracle import Reply, apply_fault
 
     def call(fault):
-        return apply_fault(Reply("r", "", [("send_email", {"to": "a@b.c", "subject": "hi"})]), fault, [],
-                           [WEATHER, EMAIL]).calls[0]
+        return apply_fault(
+            Reply("r", "", [("send_email", {"to": "a@b.c", "subject": "hi"})]), fault, [], [WEATHER, EMAIL]
+        ).calls[0]
 
     assert call("malformed_tool_args") == ("send_email", {"subject": "hi"})  # a required argument missing
     assert call("wrong_tool")[0] == "get_weather"
     assert apply_fault(Reply("why", "42", []), "think_leak", [], None).content == "<think>why</think>42"
     haystack = "filler sentence. " * 40 + "The secret passphrase is violet-88. What is the secret passphrase?"
-    miss = apply_fault(Reply("found violet-88", "violet-88", []), "needle_miss",
-                       [{"role": "user", "content": haystack}], None)
+    miss = apply_fault(
+        Reply("found violet-88", "violet-88", []), "needle_miss", [{"role": "user", "content": haystack}], None
+    )
     assert "violet-88" not in miss.content + miss.reasoning
 
 

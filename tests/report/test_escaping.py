@@ -1,4 +1,5 @@
 """Model and station output is text in every report: HTML summary and markdown record, never markup that runs."""
+
 import shutil
 import subprocess
 
@@ -16,11 +17,22 @@ def hostile_recorder() -> Recorder:
     recorder = Recorder()
     finding = {"found": f"model answered {HOSTILE}", "recipe": "a tool call", "fix": "fix the parser", "sources": []}
     recorder.checks["suites/endpoint/test_tools.py::test_x[a]"] = CheckRecord(
-        nodeid="suites/endpoint/test_tools.py::test_x[a]", layer="endpoint", rule="Tools are called", station="a",
-        outcome="failed", message=f"Found: model answered {HOSTILE}", finding=finding)
+        nodeid="suites/endpoint/test_tools.py::test_x[a]",
+        layer="endpoint",
+        rule="Tools are called",
+        station="a",
+        outcome="failed",
+        message=f"Found: model answered {HOSTILE}",
+        finding=finding,
+    )
     recorder.checks["suites/endpoint/test_chat.py::test_y[a]"] = CheckRecord(
-        nodeid="suites/endpoint/test_chat.py::test_y[a]", layer="endpoint", rule="Chat", station="a",
-        outcome="not_checked", message=HOSTILE)
+        nodeid="suites/endpoint/test_chat.py::test_y[a]",
+        layer="endpoint",
+        rule="Chat",
+        station="a",
+        outcome="not_checked",
+        message=HOSTILE,
+    )
     recorder.metrics.append(Metric(station="a", check="c", name=HOSTILE, value=1, unit="x"))
     return recorder
 
@@ -48,11 +60,27 @@ def test_html_summary_shows_hostile_output_as_text():
 def test_hostile_output_never_runs_in_chromium(tmp_path):
     assert CHROMIUM is not None  # skipped above without it
     page = tmp_path / "summary.html"
-    page.write_text("<!DOCTYPE html><html><head><title>golive</title></head><body>"
-                    + "".join(summary_html(hostile_recorder())) + "</body></html>")
-    result = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                             f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=1000", "--dump-dom",
-                             page.as_uri()], capture_output=True, text=True, timeout=120)
+    page.write_text(
+        "<!DOCTYPE html><html><head><title>golive</title></head><body>"
+        + "".join(summary_html(hostile_recorder()))
+        + "</body></html>"
+    )
+    result = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'chromium'}",
+            "--virtual-time-budget=1000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "<title>golive</title>" in result.stdout and "pwned</title>" not in result.stdout
     assert "<img" not in result.stdout and "&lt;script&gt;document.title" in result.stdout

@@ -1,5 +1,6 @@
 """Measured numbers read the same in every report: 4 significant digits, thousands grouped
 (golive.profile.rules.number); results.json keeps them whole."""
+
 import json
 
 from golive.endpoint.load import LevelResult
@@ -12,24 +13,71 @@ AGGREGATE = 279.37329271811655  # what go-live.md printed before: every digit th
 
 def numbers_recorder() -> Recorder:
     recorder = Recorder()
-    recorder.checks["t::aggregate[a]"] = CheckRecord(nodeid="t::aggregate[a]", layer="endpoint", station="a",
-                                                     rule="At the gate level (4 users) the station delivers at least 8 "
-                                                          "tok/s.")
+    recorder.checks["t::aggregate[a]"] = CheckRecord(
+        nodeid="t::aggregate[a]",
+        layer="endpoint",
+        station="a",
+        rule="At the gate level (4 users) the station delivers at least 8 tok/s.",
+    )
     for name, value, unit, floor, ceiling in (
-            ("aggregate_tok_s_at_4", AGGREGATE, "tok/s", 250.123456, None),
-            ("ttft_p50_s_at_4", 0.0612345, "s", None, 0.06710000001),
-            ("kv_cache_tokens", 5933986, "tokens", 100000, None),
-            ("peak_tok_s", 12345.678, "tok/s", 2265.3, None)):
-        recorder.metrics.append(Metric(station="a", check="t::aggregate[a]", name=name, value=value, unit=unit,
-                                       floor=floor, ceiling=ceiling, passed=True))
-    recorder.sweep.append(SweepPoint("a", LevelResult(
-        concurrency=4, requests=12, failures=0, duration_s=10.0, output_tokens=2794, aggregate_tok_s=AGGREGATE,
-        per_user_tok_s_p50=None, ttft_p50_s=0.0612345, ttft_p99_s=None, ttft_mean_s=None, ttfo_p50_s=None,
-        itl_p50_s=None, itl_mean_s=None, tpot_p50_s=None, e2e_p50_s=None, e2e_mean_s=None, prompt_tokens_p50=None,
-        client_usage_mismatches=0)))
-    recorder.baseline = {"baseline_profile": "reference-cpu", "tolerance_pct": 10.0, "passed": True, "changes": [
-        {"kind": "metric", "station": "a", "name": "aggregate_tok_s_at_4", "before": 312.98765432, "after": AGGREGATE,
-         "failing": False, "why": ""}]}
+        ("aggregate_tok_s_at_4", AGGREGATE, "tok/s", 250.123456, None),
+        ("ttft_p50_s_at_4", 0.0612345, "s", None, 0.06710000001),
+        ("kv_cache_tokens", 5933986, "tokens", 100000, None),
+        ("peak_tok_s", 12345.678, "tok/s", 2265.3, None),
+    ):
+        recorder.metrics.append(
+            Metric(
+                station="a",
+                check="t::aggregate[a]",
+                name=name,
+                value=value,
+                unit=unit,
+                floor=floor,
+                ceiling=ceiling,
+                passed=True,
+            )
+        )
+    recorder.sweep.append(
+        SweepPoint(
+            "a",
+            LevelResult(
+                concurrency=4,
+                requests=12,
+                failures=0,
+                duration_s=10.0,
+                output_tokens=2794,
+                aggregate_tok_s=AGGREGATE,
+                per_user_tok_s_p50=None,
+                ttft_p50_s=0.0612345,
+                ttft_p99_s=None,
+                ttft_mean_s=None,
+                ttfo_p50_s=None,
+                itl_p50_s=None,
+                itl_mean_s=None,
+                tpot_p50_s=None,
+                e2e_p50_s=None,
+                e2e_mean_s=None,
+                prompt_tokens_p50=None,
+                client_usage_mismatches=0,
+            ),
+        )
+    )
+    recorder.baseline = {
+        "baseline_profile": "reference-cpu",
+        "tolerance_pct": 10.0,
+        "passed": True,
+        "changes": [
+            {
+                "kind": "metric",
+                "station": "a",
+                "name": "aggregate_tok_s_at_4",
+                "before": 312.98765432,
+                "after": AGGREGATE,
+                "failing": False,
+                "why": "",
+            }
+        ],
+    }
     return recorder
 
 

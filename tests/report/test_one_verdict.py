@@ -1,5 +1,6 @@
 """One verdict in every output, whoever starts the run: plain pytest writes the same four reports as `golive run`, and
 a JUnit consumer sees an INCOMPLETE or NO-GO run as not green."""
+
 import json
 import subprocess
 import sys
@@ -21,15 +22,34 @@ def station_trees():
 
 
 def plain_pytest(inventory: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "golive.suites",
-                           f"--golive-inventory={inventory}", f"--golive-output={out}", "-p", "no:cacheprovider",
-                           *args],
-                          capture_output=True, text=True, cwd=out.parent, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "golive.suites",
+            f"--golive-inventory={inventory}",
+            f"--golive-output={out}",
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=out.parent,
+        timeout=300,
+    )
 
 
 def golive_run(inventory: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "golive", "run", str(inventory), "-o", str(out), *args],
-                          capture_output=True, text=True, cwd=out.parent, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "golive", "run", str(inventory), "-o", str(out), *args],
+        capture_output=True,
+        text=True,
+        cwd=out.parent,
+        timeout=300,
+    )
 
 
 def junit_suite(path: Path) -> ET.Element:
@@ -47,8 +67,9 @@ def test_plain_pytest_writes_the_same_reports_as_golive_run(tmp_path, station_tr
         assert (tmp_path / "plain" / name).is_file() and (tmp_path / "run" / name).is_file(), name
     a, b = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("plain", "run"))
     assert a["verdict"] == b["verdict"] == "pass"
-    assert {c["nodeid"].split("::", 1)[1]: c["outcome"] for c in a["checks"]} == \
-           {c["nodeid"].split("::", 1)[1]: c["outcome"] for c in b["checks"]}
+    assert {c["nodeid"].split("::", 1)[1]: c["outcome"] for c in a["checks"]} == {
+        c["nodeid"].split("::", 1)[1]: c["outcome"] for c in b["checks"]
+    }
     for out in ("plain", "run"):
         props = {p.get("name"): p.get("value") for p in junit_suite(tmp_path / out / "junit.xml").iter("property")}
         assert props["golive_verdict"] == "GO"
@@ -57,8 +78,9 @@ def test_plain_pytest_writes_the_same_reports_as_golive_run(tmp_path, station_tr
 
 def test_incomplete_run_is_red_in_junit_with_the_verdict(tmp_path):
     inventory = tmp_path / "inventory.yaml"
-    inventory.write_text("profile: glm-5.3-flash-gb300\nstations:\n"
-                         "  - {name: gone, host: 'chroot://no-such-tree', phase: serving}\n")
+    inventory.write_text(
+        "profile: glm-5.3-flash-gb300\nstations:\n  - {name: gone, host: 'chroot://no-such-tree', phase: serving}\n"
+    )
     result = golive_run(inventory, tmp_path / "out", "-m", "host")
     assert result.returncode == 2, result.stdout + result.stderr
     results = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -68,7 +90,8 @@ def test_incomplete_run_is_red_in_junit_with_the_verdict(tmp_path):
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["golive_verdict"] == "INCOMPLETE"
     assert int(suite.get("errors", "")) == len(not_checked) and int(suite.get("failures", "")) == 0
-    messages = [error.get("message", "") for case in suite.iter("testcase")
-                if (error := case.find("error")) is not None]
+    messages = [
+        error.get("message", "") for case in suite.iter("testcase") if (error := case.find("error")) is not None
+    ]
     assert len(messages) == len(not_checked)
     assert all(m.startswith("not checked: ") and "does not exist" in m for m in messages)

@@ -1,4 +1,5 @@
 """The concurrency sweep in the report: an inline SVG plot and a table, in HTML (rendered by Chromium) and markdown."""
+
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -17,18 +18,36 @@ STATIONS = ("gb300-a", "station <b>&amp; b")  # a station name with markup stays
 
 
 def level(users: int, tok_s: float, ttft: float) -> LevelResult:
-    return LevelResult(concurrency=users, requests=users * 2, failures=0, duration_s=10.0,
-                       output_tokens=int(tok_s * 10), aggregate_tok_s=tok_s, per_user_tok_s_p50=None,
-                       ttft_p50_s=ttft, ttft_p99_s=None,
-                       ttft_mean_s=None, ttfo_p50_s=None, itl_p50_s=None, itl_mean_s=None, tpot_p50_s=None,
-                       e2e_p50_s=None, e2e_mean_s=None, prompt_tokens_p50=None, client_usage_mismatches=0,
-                       aggregate_tok_s_ci=[tok_s * 0.95, tok_s * 1.05], ttft_p50_s_ci=[ttft * 0.9, ttft * 1.2])
+    return LevelResult(
+        concurrency=users,
+        requests=users * 2,
+        failures=0,
+        duration_s=10.0,
+        output_tokens=int(tok_s * 10),
+        aggregate_tok_s=tok_s,
+        per_user_tok_s_p50=None,
+        ttft_p50_s=ttft,
+        ttft_p99_s=None,
+        ttft_mean_s=None,
+        ttfo_p50_s=None,
+        itl_p50_s=None,
+        itl_mean_s=None,
+        tpot_p50_s=None,
+        e2e_p50_s=None,
+        e2e_mean_s=None,
+        prompt_tokens_p50=None,
+        client_usage_mismatches=0,
+        aggregate_tok_s_ci=[tok_s * 0.95, tok_s * 1.05],
+        ttft_p50_s_ci=[ttft * 0.9, ttft * 1.2],
+    )
 
 
 def sweep_points() -> list[SweepPoint]:
-    return [SweepPoint(station, level(users, tok_s * scale, ttft / scale))
-            for station, scale in zip(STATIONS, (1.0, 0.8), strict=True)
-            for users, tok_s, ttft in ((256, 9100.0, 1.9), (1, 180.0, 0.08), (32, 2900.0, 0.35))]  # any order
+    return [
+        SweepPoint(station, level(users, tok_s * scale, ttft / scale))
+        for station, scale in zip(STATIONS, (1.0, 0.8), strict=True)
+        for users, tok_s, ttft in ((256, 9100.0, 1.9), (1, 180.0, 0.08), (32, 2900.0, 0.35))
+    ]  # any order
 
 
 def test_sweep_svg_is_valid_xml_with_one_line_per_station():
@@ -58,11 +77,22 @@ def test_sweep_rows_per_station_and_users():
 
 def sweep_recorder() -> Recorder:
     recorder = Recorder()
-    recorder.checks["t::sweep"] = CheckRecord(nodeid="t::sweep", layer="endpoint", rule="The sweep runs",
-                                              station="gb300-a")
+    recorder.checks["t::sweep"] = CheckRecord(
+        nodeid="t::sweep", layer="endpoint", rule="The sweep runs", station="gb300-a"
+    )
     recorder.sweep.extend(sweep_points())
-    recorder.metrics.append(Metric(station="gb300-a", check="x", name="peak_tok_s", value=9100.0, unit="tok/s",
-                                   floor=8000, interval=[8800.0, 9400.0], requests=24))
+    recorder.metrics.append(
+        Metric(
+            station="gb300-a",
+            check="x",
+            name="peak_tok_s",
+            value=9100.0,
+            unit="tok/s",
+            floor=8000,
+            interval=[8800.0, 9400.0],
+            requests=24,
+        )
+    )
     return recorder
 
 
@@ -72,8 +102,18 @@ def test_results_json_carries_the_sweep_as_rows_that_read_back():
     assert data["sweep"][0]["station"] == "gb300-a" and data["sweep"][0]["concurrency"] == 256
     assert sweep_of(data) == sweep_points()
     assert [m["name"] for m in data["metrics"]] == ["peak_tok_s"]  # the sweep is not spelled as metric names
-    assert set(data["metrics"][0]) == {"station", "check", "name", "value", "unit", "floor", "ceiling", "passed",
-                                       "interval", "requests"}  # schema 2's fields, and the interval it stands on
+    assert set(data["metrics"][0]) == {
+        "station",
+        "check",
+        "name",
+        "value",
+        "unit",
+        "floor",
+        "ceiling",
+        "passed",
+        "interval",
+        "requests",
+    }  # schema 2's fields, and the interval it stands on
 
 
 def test_markdown_has_the_sweep_table():
@@ -92,12 +132,20 @@ def test_markdown_has_the_sweep_table():
 def test_sweep_plot_is_visible_in_chromium(tmp_path):
     """The summary as an operator opens it: the plot renders inline, with a size, and the page fetches nothing."""
     page = tmp_path / "summary.html"
-    page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'><title>golive</title></head><body>"
-                    + "".join(summary_html(sweep_recorder())) + "</body></html>")
+    page.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>golive</title></head><body>"
+        + "".join(summary_html(sweep_recorder()))
+        + "</body></html>"
+    )
     # the size as laid out, written into the DOM by the page itself so that --dump-dom carries it
-    page.write_text(page.read_text().replace("</body>", """<script>
+    page.write_text(
+        page.read_text().replace(
+            "</body>",
+            """<script>
 const box = document.querySelector("#golive-sweep-plot svg").getBoundingClientRect();
-document.body.dataset.plotSize = `${Math.round(box.width)}x${Math.round(box.height)}`;</script></body>"""))
+document.body.dataset.plotSize = `${Math.round(box.width)}x${Math.round(box.height)}`;</script></body>""",
+        )
+    )
     dom = chromium_dom(page, tmp_path)
     width, height = map(int, dom.split('data-plot-size="', 1)[1].split('"', 1)[0].split("x"))
     assert width > 300 and height > 100

@@ -1,4 +1,5 @@
 """The go-live report as an operator sees it (headless Chromium), and reports that survive an interrupted run."""
+
 import json
 import re
 import shutil
@@ -26,11 +27,29 @@ def chromium_dom(html: Path, tmp_path: Path) -> str:
     logged nothing to the console (the report opens offline, without errors)."""
     assert CHROMIUM is not None  # its callers skip without it
     net_log = tmp_path / "chromium-net.json"
-    result = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                             "--disable-sync", f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=3000",
-                             "--enable-logging=stderr", "--v=0", f"--log-net-log={net_log}",
-                             "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'chromium'}",
+            "--virtual-time-budget=3000",
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--log-net-log={net_log}",
+            "--dump-dom",
+            html.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     requested = set(re.findall(r'"url":"([^"]+)"', net_log.read_text()))
     assert {url for url in requested if not BROWSER_HOSTS.match(url)} == set()
@@ -48,7 +67,7 @@ def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
     assert run.code == 1 and run.results["verdict"] == "fail", run.output  # the tree breaks one check: NO-GO
     dom = chromium_dom(tmp_path / "go-live.html", tmp_path)
     assert 'id="golive-verdict"' in dom and "GO-LIVE: NO-GO" in dom
-    body = dom[dom.index("<body>") + len("<body>"):].lstrip()
+    body = dom[dom.index("<body>") + len("<body>") :].lstrip()
     assert body.startswith('<div class="golive-summary" id="golive-summary">')  # the verdict is the page's first thing
     assert body.index('id="golive-verdict"') < body.index('id="title"') < body.index('id="environment"')
     assert 'id="golive-provenance"' in dom and "tool-call-parser" in dom
@@ -85,7 +104,9 @@ def test_interrupted_run_still_writes_every_report(tmp_path, signum):
     """Ctrl-C, or SIGTERM (a cancelled CI job, `kill`), while a check waits on a hung station: INCOMPLETE reports."""
     server, port, held = _silent_server()
     inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(f"profile: reference-cpu\nstations:\n  - {{name: hung, endpoint: 'http://127.0.0.1:{port}/v1'}}\n")
+    inventory.write_text(
+        f"profile: reference-cpu\nstations:\n  - {{name: hung, endpoint: 'http://127.0.0.1:{port}/v1'}}\n"
+    )
     out = tmp_path / "out"
     proc = golive_started("run", inventory, "-o", out, "-m", "endpoint")
     try:

@@ -1,5 +1,6 @@
 """Inventory `stations_from`: an Ansible group's hosts become stations (read by testinfra's AnsibleRunner, i.e. the
 real `ansible-inventory`), and every way it can go wrong is one line with file:line."""
+
 import sys
 from pathlib import Path
 
@@ -42,9 +43,12 @@ def inventory(tmp_path: Path, stations_from: str, stations: str = "") -> Path:
 
 def test_each_host_of_the_group_becomes_a_station(tmp_path):
     hosts = write(tmp_path, "hosts.yml", HOSTS)
-    path = inventory(tmp_path, "  - {ansible_inventory: hosts.yml, group: gpu_stations, role: b,\n"
-                               "     endpoint: 'http://{host}:8888/v1', api_key_env: SITE_KEY}\n",
-                     stations="stations:\n  - {name: local-a, host: 'local://'}\n")
+    path = inventory(
+        tmp_path,
+        "  - {ansible_inventory: hosts.yml, group: gpu_stations, role: b,\n"
+        "     endpoint: 'http://{host}:8888/v1', api_key_env: SITE_KEY}\n",
+        stations="stations:\n  - {name: local-a, host: 'local://'}\n",
+    )
     loaded = load_inventory(path)
     stations = loaded.inventory.stations
     assert [s.name for s in stations] == ["local-a", "gpu-01", "gpu-02"]
@@ -77,14 +81,19 @@ def test_a_missing_ansible_inventory_names_the_line(tmp_path):
 def test_a_file_ansible_cannot_parse_names_the_line(tmp_path):
     hosts = write(tmp_path, "hosts.yml", "all:\n  hosts: [oops\n")
     path = inventory(tmp_path, "  - {ansible_inventory: hosts.yml, group: all}\n")
-    assert error_of(path) == (f"{path}:3: Ansible cannot parse {hosts.resolve()} as an inventory "
-                              f"(`ansible-inventory -i {hosts.resolve()} --list` says why)")
+    assert error_of(path) == (
+        f"{path}:3: Ansible cannot parse {hosts.resolve()} as an inventory "
+        f"(`ansible-inventory -i {hosts.resolve()} --list` says why)"
+    )
 
 
 def test_a_host_named_like_a_station_already_listed_is_used_twice(tmp_path):
     write(tmp_path, "hosts.yml", HOSTS)
-    path = inventory(tmp_path, "  - {ansible_inventory: hosts.yml, group: gpu_stations}\n",
-                     stations="stations:\n  - {name: gpu-02, host: 'local://'}\n")
+    path = inventory(
+        tmp_path,
+        "  - {ansible_inventory: hosts.yml, group: gpu_stations}\n",
+        stations="stations:\n  - {name: gpu-02, host: 'local://'}\n",
+    )
     assert error_of(path) == f"{path}:5: station name 'gpu-02' is used twice"
 
 
@@ -100,5 +109,7 @@ def test_without_ansible_core_the_line_names_the_extra(tmp_path, monkeypatch):
     path = inventory(tmp_path, "  - {ansible_inventory: hosts.yml, group: all}\n")
     monkeypatch.setenv("PATH", str(tmp_path))  # no ansible-inventory on PATH, none beside python
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
-    assert error_of(path) == (f"{path}:3: stations_from reads Ansible inventories with ansible-core, which is not "
-                              f"installed: pip install 'golive[ansible]'")
+    assert error_of(path) == (
+        f"{path}:3: stations_from reads Ansible inventories with ansible-core, which is not "
+        f"installed: pip install 'golive[ansible]'"
+    )

@@ -1,4 +1,5 @@
 """The post-upgrade gate: a diff of two results.json files shows exactly what changed; an unannounced flag fails."""
+
 import copy
 import json
 
@@ -6,21 +7,41 @@ import pytest
 
 from golive.report.baseline import diff, gate_finding, load_baseline
 
-SERVED = {"served-model-name": "glm-5.3-flash", "max-model-len": "1M", "max-num-seqs": "256",
-          "tool-call-parser": "glm47", "reasoning-parser": "glm45", "max-num-batched-tokens": "8192"}
+SERVED = {
+    "served-model-name": "glm-5.3-flash",
+    "max-model-len": "1M",
+    "max-num-seqs": "256",
+    "tool-call-parser": "glm47",
+    "reasoning-parser": "glm45",
+    "max-num-batched-tokens": "8192",
+}
 
 
 def results() -> dict:
     return {
-        "schema": 2, "verdict": "pass", "profile": {"name": "glm-5.3-flash-gb300", "sha256": "ab" * 32},
-        "stations": [{"name": "gb300-a", "provenance": {
-            "served_args": dict(SERVED), "image": "vllm/vllm-openai@sha256:" + "a" * 64,
-            "image_digest": "sha256:" + "a" * 64,
-            "vllm_version": "0.32.0", "pinned_flags": {"tool-call-parser": "glm47", "max-num-seqs": 256}}}],
-        "checks": [{"nodeid": f"suites/host/test_x.py::test_{n}[gb300-a]", "station": "gb300-a", "outcome": "passed"}
-                   for n in ("unit", "image", "flags")],
-        "metrics": [{"station": "gb300-a", "check": "c1", "name": "tokens_per_s", "value": 100.0, "unit": "tok/s"},
-                    {"station": "gb300-a", "check": "c2", "name": "ttft_p50", "value": 0.50, "unit": "s"}],
+        "schema": 2,
+        "verdict": "pass",
+        "profile": {"name": "glm-5.3-flash-gb300", "sha256": "ab" * 32},
+        "stations": [
+            {
+                "name": "gb300-a",
+                "provenance": {
+                    "served_args": dict(SERVED),
+                    "image": "vllm/vllm-openai@sha256:" + "a" * 64,
+                    "image_digest": "sha256:" + "a" * 64,
+                    "vllm_version": "0.32.0",
+                    "pinned_flags": {"tool-call-parser": "glm47", "max-num-seqs": 256},
+                },
+            }
+        ],
+        "checks": [
+            {"nodeid": f"suites/host/test_x.py::test_{n}[gb300-a]", "station": "gb300-a", "outcome": "passed"}
+            for n in ("unit", "image", "flags")
+        ],
+        "metrics": [
+            {"station": "gb300-a", "check": "c1", "name": "tokens_per_s", "value": 100.0, "unit": "tok/s"},
+            {"station": "gb300-a", "check": "c2", "name": "ttft_p50", "value": 0.50, "unit": "s"},
+        ],
     }
 
 
@@ -31,14 +52,16 @@ def test_identical_results_have_no_changes():
 def test_exactly_one_check_one_metric_one_flag_appear_and_the_flag_fails_the_gate():
     before, after = results(), results()
     after["checks"][1]["outcome"] = "failed"
-    after["metrics"][0]["value"] = 80.0      # -20 %: beyond the 10 % tolerance
-    after["metrics"][1]["value"] = 0.53      # +6 %: within it, not listed
+    after["metrics"][0]["value"] = 80.0  # -20 %: beyond the 10 % tolerance
+    after["metrics"][1]["value"] = 0.53  # +6 %: within it, not listed
     after["stations"][0]["provenance"]["served_args"]["max-num-batched-tokens"] = "2048"  # not pinned: unannounced
     result = diff(before, after, tolerance_pct=10)
     shown = [(c.kind, c.name, c.before, c.after, c.failing) for c in result.changes]
-    assert shown == [("check", "suites/host/test_x.py::test_image[gb300-a]", "passed", "failed", False),
-                     ("metric", "tokens_per_s", 100.0, 80.0, False),
-                     ("flag", "--max-num-batched-tokens", "8192", "2048", True)]
+    assert shown == [
+        ("check", "suites/host/test_x.py::test_image[gb300-a]", "passed", "failed", False),
+        ("metric", "tokens_per_s", 100.0, 80.0, False),
+        ("flag", "--max-num-batched-tokens", "8192", "2048", True),
+    ]
     assert result.changes[1].why == "moved 20.0% (tolerance 10%)"
     assert result.as_dict()["passed"] is False
     finding = gate_finding(result)
@@ -64,8 +87,10 @@ def test_parser_and_image_and_vllm_changes_are_listed():
     prov["vllm_version"] = "0.33.0"
     result = diff(before, after)
     assert {(c.kind, c.name, c.failing) for c in result.changes} == {
-        ("provenance", "image_digest", False), ("provenance", "vllm_version", False),
-        ("flag", "--reasoning-parser", True)}
+        ("provenance", "image_digest", False),
+        ("provenance", "vllm_version", False),
+        ("flag", "--reasoning-parser", True),
+    }
 
 
 def test_tolerance_is_the_profiles():
@@ -77,8 +102,11 @@ def test_tolerance_is_the_profiles():
 def test_baseline_must_be_a_go_live_of_the_same_profile(tmp_path):
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"schema": 2, "profile": {"name": "glm-5.3-2x-station-tp2"}}))
-    with pytest.raises(ValueError, match="the baseline is a go-live of profile 'glm-5.3-2x-station-tp2', this run "
-                                         "checks 'glm-5.3-flash-gb300': compare go-lives of the same profile"):
+    with pytest.raises(
+        ValueError,
+        match="the baseline is a go-live of profile 'glm-5.3-2x-station-tp2', this run "
+        "checks 'glm-5.3-flash-gb300': compare go-lives of the same profile",
+    ):
         load_baseline(other, "glm-5.3-flash-gb300")
     other.write_text(json.dumps({"schema": 1}))
     with pytest.raises(ValueError, match="not a golive results.json of schema 2 or 3"):
@@ -97,22 +125,30 @@ def _write(tmp_path, data: dict):
 def test_a_driver_upgrade_is_listed_as_a_provenance_change_not_a_failure():
     before, after = results(), results()
     for data, driver in ((before, "580.159.04"), (after, "590.10.01")):
-        data["stations"][0]["provenance"].update(gpu="NVIDIA GB300", driver=driver, cuda="13.0",
-                                                 nccl_version="2.30.7+cuda13.0")
+        data["stations"][0]["provenance"].update(
+            gpu="NVIDIA GB300", driver=driver, cuda="13.0", nccl_version="2.30.7+cuda13.0"
+        )
     result = diff(before, after)
     assert [(c.kind, c.name, c.before, c.after, c.failing) for c in result.changes] == [
-        ("provenance", "driver", "580.159.04", "590.10.01", False)]
+        ("provenance", "driver", "580.159.04", "590.10.01", False)
+    ]
     assert gate_finding(result) is None
 
 
 def test_battery_cases_that_flipped_are_listed_by_id_without_failing_the_gate():
     before, after = results(), copy.deepcopy(results())
-    before["stations"][0]["provenance"] |= {"battery_failing.agent": [],
-                                            "battery_failing.compliance": ["retention", "owner"]}
-    after["stations"][0]["provenance"] |= {"battery_failing.agent": ["chained-calls"],
-                                           "battery_failing.compliance": ["owner"]}
+    before["stations"][0]["provenance"] |= {
+        "battery_failing.agent": [],
+        "battery_failing.compliance": ["retention", "owner"],
+    }
+    after["stations"][0]["provenance"] |= {
+        "battery_failing.agent": ["chained-calls"],
+        "battery_failing.compliance": ["owner"],
+    }
     result = diff(before, after)
     lines = {c.name: (c.kind, c.failing, c.why) for c in result.changes}
-    assert lines == {"agent": ("battery", False, "now failing: chained-calls"),
-                     "compliance": ("battery", False, "now passing: retention")}
+    assert lines == {
+        "agent": ("battery", False, "now failing: chained-calls"),
+        "compliance": ("battery", False, "now passing: retention"),
+    }
     assert gate_finding(result) is None  # each battery's own check fails on its floor; the gate lists the flips

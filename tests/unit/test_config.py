@@ -1,4 +1,5 @@
 """Profiles and inventories: extends, overrides, and one-line errors with file:line."""
+
 from pathlib import Path
 
 import pytest
@@ -76,8 +77,9 @@ def test_missing_file(tmp_path):
 
 def test_unknown_profile_name_in_inventory(tmp_path):
     inv = write(tmp_path, "inv.yaml", "stations:\n  - {name: a}\nprofile: glm-5.3-flash\n")
-    assert error_of(load_inventory, inv) == (f"{inv}:3: unknown profile 'glm-5.3-flash'; "
-                                             "did you mean 'glm-5.3-flash-gb300'?")
+    assert error_of(load_inventory, inv) == (
+        f"{inv}:3: unknown profile 'glm-5.3-flash'; did you mean 'glm-5.3-flash-gb300'?"
+    )
 
 
 def test_inventory_station_typo_and_bad_enum(tmp_path):
@@ -106,8 +108,12 @@ def test_bad_digest_pattern(tmp_path):
 
 
 def test_chroot_spec_relative_to_inventory(tmp_path):
-    inv = write(tmp_path, "inv.yaml", "profile: glm-5.3-flash-gb300\nstations:\n"
-                                      "  - {name: a, host: 'chroot://trees/a'}\n  - {name: b, host: 'ssh://b'}\n")
+    inv = write(
+        tmp_path,
+        "inv.yaml",
+        "profile: glm-5.3-flash-gb300\nstations:\n"
+        "  - {name: a, host: 'chroot://trees/a'}\n  - {name: b, host: 'ssh://b'}\n",
+    )
     loaded = load_inventory(inv)
     a, b = loaded.inventory.stations
     assert loaded.host_spec(a) == f"chroot://{tmp_path}/trees/a" and loaded.host_spec(b) == "ssh://b"

@@ -1,5 +1,6 @@
 """The docs name what exists: every path they cite is in the repository, every `file.py::test` is a test of that file,
 every "`module.py` `name`" is a name in that module, and the counts they quote are the code's."""
+
 import importlib.util
 import re
 from pathlib import Path
@@ -22,8 +23,9 @@ def _cells(doc: Path) -> list[str]:
 
 @pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
 def test_every_cited_path_exists(doc):
-    missing = sorted({m.group(1).rstrip(".") for m in PATH.finditer(doc.read_text())
-                      if not list(REPO.glob(m.group(1).rstrip(".")))})
+    missing = sorted(
+        {m.group(1).rstrip(".") for m in PATH.finditer(doc.read_text()) if not list(REPO.glob(m.group(1).rstrip(".")))}
+    )
     assert not missing, f"{doc.name} cites paths that do not exist: {missing}"
 
 

@@ -1,5 +1,6 @@
 """CI cannot pass on skipped layers: the preflight names what is missing in one line, and GOLIVE_REQUIRE_E2E=1 turns an
 end-to-end skip into a failure (tests/e2e.py, .ci/run)."""
+
 import os
 
 import e2e

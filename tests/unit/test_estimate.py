@@ -1,4 +1,5 @@
 """The time estimate said before a run: the sweep's tokens at the floors, the budgets as the upper bound."""
+
 import pytest
 
 from golive.inventory.loader import load_profile
@@ -29,5 +30,7 @@ def test_nothing_is_expected_to_outlast_its_budget():
     guess.add("throughput sweep", 5000, 600)  # a station at the floors would need longer than load.max_duration_s
     guess.add("other", 2, 10)
     assert (guess.expected_s, guess.upper_s) == (602, 610)
-    assert guess.line(2) == ("golive: 2 checks should take about 10 min 2 s at the profile's floors (throughput sweep "
-                             "10 min 0 s, other 2 s); at most 10 min 10 s by its budgets")
+    assert guess.line(2) == (
+        "golive: 2 checks should take about 10 min 2 s at the profile's floors (throughput sweep "
+        "10 min 0 s, other 2 s); at most 10 min 10 s by its budgets"
+    )

@@ -1,4 +1,5 @@
 """docker run lines, docker inspect (Engine API shape), vLLM serve args."""
+
 import argparse
 import json
 from pathlib import Path
@@ -23,9 +24,25 @@ from golive.facts.vllm import (
     speculative_tokens,
 )
 
-RUN = ["/usr/bin/docker", "run", "--name", "glm53-flash", "--gpus", "all", "--ipc=host", "-it", "--rm",
-       "-v", "/srv/models:/models:ro", "--cpuset-mems", "0", "vllm/vllm-openai@sha256:" + "a" * 64,
-       "--model", "/models/x", "--enable-prefix-caching"]
+RUN = [
+    "/usr/bin/docker",
+    "run",
+    "--name",
+    "glm53-flash",
+    "--gpus",
+    "all",
+    "--ipc=host",
+    "-it",
+    "--rm",
+    "-v",
+    "/srv/models:/models:ro",
+    "--cpuset-mems",
+    "0",
+    "vllm/vllm-openai@sha256:" + "a" * 64,
+    "--model",
+    "/models/x",
+    "--enable-prefix-caching",
+]
 
 
 def test_run_splits_options_image_args():
@@ -41,20 +58,31 @@ def test_run_without_image():
         parse_run(["docker", "run", "--name", "x"])
 
 
-@pytest.mark.parametrize("ref,repo,tag,digest", [
-    ("vllm/vllm-openai:nightly-aarch64", "vllm/vllm-openai", "nightly-aarch64", None),
-    ("registry:5000/vllm/vllm-openai", "registry:5000/vllm/vllm-openai", None, None),
-    ("vllm/vllm-openai:v0.30.0@sha256:ab", "vllm/vllm-openai", "v0.30.0", "sha256:ab")])
+@pytest.mark.parametrize(
+    "ref,repo,tag,digest",
+    [
+        ("vllm/vllm-openai:nightly-aarch64", "vllm/vllm-openai", "nightly-aarch64", None),
+        ("registry:5000/vllm/vllm-openai", "registry:5000/vllm/vllm-openai", None, None),
+        ("vllm/vllm-openai:v0.30.0@sha256:ab", "vllm/vllm-openai", "v0.30.0", "sha256:ab"),
+    ],
+)
 def test_image_refs(ref, repo, tag, digest):
     parsed = ImageRef.parse(ref)
     assert (parsed.repository, parsed.tag, parsed.digest) == (repo, tag, digest)
 
 
-INSPECT = [{"Id": "b054f115" + "0" * 56, "Name": "/glm53-flash", "Image": "sha256:" + "c" * 64,
-            "Path": "vllm", "Args": ["serve", "--port", "8888"],
-            "Config": {"Image": "vllm/vllm-openai@sha256:" + "a" * 64, "Cmd": ["--port", "8888"]},
-            "State": {"Status": "running", "Running": True, "Pid": 41873},
-            "HostConfig": {"RestartPolicy": {"Name": "no", "MaximumRetryCount": 0}, "CpusetMems": ""}}]
+INSPECT = [
+    {
+        "Id": "b054f115" + "0" * 56,
+        "Name": "/glm53-flash",
+        "Image": "sha256:" + "c" * 64,
+        "Path": "vllm",
+        "Args": ["serve", "--port", "8888"],
+        "Config": {"Image": "vllm/vllm-openai@sha256:" + "a" * 64, "Cmd": ["--port", "8888"]},
+        "State": {"Status": "running", "Running": True, "Pid": 41873},
+        "HostConfig": {"RestartPolicy": {"Name": "no", "MaximumRetryCount": 0}, "CpusetMems": ""},
+    }
+]
 
 
 def test_container_inspect():
@@ -69,10 +97,18 @@ FLAGS = ["--port", "8888", "--max-model-len", "1m"]
 CONTAINER_COMMANDS = [
     ("vllm", ["serve", "/m", *FLAGS], ["/m", *FLAGS], ["/m", *FLAGS]),  # ENTRYPOINT ["vllm", "serve"]
     ("vllm", ["serve", *FLAGS], ["serve", *FLAGS], FLAGS),  # ENTRYPOINT ["vllm"], `serve` after the image
-    ("python3", ["-m", "vllm.entrypoints.openai.api_server", "--model", "/m", *FLAGS], ["--model", "/m", *FLAGS],
-     ["--model", "/m", *FLAGS]),
-    ("/usr/bin/python3", ["-u", "-X", "faulthandler", "-m", "vllm.entrypoints.openai.api_server", *FLAGS], FLAGS,
-     FLAGS),
+    (
+        "python3",
+        ["-m", "vllm.entrypoints.openai.api_server", "--model", "/m", *FLAGS],
+        ["--model", "/m", *FLAGS],
+        ["--model", "/m", *FLAGS],
+    ),
+    (
+        "/usr/bin/python3",
+        ["-u", "-X", "faulthandler", "-m", "vllm.entrypoints.openai.api_server", *FLAGS],
+        FLAGS,
+        FLAGS,
+    ),
     ("python3", ["-mvllm.entrypoints.openai.api_server", *FLAGS], FLAGS, FLAGS),
     ("python3", ["-m", "vllm.entrypoints.cli.main", "serve", "/m", *FLAGS], ["/m", *FLAGS], ["/m", *FLAGS]),
     ("numactl", ["--membind=0", "/usr/local/bin/vllm", "serve", "/m", *FLAGS], None, ["/m", *FLAGS]),
@@ -82,8 +118,9 @@ CONTAINER_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("path, args, cmd, served", CONTAINER_COMMANDS,
-                         ids=[" ".join([p, *a[:3]]) for p, a, _, _ in CONTAINER_COMMANDS])
+@pytest.mark.parametrize(
+    "path, args, cmd, served", CONTAINER_COMMANDS, ids=[" ".join([p, *a[:3]]) for p, a, _, _ in CONTAINER_COMMANDS]
+)
 def test_container_inspect_finds_vllms_arguments_after_its_entry(path, args, cmd, served):
     inspect = [{**INSPECT[0], "Path": path, "Args": args, "Config": {**INSPECT[0]["Config"], "Cmd": cmd}}]
     container = parse_container_inspect(json.dumps(inspect))
@@ -105,14 +142,19 @@ def test_recorded_real_containers_serve_the_same_flags_whatever_their_entrypoint
     python_m = parse_container_inspect((RECORDED / "docker-inspect-glm53-flash-python-m-entrypoint.json").read_text())
     assert python_m.command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     flags, served = parse_serve_args(python_m.args), parse_serve_args(serve.args)
-    assert {k for k in flags.keys() | served.keys() if flags.get(k) != served.get(k)} == {"port",
-                                                                                           "tensor-parallel-size"}
+    assert {k for k in flags.keys() | served.keys() if flags.get(k) != served.get(k)} == {
+        "port",
+        "tensor-parallel-size",
+    }
     assert flags["model"] == "/models/golive-reference" and flags["max-num-seqs"] == "16", flags
     assert rejected_args(python_m.args) == [] and rejected_args(serve.args) == []
 
 
-@pytest.mark.parametrize("path, args, cmd, served", CONTAINER_COMMANDS[:8],
-                         ids=[" ".join([p, *a[:3]]) for p, a, _, _ in CONTAINER_COMMANDS[:8]])
+@pytest.mark.parametrize(
+    "path, args, cmd, served",
+    CONTAINER_COMMANDS[:8],
+    ids=[" ".join([p, *a[:3]]) for p, a, _, _ in CONTAINER_COMMANDS[:8]],
+)
 def test_vllms_own_parser_reads_the_same_arguments(vllm_parser, path, args, cmd, served):
     """Where vLLM 0.32 is installed: its make_arg_parser, given the words after the entry, serves what golive reads."""
     inspect = [{**INSPECT[0], "Path": path, "Args": args, "Config": {**INSPECT[0]["Config"], "Cmd": cmd}}]
@@ -127,27 +169,57 @@ def test_inspect_not_json():
 
 
 def test_image_inspect_digests():
-    image = parse_image_inspect(json.dumps([{"Id": "sha256:c", "RepoDigests": ["vllm/vllm-openai@sha256:aa"],
-                                              "Architecture": "arm64"}]))
+    image = parse_image_inspect(
+        json.dumps([{"Id": "sha256:c", "RepoDigests": ["vllm/vllm-openai@sha256:aa"], "Architecture": "arm64"}])
+    )
     assert image.digests() == {"sha256:aa"} and image.architecture == "arm64"
 
 
 def test_serve_args():
-    flags = parse_serve_args(["serve", "/models/x", "--max_model_len=1M", "--enable-chunked-prefill",
-                              "--no-enable-prefix-caching", "--tool-call-parser", "glm47"])
-    assert flags == {"model": "/models/x", "max-model-len": "1M", "enable-chunked-prefill": True,
-                     "enable-prefix-caching": False, "tool-call-parser": "glm47"}
+    flags = parse_serve_args(
+        [
+            "serve",
+            "/models/x",
+            "--max_model_len=1M",
+            "--enable-chunked-prefill",
+            "--no-enable-prefix-caching",
+            "--tool-call-parser",
+            "glm47",
+        ]
+    )
+    assert flags == {
+        "model": "/models/x",
+        "max-model-len": "1M",
+        "enable-chunked-prefill": True,
+        "enable-prefix-caching": False,
+        "tool-call-parser": "glm47",
+    }
 
 
 # vLLM 0.32.0 tests/engine/test_arg_utils.py::test_human_readable_model_len, case for case
 VLLM_MAX_MODEL_LEN = [
-    ("1024", 1024), ("1m", 1_000_000), ("10k", 10_000), ("2g", 2_000_000_000), ("2t", 2_000_000_000_000),
-    ("3K", 2**10 * 3), ("10M", 2**20 * 10), ("4G", 2**30 * 4), ("4T", 2**40 * 4),
-    ("10.2k", 10200), ("10.2123451234567k", 10212), ("10.2123451234567m", 10212345),
-    ("10.2123451234567g", 10212345123), ("10.2123451234567t", 10212345123456),
-    ("-1", -1), ("auto", -1), ("AUTO", -1),
+    ("1024", 1024),
+    ("1m", 1_000_000),
+    ("10k", 10_000),
+    ("2g", 2_000_000_000),
+    ("2t", 2_000_000_000_000),
+    ("3K", 2**10 * 3),
+    ("10M", 2**20 * 10),
+    ("4G", 2**30 * 4),
+    ("4T", 2**40 * 4),
+    ("10.2k", 10200),
+    ("10.2123451234567k", 10212),
+    ("10.2123451234567m", 10212345),
+    ("10.2123451234567g", 10212345123),
+    ("10.2123451234567t", 10212345123456),
+    ("-1", -1),
+    ("auto", -1),
+    ("AUTO", -1),
     # and the recipe's spellings
-    ("1048576", 1048576), ("1M", 1048576), (" 1M ", 1048576), ("1_048_576", 1048576),
+    ("1048576", 1048576),
+    ("1M", 1048576),
+    (" 1M ", 1048576),
+    ("1_048_576", 1048576),
 ]
 VLLM_REJECTS = ["1a", "pwd", "10.24", "1.23M", "1.22T", "1.5M", "", "1 M", "1Mi", "0x100000"]
 
@@ -186,25 +258,46 @@ SERVED = [  # (argv after the image, flags as vLLM reads them, what vLLM refuses
     (["--max-model-len", "-1"], {"max-model-len": "-1"}, []),
     (["--enable-prefix-caching", "--no-enable-prefix-caching"], {"enable-prefix-caching": False}, []),
     (["--no-enable-chunked-prefill", "--enable-chunked-prefill"], {"enable-chunked-prefill": True}, []),
-    (["--enable-auto-tool-choice", "--tool-call-parser", "glm47"],
-     {"enable-auto-tool-choice": True, "tool-call-parser": "glm47"}, []),
+    (
+        ["--enable-auto-tool-choice", "--tool-call-parser", "glm47"],
+        {"enable-auto-tool-choice": True, "tool-call-parser": "glm47"},
+        [],
+    ),
     (["--served-model-name", "a", "b", "--port", "8888"], {"served-model-name": "a b", "port": "8888"}, []),
-    (["--max-model-len", "1.5M"], {"max-model-len": "1.5M"},
-     ["--max-model-len 1.5M: Decimals are not allowed with binary suffixes like M. Did you mean to use 1.5m instead?"]),
-    (["--enable-prefix-caching=true"], {"enable-prefix-caching": True},
-     ["--enable-prefix-caching=true: a switch takes no value"]),
-    (["/m", "--enable-prefix-caching", "true"], {"model": "/m", "enable-prefix-caching": True},
-     ["`true`: no flag takes this word"]),
+    (
+        ["--max-model-len", "1.5M"],
+        {"max-model-len": "1.5M"},
+        [
+            "--max-model-len 1.5M: Decimals are not allowed with binary suffixes like M. "
+            "Did you mean to use 1.5m instead?"
+        ],
+    ),
+    (
+        ["--enable-prefix-caching=true"],
+        {"enable-prefix-caching": True},
+        ["--enable-prefix-caching=true: a switch takes no value"],
+    ),
+    (
+        ["/m", "--enable-prefix-caching", "true"],
+        {"model": "/m", "enable-prefix-caching": True},
+        ["`true`: no flag takes this word"],
+    ),
     (["--max-num-seqs", "256.0"], {"max-num-seqs": "256.0"}, ["--max-num-seqs 256.0: not an integer"]),
     (["--gpu-memory-utilization", "94%"], {"gpu-memory-utilization": "94%"}, ["not a number"]),
     # the words after the image with `docker run --entrypoint python3 IMAGE …` (or no ENTRYPOINT in the image)
     (["-m", "vllm.entrypoints.openai.api_server", "--max-model-len", "1m"], {"max-model-len": "1m"}, []),
     (["python3", "-m", "vllm.entrypoints.openai.api_server", "/m"], {"model": "/m"}, []),
-    (["python3", "-m", "vllm.entrypoints.cli.main", "serve", "/m", "--port", "8888"], {"model": "/m", "port": "8888"},
-     []),
+    (
+        ["python3", "-m", "vllm.entrypoints.cli.main", "serve", "/m", "--port", "8888"],
+        {"model": "/m", "port": "8888"},
+        [],
+    ),
     (["/usr/local/bin/vllm", "serve", "/m"], {"model": "/m"}, []),
-    (["python3", "-m", "vllm.entrypoints.openai.api_server", "/m", "/n"], {"model": "/m"},
-     ["`/n`: no flag takes this word"]),
+    (
+        ["python3", "-m", "vllm.entrypoints.openai.api_server", "/m", "/n"],
+        {"model": "/m"},
+        ["`/n`: no flag takes this word"],
+    ),
 ]
 
 
@@ -251,14 +344,26 @@ def test_served_host_defaults_to_every_interface():
 
 
 REPEATED = [  # (served args, the flags given more than once with their values in order, what vLLM serves)
-    (["--max-model-len", "1m", "--max-model-len", "1048576"], {"max-model-len": ["1m", "1048576"]},
-     {"max-model-len": "1048576"}),
-    (["--max-model-len=1048576", "--max_model_len", "1m"], {"max-model-len": ["1048576", "1m"]},
-     {"max-model-len": "1m"}),  # one flag however it is spelled
-    (["--enable-prefix-caching", "--no-enable-prefix-caching"], {"enable-prefix-caching": [True, False]},
-     {"enable-prefix-caching": False}),
-    (["--served-model-name", "a", "b", "--served-model-name", "c"], {"served-model-name": ["a b", "c"]},
-     {"served-model-name": "c"}),
+    (
+        ["--max-model-len", "1m", "--max-model-len", "1048576"],
+        {"max-model-len": ["1m", "1048576"]},
+        {"max-model-len": "1048576"},
+    ),
+    (
+        ["--max-model-len=1048576", "--max_model_len", "1m"],
+        {"max-model-len": ["1048576", "1m"]},
+        {"max-model-len": "1m"},
+    ),  # one flag however it is spelled
+    (
+        ["--enable-prefix-caching", "--no-enable-prefix-caching"],
+        {"enable-prefix-caching": [True, False]},
+        {"enable-prefix-caching": False},
+    ),
+    (
+        ["--served-model-name", "a", "b", "--served-model-name", "c"],
+        {"served-model-name": ["a b", "c"]},
+        {"served-model-name": "c"},
+    ),
     (["--middleware", "m1", "--middleware", "m2"], {}, {}),  # an append flag keeps both: not a repeat
     (["serve", "/m", "--port", "8888"], {}, {"model": "/m", "port": "8888"}),
 ]

@@ -1,4 +1,5 @@
 """GPU and NUMA parsers on real recordings (fixtures/recorded/h200-device, a real H200 host)."""
+
 from pathlib import Path
 
 import pytest
@@ -25,10 +26,19 @@ def test_smi_q_real_h200():
 
 
 def test_query_gpu_real_h200():
-    rows = parse_query_csv((RECORDED / "nvidia-smi-query-gpu.txt").read_text(),
-                           ["index", "name", "pci.bus_id", "memory.used", "memory.total"])
-    assert rows == [{"index": "0", "name": "NVIDIA H200", "pci.bus_id": "00000000:00:06.0", "memory.used": "0",
-                     "memory.total": "143771"}]
+    rows = parse_query_csv(
+        (RECORDED / "nvidia-smi-query-gpu.txt").read_text(),
+        ["index", "name", "pci.bus_id", "memory.used", "memory.total"],
+    )
+    assert rows == [
+        {
+            "index": "0",
+            "name": "NVIDIA H200",
+            "pci.bus_id": "00000000:00:06.0",
+            "memory.used": "0",
+            "memory.total": "143771",
+        }
+    ]
 
 
 def test_query_wrong_columns():
@@ -72,6 +82,7 @@ def test_smi_q_header_gives_driver_and_cuda_version():
 def test_product_brand_tells_a_display_gpu_from_a_data_centre_gpu():
     """nvidia-smi -q's `Product Brand` (NVML's nvmlBrandType_t), on the real H200 recording and the GB300 tree's."""
     from golive.facts.gpu import is_workstation_brand, parse_smi_q
+
     [h200] = parse_smi_q((RECORDED / "nvidia-smi-q.txt").read_text())
     assert (h200.product_name, h200.brand) == ("NVIDIA H200", "NVIDIA") and not is_workstation_brand(h200.brand)
     tree = Path(__file__).resolve().parents[2] / "fixtures/stations/gb300-healthy/opt/golive-recorded/nvidia-smi-q.txt"

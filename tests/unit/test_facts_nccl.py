@@ -1,5 +1,6 @@
 """NCCL log and nccl-tests parsers: real two-GPU logs from the device machine (fixtures/recorded/h200x2-device) and
 the two-station RoCE formats (fixtures/recorded/gb300-rail, reconstructed from NCCL's source: see PROVENANCE.md)."""
+
 import re
 from pathlib import Path
 
@@ -20,7 +21,7 @@ def test_real_one_host_p2p_run_gdrdma_not_applicable():
     nccl = log("h200x2-device/nccl-p2p.txt")
     assert nccl.versions == ("2.28.9+cuda13.0",) and nccl.version == "2.28.9"
     assert nccl.transports == {"P2P"} and {c.via for c in nccl.channels} == {"P2P/CUMEM"}
-    assert len(nccl.channels) == 48   # 24 channels, both directions
+    assert len(nccl.channels) == 48  # 24 channels, both directions
     assert nccl.one_host and nccl.nodes == 1 and nccl.gdrdma is None
     assert nccl.warnings == () and nccl.env == {"NCCL_NVLS_ENABLE": "0"}
     # the net plugin is still chosen (Socket: no RDMA device there), but nothing crossed it
@@ -38,11 +39,14 @@ def test_real_one_host_shm_run():
 def test_real_forced_socket_run():
     nccl = log("h200x2-device/nccl-socket.txt")
     assert nccl.transports == {"NET/Socket"} and nccl.net_transports == {"NET/Socket"}
-    assert not nccl.one_host and nccl.nodes == 2   # P2P and SHM off: NCCL treats each rank as its own node
+    assert not nccl.one_host and nccl.nodes == 2  # P2P and SHM off: NCCL treats each rank as its own node
     assert nccl.gdrdma is False
     assert {c.direction for c in nccl.channels} == {"send", "receive"}
-    assert {k: nccl.env[k] for k in ("NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE")} == \
-        {"NCCL_IB_DISABLE": "1", "NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+    assert {k: nccl.env[k] for k in ("NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE")} == {
+        "NCCL_IB_DISABLE": "1",
+        "NCCL_P2P_DISABLE": "1",
+        "NCCL_SHM_DISABLE": "1",
+    }
 
 
 @pytest.mark.parametrize("name", ["gb300-rail/nccl-gdrdma.log", "gb300-rail/nccl-gdrdma-b.log"])
@@ -72,19 +76,22 @@ def test_warn_line_with_line_number():
     [warn] = nccl.warnings
     text = (RECORDED / "gb300-rail/nccl-warn.log").read_text().splitlines()
     assert text[warn.number - 1].strip() == warn.text and "NCCL WARN Call to ibv_modify_qp failed" in warn.text
-    assert text[warn.number - 2] == ""   # debug.cc starts a WARN with a newline
+    assert text[warn.number - 2] == ""  # debug.cc starts a WARN with a newline
 
 
 def test_wrong_version():
     assert log("gb300-rail/nccl-2.28.3.log").version == "2.28.3"
-    mixed = parse_nccl_log("a:1:1 [0] NCCL INFO NCCL version 2.30.7+cuda13.0\n"
-                           "b:2:2 [0] NCCL INFO NCCL version 2.28.3+cuda12.9\n")
+    mixed = parse_nccl_log(
+        "a:1:1 [0] NCCL INFO NCCL version 2.30.7+cuda13.0\nb:2:2 [0] NCCL INFO NCCL version 2.28.3+cuda12.9\n"
+    )
     assert mixed.version is None and mixed.versions == ("2.30.7+cuda13.0", "2.28.3+cuda12.9")
 
 
 def test_proxy_rank_and_timestamp_forms():
-    nccl = parse_nccl_log("[2026-09-30 10:00:00] a:1:1 [0] NCCL INFO Channel 02/1 : 0[0] -> 1[0] [send] "
-                          "via NET/IB/1(2)/GDRDMA(PCI)/Shared\n")
+    nccl = parse_nccl_log(
+        "[2026-09-30 10:00:00] a:1:1 [0] NCCL INFO Channel 02/1 : 0[0] -> 1[0] [send] "
+        "via NET/IB/1(2)/GDRDMA(PCI)/Shared\n"
+    )
     assert nccl.channels[0].transport == "NET/IB" and nccl.gdrdma is True and nccl.channels[0].channel == 2
 
 
@@ -114,8 +121,11 @@ def test_all_reduce_perf_unchecked_and_truncated():
 # Each re-emission is generated here from the recorded logs, one function per source; it keeps the lines in place, so
 # the parse must give the same facts at the same line numbers.
 
-REAL_LOGS = sorted(str(p.relative_to(RECORDED)) for pattern in ("gb300-rail/nccl-*.log", "h200x2-device/nccl-[ps]*.txt")
-                   for p in RECORDED.glob(pattern))
+REAL_LOGS = sorted(
+    str(p.relative_to(RECORDED))
+    for pattern in ("gb300-rail/nccl-*.log", "h200x2-device/nccl-[ps]*.txt")
+    for p in RECORDED.glob(pattern)
+)
 
 
 def docker_timestamps(text: str) -> str:
@@ -144,23 +154,44 @@ def crlf(text: str) -> str:
 
 def ansi(text: str) -> str:
     """A coloured console: NCCL INFO in green, WARN in red, a reset at the end of each line."""
-    return "".join(line.replace("NCCL INFO", "\x1b[32mNCCL INFO\x1b[0m").replace("NCCL WARN", "\x1b[1;31mNCCL WARN")
-                   + "\x1b[0m\n" for line in text.splitlines())
+    return "".join(
+        line.replace("NCCL INFO", "\x1b[32mNCCL INFO\x1b[0m").replace("NCCL WARN", "\x1b[1;31mNCCL WARN") + "\x1b[0m\n"
+        for line in text.splitlines()
+    )
 
 
-SOURCES = [docker_timestamps, journald, without_prefix, shipped_plain, crlf, ansi,
-           lambda text: journald(ansi(crlf(text)))]
+SOURCES = [
+    docker_timestamps,
+    journald,
+    without_prefix,
+    shipped_plain,
+    crlf,
+    ansi,
+    lambda text: journald(ansi(crlf(text))),
+]
 
 
 def facts(nccl) -> tuple:
-    return (nccl.versions, [(c.number, c.channel, c.src, c.dst, c.direction, c.via) for c in nccl.channels],
-            [(n.number, n.text) for n in nccl.networks], [w.number for w in nccl.warnings], nccl.env, nccl.nodes,
-            nccl.ranks, nccl.complete.number if nccl.complete else None, nccl.one_host, nccl.gdrdma)
+    return (
+        nccl.versions,
+        [(c.number, c.channel, c.src, c.dst, c.direction, c.via) for c in nccl.channels],
+        [(n.number, n.text) for n in nccl.networks],
+        [w.number for w in nccl.warnings],
+        nccl.env,
+        nccl.nodes,
+        nccl.ranks,
+        nccl.complete.number if nccl.complete else None,
+        nccl.one_host,
+        nccl.gdrdma,
+    )
 
 
 @pytest.mark.parametrize("name", REAL_LOGS)
-@pytest.mark.parametrize("source", SOURCES, ids=["docker-timestamps", "journald", "no-prefix", "shipped-plain", "crlf",
-                                                 "ansi", "journald+ansi+crlf"])
+@pytest.mark.parametrize(
+    "source",
+    SOURCES,
+    ids=["docker-timestamps", "journald", "no-prefix", "shipped-plain", "crlf", "ansi", "journald+ansi+crlf"],
+)
 def test_a_log_reads_the_same_from_any_source(name, source):
     original = log(name)
     assert original.channels or original.versions  # the original itself is a real NCCL log, not an empty one
@@ -181,13 +212,18 @@ def test_the_first_lines_of_real_logs_cover_every_kind():
     assert any(log(name).warnings for name in REAL_LOGS) and any(log(name).died_at_init for name in REAL_LOGS)
 
 
-@pytest.mark.parametrize("text, found", [
-    ("", "found an empty file"),
-    ("\n\n", "found an empty file"),
-    ("INFO 09-30 10:00:00 api_server.py:1 vLLM API server version 0.32.0\nINFO ready\n",
-     "found 2 other line(s), the first: `INFO 09-30 10:00:00 api_server.py:1 vLLM API server version 0.32.0`"),
-    ("\x00\x01binary", "found binary data"),
-])
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ("", "found an empty file"),
+        ("\n\n", "found an empty file"),
+        (
+            "INFO 09-30 10:00:00 api_server.py:1 vLLM API server version 0.32.0\nINFO ready\n",
+            "found 2 other line(s), the first: `INFO 09-30 10:00:00 api_server.py:1 vLLM API server version 0.32.0`",
+        ),
+        ("\x00\x01binary", "found binary data"),
+    ],
+)
 def test_a_log_golive_cannot_read_is_one_line_saying_what_it_expected(text, found):
     with pytest.raises(FactError) as caught:
         parse_nccl_log(text)
@@ -199,8 +235,11 @@ def test_a_log_golive_cannot_read_is_one_line_saying_what_it_expected(text, foun
 
 
 def test_topology_of_real_runs():
-    p2p, socket, gdr = log("h200x2-device/nccl-p2p.txt"), log("h200x2-device/nccl-socket.txt"), \
-        log("gb300-rail/nccl-gdrdma.log")
+    p2p, socket, gdr = (
+        log("h200x2-device/nccl-p2p.txt"),
+        log("h200x2-device/nccl-socket.txt"),
+        log("gb300-rail/nccl-gdrdma.log"),
+    )
     assert (p2p.nodes, p2p.ranks, p2p.one_host) == (1, 2, True)
     assert "nNodes 1" in p2p.text_of(p2p.topology.number)
     assert (socket.nodes, socket.ranks, socket.one_host) == (2, 2, False)
@@ -258,7 +297,7 @@ def test_a_healthy_real_log_holds_no_death_line():
     for name, kind in nccl_cuts.KINDS.items():
         if kind not in ("died", "warn"):
             assert parse_nccl_log((nccl_cuts.REPO / name).read_text()).deaths == (), name
-    assert [d.number for d in log("gb300-rail/nccl-warn.log").deaths] == [31]   # its one WARN, which it outlived
+    assert [d.number for d in log("gb300-rail/nccl-warn.log").deaths] == [31]  # its one WARN, which it outlived
 
 
 def test_a_file_without_nccl_lines_is_not_read_as_a_log():
@@ -267,37 +306,45 @@ def test_a_file_without_nccl_lines_is_not_read_as_a_log():
         log("h200-device/nccl.txt")
 
 
-BOOTSTRAP = "".join(line + "\n" for line in
-                    nccl_cuts.after_bootstrap(nccl_cuts.lines_of("fixtures/recorded/gb300-rail/nccl-gdrdma.log")) or [])
+BOOTSTRAP = "".join(
+    line + "\n"
+    for line in nccl_cuts.after_bootstrap(nccl_cuts.lines_of("fixtures/recorded/gb300-rail/nccl-gdrdma.log")) or []
+)
 
 
-@pytest.mark.parametrize("death", [
-    # NCCL's own WARN (src/debug.cc), then its callers' words for ncclGetErrorString (src/init.cc)
-    "gb300-a:4107:4107 [0] include/alloc.h:125 NCCL WARN Cuda failure 'out of memory'",
-    "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
-    ":1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.30.7",
-    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
-    "ncclInternalError: Internal check failed.",
-    "(VllmWorker rank=0 pid=4107) ERROR RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO "
-    "for details)",
-    "RuntimeError: NCCL error: remote process exited or there was a network error",
-    "gb300-a: Test NCCL failure common.cu:1279 'unhandled system error (run with NCCL_DEBUG=INFO for details) / '",
-    "terminate called after throwing an instance of 'c10::DistBackendError'",
-    "Fatal Python error: Aborted",
-])
+@pytest.mark.parametrize(
+    "death",
+    [
+        # NCCL's own WARN (src/debug.cc), then its callers' words for ncclGetErrorString (src/init.cc)
+        "gb300-a:4107:4107 [0] include/alloc.h:125 NCCL WARN Cuda failure 'out of memory'",
+        "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
+        ":1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.30.7",
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+        "ncclInternalError: Internal check failed.",
+        "(VllmWorker rank=0 pid=4107) ERROR RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO "
+        "for details)",
+        "RuntimeError: NCCL error: remote process exited or there was a network error",
+        "gb300-a: Test NCCL failure common.cu:1279 'unhandled system error (run with NCCL_DEBUG=INFO for details) / '",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        "Fatal Python error: Aborted",
+    ],
+)
 def test_a_run_died_where_it_says_so(death):
     nccl = parse_nccl_log(BOOTSTRAP + death + "\n")
     assert nccl.died_at_init is not None and nccl.died_at_init.text == death.strip() and not nccl.partial
-    assert nccl.versions == ("2.30.7+cuda13.0",)   # torch's `…, NCCL version 2.30.7` is a death line, not a version
+    assert nccl.versions == ("2.30.7+cuda13.0",)  # torch's `…, NCCL version 2.30.7` is a death line, not a version
 
 
-@pytest.mark.parametrize("line", [
-    "gb300-a:4107:4107 [0] NCCL INFO transport/net_ib.cc:852 -> 3",   # NCCL unwinding an error it recovers from
-    "gb300-a:4107:4107 [0] NCCL INFO NET/IB : No device found.",
-    "gb300-a:4107:4107 [0] NCCL INFO Failed to initialize NET plugin IB",
-    "INFO 09-30 10:00:00 [pynccl.py:70] vLLM is using nccl==2.30.7",
-    "",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "gb300-a:4107:4107 [0] NCCL INFO transport/net_ib.cc:852 -> 3",  # NCCL unwinding an error it recovers from
+        "gb300-a:4107:4107 [0] NCCL INFO NET/IB : No device found.",
+        "gb300-a:4107:4107 [0] NCCL INFO Failed to initialize NET plugin IB",
+        "INFO 09-30 10:00:00 [pynccl.py:70] vLLM is using nccl==2.30.7",
+        "",
+    ],
+)
 def test_a_run_did_not_die_where_a_line_is_missing(line):
     nccl = parse_nccl_log(BOOTSTRAP + line + "\n")
     assert nccl.died_at_init is None and nccl.partial and nccl.deaths == ()

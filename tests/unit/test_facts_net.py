@@ -1,5 +1,6 @@
 """Rail and RDMA parsers on recorded outputs: real ones from network namespaces (fixtures/recorded/netns) and the
 device machine (h200x2-device), and the GB300 rail's formats (gb300-rail, values reconstructed: see PROVENANCE.md)."""
+
 from ipaddress import IPv4Interface
 from pathlib import Path
 
@@ -44,8 +45,10 @@ def test_ip_link_real_netns_mtu_and_down():
 
 def test_ip_addr_gb300_rails_and_missing_address():
     healthy = parse_ip_addr(recorded("gb300-rail/ip-addr.txt")[0])
-    assert [str(i.ipv4[0]) for i in (healthy["enp1s0f0np0"], healthy["enp1s0f1np1"])] == \
-        ["192.168.100.1/24", "192.168.101.1/24"]
+    assert [str(i.ipv4[0]) for i in (healthy["enp1s0f0np0"], healthy["enp1s0f1np1"])] == [
+        "192.168.100.1/24",
+        "192.168.101.1/24",
+    ]
     missing = parse_ip_addr(recorded("gb300-rail/ip-addr-rail-missing.txt")[0])
     assert missing["enp1s0f1np1"].up and missing["enp1s0f1np1"].ipv4 == ()
     assert parse_ip_addr(recorded("gb300-rail/ip-link-mtu1500.txt")[0])["enp1s0f0np0"].mtu == 1500
@@ -89,17 +92,20 @@ def test_sys_speed():
     assert parse_sys_speed("-1\n") is None  # the device machine's virtio eth0 (h200x2-device/sys-class-net.txt)
     assert "eth0 speed=-1" in recorded("h200x2-device/sys-class-net.txt")[0]
     with pytest.raises(FactError):
-        parse_sys_speed(recorded("netns/sys-speed-down.txt")[0])   # `cat: …: Invalid argument` on a down veth
+        parse_sys_speed(recorded("netns/sys-speed-down.txt")[0])  # `cat: …: Invalid argument` on a down veth
 
 
-@pytest.mark.parametrize("name, rc, verdict, tx, rx", [
-    ("ping-jumbo-ok", 0, PingVerdict.OK, 3, 3),
-    ("ping-jumbo-peer-1500", 1, PingVerdict.DROPPED, 3, 0),
-    ("ping-jumbo-local-1500", 1, PingVerdict.LOCAL_MTU, 3, 0),
-    ("ping-jumbo-no-peer", 1, PingVerdict.DROPPED, 3, 0),
-    ("ping-unreachable", 2, PingVerdict.UNREACHABLE, 0, 0),
-    ("ping-link-down", 2, PingVerdict.UNREACHABLE, 0, 0),
-])
+@pytest.mark.parametrize(
+    "name, rc, verdict, tx, rx",
+    [
+        ("ping-jumbo-ok", 0, PingVerdict.OK, 3, 3),
+        ("ping-jumbo-peer-1500", 1, PingVerdict.DROPPED, 3, 0),
+        ("ping-jumbo-local-1500", 1, PingVerdict.LOCAL_MTU, 3, 0),
+        ("ping-jumbo-no-peer", 1, PingVerdict.DROPPED, 3, 0),
+        ("ping-unreachable", 2, PingVerdict.UNREACHABLE, 0, 0),
+        ("ping-link-down", 2, PingVerdict.UNREACHABLE, 0, 0),
+    ],
+)
 def test_ping_real_netns(name, rc, verdict, tx, rx):
     text, recorded_rc = recorded(f"netns/{name}.txt")
     assert recorded_rc == rc
@@ -129,7 +135,7 @@ def test_ibv_devinfo_v_gb300():
     assert (port.active, port.link_layer, port.active_mtu) == (True, "Ethernet", 4096)
     assert [(g.index, g.type) for g in port.gids] == [(0, "RoCE v1"), (1, "RoCE v2"), (2, "RoCE v1"), (3, "RoCE v2")]
     assert port.gids[3].gid == "::ffff:192.168.100.1" and port.gid_index("192.168.100.1") == 3
-    assert port.gids[2].ipv4 == "192.168.100.1"    # RoCE v1 prints the raw form; still IPv4-mapped
+    assert port.gids[2].ipv4 == "192.168.100.1"  # RoCE v1 prints the raw form; still IPv4-mapped
     assert devices[1].ports[1].gid_index("192.168.101.1") == 3
 
 

@@ -1,4 +1,5 @@
 """The prestart as ordered commands: order, functions, variables, sh -c, the files it sources or runs."""
+
 import os
 import shutil
 import subprocess
@@ -37,16 +38,27 @@ def test_order_with_function_and_variables():
 
 def test_drop_caches_spellings():
     """1 (page cache) and 3 (page cache + slab) drop the page cache in every spelling; 2 (slab only) never does."""
-    for line in ["echo 3 > /proc/sys/vm/drop_caches", "echo 1 | tee /proc/sys/vm/drop_caches",
-                 "echo 3 | tee -a /proc/sys/vm/drop_caches >/dev/null", "sysctl -w vm.drop_caches=1",
-                 "sysctl vm.drop_caches=3", "printf 1 >/proc/sys/vm/drop_caches",
-                 "printf '3\\n' | tee /proc/sys/vm/drop_caches",
-                 "/bin/echo 1 >> /proc/sys/vm/drop_caches"]:
+    for line in [
+        "echo 3 > /proc/sys/vm/drop_caches",
+        "echo 1 | tee /proc/sys/vm/drop_caches",
+        "echo 3 | tee -a /proc/sys/vm/drop_caches >/dev/null",
+        "sysctl -w vm.drop_caches=1",
+        "sysctl vm.drop_caches=3",
+        "printf 1 >/proc/sys/vm/drop_caches",
+        "printf '3\\n' | tee /proc/sys/vm/drop_caches",
+        "/bin/echo 1 >> /proc/sys/vm/drop_caches",
+    ]:
         assert any(c.drops_page_cache() for c in parse_script(line).commands), line
-    for line in ["echo 2 > /proc/sys/vm/drop_caches", "echo 2 | tee /proc/sys/vm/drop_caches",
-                 "sysctl -w vm.drop_caches=2", "sysctl vm.drop_caches=2", "cat /proc/sys/vm/drop_caches",
-                 "tee /proc/sys/vm/drop_caches < /dev/null", "cat /etc/one | tee /proc/sys/vm/drop_caches",
-                 "# echo 1 > /proc/sys/vm/drop_caches"]:
+    for line in [
+        "echo 2 > /proc/sys/vm/drop_caches",
+        "echo 2 | tee /proc/sys/vm/drop_caches",
+        "sysctl -w vm.drop_caches=2",
+        "sysctl vm.drop_caches=2",
+        "cat /proc/sys/vm/drop_caches",
+        "tee /proc/sys/vm/drop_caches < /dev/null",
+        "cat /etc/one | tee /proc/sys/vm/drop_caches",
+        "# echo 1 > /proc/sys/vm/drop_caches",
+    ]:
         assert not any(c.drops_page_cache() for c in parse_script(line).commands), line
     inline = commands_of(["/bin/sh", "-c", "sync; echo 2 | tee /proc/sys/vm/drop_caches"], "ExecStartPre")
     assert not any(c.drops_page_cache() for c in inline)
@@ -78,8 +90,8 @@ ALWAYS_RUNS = [  # (script, does the drop_caches line run on every path that rea
     (f"{{ sync; {DROP}; }}\n", True, ""),
     (f"( sync; {DROP} )\n", True, ""),
     (f"{DROP} || true\n", True, ""),
-    (f"while {DROP}; do sleep 1; done\n", True, ""),          # a while condition runs at least once
-    (f"if {DROP}; then :; fi\n", True, ""),                   # so does the first if condition
+    (f"while {DROP}; do sleep 1; done\n", True, ""),  # a while condition runs at least once
+    (f"if {DROP}; then :; fi\n", True, ""),  # so does the first if condition
     (f"drop() {{ {DROP}; }}\ndrop\n", True, ""),
     (f"if [ -e /x ]; then exit 1; fi\n{DROP}\n", True, ""),  # that path fails the start: it never reaches vLLM
     (f"if false; then\n  {DROP}\nfi\n", False, "inside the `if` at p.sh:1"),
@@ -90,11 +102,14 @@ ALWAYS_RUNS = [  # (script, does the drop_caches line run on every path that rea
     (f"for n in $NODES; do {DROP}; done\n", False, "inside the `for` loop at p.sh:1"),
     (f"while read l; do {DROP}; done < /etc/x\n", False, "inside the `while` loop at p.sh:1"),
     (f"until [ -e /x ]; do {DROP}; done\n", False, "inside the `until` loop at p.sh:1"),
-    (f"case \"$MODE\" in\n  fast) {DROP} ;;\n  *) : ;;\nesac\n", False, "inside the `case` at p.sh:1"),
+    (f'case "$MODE" in\n  fast) {DROP} ;;\n  *) : ;;\nesac\n', False, "inside the `case` at p.sh:1"),
     (f"drop() {{\n  {DROP}\n}}\nsync\n", False, "in function `drop` (p.sh:1), which the script never calls"),
     (f"exit 0\n{DROP}\n", False, "after `exit 0` at p.sh:1, which ends the script first"),
-    (f"[ -e /skip ] && exit 0\n{DROP}\n", False,
-     "after `exit 0` at p.sh:1, which can end the script and let the start go on"),
+    (
+        f"[ -e /skip ] && exit 0\n{DROP}\n",
+        False,
+        "after `exit 0` at p.sh:1, which can end the script and let the start go on",
+    ),
     (f"if [ -e /skip ]; then exit; fi\n{DROP}\n", False, "after `exit` at p.sh:1"),
     (f"sh -c '[ -e /a ] && {DROP}'\n", False, "on the right of `&&`"),
 ]
@@ -109,13 +124,13 @@ def test_a_step_counts_only_when_it_runs_on_every_path(script, always, reason):
     assert bool(drops[0].why_it_may_not_run()) is not always
 
 
-SAVE, RM = 'docker logs x > /var/log/x.log 2>&1', "docker rm -f x"
+SAVE, RM = "docker logs x > /var/log/x.log 2>&1", "docker rm -f x"
 BEFORE = [  # (script, does the save run on every path that reaches the removal, before it?)
     (f"{SAVE}\n{RM}\n", True),
-    (f"if docker inspect x; then\n  {SAVE}\n  {RM}\nfi\n", True),    # both in the same branch: the healthy prestart
+    (f"if docker inspect x; then\n  {SAVE}\n  {RM}\nfi\n", True),  # both in the same branch: the healthy prestart
     (f"{SAVE} || true\n{RM}\n", True),
-    (f"if docker inspect x; then\n  {SAVE}\nfi\n{RM}\n", False),      # saved in a branch, removed outside it
-    (f"[ \"$KEEP\" = 1 ] && {SAVE}\n{RM}\n", False),
+    (f"if docker inspect x; then\n  {SAVE}\nfi\n{RM}\n", False),  # saved in a branch, removed outside it
+    (f'[ "$KEEP" = 1 ] && {SAVE}\n{RM}\n', False),
     (f"{RM}\n{SAVE}\n", False),
 ]
 
@@ -147,12 +162,21 @@ FILES_CASES: list[tuple[str, dict[str, str], str]] = [
     ("maybe-exit-in-sourced", {"main": f". {{D}}/ex.sh\n{DROP}\n", "ex.sh": '[ "$X" = 1 ] && exit 0\n'}, "may not run"),
     ("return-ends-sourced-file", {"main": ". {D}/ret.sh\n", "ret.sh": f"return 0\n{DROP}\n"}, "never runs"),
     ("return-ends-only-sourced", {"main": f". {{D}}/ret.sh\n{DROP}\n", "ret.sh": "return 0\n"}, "runs"),
-    ("maybe-return-in-sourced", {"main": ". {D}/ret.sh\n", "ret.sh": f'[ "$X" = 1 ] && return 0\n{DROP}\n'},
-     "may not run"),
-    ("function-from-sourced-called", {"main": ". {D}/lib.sh\ndrop\n", "lib.sh": f"drop() {{\n  sync\n  {DROP}\n}}\n"},
-     "runs"),
-    ("function-from-sourced-uncalled", {"main": ". {D}/lib.sh\n", "lib.sh": f"drop() {{\n  {DROP}\n}}\n"},
-     "never runs"),
+    (
+        "maybe-return-in-sourced",
+        {"main": ". {D}/ret.sh\n", "ret.sh": f'[ "$X" = 1 ] && return 0\n{DROP}\n'},
+        "may not run",
+    ),
+    (
+        "function-from-sourced-called",
+        {"main": ". {D}/lib.sh\ndrop\n", "lib.sh": f"drop() {{\n  sync\n  {DROP}\n}}\n"},
+        "runs",
+    ),
+    (
+        "function-from-sourced-uncalled",
+        {"main": ". {D}/lib.sh\n", "lib.sh": f"drop() {{\n  {DROP}\n}}\n"},
+        "never runs",
+    ),
     ("missing-with-set-e-stops", {"main": f"set -e\n. {{D}}/missing.sh\n{DROP}\n"}, "never runs"),
     ("missing-without-set-e-goes-on", {"main": f". {{D}}/missing.sh\n{DROP}\n"}, "runs"),
     ("missing-tested-goes-on", {"main": f"set -euo pipefail\n. {{D}}/missing.sh || true\n{DROP}\n"}, "runs"),
@@ -196,8 +220,10 @@ WORLDS = [{"X": "0", "FILES": ""}, {"X": "1", "FILES": "a"}]
 
 def _lay_out(files: dict[str, str], folder) -> dict[str, str]:
     """{station path: text}, the prestart as {folder}/p.sh."""
-    return {f"{folder}/{'p.sh' if name == 'main' else name}": text.replace("{D}", str(folder))
-            for name, text in files.items()}
+    return {
+        f"{folder}/{'p.sh' if name == 'main' else name}": text.replace("{D}", str(folder))
+        for name, text in files.items()
+    }
 
 
 def _drop_of(files: dict[str, str], folder):
@@ -224,8 +250,7 @@ def test_reader_matches_what_bash_does(name, files, verdict, tmp_path):
     for world in WORLDS:
         marker.unlink(missing_ok=True)
         argv = [str(main)] if main.read_text().startswith("#!") else ["bash", str(main)]
-        subprocess.run(argv, env={"PATH": os.environ["PATH"], **world}, cwd=tmp_path, capture_output=True,
-                       timeout=20)
+        subprocess.run(argv, env={"PATH": os.environ["PATH"], **world}, cwd=tmp_path, capture_output=True, timeout=20)
         dropped.append(marker.exists())
     expected = {"runs": [True, True], "never runs": [False, False]}.get(verdict)
     if expected is not None:
@@ -246,8 +271,11 @@ def test_steps_in_a_sourced_file_carry_its_path_and_line():
 
 
 MISSING = [  # (prestart, what the finding says bash does next, does every later line never run?)
-    ("set -euo pipefail\n. /lib/gone.sh\n",
-     "with `set -euo pipefail` (/p.sh:1) bash stops the script there with an error, so the start fails", True),
+    (
+        "set -euo pipefail\n. /lib/gone.sh\n",
+        "with `set -euo pipefail` (/p.sh:1) bash stops the script there with an error, so the start fails",
+        True,
+    ),
     ("#!/bin/bash -e\nsource /lib/gone.sh\n", "with the `#!` line's -e (/p.sh:1) bash stops the script there", True),
     (". /lib/gone.sh\n", "without `set -e` bash reports the error and carries on with the next line", False),
     ("set -e\n. /lib/gone.sh || true\n", "`set -e` does not stop the script", False),
@@ -263,8 +291,9 @@ def test_a_missing_file_is_a_finding_saying_whether_bash_stops(script, after, st
     parsed = parse_script(script + "echo 1 > /proc/sys/vm/drop_caches\n", "/p.sh", read={}.get)
     [finding] = parsed.findings
     how = "runs" if "\n/lib" in script else "sources"
-    assert finding.describe().startswith(f"/p.sh:{script.count(chr(10))} {how} /lib/gone.sh, which does not exist "
-                                         f"on the station: "), finding.describe()
+    assert finding.describe().startswith(
+        f"/p.sh:{script.count(chr(10))} {how} /lib/gone.sh, which does not exist on the station: "
+    ), finding.describe()
     assert after in finding.describe(), finding.describe()
     assert finding.fix().startswith("install /lib/gone.sh on the station, or correct the path at line ")
     drop = parsed.commands[-1]
@@ -282,11 +311,20 @@ def test_files_golive_does_not_read_are_findings_not_silence():
             raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
         return files.get(path)
 
-    script = parse_script("source lib.sh\n. ./lib/x.sh\n. \"$LIBDIR/x.sh\"\nbash tool.sh\n. /lib/binary.sh\n"
-                          "/usr/local/sbin/tool.sh\n", "/p.sh", read=read)
+    script = parse_script(
+        'source lib.sh\n. ./lib/x.sh\n. "$LIBDIR/x.sh"\nbash tool.sh\n. /lib/binary.sh\n/usr/local/sbin/tool.sh\n',
+        "/p.sh",
+        read=read,
+    )
     said = [f.describe() for f in script.findings]
-    assert [f.kind for f in script.findings] == ["no-slash", "relative", "unresolved", "relative", "unreadable",
-                                                  "not-shell"], said
+    assert [f.kind for f in script.findings] == [
+        "no-slash",
+        "relative",
+        "unresolved",
+        "relative",
+        "unreadable",
+        "not-shell",
+    ], said
     assert "bash looks it up in $PATH, then the current directory (bash(1), `.`)" in said[0]
     assert "a `python3` program, not a shell script" in said[5]
     assert script.findings[0].fix() == "write the full path of lib.sh at line 1 of /p.sh"
@@ -303,8 +341,11 @@ def test_only_scripts_are_read_never_programs():
 
 
 def test_cycles_stop_with_a_finding():
-    files = {"/a.sh": ". /b.sh\nsync\n", "/b.sh": "[ -n \"$A\" ] && return 0\nA=1\n. /a.sh\n",
-             "/self.sh": "echo once\n. /self.sh\necho 1 > /proc/sys/vm/drop_caches\n"}
+    files = {
+        "/a.sh": ". /b.sh\nsync\n",
+        "/b.sh": '[ -n "$A" ] && return 0\nA=1\n. /a.sh\n',
+        "/self.sh": "echo once\n. /self.sh\necho 1 > /proc/sys/vm/drop_caches\n",
+    }
     guarded = parse_script(". /a.sh\necho 1 > /proc/sys/vm/drop_caches\n", "/p.sh", read=files.get)
     [finding] = guarded.findings
     assert finding.kind == "cycle" and "(/a.sh → /b.sh → /a.sh): golive reads it once" in finding.describe()
@@ -325,43 +366,96 @@ def test_depth_is_bounded():
 
 def test_background_jobs_may_not_finish_before_the_start():
     files = {"/usr/local/sbin/drop.sh": "#!/bin/sh\nsync\necho 1 > /proc/sys/vm/drop_caches\n"}
-    for line in ["/usr/local/sbin/drop.sh &", "nohup /usr/local/sbin/drop.sh >/dev/null 2>&1 &",
-                 "bash /usr/local/sbin/drop.sh & wait_for_nothing", "{ sync; echo 1 > /proc/sys/vm/drop_caches; } &"]:
+    for line in [
+        "/usr/local/sbin/drop.sh &",
+        "nohup /usr/local/sbin/drop.sh >/dev/null 2>&1 &",
+        "bash /usr/local/sbin/drop.sh & wait_for_nothing",
+        "{ sync; echo 1 > /proc/sys/vm/drop_caches; } &",
+    ]:
         drop = next(c for c in parse_script(line + "\n", "/p.sh", read=files.get).commands if c.drops_page_cache())
         assert drop.verdict() == "may not run", line
-        assert "it runs in the background" in drop.why_it_may_not_run() and "may not finish before the container " \
-            "starts" in drop.why_it_may_not_run(), line
+        assert (
+            "it runs in the background" in drop.why_it_may_not_run()
+            and "may not finish before the container starts" in drop.why_it_may_not_run()
+        ), line
         assert drop.fixes().startswith("remove the `&` after `"), drop.fixes()
 
 
 STEP = "`echo 1 > /proc/sys/vm/drop_caches`"
 DO = [  # (script, the drop's verdict, what it says, what to do): one Do per cause, each in its own words
-    (f"exit 0\n{DROP}\n", "never runs", "after `exit 0` at p.sh:1, which ends the script first",
-     f"move {STEP} above line 1's `exit 0` in p.sh"),
-    (f"drop() {{\n  {DROP}\n}}\n", "never runs", "in function `drop` (p.sh:1), which the script never calls",
-     "call `drop` in p.sh after its definition (line 1), or put its steps at top level"),
-    (f"if false; then\n  {DROP}\nfi\n", "never runs",
-     "inside the `if` at p.sh:1, on a branch that never runs (`false` is always false)",
-     f"move {STEP} out of that condition (the `if` at line 1 of p.sh)"),
-    (f"if [ 1 = 0 ]; then\n  {DROP}\nfi\n", "never runs", "(`[ 1 = 0 ]` is always false)",
-     f"move {STEP} out of that condition"),
-    (f"if [ -e /a ]; then\n  {DROP}\nfi\n", "may not run", "inside the `if` at p.sh:1: it runs only on the branch",
-     f"move {STEP} out of that condition (the `if` at line 1 of p.sh)"),
-    (f"case $M in\n  x) {DROP} ;;\nesac\n", "may not run", "inside the `case` at p.sh:1",
-     f"move {STEP} out of that condition (the `case` at line 1 of p.sh)"),
-    (f"[ -e /a ] && {DROP}\n", "may not run", "it runs only when `[ -e /a ]` succeeds",
-     f"put {STEP} on a line of its own, not on the right of `[ -e /a ] &&` (line 1 of p.sh)"),
-    (f"grep -q x /y || {DROP}\n", "may not run", "it runs only when `grep -q x /y` fails",
-     f"put {STEP} on a line of its own, not on the right of `grep -q x /y ||` (line 1 of p.sh)"),
+    (
+        f"exit 0\n{DROP}\n",
+        "never runs",
+        "after `exit 0` at p.sh:1, which ends the script first",
+        f"move {STEP} above line 1's `exit 0` in p.sh",
+    ),
+    (
+        f"drop() {{\n  {DROP}\n}}\n",
+        "never runs",
+        "in function `drop` (p.sh:1), which the script never calls",
+        "call `drop` in p.sh after its definition (line 1), or put its steps at top level",
+    ),
+    (
+        f"if false; then\n  {DROP}\nfi\n",
+        "never runs",
+        "inside the `if` at p.sh:1, on a branch that never runs (`false` is always false)",
+        f"move {STEP} out of that condition (the `if` at line 1 of p.sh)",
+    ),
+    (
+        f"if [ 1 = 0 ]; then\n  {DROP}\nfi\n",
+        "never runs",
+        "(`[ 1 = 0 ]` is always false)",
+        f"move {STEP} out of that condition",
+    ),
+    (
+        f"if [ -e /a ]; then\n  {DROP}\nfi\n",
+        "may not run",
+        "inside the `if` at p.sh:1: it runs only on the branch",
+        f"move {STEP} out of that condition (the `if` at line 1 of p.sh)",
+    ),
+    (
+        f"case $M in\n  x) {DROP} ;;\nesac\n",
+        "may not run",
+        "inside the `case` at p.sh:1",
+        f"move {STEP} out of that condition (the `case` at line 1 of p.sh)",
+    ),
+    (
+        f"[ -e /a ] && {DROP}\n",
+        "may not run",
+        "it runs only when `[ -e /a ]` succeeds",
+        f"put {STEP} on a line of its own, not on the right of `[ -e /a ] &&` (line 1 of p.sh)",
+    ),
+    (
+        f"grep -q x /y || {DROP}\n",
+        "may not run",
+        "it runs only when `grep -q x /y` fails",
+        f"put {STEP} on a line of its own, not on the right of `grep -q x /y ||` (line 1 of p.sh)",
+    ),
     (f"false && {DROP}\n", "never runs", "`false` always fails, so it never runs", "not on the right of `false &&`"),
-    (f"for n in $NODES; do\n  {DROP}\ndone\n", "may not run", "inside the `for` loop at p.sh:1, whose body may run "
-     "zero times", f"move {STEP} out of the `for` loop at line 1 of p.sh"),
-    (f"while false; do {DROP}; done\n", "never runs", "whose body never runs (`false` is always false)",
-     f"move {STEP} out of the `while` loop at line 1 of p.sh"),
-    (f"[ -e /skip ] && exit 0\n{DROP}\n", "may not run", "which can end the script and let the start go on",
-     f"move {STEP} above line 1's `exit 0` in p.sh"),
-    (f"exec docker run x\n{DROP}\n", "never runs", "which replaces the script with that program",
-     f"move {STEP} above line 1's `exec docker run x` in p.sh"),
+    (
+        f"for n in $NODES; do\n  {DROP}\ndone\n",
+        "may not run",
+        "inside the `for` loop at p.sh:1, whose body may run zero times",
+        f"move {STEP} out of the `for` loop at line 1 of p.sh",
+    ),
+    (
+        f"while false; do {DROP}; done\n",
+        "never runs",
+        "whose body never runs (`false` is always false)",
+        f"move {STEP} out of the `while` loop at line 1 of p.sh",
+    ),
+    (
+        f"[ -e /skip ] && exit 0\n{DROP}\n",
+        "may not run",
+        "which can end the script and let the start go on",
+        f"move {STEP} above line 1's `exit 0` in p.sh",
+    ),
+    (
+        f"exec docker run x\n{DROP}\n",
+        "never runs",
+        "which replaces the script with that program",
+        f"move {STEP} above line 1's `exec docker run x` in p.sh",
+    ),
     (f"{DROP} &\n", "may not run", "it runs in the background", "remove the `&` after "),
 ]
 

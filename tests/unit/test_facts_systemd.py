@@ -1,4 +1,5 @@
 """systemd parsers on real output formats (systemctl show, unit files, time spans)."""
+
 import pytest
 
 from golive.facts import FactError
@@ -46,8 +47,12 @@ def test_show_keeps_every_execstartpre_in_order():
     assert [c.argv[0] for c in unit.exec_start_pre] == ["/usr/bin/mkdir", "/usr/local/sbin/glm53-flash-prestart.sh"]
     assert unit.exec_start_pre[0].ignore_errors and not unit.exec_start_pre[1].ignore_errors
     assert unit.exec_start[0].argv[:3] == ["/usr/bin/docker", "run", "--name"]
-    assert (unit.restart, unit.restart_sec_s, unit.start_limit_burst, unit.start_limit_interval_s) == \
-        ("on-failure", 60, 3, 3600)
+    assert (unit.restart, unit.restart_sec_s, unit.start_limit_burst, unit.start_limit_interval_s) == (
+        "on-failure",
+        60,
+        3,
+        3600,
+    )
     assert (unit.enabled, unit.active, unit.source) == ("enabled", "active", "systemctl show")
 
 
@@ -61,8 +66,19 @@ def test_show_without_id_is_rejected():
         unit_from_show(parse_show("Restart=no\n"))
 
 
-@pytest.mark.parametrize("text,seconds", [("60", 60), ("1min", 60), ("1h", 3600), ("3600s", 3600),
-                                          ("1min 30s", 90), ("100ms", 0.1), ("1 hour", 3600), ("2h 1s", 7201)])
+@pytest.mark.parametrize(
+    "text,seconds",
+    [
+        ("60", 60),
+        ("1min", 60),
+        ("1h", 3600),
+        ("3600s", 3600),
+        ("1min 30s", 90),
+        ("100ms", 0.1),
+        ("1 hour", 3600),
+        ("2h 1s", 7201),
+    ],
+)
 def test_timespans(text, seconds):
     assert parse_timespan(text) == pytest.approx(seconds)
 
@@ -94,8 +110,17 @@ RestartSec=60
 def test_unit_file_continuations_prefixes_and_repeats():
     sections = parse_unit_file(UNIT)
     unit = unit_from_file(sections, enabled=True, active="active")
-    assert unit.exec_start[0].argv == ["/usr/bin/docker", "run", "--name", "glm53-flash", "--gpus", "all",
-                                       "vllm/vllm-openai@sha256:abc", "--max-model-len", "1048576"]
+    assert unit.exec_start[0].argv == [
+        "/usr/bin/docker",
+        "run",
+        "--name",
+        "glm53-flash",
+        "--gpus",
+        "all",
+        "vllm/vllm-openai@sha256:abc",
+        "--max-model-len",
+        "1048576",
+    ]
     assert len(unit.exec_start_pre) == 2 and unit.exec_start_pre[0].ignore_errors
     assert (unit.start_limit_burst, unit.start_limit_interval_s, unit.restart_sec_s) == (3, 3600, 60)
 
@@ -115,10 +140,17 @@ def test_exec_prefixes():
     assert parse_unit_exec("-@/bin/x arg0 y").argv == ["/bin/x", "arg0", "y"]
 
 
-@pytest.mark.parametrize("line,ignored", [
-    ("-/usr/local/sbin/prestart.sh", True), ("+-/usr/local/sbin/prestart.sh", True), ("@-/bin/sh sh -c x", True),
-    ("+/usr/local/sbin/prestart.sh", False), ("/usr/local/sbin/prestart.sh", False), ("!/usr/local/sbin/p.sh", False),
-])
+@pytest.mark.parametrize(
+    "line,ignored",
+    [
+        ("-/usr/local/sbin/prestart.sh", True),
+        ("+-/usr/local/sbin/prestart.sh", True),
+        ("@-/bin/sh sh -c x", True),
+        ("+/usr/local/sbin/prestart.sh", False),
+        ("/usr/local/sbin/prestart.sh", False),
+        ("!/usr/local/sbin/p.sh", False),
+    ],
+)
 def test_unit_exec_prefixes(line, ignored):
     """`-` (in any position among the prefixes) makes systemd ignore the command's failure; the others do not."""
     command = parse_unit_exec(line)
@@ -139,14 +171,18 @@ def test_dropin_directories_most_specific_first():
 ORDER = [  # (drop-ins found, the ones systemd applies, in its order)
     ([f"{E}/{D}/override.conf"], [f"{E}/{D}/override.conf"]),
     # sorted by file name whatever the directory
-    ([f"{LIB}/{D}/60-b.conf", f"{E}/{D}/70-c.conf", f"{RUN}/{D}/50-a.conf"],
-     [f"{RUN}/{D}/50-a.conf", f"{LIB}/{D}/60-b.conf", f"{E}/{D}/70-c.conf"]),
+    (
+        [f"{LIB}/{D}/60-b.conf", f"{E}/{D}/70-c.conf", f"{RUN}/{D}/50-a.conf"],
+        [f"{RUN}/{D}/50-a.conf", f"{LIB}/{D}/60-b.conf", f"{E}/{D}/70-c.conf"],
+    ),
     # one name in two directories: /etc masks /run masks /usr/lib
     ([f"{LIB}/{D}/50-x.conf", f"{E}/{D}/50-x.conf"], [f"{E}/{D}/50-x.conf"]),
     ([f"{LIB}/{D}/50-x.conf", f"{RUN}/{D}/50-x.conf"], [f"{RUN}/{D}/50-x.conf"]),
     # the type-wide and prefix directories apply too; the specific one masks a same-named file in them
-    ([f"{E}/service.d/10-all.conf", f"{E}/glm53-.service.d/20-prefix.conf"],
-     [f"{E}/service.d/10-all.conf", f"{E}/glm53-.service.d/20-prefix.conf"]),
+    (
+        [f"{E}/service.d/10-all.conf", f"{E}/glm53-.service.d/20-prefix.conf"],
+        [f"{E}/service.d/10-all.conf", f"{E}/glm53-.service.d/20-prefix.conf"],
+    ),
     ([f"{E}/service.d/10-x.conf", f"{E}/{D}/10-x.conf"], [f"{E}/{D}/10-x.conf"]),
     # not a drop-in: other suffixes, other units' directories
     ([f"{E}/{D}/notes.txt", f"{E}/other.service.d/x.conf", f"{E}/{D}/x.conf.bak"], []),
@@ -158,24 +194,63 @@ def test_dropins_in_systemds_order(found, applied):
     assert order_dropins(found, "glm53-flash.service") == applied
 
 
-FRAGMENT = (f"{E}/glm53-flash.service", "[Unit]\nStartLimitBurst=3\n\n[Service]\nExecStartPre=/usr/local/sbin/p.sh\n"
-            "ExecStart=/usr/bin/docker run x\nRestart=on-failure\nRestartSec=60\n")
+FRAGMENT = (
+    f"{E}/glm53-flash.service",
+    "[Unit]\nStartLimitBurst=3\n\n[Service]\nExecStartPre=/usr/local/sbin/p.sh\n"
+    "ExecStart=/usr/bin/docker run x\nRestart=on-failure\nRestartSec=60\n",
+)
 MERGED = [  # (drop-ins, Restart, RestartSec, ExecStartPre argv lists, where Restart / ExecStartPre were set)
     ([], "on-failure", 60, [["/usr/local/sbin/p.sh"]], f"{E}/glm53-flash.service:7", f"{E}/glm53-flash.service:5"),
-    ([(f"{E}/{D}/override.conf", "[Service]\nRestart=always\n")], "always", 60, [["/usr/local/sbin/p.sh"]],
-     f"{E}/{D}/override.conf:2", f"{E}/glm53-flash.service:5"),
+    (
+        [(f"{E}/{D}/override.conf", "[Service]\nRestart=always\n")],
+        "always",
+        60,
+        [["/usr/local/sbin/p.sh"]],
+        f"{E}/{D}/override.conf:2",
+        f"{E}/glm53-flash.service:5",
+    ),
     # list settings accumulate; an empty assignment resets the list, and that is where it was set
-    ([(f"{E}/{D}/a.conf", "[Service]\nExecStartPre=/bin/true\n")], "on-failure", 60,
-     [["/usr/local/sbin/p.sh"], ["/bin/true"]], f"{E}/glm53-flash.service:7", f"{E}/{D}/a.conf:2"),
-    ([(f"{E}/{D}/a.conf", "# off\n[Service]\nExecStartPre=\n")], "on-failure", 60, [], f"{E}/glm53-flash.service:7",
-     f"{E}/{D}/a.conf:3"),
-    ([(f"{E}/{D}/a.conf", "[Service]\nExecStartPre=\nExecStartPre=-/bin/other\n")], "on-failure", 60,
-     [["/bin/other"]], f"{E}/glm53-flash.service:7", f"{E}/{D}/a.conf:3"),
+    (
+        [(f"{E}/{D}/a.conf", "[Service]\nExecStartPre=/bin/true\n")],
+        "on-failure",
+        60,
+        [["/usr/local/sbin/p.sh"], ["/bin/true"]],
+        f"{E}/glm53-flash.service:7",
+        f"{E}/{D}/a.conf:2",
+    ),
+    (
+        [(f"{E}/{D}/a.conf", "# off\n[Service]\nExecStartPre=\n")],
+        "on-failure",
+        60,
+        [],
+        f"{E}/glm53-flash.service:7",
+        f"{E}/{D}/a.conf:3",
+    ),
+    (
+        [(f"{E}/{D}/a.conf", "[Service]\nExecStartPre=\nExecStartPre=-/bin/other\n")],
+        "on-failure",
+        60,
+        [["/bin/other"]],
+        f"{E}/glm53-flash.service:7",
+        f"{E}/{D}/a.conf:3",
+    ),
     # single-valued: the last assignment wins; an empty one returns to systemd's default
-    ([(f"{E}/{D}/a.conf", "[Service]\nRestart=always\n"), (f"{E}/{D}/b.conf", "[Service]\nRestart=on-failure\n")],
-     "on-failure", 60, [["/usr/local/sbin/p.sh"]], f"{E}/{D}/b.conf:2", f"{E}/glm53-flash.service:5"),
-    ([(f"{E}/{D}/a.conf", "[Service]\nRestart=\nRestartSec=\n")], "no", 0.1, [["/usr/local/sbin/p.sh"]], None,
-     f"{E}/glm53-flash.service:5"),
+    (
+        [(f"{E}/{D}/a.conf", "[Service]\nRestart=always\n"), (f"{E}/{D}/b.conf", "[Service]\nRestart=on-failure\n")],
+        "on-failure",
+        60,
+        [["/usr/local/sbin/p.sh"]],
+        f"{E}/{D}/b.conf:2",
+        f"{E}/glm53-flash.service:5",
+    ),
+    (
+        [(f"{E}/{D}/a.conf", "[Service]\nRestart=\nRestartSec=\n")],
+        "no",
+        0.1,
+        [["/usr/local/sbin/p.sh"]],
+        None,
+        f"{E}/glm53-flash.service:5",
+    ),
 ]
 
 
@@ -198,8 +273,10 @@ def test_a_finding_points_at_the_file_that_set_the_value():
     fix = unit.fix_at("Restart", "glm53-flash.service", "Restart=on-failure")
     assert f"the drop-in {E}/{D}/override.conf sets it (line 2)" in fix
     assert "systemctl revert glm53-flash.service" in fix
-    assert unit.fix_at("RestartSec", "glm53-flash.service", "RestartSec=60") == \
-        f"set `RestartSec=60` in {E}/glm53-flash.service (line 8), then `systemctl daemon-reload`"
+    assert (
+        unit.fix_at("RestartSec", "glm53-flash.service", "RestartSec=60")
+        == f"set `RestartSec=60` in {E}/glm53-flash.service (line 8), then `systemctl daemon-reload`"
+    )
     assert unit.origin("StartLimitIntervalSec").startswith("systemd's default: not set in")
 
 
@@ -222,16 +299,30 @@ SYSTEMD_ENV = {"FOO": "BAR BAR", "BAR": "waldo"}
 # test-env-util.c TEST(replace_env_argv): line → result, word for word (`$FOO` alone splits in two, `$FOO$FOO`
 # names no valid variable and gives no word)
 REPLACE_ENV_ARGV = [
-    (["FOO$FOO"], ["FOO$FOO"]), (["FOO$FOOFOO"], ["FOO$FOOFOO"]), (["FOO${FOO}$FOO"], ["FOOBAR BAR$FOO"]),
-    (["FOO${FOO}"], ["FOOBAR BAR"]), (["${FOO}"], ["BAR BAR"]), (["$FOO"], ["BAR", "BAR"]), (["$FOO$FOO"], []),
-    (["${FOO}${BAR}"], ["BAR BARwaldo"]), (["${FOO"], ["${FOO"]), (["FOO$$${FOO}"], ["FOO$BAR BAR"]),
-    (["$$FOO${FOO}"], ["$FOOBAR BAR"]), (["${FOO:-${BAR}}"], ["${FOO:-waldo}"]),
-    (["${QUUX:-${FOO}}"], ["${QUUX:-BAR BAR}"]), (["${FOO:+${BAR}}"], ["${FOO:+waldo}"]),
-    (["${QUUX:+${BAR}}"], ["${QUUX:+waldo}"]), (["${FOO:+|${BAR}|}}"], ["${FOO:+|waldo|}}"]),
+    (["FOO$FOO"], ["FOO$FOO"]),
+    (["FOO$FOOFOO"], ["FOO$FOOFOO"]),
+    (["FOO${FOO}$FOO"], ["FOOBAR BAR$FOO"]),
+    (["FOO${FOO}"], ["FOOBAR BAR"]),
+    (["${FOO}"], ["BAR BAR"]),
+    (["$FOO"], ["BAR", "BAR"]),
+    (["$FOO$FOO"], []),
+    (["${FOO}${BAR}"], ["BAR BARwaldo"]),
+    (["${FOO"], ["${FOO"]),
+    (["FOO$$${FOO}"], ["FOO$BAR BAR"]),
+    (["$$FOO${FOO}"], ["$FOOBAR BAR"]),
+    (["${FOO:-${BAR}}"], ["${FOO:-waldo}"]),
+    (["${QUUX:-${FOO}}"], ["${QUUX:-BAR BAR}"]),
+    (["${FOO:+${BAR}}"], ["${FOO:+waldo}"]),
+    (["${QUUX:+${BAR}}"], ["${QUUX:+waldo}"]),
+    (["${FOO:+|${BAR}|}}"], ["${FOO:+|waldo|}}"]),
     (["${FOO:+|${BAR}{|}"], ["${FOO:+|waldo{|}"]),
     # TEST(replace_env_argv_bad): unset and invalid names expand to nothing
-    (["A${FOO}B"], ["ABAR BARB"]), (["a${~}${%}b"], ["ab"]), (["x${}y"], ["xy"]), (["$UNSET2"], []),
-    (["z${UNSET3}z${UNSET1}z"], ["zzz"]), (["piff${UNSET2}piff"], ["piffpiff"]),
+    (["A${FOO}B"], ["ABAR BARB"]),
+    (["a${~}${%}b"], ["ab"]),
+    (["x${}y"], ["xy"]),
+    (["$UNSET2"], []),
+    (["z${UNSET3}z${UNSET1}z"], ["zzz"]),
+    (["piff${UNSET2}piff"], ["piffpiff"]),
     # and the served-flag shapes: `${VAR}` stays one word, `$VAR` splits with quotes honoured
     (["--max-model-len", "${LEN}"], ["--max-model-len", ""]),
     (["--x", "$ARGS"], ["--x"]),
@@ -246,8 +337,10 @@ def test_exec_lines_expand_as_systemd_expands_them(line, result):
 
 
 def test_expansion_reports_unset_variables_and_keeps_the_settings_used():
-    env = {"LEN": EnvSetting("LEN", "1m", "/etc/default/x:3", "EnvironmentFile"),
-           "ARGS": EnvSetting("ARGS", "--tool-call-parser 'glm 47' \"a b\"", "/u:9")}
+    env = {
+        "LEN": EnvSetting("LEN", "1m", "/etc/default/x:3", "EnvironmentFile"),
+        "ARGS": EnvSetting("ARGS", "--tool-call-parser 'glm 47' \"a b\"", "/u:9"),
+    }
     words, unset = expand_argv(["--max-model-len", "${LEN}", "$ARGS", "${NOPE}", "$ALSO_NOPE"], env, "/u:20")
     assert [str(w) for w in words] == ["--max-model-len", "1m", "--tool-call-parser", "glm 47", "a b", ""]
     assert unset == ["NOPE", "ALSO_NOPE"]
@@ -262,33 +355,55 @@ def test_expansion_reports_unset_variables_and_keeps_the_settings_used():
 # test-env-file.c: file → the assignments systemd loads (load_env_file), each with the line its key starts on
 ENV_FILES = [
     # TEST(load_env_file_1): later entries win; backslash-newline continues; trailing blanks go, escaped ones stay
-    ("a=a\na=b\na=b\na=a\nb=b\\\nc\nd= d\\\ne  \\\nf  \ng=g\\ \nh= ąęół\\ śćńźżμ \ni=i\\",
-     [("a", "a", 4), ("b", "bc", 5), ("d", "de  f", 7), ("g", "g ", 10), ("h", "ąęół śćńźżμ", 11), ("i", "i", 12)]),
+    (
+        "a=a\na=b\na=b\na=a\nb=b\\\nc\nd= d\\\ne  \\\nf  \ng=g\\ \nh= ąęół\\ śćńźżμ \ni=i\\",
+        [("a", "a", 4), ("b", "bc", 5), ("d", "de  f", 7), ("g", "g ", 10), ("h", "ąęół śćńźżμ", 11), ("i", "i", 12)],
+    ),
     ("a=a\\\n", [("a", "a", 1)]),  # TEST(load_env_file_2)
     # TEST(load_env_file_3): `#` and `;` comment lines; after a comment ending in `\` (systemd ≥ 254) a new line
-    ("#SPAMD_ARGS=\"-d --socketpath=/var/lib/bulwark/spamd \\\n#--nouser-config        \\\nnormal1=line\\\n111\n"
-     ";normal=ignored            \\\nnormal2=line222\nnormal ignored             \\\n",
-     [("normal1", "line111", 3), ("normal2", "line222", 6)]),
-    ("# Generated\n\nHWMON_MODULES=\"coretemp f71882fg\"\n\n# For compatibility reasons\n\nMODULE_0=coretemp\n"
-     "MODULE_1=f71882fg",  # TEST(load_env_file_4)
-     [("HWMON_MODULES", "coretemp f71882fg", 3), ("MODULE_0", "coretemp", 7), ("MODULE_1", "f71882fg", 8)]),
+    (
+        '#SPAMD_ARGS="-d --socketpath=/var/lib/bulwark/spamd \\\n#--nouser-config        \\\nnormal1=line\\\n111\n'
+        ";normal=ignored            \\\nnormal2=line222\nnormal ignored             \\\n",
+        [("normal1", "line111", 3), ("normal2", "line222", 6)],
+    ),
+    (
+        '# Generated\n\nHWMON_MODULES="coretemp f71882fg"\n\n# For compatibility reasons\n\nMODULE_0=coretemp\n'
+        "MODULE_1=f71882fg",  # TEST(load_env_file_4)
+        [("HWMON_MODULES", "coretemp f71882fg", 3), ("MODULE_0", "coretemp", 7), ("MODULE_1", "f71882fg", 8)],
+    ),
     ("a=\nb=", [("a", "", 1), ("b", "", 2)]),  # TEST(load_env_file_5)
     # TEST(load_env_file_6): escapes outside quotes, in '…' (none), in "…" (only " \ ` $ newline)
-    ("a=\\ \\n \\t \\x \\y \\' \nb= \\$'                  \nc= ' \\n\\t\\$\\`\\\\\n'   \nd= \" \\n\\t\\$\\`\\\\\n\"   \n",
-     [("a", " n t x y '", 1), ("b", "$'", 2), ("c", " \\n\\t\\$\\`\\\\\n", 3), ("d", " \\n\\t$`\\\n", 5)]),
+    (
+        "a=\\ \\n \\t \\x \\y \\' \nb= \\$'                  \nc= ' \\n\\t\\$\\`\\\\\n'   \nd= \" \\n\\t\\$\\`\\\\\n\"   \n",
+        [("a", " n t x y '", 1), ("b", "$'", 2), ("c", " \\n\\t\\$\\`\\\\\n", 3), ("d", " \\n\\t$`\\\n", 5)],
+    ),
     # TEST(parse_env_file): blanks around key and value, no inline comments, text after a closing quote goes on
-    ("one=BAR   \n# comment\n # comment \n ; comment \n  two   =   bar    \ninvalid line\ninvalid line #comment\n"
-     "three = \"333\nxxxx\"\nfour = '44\\\"44'\nfive = \"55\\\"55\" \"FIVE\" cinco   \nsix = seis sechs\\\n sis\n"
-     "seven=\"sevenval\" #nocomment\neight=eightval #nocomment\nten=ignored\nten=\neleven=\\value\n"
-     "twelve=\"\\value\"\nthirteen='\\value'",
-     [("one", "BAR", 1), ("two", "bar", 5), ("three", "333\nxxxx", 8), ("four", '44\\"44', 10),
-      ("five", '55"55FIVEcinco', 11), ("six", "seis sechs sis", 12), ("seven", "sevenval#nocomment", 14),
-      ("eight", "eightval #nocomment", 15), ("ten", "", 17), ("eleven", "value", 18), ("twelve", "\\value", 19),
-      ("thirteen", "\\value", 20)]),
+    (
+        "one=BAR   \n# comment\n # comment \n ; comment \n  two   =   bar    \ninvalid line\ninvalid line #comment\n"
+        'three = "333\nxxxx"\nfour = \'44\\"44\'\nfive = "55\\"55" "FIVE" cinco   \nsix = seis sechs\\\n sis\n'
+        'seven="sevenval" #nocomment\neight=eightval #nocomment\nten=ignored\nten=\neleven=\\value\n'
+        "twelve=\"\\value\"\nthirteen='\\value'",
+        [
+            ("one", "BAR", 1),
+            ("two", "bar", 5),
+            ("three", "333\nxxxx", 8),
+            ("four", '44\\"44', 10),
+            ("five", '55"55FIVEcinco', 11),
+            ("six", "seis sechs sis", 12),
+            ("seven", "sevenval#nocomment", 14),
+            ("eight", "eightval #nocomment", 15),
+            ("ten", "", 17),
+            ("eleven", "value", 18),
+            ("twelve", "\\value", 19),
+            ("thirteen", "\\value", 20),
+        ],
+    ),
     # TEST(parse_multiline_env_file)
-    ("one=BAR\\\n\\ \\ \\ \\ VAR\\\n\\\tGAR\n#comment\ntwo=\"bar\\\n    var\\\n\tgar\"\n#comment\n"
-     "tri=\"bar \\\n    var \\\n\tgar \"\n",
-     [("one", "BAR    VAR\tGAR", 1), ("two", "bar    var\tgar", 5), ("tri", "bar     var \tgar ", 9)]),
+    (
+        'one=BAR\\\n\\ \\ \\ \\ VAR\\\n\\\tGAR\n#comment\ntwo="bar\\\n    var\\\n\tgar"\n#comment\n'
+        'tri="bar \\\n    var \\\n\tgar "\n',
+        [("one", "BAR    VAR\tGAR", 1), ("two", "bar    var\tgar", 5), ("tri", "bar     var \tgar ", 9)],
+    ),
 ]
 
 
@@ -305,13 +420,15 @@ def test_export_is_not_special_in_an_env_file():
     (exec_context_load_environment: "Ignoring invalid environment assignment")."""
     settings, notes = parse_env_file("export MAX_LEN=1m\nPORT=8888\n", "/etc/default/x")
     assert [(s.name, s.value) for s in settings] == [("PORT", "8888")]
-    assert notes == ["/etc/default/x:1: `export MAX_LEN=…` is not a valid assignment (`export` is not special in an "
-                     "EnvironmentFile=): systemd ignores it"]
+    assert notes == [
+        "/etc/default/x:1: `export MAX_LEN=…` is not a valid assignment (`export` is not special in an "
+        "EnvironmentFile=): systemd ignores it"
+    ]
 
 
 ENVIRONMENT_LINES = [  # one Environment= value → the assignments (config_parse_environ), what systemd ignores
     ('"A=1 2" B=3', [("A", "1 2"), ("B", "3")], 0),
-    ('A="1 2" B=\'x y\'', [("A", "1 2"), ("B", "x y")], 0),
+    ("A=\"1 2\" B='x y'", [("A", "1 2"), ("B", "x y")], 0),
     ("A=a\\x41\\tb C=50%%", [("A", "aA\tb"), ("C", "50%")], 0),  # C escapes; %% is %
     ("A=1 A=2", [("A", "1"), ("A", "2")], 0),  # the later wins once merged (see below)
     ("5X=1 a-b=2 OK=3", [("OK", "3")], 2),  # invalid names are ignored, one note each
@@ -327,7 +444,9 @@ def test_environment_lines_read_as_systemd_reads_them(value, settings, ignored):
     assert all(s.where == "/u:7" for s in got)
 
 
-UNIT_ENV = (f"{E}/glm53-flash.service", """\
+UNIT_ENV = (
+    f"{E}/glm53-flash.service",
+    """\
 [Service]
 Environment=LEN=1048576 "ARGS=--a 1"
 EnvironmentFile=/etc/default/glm53-flash
@@ -335,20 +454,44 @@ EnvironmentFile=-/etc/default/glm53-flash.local
 Environment=GPU=0.94
 ExecStart=/usr/bin/docker run x --max-model-len ${LEN} --gpu-memory-utilization ${GPU} $ARGS
 ExecStartPre=:/bin/echo ${LEN}
-""")
+""",
+)
 ENV_MERGED = [  # (drop-ins, env files on disk, LEN and where it was set, GPU's where, the env files read)
-    ([], {"/etc/default/glm53-flash": "# tuned\nLEN=1m\n"}, "1m", "/etc/default/glm53-flash:2",
-     f"{E}/glm53-flash.service:5", ["/etc/default/glm53-flash", "/etc/default/glm53-flash.local"]),
+    (
+        [],
+        {"/etc/default/glm53-flash": "# tuned\nLEN=1m\n"},
+        "1m",
+        "/etc/default/glm53-flash:2",
+        f"{E}/glm53-flash.service:5",
+        ["/etc/default/glm53-flash", "/etc/default/glm53-flash.local"],
+    ),
     # an env file overrides Environment= whatever the order of the lines; a later file overrides an earlier one
-    ([], {"/etc/default/glm53-flash": "LEN=1m\n", "/etc/default/glm53-flash.local": "LEN=2m\nGPU=0.9\n"}, "2m",
-     "/etc/default/glm53-flash.local:1", "/etc/default/glm53-flash.local:2",
-     ["/etc/default/glm53-flash", "/etc/default/glm53-flash.local"]),
+    (
+        [],
+        {"/etc/default/glm53-flash": "LEN=1m\n", "/etc/default/glm53-flash.local": "LEN=2m\nGPU=0.9\n"},
+        "2m",
+        "/etc/default/glm53-flash.local:1",
+        "/etc/default/glm53-flash.local:2",
+        ["/etc/default/glm53-flash", "/etc/default/glm53-flash.local"],
+    ),
     # nothing in the files: Environment= holds
-    ([], {"/etc/default/glm53-flash": ""}, "1048576", f"{E}/glm53-flash.service:2", f"{E}/glm53-flash.service:5",
-     ["/etc/default/glm53-flash", "/etc/default/glm53-flash.local"]),
+    (
+        [],
+        {"/etc/default/glm53-flash": ""},
+        "1048576",
+        f"{E}/glm53-flash.service:2",
+        f"{E}/glm53-flash.service:5",
+        ["/etc/default/glm53-flash", "/etc/default/glm53-flash.local"],
+    ),
     # a drop-in's empty Environment= and EnvironmentFile= reset the lists; its own lines follow
-    ([(f"{E}/{D}/10-env.conf", "[Service]\nEnvironment=\nEnvironmentFile=\nEnvironment=LEN=8k GPU=0.5\n")],
-     {"/etc/default/glm53-flash": "LEN=1m\n"}, "8k", f"{E}/{D}/10-env.conf:4", f"{E}/{D}/10-env.conf:4", []),
+    (
+        [(f"{E}/{D}/10-env.conf", "[Service]\nEnvironment=\nEnvironmentFile=\nEnvironment=LEN=8k GPU=0.5\n")],
+        {"/etc/default/glm53-flash": "LEN=1m\n"},
+        "8k",
+        f"{E}/{D}/10-env.conf:4",
+        f"{E}/{D}/10-env.conf:4",
+        [],
+    ),
 ]
 
 
@@ -378,32 +521,42 @@ def test_a_missing_env_file_is_an_error_unless_prefixed_with_dash():
 
 
 def test_env_file_globs_take_every_match_in_order():
-    unit = UnitFacts("unit file", None, None, None, None,
-                     environment_files=[EnvFileRef("/etc/default/glm53-*.env", False, "/u:3")],
-                     exec_start=[parse_unit_exec("/bin/x ${A}")])
+    unit = UnitFacts(
+        "unit file",
+        None,
+        None,
+        None,
+        None,
+        environment_files=[EnvFileRef("/etc/default/glm53-*.env", False, "/u:3")],
+        exec_start=[parse_unit_exec("/bin/x ${A}")],
+    )
     files = {"/etc/default/glm53-a.env": "A=1\n", "/etc/default/glm53-b.env": "A=2\n"}
     expanded = unit.with_environment(files.get, lambda pattern: sorted(files))
     assert expanded.env["A"].where == "/etc/default/glm53-b.env:1" and expanded.env["A"].via == "/u:3"
     assert [str(w) for w in expanded.exec_start[0].argv] == ["/bin/x", "2"]
 
 
-SHOW_ENV = SHOW.replace("Id=glm53-flash.service\n", """\
+SHOW_ENV = SHOW.replace(
+    "Id=glm53-flash.service\n",
+    """\
 Environment=LEN=1048576 "ARGS=--a 1" "DOLLAR=\\$HOME"
 EnvironmentFiles=/etc/default/glm53-flash (ignore_errors=no)
 EnvironmentFiles=/etc/default/glm53-flash.local (ignore_errors=yes)
 ExecStartEx={ path=/usr/bin/docker ; argv[]=/usr/bin/docker run --name glm53-flash vllm/vllm-openai@sha256:abc --port 8888 ; flags=no-env-expand ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }
 Id=glm53-flash.service
-""")  # noqa: E501  (systemctl show prints one property a line)
+""",
+)  # noqa: E501  (systemctl show prints one property a line)
 
 
 def test_systemctl_show_environment_and_env_files():
     """`Environment=` is the merged list, each string through shell_maybe_quote; `EnvironmentFiles=` one line a file,
     "%s (ignore_errors=%s)" (src/systemctl/systemctl-show.c); the `:` prefix shows as `flags=no-env-expand`."""
     unit = unit_from_show(parse_show(SHOW_ENV))
-    assert [(s.name, s.value) for s in unit.environment] == [("LEN", "1048576"), ("ARGS", "--a 1"),
-                                                             ("DOLLAR", "$HOME")]
-    assert unit.environment_files == [EnvFileRef("/etc/default/glm53-flash", False),
-                                      EnvFileRef("/etc/default/glm53-flash.local", True)]
+    assert [(s.name, s.value) for s in unit.environment] == [("LEN", "1048576"), ("ARGS", "--a 1"), ("DOLLAR", "$HOME")]
+    assert unit.environment_files == [
+        EnvFileRef("/etc/default/glm53-flash", False),
+        EnvFileRef("/etc/default/glm53-flash.local", True),
+    ]
     assert not unit.exec_start[0].expand_env
     sections, cleared = merge_unit_files([UNIT_ENV])
     located = unit.with_origins(unit_from_file(sections, True, "active", cleared, [UNIT_ENV[0]]))

@@ -7,6 +7,7 @@ derives each property's seed from its name: the same examples every run, nothing
 wider by hand: `pytest tests/unit/test_fuzz.py --hypothesis-seed=N` with `derandomize` off. Crashes found at depth are
 kept below as @example cases.
 """
+
 import atexit
 import os
 import shutil
@@ -34,8 +35,13 @@ pytestmark = pytest.mark.fuzz  # CI's fuzz step runs these again at depth: `-m f
 
 def fuzz(examples: int, share: float = 1.0) -> settings:
     """A property's bound in the default loop, or `share` of the depth CI's fuzz step asks for."""
-    return settings(max_examples=int(DEPTH * share) or examples, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=int(DEPTH * share) or examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
 
 
 FUZZ = fuzz(200)
@@ -47,14 +53,42 @@ FEW = fuzz(60, share=0.2)
 # text with the characters real command output and YAML are made of, plus anything at all
 LINES = st.text(alphabet=string.printable + "{}[]:;=,\"'-\t\n\u00e9\x00\x1b", max_size=400)
 ANY_TEXT = st.one_of(LINES, st.text(max_size=200))
-PROFILE_KEYS = ["profile", "extends", "vllm", "endpoint", "load", "security", "service", "cluster", "concurrency",
-                "floors", "served_model_name", "max_model_len", "name", "stations", "endpoint", "host", "production",
-                "layers", "waivers", "output", "ssh_config", "api_key_env", "phase", "role", "gate_concurrency"]
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True), ANY_TEXT)
-NESTED = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=4),
-    st.dictionaries(st.one_of(st.sampled_from(PROFILE_KEYS), st.text(max_size=10)), inner, max_size=5)),
-    max_leaves=20)
+PROFILE_KEYS = [
+    "profile",
+    "extends",
+    "vllm",
+    "endpoint",
+    "load",
+    "security",
+    "service",
+    "cluster",
+    "concurrency",
+    "floors",
+    "served_model_name",
+    "max_model_len",
+    "name",
+    "stations",
+    "endpoint",
+    "host",
+    "production",
+    "layers",
+    "waivers",
+    "output",
+    "ssh_config",
+    "api_key_env",
+    "phase",
+    "role",
+    "gate_concurrency",
+]
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True), ANY_TEXT)
+NESTED = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.sampled_from(PROFILE_KEYS), st.text(max_size=10)), inner, max_size=5),
+    ),
+    max_leaves=20,
+)
 
 _DIR = Path(tempfile.mkdtemp(prefix="golive-fuzz-"))  # one file rewritten per example (not tmp_path: per test)
 atexit.register(shutil.rmtree, _DIR, True)
@@ -89,22 +123,62 @@ def test_loader_takes_any_yaml_structure(load, data):
 
 
 @FEW
-@given(data=st.dictionaries(st.sampled_from(["concurrency", "gate_concurrency", "repeats", "warmup", "max_requests",
-                                             "max_concurrency", "tolerance", "floors", "output_tokens"]), NESTED))
+@given(
+    data=st.dictionaries(
+        st.sampled_from(
+            [
+                "concurrency",
+                "gate_concurrency",
+                "repeats",
+                "warmup",
+                "max_requests",
+                "max_concurrency",
+                "tolerance",
+                "floors",
+                "output_tokens",
+            ]
+        ),
+        NESTED,
+    )
+)
 def test_profile_load_section_takes_any_values(data):
     _one_line_or_loads(load_profile, yaml.safe_dump({"extends": "reference-cpu", "load": data}))
 
 
 @FEW
-@given(station=st.dictionaries(st.sampled_from(["name", "endpoint", "host", "production", "layers", "role", "phase",
-                                                "profile", "api_key_env"]), NESTED))
+@given(
+    station=st.dictionaries(
+        st.sampled_from(
+            ["name", "endpoint", "host", "production", "layers", "role", "phase", "profile", "api_key_env"]
+        ),
+        NESTED,
+    )
+)
 def test_inventory_station_takes_any_values(station):
     _one_line_or_loads(load_inventory, yaml.safe_dump({"profile": "reference-cpu", "stations": [station]}))
 
 
 WAIVER_KEYS = ["id", "check", "rule", "station", "owner", "expires", "justification", "waivers"]
-BATTERY_KEYS = ["name", "description", "floor", "max_tokens", "cases", "id", "prompt", "messages", "expect", "exact",
-                "contains", "one_of", "regex", "numeric", "tolerance", "not_contains", "role", "content"]
+BATTERY_KEYS = [
+    "name",
+    "description",
+    "floor",
+    "max_tokens",
+    "cases",
+    "id",
+    "prompt",
+    "messages",
+    "expect",
+    "exact",
+    "contains",
+    "one_of",
+    "regex",
+    "numeric",
+    "tolerance",
+    "not_contains",
+    "role",
+    "content",
+]
 
 
 @FEW
@@ -114,8 +188,10 @@ def test_waivers_take_any_entries(entries):
 
 
 @FEW
-@given(cases=st.lists(st.dictionaries(st.sampled_from(BATTERY_KEYS), NESTED, max_size=6), max_size=3),
-       top=st.dictionaries(st.sampled_from(BATTERY_KEYS), NESTED, max_size=3))
+@given(
+    cases=st.lists(st.dictionaries(st.sampled_from(BATTERY_KEYS), NESTED, max_size=6), max_size=3),
+    top=st.dictionaries(st.sampled_from(BATTERY_KEYS), NESTED, max_size=3),
+)
 def test_batteries_take_any_cases(cases, top):
     _one_line_or_loads(load_answer_battery, yaml.safe_dump({**top, "cases": cases}, allow_unicode=True))
 
@@ -124,13 +200,41 @@ def test_batteries_take_any_cases(cases, top):
 @given(ca_file=st.one_of(ANY_TEXT, st.sampled_from([".", "..", "/", "/dev/null", "/proc/self/mem", "x" * 300])))
 def test_inventory_tls_ca_file_takes_any_text(ca_file):
     """A CA path golive cannot use (no file, a folder, not PEM, a NUL byte, too long) is one line, never a crash."""
-    _one_line_or_loads(load_inventory, yaml.safe_dump({"profile": "reference-cpu", "stations": [
-        {"name": "s", "endpoint": "https://h:8443/v1", "tls_ca_file": ca_file}]}))
+    _one_line_or_loads(
+        load_inventory,
+        yaml.safe_dump(
+            {
+                "profile": "reference-cpu",
+                "stations": [{"name": "s", "endpoint": "https://h:8443/v1", "tls_ca_file": ca_file}],
+            }
+        ),
+    )
 
 
-ARGV = st.lists(st.one_of(st.sampled_from(["docker", "run", "-c", "sh", "bash", "vllm", "serve", "--gpus", "-e",
-                                           "--max-model-len", "--speculative-config", "--host", "-v", "--"]),
-                          ANY_TEXT), max_size=8)
+ARGV = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "docker",
+                "run",
+                "-c",
+                "sh",
+                "bash",
+                "vllm",
+                "serve",
+                "--gpus",
+                "-e",
+                "--max-model-len",
+                "--speculative-config",
+                "--host",
+                "-v",
+                "--",
+            ]
+        ),
+        ANY_TEXT,
+    ),
+    max_size=8,
+)
 
 # every parser of golive/facts, with what it is given on a station
 PARSERS: dict[str, tuple[Callable[..., Any], Any]] = {
@@ -160,26 +264,38 @@ PARSERS: dict[str, tuple[Callable[..., Any], Any]] = {
     "shell.parse_script": (shell.parse_script, st.tuples(ANY_TEXT)),
     "shell.commands_of": (shell.commands_of, st.tuples(ARGV, st.just("unit"))),
     "systemd.parse_timespan": (systemd.parse_timespan, st.tuples(ANY_TEXT)),
-    "systemd.parse_show+unit_from_show": (lambda text: systemd.unit_from_show(systemd.parse_show(text)),
-                                          st.tuples(ANY_TEXT)),
+    "systemd.parse_show+unit_from_show": (
+        lambda text: systemd.unit_from_show(systemd.parse_show(text)),
+        st.tuples(ANY_TEXT),
+    ),
     "systemd.parse_show_exec": (systemd.parse_show_exec, st.tuples(ANY_TEXT)),
     "systemd.parse_unit_file+unit_from_file": (
-        lambda text: systemd.unit_from_file(systemd.parse_unit_file(text), None, None), st.tuples(ANY_TEXT)),
+        lambda text: systemd.unit_from_file(systemd.parse_unit_file(text), None, None),
+        st.tuples(ANY_TEXT),
+    ),
     "systemd.parse_unit_exec": (systemd.parse_unit_exec, st.tuples(ANY_TEXT)),
     "systemd.parse_env_file": (systemd.parse_env_file, st.tuples(ANY_TEXT, st.just("/etc/default/x"))),
     "systemd.parse_environment_line": (systemd.parse_environment_line, st.tuples(ANY_TEXT)),
     "systemd.parse_show_environment": (systemd.parse_show_environment, st.tuples(ANY_TEXT)),
     "systemd.unit_from_file+with_environment": (
         lambda text, env: systemd.unit_from_file(systemd.parse_unit_file(text), None, None).with_environment(
-            lambda path: env), st.tuples(ANY_TEXT, st.none() | ANY_TEXT)),
-    "systemd.expand_argv": (lambda argv, value: systemd.expand_argv(argv, {"A": systemd.EnvSetting("A", value)}),
-                            st.tuples(ARGV, ANY_TEXT)),
-    "vllm.repeated_flags+refused_args": (lambda argv: (vllm.repeated_flags(argv), vllm.refused_args(argv)),
-                                         st.tuples(ARGV)),
+            lambda path: env
+        ),
+        st.tuples(ANY_TEXT, st.none() | ANY_TEXT),
+    ),
+    "systemd.expand_argv": (
+        lambda argv, value: systemd.expand_argv(argv, {"A": systemd.EnvSetting("A", value)}),
+        st.tuples(ARGV, ANY_TEXT),
+    ),
+    "vllm.repeated_flags+refused_args": (
+        lambda argv: (vllm.repeated_flags(argv), vllm.refused_args(argv)),
+        st.tuples(ARGV),
+    ),
     "vllm.parse_human_int": (vllm.parse_human_int, st.tuples(ANY_TEXT)),
-    "vllm.parse_serve_args+flags": (lambda argv: [f(vllm.parse_serve_args(argv)) for f in (vllm.speculative_tokens,
-                                                                                            vllm.served_host)],
-                                    st.tuples(ARGV)),
+    "vllm.parse_serve_args+flags": (
+        lambda argv: [f(vllm.parse_serve_args(argv)) for f in (vllm.speculative_tokens, vllm.served_host)],
+        st.tuples(ARGV),
+    ),
 }
 
 
@@ -209,10 +325,28 @@ def test_crashes_found_at_depth_stay_fixed(name, arguments):
         assert str(exc) and "\n" not in str(exc)
 
 
-SSE_PIECES = st.one_of(st.binary(max_size=40), st.sampled_from([
-    b"data: ", b"\n\n", b"\r\n", b"data: [DONE]\n\n", b'{"choices": [{"delta": {"content": "a"}}]}', b"\xff\xfe",
-    b'{"usage": {"completion_tokens": "x"}}', b'{"error": {"message": 1}}', b'{"choices": null}', b"[1, 2]",
-    b'{"choices": [{"delta": "x"}]}', b'{"choices": ["x"]}', b'{"usage": 3}', b": ping\n", b"event: x\n"]))
+SSE_PIECES = st.one_of(
+    st.binary(max_size=40),
+    st.sampled_from(
+        [
+            b"data: ",
+            b"\n\n",
+            b"\r\n",
+            b"data: [DONE]\n\n",
+            b'{"choices": [{"delta": {"content": "a"}}]}',
+            b"\xff\xfe",
+            b'{"usage": {"completion_tokens": "x"}}',
+            b'{"error": {"message": 1}}',
+            b'{"choices": null}',
+            b"[1, 2]",
+            b'{"choices": [{"delta": "x"}]}',
+            b'{"choices": ["x"]}',
+            b'{"usage": 3}',
+            b": ping\n",
+            b"event: x\n",
+        ]
+    ),
+)
 
 
 @FUZZ
@@ -238,8 +372,14 @@ TAILS = st.sampled_from(["", "/", "/v1", "?timeout=5", "/v1?model=m&api_key=not-
 
 
 @FUZZ
-@given(scheme=SCHEMES, user=st.text(max_size=12), password=st.text(min_size=4, max_size=24), host=HOSTS,
-       port=st.none() | st.integers(1, 65535), tail=TAILS)
+@given(
+    scheme=SCHEMES,
+    user=st.text(max_size=12),
+    password=st.text(min_size=4, max_size=24),
+    host=HOSTS,
+    port=st.none() | st.integers(1, 65535),
+    tail=TAILS,
+)
 def test_a_specs_password_never_shows_and_it_still_parses_the_same(scheme, user, password, host, port, tail):
     """Any user, password (percent-encoded, as a URL carries it), host (a name, IPv4, IPv6 in brackets) and port: the
     shown spec has `***` for the password, neither the password nor its encoded form anywhere (alone or inside text),
@@ -258,13 +398,21 @@ def test_a_specs_password_never_shows_and_it_still_parses_the_same(scheme, user,
     for form in (password, quote(password, safe="")):
         assert form not in shown and form not in in_text
     before, after = urlsplit(spec), urlsplit(shown)
-    assert (after.hostname, after.port, after.username, after.password) == \
-        (before.hostname, before.port, before.username, MASK)
+    assert (after.hostname, after.port, after.username, after.password) == (
+        before.hostname,
+        before.port,
+        before.username,
+        MASK,
+    )
 
 
 @FUZZ
-@given(secret=st.text(alphabet=st.characters(blacklist_characters="*\x00"), min_size=1, max_size=20),
-       before=ANY_TEXT, after=ANY_TEXT, nested=st.booleans())
+@given(
+    secret=st.text(alphabet=st.characters(blacklist_characters="*\x00"), min_size=1, max_size=20),
+    before=ANY_TEXT,
+    after=ANY_TEXT,
+    nested=st.booleans(),
+)
 def test_a_known_secret_never_shows_in_text_or_data(secret, before, after, nested):
     """A secret golive knows, as written or percent-encoded anywhere in any text (or a string in nested data), is not
     in what scrub gives back (its `[REDACTED]` markers aside: a secret may end in the marker's own letters). Any

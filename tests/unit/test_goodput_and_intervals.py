@@ -1,5 +1,6 @@
 """Goodput equals vLLM's own computation on the same requests; intervals are seeded, honest, and decide floors; the
 curve's shape names the cause (docs/metrics.md)."""
+
 import math
 import statistics
 
@@ -21,17 +22,36 @@ from golive.profile.schema import Load
 
 def timing(ttft: float, end: float, tokens: int, error: str | None = None) -> RequestTiming:
     step = (end - ttft) / max(tokens - 1, 1)
-    return RequestTiming(sent=0.0, token_times=[ttft + i * step for i in range(tokens)], end=end,
-                         completion_tokens=tokens, prompt_tokens=40, error=error)
+    return RequestTiming(
+        sent=0.0,
+        token_times=[ttft + i * step for i in range(tokens)],
+        end=end,
+        completion_tokens=tokens,
+        prompt_tokens=40,
+        error=error,
+    )
 
 
 # good and bad on each objective, one exactly at each objective (vLLM counts `s >= r` as good), a one-token answer
 # (TPOT taken as 0), and a failed request (never good)
-REQUESTS = [timing(0.10, 1.10, 101), timing(0.50, 1.50, 101), timing(0.60, 1.00, 101), timing(0.20, 3.20, 101),
-            timing(0.30, 2.30, 51), timing(0.25, 0.25, 1), timing(0.10, 5.00, 101), timing(0.05, 0.50, 2),
-            timing(0.10, 1.00, 101, error="HTTP 500")]
-SLOS = [Slo(ttft_s=0.5), Slo(tpot_s=0.02), Slo(e2el_s=2.3), Slo(ttft_s=0.5, tpot_s=0.02, e2el_s=2.3),
-        Slo(ttft_s=0.3, e2el_s=1.5)]
+REQUESTS = [
+    timing(0.10, 1.10, 101),
+    timing(0.50, 1.50, 101),
+    timing(0.60, 1.00, 101),
+    timing(0.20, 3.20, 101),
+    timing(0.30, 2.30, 51),
+    timing(0.25, 0.25, 1),
+    timing(0.10, 5.00, 101),
+    timing(0.05, 0.50, 2),
+    timing(0.10, 1.00, 101, error="HTTP 500"),
+]
+SLOS = [
+    Slo(ttft_s=0.5),
+    Slo(tpot_s=0.02),
+    Slo(e2el_s=2.3),
+    Slo(ttft_s=0.5, tpot_s=0.02, e2el_s=2.3),
+    Slo(ttft_s=0.3, e2el_s=1.5),
+]
 
 
 @pytest.mark.parametrize("slo", SLOS, ids=lambda s: f"ttft={s.ttft_s},tpot={s.tpot_s},e2el={s.e2el_s}")
@@ -40,13 +60,31 @@ def test_goodput_equals_vllm_bench_serve_on_the_same_requests(slo):
     serve = pytest.importorskip("vllm.benchmarks.serve", reason="vLLM is installed with the testbed (./testbed)")
     from vllm.benchmarks.lib.endpoint_request_func import RequestFuncOutput
 
-    outputs = [RequestFuncOutput(success=t.error is None, latency=t.end, output_tokens=t.completion_tokens,
-                                 ttft=t.ttft, itl=t.itls, prompt_len=40, start_time=float(i))
-               for i, t in enumerate(REQUESTS)]
-    config = {name: value * 1000 for name, value in (("ttft", slo.ttft_s), ("tpot", slo.tpot_s),
-                                                     ("e2el", slo.e2el_s)) if value is not None}  # vLLM's ms
-    theirs, _ = serve.calculate_metrics(input_requests=[], outputs=outputs, dur_s=4.0, tokenizer=None,
-                                        selected_percentiles=[50.0], goodput_config_dict=config)
+    outputs = [
+        RequestFuncOutput(
+            success=t.error is None,
+            latency=t.end,
+            output_tokens=t.completion_tokens,
+            ttft=t.ttft,
+            itl=t.itls,
+            prompt_len=40,
+            start_time=float(i),
+        )
+        for i, t in enumerate(REQUESTS)
+    ]
+    config = {
+        name: value * 1000
+        for name, value in (("ttft", slo.ttft_s), ("tpot", slo.tpot_s), ("e2el", slo.e2el_s))
+        if value is not None
+    }  # vLLM's ms
+    theirs, _ = serve.calculate_metrics(
+        input_requests=[],
+        outputs=outputs,
+        dur_s=4.0,
+        tokenizer=None,
+        selected_percentiles=[50.0],
+        goodput_config_dict=config,
+    )
     ours = summarize(2, REQUESTS, started=0.0, ended=4.0, slo=slo)
     assert ours.goodput_req_s == pytest.approx(theirs.request_goodput, abs=0, rel=1e-12)
     assert 0 < ours.good_requests < len(REQUESTS) - 1  # the cases tell good from bad
@@ -82,9 +120,16 @@ def test_share_interval_is_wilson():
     assert share_interval(10, 10)[1] == pytest.approx(1.0) and share_interval(0, 0) is None
 
 
-@pytest.mark.parametrize("interval,floor,decision", [
-    ((5.0, 6.0), 4.0, Decision.PASSES), ((5.0, 6.0), 5.0, Decision.PASSES), ((2.0, 3.0), 4.0, Decision.FAILS),
-    ((3.0, 5.0), 4.0, Decision.UNDECIDED), (None, 4.0, Decision.UNDECIDED)])
+@pytest.mark.parametrize(
+    "interval,floor,decision",
+    [
+        ((5.0, 6.0), 4.0, Decision.PASSES),
+        ((5.0, 6.0), 5.0, Decision.PASSES),
+        ((2.0, 3.0), 4.0, Decision.FAILS),
+        ((3.0, 5.0), 4.0, Decision.UNDECIDED),
+        (None, 4.0, Decision.UNDECIDED),
+    ],
+)
 def test_a_floor_is_judged_on_the_interval(interval, floor, decision):
     assert against_floor(interval, floor) is decision
     mirrored = None if interval is None else (-interval[1], -interval[0])
@@ -102,27 +147,54 @@ def test_ratio_interval_adds_the_two_errors_in_quadrature():
 def level(users: int, aggregate: float, per_user: float | None = None, spread: float = 0.05) -> LevelResult:
     per_user = aggregate / users if per_user is None else per_user
     ci = lambda v: [v * (1 - spread), v * (1 + spread)]  # noqa: E731
-    return LevelResult(concurrency=users, requests=4 * users, failures=0, duration_s=10.0,
-                       output_tokens=int(aggregate * 10), aggregate_tok_s=aggregate, per_user_tok_s_p50=per_user,
-                       ttft_p50_s=0.1, ttft_p99_s=None, ttft_mean_s=None, ttfo_p50_s=None, itl_p50_s=None,
-                       itl_mean_s=None, tpot_p50_s=None, e2e_p50_s=None, e2e_mean_s=None, prompt_tokens_p50=None,
-                       client_usage_mismatches=0, aggregate_tok_s_ci=ci(aggregate), per_user_tok_s_p50_ci=ci(per_user),
-                       ttft_p50_s_ci=[0.09, 0.11])
+    return LevelResult(
+        concurrency=users,
+        requests=4 * users,
+        failures=0,
+        duration_s=10.0,
+        output_tokens=int(aggregate * 10),
+        aggregate_tok_s=aggregate,
+        per_user_tok_s_p50=per_user,
+        ttft_p50_s=0.1,
+        ttft_p99_s=None,
+        ttft_mean_s=None,
+        ttfo_p50_s=None,
+        itl_p50_s=None,
+        itl_mean_s=None,
+        tpot_p50_s=None,
+        e2e_p50_s=None,
+        e2e_mean_s=None,
+        prompt_tokens_p50=None,
+        client_usage_mismatches=0,
+        aggregate_tok_s_ci=ci(aggregate),
+        per_user_tok_s_p50_ci=ci(per_user),
+        ttft_p50_s_ci=[0.09, 0.11],
+    )
 
 
-LOAD = Load(concurrency=[1, 2, 4, 8], gate_concurrency=8, tolerance=0,
-            floors={"scaling_ratio": 2.5, "per_user_ratio": 0.3})
-LOAD_3X = Load(concurrency=[1, 2, 4, 8], gate_concurrency=8, tolerance=0, ratio_rounds=7,
-               floors={"scaling_ratio": 3, "per_user_ratio": 0.15})
+LOAD = Load(
+    concurrency=[1, 2, 4, 8], gate_concurrency=8, tolerance=0, floors={"scaling_ratio": 2.5, "per_user_ratio": 0.3}
+)
+LOAD_3X = Load(
+    concurrency=[1, 2, 4, 8],
+    gate_concurrency=8,
+    tolerance=0,
+    ratio_rounds=7,
+    floors={"scaling_ratio": 3, "per_user_ratio": 0.15},
+)
 
 
-@pytest.mark.parametrize("curve,peak,ratio_decision,cause", [
-    ([100, 190, 340, 520], 8, Decision.PASSES, ""),
-    ([100, 101, 99, 100], 1, Decision.FAILS, "flat from 1 user on: the station does not batch"),
-    ([100, 190, 195, 192], 2, Decision.FAILS, "stops rising at 2 users (the profile serves --max-num-seqs 16)"),
-    ([100, 190, 340, 200], 4, Decision.FAILS, "rises to 4 users, then falls: a KV-cache or scheduling ceiling"),
-    ([100, 103, 226, 440], 8, Decision.PASSES, ""),  # measured on a busy machine: 2 users no faster, then it rises
-], ids=["healthy", "max-num-seqs-1", "max-num-seqs-2", "falls", "healthy-noisy"])
+@pytest.mark.parametrize(
+    "curve,peak,ratio_decision,cause",
+    [
+        ([100, 190, 340, 520], 8, Decision.PASSES, ""),
+        ([100, 101, 99, 100], 1, Decision.FAILS, "flat from 1 user on: the station does not batch"),
+        ([100, 190, 195, 192], 2, Decision.FAILS, "stops rising at 2 users (the profile serves --max-num-seqs 16)"),
+        ([100, 190, 340, 200], 4, Decision.FAILS, "rises to 4 users, then falls: a KV-cache or scheduling ceiling"),
+        ([100, 103, 226, 440], 8, Decision.PASSES, ""),  # measured on a busy machine: 2 users no faster, then it rises
+    ],
+    ids=["healthy", "max-num-seqs-1", "max-num-seqs-2", "falls", "healthy-noisy"],
+)
 def test_the_curve_names_its_cause(curve, peak, ratio_decision, cause):
     levels = [level(users, aggregate, per_user=90.0) for users, aggregate in zip([1, 2, 4, 8], curve, strict=True)]
     shape = gates.curve(levels)
@@ -143,8 +215,12 @@ def test_an_interval_that_straddles_asks_for_more_requests():
 
 def test_a_noisy_rise_within_the_intervals_is_no_rise():
     """Measured on a busy 2-core machine, --max-num-seqs 1: 2 users looked 1.4× faster, within the noise."""
-    measured = [(1, 6.327, [4.82, 8.61]), (2, 8.956, [6.79, 13.16]), (4, 7.566, [5.91, 10.95]),
-                (8, 6.844, [5.98, 8.11])]
+    measured = [
+        (1, 6.327, [4.82, 8.61]),
+        (2, 8.956, [6.79, 13.16]),
+        (4, 7.566, [5.91, 10.95]),
+        (8, 6.844, [5.98, 8.11]),
+    ]
     levels = []
     for users, aggregate, ci in measured:
         lv = level(users, aggregate)
@@ -157,17 +233,48 @@ def test_a_noisy_rise_within_the_intervals_is_no_rise():
 
 # Measured on this 2-core machine with two `yes > /dev/null` hogs, 25 rounds of 12 requests at 1 user and 24 at 8
 # users back to back (healthy reference station): the pooled levels would say anything from 0.5× to 14×.
-HOGGED_ROUNDS = [4.14, 3.54, 4.15, 4.58, 0.14, 8.33, 4.48, 0.31, 6.97, 5.09, 4.29, 4.29, 2.20, 1.36, 2.72, 2.46, 3.54,
-                 4.64, 4.46, 4.21, 4.09, 4.88, 2.87, 5.09, 4.68]
+HOGGED_ROUNDS = [
+    4.14,
+    3.54,
+    4.15,
+    4.58,
+    0.14,
+    8.33,
+    4.48,
+    0.31,
+    6.97,
+    5.09,
+    4.29,
+    4.29,
+    2.20,
+    1.36,
+    2.72,
+    2.46,
+    3.54,
+    4.64,
+    4.46,
+    4.21,
+    4.09,
+    4.88,
+    2.87,
+    5.09,
+    4.68,
+]
 
 
-@pytest.mark.parametrize("rounds,decision", [
-    (HOGGED_ROUNDS, Decision.PASSES),  # median 4.21: outlier rounds (a hog stalled one side) do not move it
-    (HOGGED_ROUNDS[:7], Decision.PASSES),  # 7 rounds, one outlier (0.14): the median's interval stands it
-    (HOGGED_ROUNDS[:5], Decision.UNDECIDED),  # 5 rounds, one outlier: the interval reaches it; the sweep adds rounds
-    ([1.93, 2.05, 1.98, 2.01, 1.96, 2.10, 1.88], Decision.FAILS),  # a batch capped at 2 sequences: ≤ 2× every round
-    ([5.7], Decision.UNDECIDED),  # one round: no spread, no interval
-])
+@pytest.mark.parametrize(
+    "rounds,decision",
+    [
+        (HOGGED_ROUNDS, Decision.PASSES),  # median 4.21: outlier rounds (a hog stalled one side) do not move it
+        (HOGGED_ROUNDS[:7], Decision.PASSES),  # 7 rounds, one outlier (0.14): the median's interval stands it
+        (
+            HOGGED_ROUNDS[:5],
+            Decision.UNDECIDED,
+        ),  # 5 rounds, one outlier: the interval reaches it; the sweep adds rounds
+        ([1.93, 2.05, 1.98, 2.01, 1.96, 2.10, 1.88], Decision.FAILS),  # a batch capped at 2 sequences: ≤ 2× every round
+        ([5.7], Decision.UNDECIDED),  # one round: no spread, no interval
+    ],
+)
 def test_a_ratio_is_the_median_of_its_rounds(rounds, decision):
     one, top = level(1, 500.0), level(8, 500.0)  # the pooled levels say 1×: the rounds decide, not the pools
     top.scaling_rounds, top.per_user_rounds = rounds, [r / 8 for r in rounds]
@@ -195,8 +302,12 @@ def test_a_curve_too_noisy_to_name_a_peak_still_names_the_cap_from_the_ratio():
 def test_a_ratio_near_one_says_no_batching_whatever_one_noisy_level_shows():
     """Measured, --max-num-seqs 1: 14.1 / 113.7 (a lull, interval 45–479) / 13.2 / 19.0 tok/s, 1.34× at 8 users."""
     levels = []
-    for users, aggregate, ci in ((1, 14.14, [11.02, 19.7]), (2, 113.7, [45.37, 479.5]), (4, 13.15, [10.29, 19.12]),
-                                 (8, 18.99, [14.58, 25.85])):
+    for users, aggregate, ci in (
+        (1, 14.14, [11.02, 19.7]),
+        (2, 113.7, [45.37, 479.5]),
+        (4, 13.15, [10.29, 19.12]),
+        (8, 18.99, [14.58, 25.85]),
+    ):
         lv = level(users, aggregate)
         lv.aggregate_tok_s_ci = ci
         levels.append(lv)

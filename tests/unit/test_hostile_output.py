@@ -1,5 +1,6 @@
 """Hostile model output (terminal escapes, invalid UTF-8, a 1 MB line, HTML) is shown as text: it cannot drive the
 operator's terminal, break a UTF-8 writer or the report's layout."""
+
 import json
 
 import pytest
@@ -17,8 +18,9 @@ RAW = ("\x1b", "\x07", "\x9b", "\r", "\u202e", "\udce9", "\udcff")
 
 def _finding(found: str) -> Finding:
     with pytest.raises(Finding) as caught:
-        require(False, found=f"the model answered {found!s}", recipe="plain text [000]",
-                fix="look at the chat template")
+        require(
+            False, found=f"the model answered {found!s}", recipe="plain text [000]", fix="look at the chat template"
+        )
     return caught.value
 
 
@@ -46,11 +48,22 @@ def test_finding_cuts_a_huge_single_line_with_a_marker():
 def _recorder(message: str, finding: dict | None) -> Recorder:
     recorder = Recorder()
     recorder.checks["suites/endpoint/test_chat.py::test_x[a]"] = CheckRecord(
-        nodeid="suites/endpoint/test_chat.py::test_x[a]", layer="endpoint", rule="Chat answers", station="a",
-        outcome="failed", message=message, finding=finding)
+        nodeid="suites/endpoint/test_chat.py::test_x[a]",
+        layer="endpoint",
+        rule="Chat answers",
+        station="a",
+        outcome="failed",
+        message=message,
+        finding=finding,
+    )
     recorder.checks["suites/endpoint/test_chat.py::test_y[a]"] = CheckRecord(
-        nodeid="suites/endpoint/test_chat.py::test_y[a]", layer="endpoint", rule="Streams", station="a",
-        outcome="not_checked", message=f"not checked because the server said {HOSTILE}")
+        nodeid="suites/endpoint/test_chat.py::test_y[a]",
+        layer="endpoint",
+        rule="Streams",
+        station="a",
+        outcome="not_checked",
+        message=f"not checked because the server said {HOSTILE}",
+    )
     return recorder
 
 

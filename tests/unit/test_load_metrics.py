@@ -3,6 +3,7 @@
 The timelines are served by a loopback HTTP/1.1 server (chunked, as vLLM streams) that moves the test's clock before
 each write and lets the client read it before the next.
 """
+
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
@@ -29,14 +30,17 @@ def event(delta: dict | None = None, usage: dict | None = None) -> bytes:
 
 async def read_request(reader: asyncio.StreamReader) -> bytes:
     head = await reader.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length"))
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
     return await reader.readexactly(length)
 
 
-async def serving(handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
-                  work: Callable[[str], Awaitable]):
+async def serving(
+    handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]], work: Callable[[str], Awaitable]
+):
     """Run `work(url)` against a loopback server answering every request on a connection with `handle`."""
+
     async def connection(reader, writer):
         try:
             while not reader.at_eof():
@@ -111,11 +115,15 @@ def test_an_event_split_over_chunks_is_timed_when_its_last_byte_arrives():
     assert parser.feed(b"[DONE]\n\n", 2.0) == [("[DONE]", 2.0)]
 
 
-@pytest.mark.parametrize("script,status,fragment", [
-    (THINKING_ANSWER[:-1], 200, "without [DONE]"),
-    (THINKING_ANSWER, 200, "usage says 5 completion tokens, asked for 6"),
-    ([(0.1, b'{"error": "boom"}')], 500, "HTTP 500"),
-], ids=["stream-cut", "answer-short", "http-error"])
+@pytest.mark.parametrize(
+    "script,status,fragment",
+    [
+        (THINKING_ANSWER[:-1], 200, "without [DONE]"),
+        (THINKING_ANSWER, 200, "usage says 5 completion tokens, asked for 6"),
+        ([(0.1, b'{"error": "boom"}')], 500, "HTTP 500"),
+    ],
+    ids=["stream-cut", "answer-short", "http-error"],
+)
 def test_failed_requests_are_failures(script, status, fragment):
     t = run(script, status=status, output_tokens=6 if "short" in fragment or "usage" in fragment else 5)
     assert t.error is not None and fragment in t.error
@@ -152,8 +160,14 @@ def test_a_stream_that_falls_silent_fails_on_its_timeout():
 def test_level_summary_aggregates_server_tokens_over_wall_time():
     def timing(ttft: float, last: float, end: float, tokens: int, error=None) -> RequestTiming:
         step = (last - ttft) / (tokens - 1)
-        return RequestTiming(sent=0, token_times=[ttft + i * step for i in range(tokens)], end=end,
-                             completion_tokens=tokens, prompt_tokens=40, error=error)
+        return RequestTiming(
+            sent=0,
+            token_times=[ttft + i * step for i in range(tokens)],
+            end=end,
+            completion_tokens=tokens,
+            prompt_tokens=40,
+            error=error,
+        )
 
     timings = [timing(0.1, 1.1, 1.2, 101), timing(0.3, 2.3, 2.4, 101), timing(0.2, 0.2, 0.3, 2, error="HTTP 500")]
     level = summarize(2, timings, started=10.0, ended=12.5)
@@ -168,7 +182,10 @@ def test_level_summary_aggregates_server_tokens_over_wall_time():
 # The recipes' published measurements, as RECIPES.md gives them ([000] prose, [002] AIPerf table), as data: the
 # shipped profiles' load numbers are derived from these, and the test derives them again.
 FLASH_MEASURED = {  # [000]: users -> (aggregate tok/s, per-user tok/s median, TTFT p50 s); 1 user: 145.9 tok/s
-    1: (145.9, 145.9, 0.061), 32: (1464, 55.6, 0.985), 256: (2517, 29, None)}
+    1: (145.9, 145.9, 0.061),
+    32: (1464, 55.6, 0.985),
+    256: (2517, 29, None),
+}
 TWO_STATION_TABLE = """
 | concurrency | throughput tok/s | mean request latency s | mean TTFT ms | mean ITL ms | per-user tok/s |
 | --- | --- | --- | --- | --- | --- |
@@ -219,13 +236,19 @@ def test_shipped_profiles_carry_the_recipes_load_numbers():
     assert cpu.max_concurrency == int(healthy_flags(0)["--max-num-seqs"] or 0) >= max(cpu.concurrency)
 
 
-@pytest.mark.parametrize("load,fragment", [
-    ("concurrency: [1, 512]", "must lie in 1..max_concurrency (256)"),
-    ("concurrency: [1, 32]\n  gate_concurrency: 1\n  max_requests: 10",
-     "the sweep needs 173 requests, more than max_requests (10)"),  # max(3, 12) + 1 + 32 × (3 + 1) + 32 priming
-    ("gate_concurrency: 3", "gate_concurrency 3 is not one of the levels [1, 2, 4, 8]"),
-    ("tolerance: 1.5", "'load.tolerance'"),
-], ids=["over-max-concurrency", "over-max-requests", "gate-not-a-level", "tolerance"])
+@pytest.mark.parametrize(
+    "load,fragment",
+    [
+        ("concurrency: [1, 512]", "must lie in 1..max_concurrency (256)"),
+        (
+            "concurrency: [1, 32]\n  gate_concurrency: 1\n  max_requests: 10",
+            "the sweep needs 173 requests, more than max_requests (10)",
+        ),  # max(3, 12) + 1 + 32 × (3 + 1) + 32 priming
+        ("gate_concurrency: 3", "gate_concurrency 3 is not one of the levels [1, 2, 4, 8]"),
+        ("tolerance: 1.5", "'load.tolerance'"),
+    ],
+    ids=["over-max-concurrency", "over-max-requests", "gate-not-a-level", "tolerance"],
+)
 def test_load_outside_its_bounds_is_one_line_with_its_place(tmp_path, load, fragment):
     from golive.inventory.loader import ConfigError, load_profile
 
@@ -240,8 +263,10 @@ def test_load_outside_its_bounds_is_one_line_with_its_place(tmp_path, load, frag
 def test_run_level_keeps_each_lane_to_one_request_at_a_time():
     """C lanes (one keep-alive connection each) carry at most C requests in flight, one per lane."""
     in_flight, peak, connections = 0, 0, set()
-    body = (b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n'
-            b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}\n\ndata: [DONE]\n\n')
+    body = (
+        b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n'
+        b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}\n\ndata: [DONE]\n\n'
+    )
 
     async def answer(reader, writer):
         nonlocal in_flight, peak
@@ -256,8 +281,9 @@ def test_run_level_keeps_each_lane_to_one_request_at_a_time():
 
     async def work(url):
         clients = lanes(url, 3, 10)
-        timings, _, _ = await run_level(clients, Workload(model="m", prompt_tokens=5, output_tokens=1), {}, 3, 7,
-                                        deadline=float("inf"), sentences=1)
+        timings, _, _ = await run_level(
+            clients, Workload(model="m", prompt_tokens=5, output_tokens=1), {}, 3, 7, deadline=float("inf"), sentences=1
+        )
         for lane in clients:
             await lane.aclose()
         return timings
@@ -272,8 +298,10 @@ def test_run_level_keeps_each_lane_to_one_request_at_a_time():
 def test_a_lane_reconnects_when_the_server_ends_its_connection(closing):
     """A server that answers `Connection: close`, or drops an idle keep-alive connection (uvicorn does after 5 s):
     the lane's next request goes out on a new connection instead of failing."""
-    body = (b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n'
-            b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}\n\ndata: [DONE]\n\n')
+    body = (
+        b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n'
+        b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}\n\ndata: [DONE]\n\n'
+    )
     connections = 0
 
     async def answer(reader, writer):

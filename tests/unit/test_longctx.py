@@ -1,4 +1,5 @@
 """The needle prompt is sized with at most 3 /tokenize calls to ±0.5 % of its target, by a real tokenizer's count."""
+
 import pytest
 from tokenizers import Tokenizer
 
@@ -54,7 +55,7 @@ def test_needle_sits_at_its_depth_and_the_question_ends_the_prompt(tokenizer, de
     haystack = longctx.build(Counter(tokenizer), 10_000, depth=depth, seed=1)
     needle = f"The secret passphrase is {haystack.answer}."
     assert haystack.prompt.count(haystack.answer) == 1
-    body = haystack.prompt[:haystack.prompt.index("\n\nWhat is the secret passphrase")]
+    body = haystack.prompt[: haystack.prompt.index("\n\nWhat is the secret passphrase")]
     assert body.index(needle) / len(body) == pytest.approx(depth, abs=0.01)
     assert haystack.prompt.endswith("Answer with the passphrase only.")
 
@@ -74,11 +75,15 @@ def test_usage_of_the_prompt_plus_a_template_matches(haystack, extra):
     assert longctx.usage_mismatch(haystack.tokens + extra, haystack) is None
 
 
-@pytest.mark.parametrize("prompt_tokens, found, fix", [
-    (None, "no usage.prompt_tokens", "proxy"),
-    (8_192, "counted 8,192 prompt tokens", "cut the prompt"),  # a truncating proxy or setting
-    (20_000, "a chat template adds 0 to 256", "injects a long system prompt"),
-], ids=["no-usage", "truncated", "template-injects"])
+@pytest.mark.parametrize(
+    "prompt_tokens, found, fix",
+    [
+        (None, "no usage.prompt_tokens", "proxy"),
+        (8_192, "counted 8,192 prompt tokens", "cut the prompt"),  # a truncating proxy or setting
+        (20_000, "a chat template adds 0 to 256", "injects a long system prompt"),
+    ],
+    ids=["no-usage", "truncated", "template-injects"],
+)
 def test_usage_that_does_not_match_is_a_finding(haystack, prompt_tokens, found, fix):
     mismatch = longctx.usage_mismatch(prompt_tokens, haystack)
     assert mismatch is not None and found in mismatch.found and fix in mismatch.fix, mismatch

@@ -6,6 +6,7 @@ only ANOTHER shipped profile holds (a number copied from one profile's recipe in
 come from the profiles' own values: numbers, fractions as percentages, and numbers inside short string values
 (versions, env values, parser names); prose (name, description, sources, notes) is left out.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -29,8 +30,17 @@ _STATUS = re.compile(r"HTTP \d{3}")  # a status code is a protocol word, not a q
 # Where an unset field makes a check not applicable, so its rule may say "(not set in this profile)". Fixtures first:
 # a check that takes one of these fixtures is not applicable when that profile section is None (golive/run/fixtures.py
 # `service` and `cluster`, suites/endpoint/test_throughput.py `load`); then the checks whose body says so.
-SECTION_OF_FIXTURE = {"service": "service", "docker_run": "service", "cluster": "cluster", "cluster_facts": "cluster",
-                      "peer": "cluster", "rails": "cluster", "rdma_rails": "cluster", "load": "load", "swept": "load"}
+SECTION_OF_FIXTURE = {
+    "service": "service",
+    "docker_run": "service",
+    "cluster": "cluster",
+    "cluster_facts": "cluster",
+    "peer": "cluster",
+    "rails": "cluster",
+    "rdma_rails": "cluster",
+    "load": "load",
+    "swept": "load",
+}
 NOT_APPLICABLE_WHEN_UNSET = {
     "test_hbm_node_page_cache_is_near_empty": {"numa"},
     "test_kv_cache_capacity_meets_floor": {"endpoint.kv_cache_tokens_floor"},
@@ -61,8 +71,11 @@ def checks() -> list[tuple[str, Callable[..., Any]]]:
             if not module_info.name.startswith("test_"):
                 continue
             module = importlib.import_module(f"{package.__name__}.{module_info.name}")
-            found += [(layer, function) for name, function in inspect.getmembers(module, inspect.isfunction)
-                      if name.startswith("test_") and function.__module__ == module.__name__]
+            found += [
+                (layer, function)
+                for name, function in inspect.getmembers(module, inspect.isfunction)
+                if name.startswith("test_") and function.__module__ == module.__name__
+            ]
     return found
 
 
@@ -178,14 +191,16 @@ def test_a_number_copied_from_one_profile_is_flagged_under_the_others():
     """Today's docstrings (before placeholders) carried the single-station recipe's numbers: the checker says so."""
     rule = _rule(_old_style_check, PROFILES["glm-5.3-2x-station-tp2"])
     assert problems(rule, "endpoint", _old_style_check, "glm-5.3-2x-station-tp2") == [
-        "shows 1464 (a number of glm-5.3-flash-gb300 only)"]
+        "shows 1464 (a number of glm-5.3-flash-gb300 only)"
+    ]
     assert problems(rule, "endpoint", _old_style_check, "glm-5.3-flash-gb300") == []  # its own numbers are fine
 
 
 def test_a_cut_rule_and_an_unset_field_are_flagged():
     assert problems(_rule(_cut_check, None), "endpoint", _cut_check, "reference-cpu") == [
         "does not end as a sentence (with '.'): cut, or a docstring whose first paragraph runs on",
-        "cites no source ([000], [field practice], the profile's {cited})"]
+        "cites no source ([000], [field practice], the profile's {cited})",
+    ]
 
     def unset_where_it_applies():
         """The checkpoint has {checkpoint.shard_count} shards [000]."""
@@ -193,10 +208,15 @@ def test_a_cut_rule_and_an_unset_field_are_flagged():
     rule = _rule(unset_where_it_applies, PROFILES["glm-5.3-flash-gb300"])
     assert rule == f"The checkpoint has {NOT_SET} shards [single-station recipe]."
     assert problems(rule, "host", unset_where_it_applies, "glm-5.3-flash-gb300") == [
-        f"names checkpoint.shard_count, unset in glm-5.3-flash-gb300 where the check applies: it shows {NOT_SET!r}"]
+        f"names checkpoint.shard_count, unset in glm-5.3-flash-gb300 where the check applies: it shows {NOT_SET!r}"
+    ]
     # the same field under a profile whose layers leave the host out: not applicable there, the rule may say so
-    assert problems(_rule(unset_where_it_applies, PROFILES["reference-cpu"]), "host", unset_where_it_applies,
-                    "reference-cpu") == []
+    assert (
+        problems(
+            _rule(unset_where_it_applies, PROFILES["reference-cpu"]), "host", unset_where_it_applies, "reference-cpu"
+        )
+        == []
+    )
 
 
 def test_fractions_show_as_percentages_and_numbers_to_four_digits():
@@ -204,9 +224,15 @@ def test_fractions_show_as_percentages_and_numbers_to_four_digits():
         """Within {load.tolerance:%} of {load.floors.peak_tok_s} tok/s, levels {load.concurrency} [000]."""
 
     assert _rule(tolerance_rule, PROFILES["glm-5.3-flash-gb300"]) == (
-        "Within 10 % of 2,517 tok/s, levels 1, 32, 256 [single-station recipe].")
+        "Within 10 % of 2,517 tok/s, levels 1, 32, 256 [single-station recipe]."
+    )
     assert [number(v) for v in (279.37329271811655, 0.0612345, 5933986, 1464.0, 12345.6)] == [
-        "279.4", "0.06123", "5,933,986", "1,464", "12,346"]
+        "279.4",
+        "0.06123",
+        "5,933,986",
+        "1,464",
+        "12,346",
+    ]
 
 
 def test_site_profiles_of_the_self_tests_leave_no_field_unset_where_the_check_applies():

@@ -50,8 +50,10 @@ def test_solver_never_reads_the_battery():
             "Tell me the forecast in Berlin, Madrid and Rome, in fahrenheit.",
             [("get_weather", {"city": c, "unit": "fahrenheit"}) for c in ("Berlin", "Madrid", "Rome")],
         ),
-        ("How many yen is 10 pounds?",
-         [("convert_currency", {"amount": 10, "from_currency": "GBP", "to_currency": "JPY"})]),
+        (
+            "How many yen is 10 pounds?",
+            [("convert_currency", {"amount": 10, "from_currency": "GBP", "to_currency": "JPY"})],
+        ),
         (
             "I need a room in New York on 2025-05-02 for one night for 3 people.",
             [("book_hotel", {"city": "New York", "check_in": "2025-05-02", "nights": 1, "guests": 3})],
@@ -91,8 +93,10 @@ def test_unseen_tools():
     assert calls_of(decide(user("Show me the metrics for GPU 3 on gpu-node-07."), tools)) == [
         ("get_gpu_metrics", {"node": "gpu-node-07", "gpu_index": 3})
     ]
-    text = ("Schedule a meeting titled 'Go-live review' on 2025-11-03 for 45 minutes with ann@example.com and "
-            "bob@example.com.")
+    text = (
+        "Schedule a meeting titled 'Go-live review' on 2025-11-03 for 45 minutes with ann@example.com and "
+        "bob@example.com."
+    )
     assert calls_of(decide(user(text), tools)) == [("schedule_meeting", {
         "title": "Go-live review", "date": "2025-11-03", "duration_minutes": 45,
         "attendees": ["ann@example.com", "bob@example.com"],
@@ -210,23 +214,40 @@ def _answered(request: str, name: str, *results: str) -> str:
     return decide(messages + [{"role": "tool", "content": r} for r in results], None).content
 
 
-@pytest.mark.parametrize("request_text,results,sentence", [
-    ("Is Madrid colder than Lisbon today?", ['{"temperature": 11.5}', '{"temperature": 15}'],
-     "The difference in temperature is 3.5."),
-    ("Sum up the two order totals.", ['{"order_id": "7", "amount_eur": 12, "items": 2}',
-                                      '{"order_id": "9", "amount_eur": 30.25, "items": 1}'],
-     "The total in amount eur is 42.25."),
-    ("What is the average price of these stocks?", ['{"price": 10}', '{"price": 20}', '{"price": 60}'],
-     "The average in price is 30."),
-])
+@pytest.mark.parametrize(
+    "request_text,results,sentence",
+    [
+        (
+            "Is Madrid colder than Lisbon today?",
+            ['{"temperature": 11.5}', '{"temperature": 15}'],
+            "The difference in temperature is 3.5.",
+        ),
+        (
+            "Sum up the two order totals.",
+            ['{"order_id": "7", "amount_eur": 12, "items": 2}', '{"order_id": "9", "amount_eur": 30.25, "items": 1}'],
+            "The total in amount eur is 42.25.",
+        ),
+        (
+            "What is the average price of these stocks?",
+            ['{"price": 10}', '{"price": 20}', '{"price": 60}'],
+            "The average in price is 30.",
+        ),
+    ],
+)
 def test_numbers_worked_out_from_several_results(request_text, results, sentence):
     assert _answered(request_text, "lookup", *results).startswith(sentence + " Here is what I found:")
 
 
-@pytest.mark.parametrize("request_text,results", [
-    ("What's the weather in Paris and Rome?", ['{"temperature": 18}', '{"temperature": 20}']),  # nothing to work out
-    ("How much warmer is Rome?", ['{"temperature": 20}']),  # one result
-    ("How much warmer is Rome than Atlantis?", ['{"temperature": 20}', '{"error": "unknown city"}']),
-])
+@pytest.mark.parametrize(
+    "request_text,results",
+    [
+        (
+            "What's the weather in Paris and Rome?",
+            ['{"temperature": 18}', '{"temperature": 20}'],
+        ),  # nothing to work out
+        ("How much warmer is Rome?", ['{"temperature": 20}']),  # one result
+        ("How much warmer is Rome than Atlantis?", ['{"temperature": 20}', '{"error": "unknown city"}']),
+    ],
+)
 def test_no_number_is_invented(request_text, results):
     assert _answered(request_text, "get_weather", *results).startswith("Here is what I found:")

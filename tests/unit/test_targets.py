@@ -1,4 +1,5 @@
 """golive_testbed.targets: station trees built from fixtures/stations, reached the way the host checks reach them."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,9 @@ MODEL = "srv/models/GLM-5.3-Flash-NVFP4"
 HEALTHY_VARIANTS = {"stopped", "no-systemd", "docker-restart-no", "drop-ins-masked-and-ordered"}
 
 # busybox builds the trees (scripts/setup.sh installs it); CI (GOLIVE_REQUIRE_E2E=1) runs these and fails without it
-needs_busybox = pytest.mark.skipif(not targets.BUSYBOX.is_file() and not REQUIRE_E2E,
-                                   reason="apt-get install busybox-static")
+needs_busybox = pytest.mark.skipif(
+    not targets.BUSYBOX.is_file() and not REQUIRE_E2E, reason="apt-get install busybox-static"
+)
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +203,8 @@ def test_modes_of_a_path_the_tree_lacks_is_refused(tmp_path):
     (tmp_path / HEALTHY / "etc").mkdir(parents=True)
     (tmp_path / "variants/typo").mkdir(parents=True)
     (tmp_path / "variants/typo/variant.yaml").write_text(
-        "base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {etc/nothing: '0644'}\n")
+        "base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {etc/nothing: '0644'}\n"
+    )
     with pytest.raises(TargetsError, match="modes: etc/nothing is not a file of the tree"):
         build_station_trees(tmp_path, tmp_path / "built")
 
@@ -240,8 +243,9 @@ def _copy_sources(tmp_path: Path) -> Path:
 
 
 def _hash_files(built: dict[str, Path]) -> dict[str, tuple[int, int]]:
-    return {n: ((p / targets.HASH_FILE).stat().st_ino, (p / targets.HASH_FILE).stat().st_mtime_ns)
-            for n, p in built.items()}
+    return {
+        n: ((p / targets.HASH_FILE).stat().st_ino, (p / targets.HASH_FILE).stat().st_mtime_ns) for n, p in built.items()
+    }
 
 
 @needs_busybox
@@ -251,7 +255,8 @@ def test_rebuild_only_what_changed(tmp_path):
     assert _hash_files(build_station_trees(src, dest)) == first  # nothing changed: nothing rebuilt
 
     (src / "variants/stopped/variant.yaml").write_text(
-        (src / "variants/stopped/variant.yaml").read_text().replace("Healthy and stopped", "Stopped"))
+        (src / "variants/stopped/variant.yaml").read_text().replace("Healthy and stopped", "Stopped")
+    )
     after = _hash_files(build_station_trees(src, dest))
     changed = {n for n in first if after[n] != first[n]}
     based_on_stopped = {v.name for v in load_variants(src) if v.base == "stopped"}
@@ -288,8 +293,10 @@ def test_missing_busybox_says_how_to_install_it(tmp_path):
         ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\ndelete: [../etc]\n", "without '..'"),
         ("base: bad\nphase: serving\nbreaks: null\nwhy: x\n", "cycle"),
         ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {bin/x: 644}\n", "octal string in quotes"),
-        ("base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {/bin/x: '0644'}\n",
-         "relative to the tree"),
+        (
+            "base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\nmodes: {/bin/x: '0644'}\n",
+            "relative to the tree",
+        ),
     ],
 )
 def test_bad_variant_is_refused_with_its_file(tmp_path, yaml_text, error):
@@ -305,7 +312,8 @@ def test_deleting_a_path_the_base_lacks_is_refused(tmp_path):
     (tmp_path / HEALTHY / "etc").mkdir(parents=True)
     (tmp_path / "variants/typo").mkdir(parents=True)
     (tmp_path / "variants/typo/variant.yaml").write_text(
-        "base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\ndelete: [etc/sytemd]\n")
+        "base: gb300-healthy\nphase: serving\nbreaks: null\nwhy: x\ndelete: [etc/sytemd]\n"
+    )
     with pytest.raises(TargetsError, match="etc/sytemd is not in its base"):
         build_station_trees(tmp_path, tmp_path / "built")
 
@@ -327,8 +335,12 @@ def gb300(trees: dict) -> dict:
 
 def tree_dropins(tree: Path) -> list[str]:
     """The drop-ins of the tree's unit, in the order systemd applies them (golive's reading of systemd.unit(5))."""
-    found = [f"/{p.relative_to(tree)}" for d in systemd.UNIT_DIRS for name in systemd.dropin_dir_names(UNIT_NAME)
-             for p in sorted((tree / d.lstrip("/") / name).glob("*.conf"))]
+    found = [
+        f"/{p.relative_to(tree)}"
+        for d in systemd.UNIT_DIRS
+        for name in systemd.dropin_dir_names(UNIT_NAME)
+        for p in sorted((tree / d.lstrip("/") / name).glob("*.conf"))
+    ]
     return systemd.order_dropins(found, UNIT_NAME)
 
 
@@ -375,9 +387,12 @@ def test_docker_recordings_match_the_unit_files(trees):
             continue
         argv = expanded_exec_start(tree)
         c = container(tree)
-        image_at = argv.index(c["Config"]["Image"]) if name != "container-stale-image" else argv.index(
-            "vllm/vllm-openai@" + PIN)
-        assert c["Config"]["Cmd"] == argv[image_at + 1:], name
+        image_at = (
+            argv.index(c["Config"]["Image"])
+            if name != "container-stale-image"
+            else argv.index("vllm/vllm-openai@" + PIN)
+        )
+        assert c["Config"]["Cmd"] == argv[image_at + 1 :], name
         assert c["Args"] == ["serve"] + c["Config"]["Cmd"], name
         restart = docker.parse_run(argv).values("--restart")  # `--restart no` is Docker's default, said out loud
         assert c["HostConfig"]["RestartPolicy"]["Name"] == (restart[-1] if restart else "no"), name
@@ -410,7 +425,8 @@ def test_gpu_recordings_agree_with_proc_and_sys(trees):
         else:
             assert not numa.exists() and has_memory == "0" and node_meminfo(tree, 1)["MemTotal"] == 0, name
     assert (trees[HEALTHY] / "proc/41873/cgroup").read_text() == (
-        f"0::/system.slice/docker-{container(trees[HEALTHY])['Id']}.scope\n")
+        f"0::/system.slice/docker-{container(trees[HEALTHY])['Id']}.scope\n"
+    )
 
 
 # --- through testinfra's chroot backend, as the host checks run ------------------------------------------------------
@@ -425,7 +441,9 @@ def test_testinfra_reads_a_serving_tree(trees):
     props = dict(line.split("=", 1) for line in out.stdout.splitlines())
     assert props["ActiveState"] == "active" and PIN in props["ExecStart"]
     assert h.check_output("systemctl show glm53-flash -p StartLimitBurst,Restart --value").split() == [
-        "on-failure", "3"]
+        "on-failure",
+        "3",
+    ]
     svc = h.service("glm53-flash")
     assert svc.is_running and svc.is_enabled and svc.systemd_properties["RestartUSec"] == "1min"
 
@@ -441,11 +459,13 @@ def test_testinfra_reads_a_serving_tree(trees):
     assert c["State"]["Pid"] == 41873 and c["HostConfig"]["RestartPolicy"]["Name"] == "no"
     image = json.loads(h.check_output("docker image inspect %s", c["Image"]))[0]
     assert image["RepoDigests"] == ["vllm/vllm-openai@" + PIN] and image["Architecture"] == "arm64"
-    gpus = h.check_output("nvidia-smi --query-gpu=index,name,pci.bus_id,memory.used,memory.total "
-                          "--format=csv,noheader,nounits")
+    gpus = h.check_output(
+        "nvidia-smi --query-gpu=index,name,pci.bus_id,memory.used,memory.total --format=csv,noheader,nounits"
+    )
     assert gpus.splitlines()[0] == "0, NVIDIA GB300, 00000009:01:00.0, 241602, 256951"
-    apps = h.check_output("nvidia-smi --query-compute-apps=pid,process_name,gpu_bus_id,used_gpu_memory "
-                          "--format=csv,noheader,nounits")
+    apps = h.check_output(
+        "nvidia-smi --query-compute-apps=pid,process_name,gpu_bus_id,used_gpu_memory --format=csv,noheader,nounits"
+    )
     assert apps == "41873, /usr/bin/python3, 00000009:01:00.0, 241088"
     assert "Addressing Mode                                    : ATS" in h.check_output("nvidia-smi -q")
 
@@ -454,8 +474,14 @@ def test_testinfra_reads_a_serving_tree(trees):
 @needs_chroot
 def test_stubs_refuse_what_was_not_recorded(trees):
     h = host(trees[HEALTHY])
-    for cmd in ("nvidia-smi -L", "docker ps", "systemctl restart glm53-flash", "systemctl show sshd.service",
-                "docker inspect --format '{{.State.Pid}}' glm53-flash", "docker image inspect sha256:0000"):
+    for cmd in (
+        "nvidia-smi -L",
+        "docker ps",
+        "systemctl restart glm53-flash",
+        "systemctl show sshd.service",
+        "docker inspect --format '{{.State.Pid}}' glm53-flash",
+        "docker image inspect sha256:0000",
+    ):
         out = h.run(cmd)
         assert out.rc == 127 and out.stderr.startswith("stub: not recorded: "), cmd
     h.run("echo discarded > /dev/null")
@@ -468,8 +494,12 @@ def test_testinfra_sees_stopped_disabled_and_systemd_less_trees(trees):
     stopped = host(trees["stopped"])
     assert stopped.run("systemctl is-active glm53-flash.service").rc == 3
     assert not stopped.service("glm53-flash").is_running and stopped.service("glm53-flash").is_enabled
-    assert stopped.check_output("nvidia-smi --query-compute-apps=pid,process_name,gpu_bus_id,used_gpu_memory "
-                                "--format=csv,noheader,nounits") == ""
+    assert (
+        stopped.check_output(
+            "nvidia-smi --query-compute-apps=pid,process_name,gpu_bus_id,used_gpu_memory --format=csv,noheader,nounits"
+        )
+        == ""
+    )
     disabled = host(trees["unit-disabled"])
     out = disabled.run("systemctl is-enabled glm53-flash")
     assert (out.rc, out.stdout) == (1, "disabled\n")
@@ -481,4 +511,5 @@ def test_testinfra_sees_stopped_disabled_and_systemd_less_trees(trees):
     c = json.loads(stale.check_output("docker inspect glm53-flash"))[0]
     image = json.loads(stale.check_output("docker image inspect %s", c["Image"]))[0]
     assert image["RepoDigests"] == [
-        "vllm/vllm-openai@sha256:6fd5bb80ea3bc534e29daf8353968b760e8a33d972e061b31a2bfaa05bc3851e"]
+        "vllm/vllm-openai@sha256:6fd5bb80ea3bc534e29daf8353968b760e8a33d972e061b31a2bfaa05bc3851e"
+    ]

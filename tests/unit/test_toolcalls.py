@@ -121,11 +121,13 @@ def test_strings_ignore_case_whitespace_and_surrounding_punctuation():
 
 
 def test_numbers_compare_by_value_and_an_int_is_a_number():
-    assert score("multiple_thermostat",
-                 call("set_thermostat", temperature=18.50, unit="celsius", room="Server Room")).passed
+    assert score(
+        "multiple_thermostat", call("set_thermostat", temperature=18.50, unit="celsius", room="Server Room")
+    ).passed
     assert score("typed_boolean_false", call("set_thermostat", temperature=19.0, unit="celsius", eco_mode=False)).passed
-    assert score("multiple_currency_names",
-                 call("convert_currency", amount=250, from_currency="eur", to_currency="JPY")).passed
+    assert score(
+        "multiple_currency_names", call("convert_currency", amount=250, from_currency="eur", to_currency="JPY")
+    ).passed
 
 
 def test_parallel_calls_match_in_any_order():
@@ -155,8 +157,9 @@ def test_no_call_case_passes_without_calls():
 
 
 def test_any_call_fails_a_no_call_case():
-    verdict = score("irrelevance_arithmetic",
-                    call("convert_currency", amount=17, from_currency="USD", to_currency="EUR"))
+    verdict = score(
+        "irrelevance_arithmetic", call("convert_currency", amount=17, from_currency="USD", to_currency="EUR")
+    )
     assert not verdict.passed
     assert verdict.reason == "called convert_currency where no tool fits"
 
@@ -213,8 +216,9 @@ def test_string_type():
 
 def test_array_item_type():
     verdict = score("typed_array", call("tag_ticket", ticket_id=4512, tags=["nccl", 7, "p1"]))
-    assert verdict.reason == ("tag_ticket: argument 'tags' = ['nccl', 7, 'p1'] has item 7 that is integer, "
-                              "schema says string")
+    assert verdict.reason == (
+        "tag_ticket: argument 'tags' = ['nccl', 7, 'p1'] has item 7 that is integer, schema says string"
+    )
 
 
 def test_enum_respected():
@@ -244,9 +248,13 @@ def test_value_may_not_be_omitted_when_the_user_asked_for_it():
 
 def test_unasked_argument_is_rejected():
     """An argument the schema allows (guests) but the user never asked for fails; the same call without it passes."""
-    case = ToolCase("x", "simple", [], CASES["typed_integers_hotel"].tools, [
-        {"name": "book_hotel", "arguments": {"city": ["Lisbon"], "check_in": ["2025-07-14"], "nights": [3]}}
-    ])
+    case = ToolCase(
+        "x",
+        "simple",
+        [],
+        CASES["typed_integers_hotel"].tools,
+        [{"name": "book_hotel", "arguments": {"city": ["Lisbon"], "check_in": ["2025-07-14"], "nights": [3]}}],
+    )
     asked = {"city": "Lisbon", "check_in": "2025-07-14", "nights": 3}
     schema = case.parameters("book_hotel")
     assert schema and "guests" in schema["properties"]  # allowed by the schema: only the user's ask rules it out

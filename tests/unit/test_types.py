@@ -5,6 +5,7 @@ One check per layer, each through the fixture type it is given: StationFacts (ho
 EndpointClient (endpoint). The copies sit in a tmp dir outside the repository, their `golive` imports resolved from
 the working tree (MYPYPATH), so the test reads what the checks are now.
 """
+
 import os
 import subprocess
 import sys
@@ -15,10 +16,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 # (check file, the attribute access it holds, its misspelling, the type mypy names)
 TYPOS = [
-    ("suites/host/test_container.py", "container = facts.container\n", "container = facts.containr\n",
-     "StationFacts"),
-    ("suites/cluster/test_rails.py", "interfaces = cluster_facts.interfaces\n",
-     "interfaces = cluster_facts.interfacs\n", "ClusterFacts"),
+    ("suites/host/test_container.py", "container = facts.container\n", "container = facts.containr\n", "StationFacts"),
+    (
+        "suites/cluster/test_rails.py",
+        "interfaces = cluster_facts.interfaces\n",
+        "interfaces = cluster_facts.interfacs\n",
+        "ClusterFacts",
+    ),
     ("suites/endpoint/test_chat.py", "result = endpoint.chat(", "result = endpoint.caht(", "EndpointClient"),
 ]
 
@@ -38,9 +42,24 @@ def _copy(folder: Path, typo: bool) -> list[Path]:
 
 def _mypy(files: list[Path], cache: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MYPYPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
-                           "--cache-dir", str(cache), "--no-color-output", *map(str, files)],
-                          capture_output=True, text=True, env=env, cwd=files[0].parent, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(REPO / "pyproject.toml"),
+            "--cache-dir",
+            str(cache),
+            "--no-color-output",
+            *map(str, files),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=files[0].parent,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
 """The under-load probes' judgement: right answers pass, anything else is named with what came back."""
+
 from golive.endpoint.client import ChatResult
 from golive.endpoint.underload import PROBES
 
@@ -7,8 +8,9 @@ TOOL, SUM = PROBES[0], PROBES[1]  # get_weather(Paris), 17 * 23
 
 def test_tool_probe_wants_one_get_weather_call_for_paris():
     assert TOOL.judge(ChatResult("", "", [("get_weather", '{"city": "Paris"}')], "tool_calls")) is None
-    assert TOOL.judge(ChatResult("", "", [("get_weather", '{"city": "paris", "unit": "celsius"}')], "tool_calls")) \
-        is None
+    assert (
+        TOOL.judge(ChatResult("", "", [("get_weather", '{"city": "paris", "unit": "celsius"}')], "tool_calls")) is None
+    )
     wrong = TOOL.judge(ChatResult("", "", [("get_time", '{"city": "Paris"}')], "tool_calls"))
     assert wrong == "tool calls [('get_time', '{\"city\": \"Paris\"}')], content '', finish_reason tool_calls"
     assert TOOL.judge(ChatResult("", "", [("get_weather", '{"city": "Lyon"}')], "tool_calls"))

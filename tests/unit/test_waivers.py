@@ -1,4 +1,5 @@
 """Waiver files: validated like profiles (one line, file:line), matched by check or rule and station, with expiry."""
+
 import datetime as dt
 from pathlib import Path
 
@@ -13,8 +14,10 @@ REPO = Path(__file__).resolve().parents[2]
 def test_typo_in_a_waiver_file_is_one_line_with_file_and_line():
     with pytest.raises(ConfigError) as info:
         load_inventory(REPO / "fixtures/inventories/waiver-typo.yaml")
-    assert str(info.value) == (f"{REPO / 'fixtures/inventories/../waivers/typo.yaml'}:7: unknown key "
-                               f"'waivers.0.expiry'; did you mean 'expires'?")
+    assert str(info.value) == (
+        f"{REPO / 'fixtures/inventories/../waivers/typo.yaml'}:7: unknown key "
+        f"'waivers.0.expiry'; did you mean 'expires'?"
+    )
 
 
 def test_a_waiver_must_name_a_check_and_a_date(tmp_path):

@@ -1,6 +1,7 @@
 """`golive watch`: what a round's results become as metrics, and the alert rules generated from the profile, checked
 by Prometheus's own promtool: each alert fires on a synthetic series crossing its threshold and stays quiet on one
 that does not."""
+
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,17 +24,20 @@ from golive.inventory.loader import load_profile
 REPO = Path(__file__).resolve().parents[2]
 EVERY = 60
 PROMTOOL = shutil.which("promtool") or "promtool"  # absent: the promtool tests skip (needs_promtool)
-needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None,
-                                    reason="promtool not installed: scripts/setup.sh installs Debian's prometheus")
+needs_promtool = pytest.mark.skipif(
+    shutil.which("promtool") is None, reason="promtool not installed: scripts/setup.sh installs Debian's prometheus"
+)
 
 
 @pytest.fixture
 def inventory(tmp_path):
     """Two stations, two profiles: the GB300 site profile (host and endpoint) and the reference (endpoint only)."""
     path = tmp_path / "inventory.yaml"
-    path.write_text(f"profile: {REPO}/fixtures/profiles/gb300-site.yaml\nstations:\n"
-                    f"  - {{name: gb300-a, host: 'chroot:///nonexistent', endpoint: 'http://127.0.0.1:1/v1'}}\n"
-                    f"  - {{name: ref, endpoint: 'http://127.0.0.1:2/v1', profile: reference-cpu}}\n")
+    path.write_text(
+        f"profile: {REPO}/fixtures/profiles/gb300-site.yaml\nstations:\n"
+        f"  - {{name: gb300-a, host: 'chroot:///nonexistent', endpoint: 'http://127.0.0.1:1/v1'}}\n"
+        f"  - {{name: ref, endpoint: 'http://127.0.0.1:2/v1', profile: reference-cpu}}\n"
+    )
     return path
 
 
@@ -43,36 +47,50 @@ def rules_of(inventory: Path) -> dict[str, dict[str, dict]]:
     return {g["name"].removeprefix("golive-"): {r["alert"]: r for r in g["rules"]} for g in document["groups"]}
 
 
-@pytest.mark.parametrize("nodeid, station, name", [
-    ("suites/endpoint/test_x.py::test_health_endpoint_is_ok[ref]", "ref", "test_health_endpoint_is_ok"),
-    ("suites/endpoint/test_long_context.py::test_needle[0.5-gb300-a]", "gb300-a", "test_needle[0.5]"),
-    ("suites/host/test_unit.py::test_unit_caps[a-b]", "a-b", "test_unit_caps"),
-    ("suites/host/test_unit.py::test_plain", "x", "test_plain"),
-])
+@pytest.mark.parametrize(
+    "nodeid, station, name",
+    [
+        ("suites/endpoint/test_x.py::test_health_endpoint_is_ok[ref]", "ref", "test_health_endpoint_is_ok"),
+        ("suites/endpoint/test_long_context.py::test_needle[0.5-gb300-a]", "gb300-a", "test_needle[0.5]"),
+        ("suites/host/test_unit.py::test_unit_caps[a-b]", "a-b", "test_unit_caps"),
+        ("suites/host/test_unit.py::test_plain", "x", "test_plain"),
+    ],
+)
 def test_check_names_drop_the_station(nodeid, station, name):
     assert check_name(nodeid, station) == name
 
 
 def test_round_results_become_passed_or_not():
-    results = {"checks": [
-        {"nodeid": "s::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed"},
-        {"nodeid": "s::test_b[ref]", "station": "ref", "layer": "endpoint", "outcome": "failed"},
-        {"nodeid": "s::test_c[ref]", "station": "ref", "layer": "endpoint", "outcome": "skipped"},
-        {"nodeid": "s::test_d[ref]", "station": "ref", "layer": "host", "outcome": "not_applicable"},
-        {"nodeid": "s::test_e[ref]", "station": "ref", "layer": "host", "outcome": "waived"},
-        {"nodeid": "s::test_f[ref]", "station": "ref", "layer": "host", "outcome": "error"},
-    ]}
-    assert checks_from_results(results) == {"ref": {("test_a", "endpoint"): True, ("test_b", "endpoint"): False,
-                                                    ("test_c", "endpoint"): False, ("test_e", "host"): True,
-                                                    ("test_f", "host"): False}}
+    results = {
+        "checks": [
+            {"nodeid": "s::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed"},
+            {"nodeid": "s::test_b[ref]", "station": "ref", "layer": "endpoint", "outcome": "failed"},
+            {"nodeid": "s::test_c[ref]", "station": "ref", "layer": "endpoint", "outcome": "skipped"},
+            {"nodeid": "s::test_d[ref]", "station": "ref", "layer": "host", "outcome": "not_applicable"},
+            {"nodeid": "s::test_e[ref]", "station": "ref", "layer": "host", "outcome": "waived"},
+            {"nodeid": "s::test_f[ref]", "station": "ref", "layer": "host", "outcome": "error"},
+        ]
+    }
+    assert checks_from_results(results) == {
+        "ref": {
+            ("test_a", "endpoint"): True,
+            ("test_b", "endpoint"): False,
+            ("test_c", "endpoint"): False,
+            ("test_e", "host"): True,
+            ("test_f", "host"): False,
+        }
+    }
 
 
-@pytest.mark.parametrize("before, after, speed", [
-    (Latency(10.0, 1000), Latency(12.0, 1100), 50.0),  # 100 tokens in 2 s of inter-token time
-    (None, Latency(12.0, 1100), None),                 # first round: nothing to compare
-    (Latency(10.0, 1000), Latency(10.0, 1000), None),  # no token since: no speed, not 0
-    (Latency(10.0, 1000), Latency(1.0, 50), None),     # the station restarted: its counters reset
-])
+@pytest.mark.parametrize(
+    "before, after, speed",
+    [
+        (Latency(10.0, 1000), Latency(12.0, 1100), 50.0),  # 100 tokens in 2 s of inter-token time
+        (None, Latency(12.0, 1100), None),  # first round: nothing to compare
+        (Latency(10.0, 1000), Latency(10.0, 1000), None),  # no token since: no speed, not 0
+        (Latency(10.0, 1000), Latency(1.0, 50), None),  # the station restarted: its counters reset
+    ],
+)
 def test_per_user_speed_from_two_readings(before, after, speed):
     assert per_user_speed(before, after) == speed
 
@@ -81,18 +99,30 @@ def test_metrics_carry_station_and_check_labels(inventory):
     from prometheus_client import CollectorRegistry, generate_latest
 
     watcher = Watcher(inventory, EVERY)
-    watcher.state.rounds = {"ref": StationRound(checks={("test_a", "endpoint"): True, ("test_b", "endpoint"): False},
-                                                canary_up=True, ttft_s=0.05, decode_tok_s=120.0, kv_usage=0.25,
-                                                running=3, waiting=0, restarts=2)}
+    watcher.state.rounds = {
+        "ref": StationRound(
+            checks={("test_a", "endpoint"): True, ("test_b", "endpoint"): False},
+            canary_up=True,
+            ttft_s=0.05,
+            decode_tok_s=120.0,
+            kv_usage=0.25,
+            running=3,
+            waiting=0,
+            restarts=2,
+        )
+    }
     registry = CollectorRegistry()
     registry.register(watcher)
     text = generate_latest(registry).decode()
-    for line in ['golive_check_passed{check="test_a",layer="endpoint",station="ref"} 1.0',
-                 'golive_check_passed{check="test_b",layer="endpoint",station="ref"} 0.0',
-                 'golive_canary_up{station="ref"} 1.0', 'golive_probe_decode_tokens_per_second{station="ref"} 120.0',
-                 'golive_station_kv_cache_usage_ratio{station="ref"} 0.25',
-                 'golive_station_requests_running{station="ref"} 3.0',
-                 'golive_service_restarts_total{station="ref"} 2.0']:
+    for line in [
+        'golive_check_passed{check="test_a",layer="endpoint",station="ref"} 1.0',
+        'golive_check_passed{check="test_b",layer="endpoint",station="ref"} 0.0',
+        'golive_canary_up{station="ref"} 1.0',
+        'golive_probe_decode_tokens_per_second{station="ref"} 120.0',
+        'golive_station_kv_cache_usage_ratio{station="ref"} 0.25',
+        'golive_station_requests_running{station="ref"} 3.0',
+        'golive_service_restarts_total{station="ref"} 2.0',
+    ]:
         assert line in text, text
     assert "golive_station_per_user_decode_tokens_per_second{" not in text  # not read: left out, never a made-up 0
 
@@ -102,18 +132,23 @@ def test_thresholds_come_from_each_stations_profile(inventory, tmp_path):
     gb300, ref = rules["gb300-a"], rules["ref"]
     # the GB300 recipe's watch: values [001]
     assert gb300["GoliveSingleUserDecodeSlow"]["expr"].startswith(
-        'golive_probe_decode_tokens_per_second{station="gb300-a"} < 100 ')
-    assert 'golive_station_per_user_decode_tokens_per_second{station="gb300-a"} < 55.6 and on(station) ' \
-           'golive_station_requests_running{station="gb300-a"} >= 32' == gb300["GolivePerUserDecodeSlow"]["expr"]
-    assert gb300["GoliveRestartSpike"]["expr"] == \
-        'increase(golive_service_restarts_total{station="gb300-a"}[3600s]) >= 2'
+        'golive_probe_decode_tokens_per_second{station="gb300-a"} < 100 '
+    )
+    assert (
+        'golive_station_per_user_decode_tokens_per_second{station="gb300-a"} < 55.6 and on(station) '
+        'golive_station_requests_running{station="gb300-a"} >= 32' == gb300["GolivePerUserDecodeSlow"]["expr"]
+    )
+    assert (
+        gb300["GoliveRestartSpike"]["expr"] == 'increase(golive_service_restarts_total{station="gb300-a"}[3600s]) >= 2'
+    )
     # the reference has no watch: section: its go-live floors less its tolerance, no unit so no restart alert
     load = load_profile("reference-cpu").profile.load
     assert load is not None
     single = load.floors.single_user_decode_tok_s * (1 - load.tolerance)
     per_user_floor = load.floors.per_user_tok_s_p50 * (1 - load.tolerance)
     assert ref["GoliveSingleUserDecodeSlow"]["expr"].startswith(
-        f'golive_probe_decode_tokens_per_second{{station="ref"}} < {single:g} ')
+        f'golive_probe_decode_tokens_per_second{{station="ref"}} < {single:g} '
+    )
     per_user = ref["GolivePerUserDecodeSlow"]["expr"]
     assert f"< {per_user_floor:g} and on(station)" in per_user and per_user.endswith(f">= {load.gate_level}")
     assert "GoliveRestartSpike" not in ref
@@ -121,8 +156,10 @@ def test_thresholds_come_from_each_stations_profile(inventory, tmp_path):
     assert {r["labels"]["profile"] for r in gb300.values()} == {"glm-5.3-flash-gb300"}
     # a site's own numbers win
     site = tmp_path / "site.yaml"
-    site.write_text(f"extends: {REPO}/fixtures/profiles/gb300-site.yaml\nwatch:\n  single_user_decode_tok_s: 120\n"
-                    "  kv_usage_ceiling: 0.9\n  restarts_per_interval: 1\n")
+    site.write_text(
+        f"extends: {REPO}/fixtures/profiles/gb300-site.yaml\nwatch:\n  single_user_decode_tok_s: 120\n"
+        "  kv_usage_ceiling: 0.9\n  restarts_per_interval: 1\n"
+    )
     inventory.write_text(inventory.read_text().replace(f"{REPO}/fixtures/profiles/gb300-site.yaml", str(site)))
     gb300 = rules_of(inventory)["gb300-a"]
     assert " < 120 " in gb300["GoliveSingleUserDecodeSlow"]["expr"]
@@ -137,40 +174,71 @@ def scenarios(station: str, rule: dict) -> tuple[dict, list[dict]]:
     users = int(rule["labels"].get("users", 0))
     steady = "x10"
     return {
-        "GoliveStationNotAnswering": ({f"golive_canary_up{sel}": f"0{steady}"},
-                                      [{f"golive_canary_up{sel}": f"1{steady}"}]),
-        "GoliveCheckFailing": ({f'golive_check_passed{{station="{station}",check="test_x",layer="endpoint"}}':
-                                f"0{steady}"},
-                               [{f'golive_check_passed{{station="{station}",check="test_x",layer="endpoint"}}':
-                                 f"1{steady}"}]),
+        "GoliveStationNotAnswering": (
+            {f"golive_canary_up{sel}": f"0{steady}"},
+            [{f"golive_canary_up{sel}": f"1{steady}"}],
+        ),
+        "GoliveCheckFailing": (
+            {f'golive_check_passed{{station="{station}",check="test_x",layer="endpoint"}}': f"0{steady}"},
+            [{f'golive_check_passed{{station="{station}",check="test_x",layer="endpoint"}}': f"1{steady}"}],
+        ),
         # timestamps in seconds since the test's time 0; evaluated at 10 min
-        "GoliveNoRecentSuccess": ({f"golive_last_success_timestamp_seconds{sel}": f"0{steady}"},
-                                  [{f"golive_last_success_timestamp_seconds{sel}": f"0+60{steady}"}]),
+        "GoliveNoRecentSuccess": (
+            {f"golive_last_success_timestamp_seconds{sel}": f"0{steady}"},
+            [{f"golive_last_success_timestamp_seconds{sel}": f"0+60{steady}"}],
+        ),
         "GoliveSingleUserDecodeSlow": (
-            {f"golive_probe_decode_tokens_per_second{sel}": f"{t * 0.9:g}{steady}",
-             f"golive_probe_others_running{sel}": f"0{steady}"},
-            [{f"golive_probe_decode_tokens_per_second{sel}": f"{t * 1.1:g}{steady}",
-              f"golive_probe_others_running{sel}": f"0{steady}"},
-             {f"golive_probe_decode_tokens_per_second{sel}": f"{t * 0.9:g}{steady}",  # slow because others ran
-              f"golive_probe_others_running{sel}": f"5{steady}"}]),
+            {
+                f"golive_probe_decode_tokens_per_second{sel}": f"{t * 0.9:g}{steady}",
+                f"golive_probe_others_running{sel}": f"0{steady}",
+            },
+            [
+                {
+                    f"golive_probe_decode_tokens_per_second{sel}": f"{t * 1.1:g}{steady}",
+                    f"golive_probe_others_running{sel}": f"0{steady}",
+                },
+                {
+                    f"golive_probe_decode_tokens_per_second{sel}": f"{t * 0.9:g}{steady}",  # slow because others ran
+                    f"golive_probe_others_running{sel}": f"5{steady}",
+                },
+            ],
+        ),
         "GolivePerUserDecodeSlow": (
-            {f"golive_station_per_user_decode_tokens_per_second{sel}": f"{t * 0.9:g}{steady}",
-             f"golive_station_requests_running{sel}": f"{users}{steady}"},
-            [{f"golive_station_per_user_decode_tokens_per_second{sel}": f"{t * 1.1:g}{steady}",
-              f"golive_station_requests_running{sel}": f"{users}{steady}"},
-             {f"golive_station_per_user_decode_tokens_per_second{sel}": f"{t * 0.9:g}{steady}",
-              f"golive_station_requests_running{sel}": f"{users - 1}{steady}"}]),
-        "GoliveRestartSpike": ({f"golive_service_restarts_total{sel}": " ".join(
-                                    str(min(i // 2, int(t))) for i in range(11))},
-                               [{f"golive_service_restarts_total{sel}": " ".join(
-                                   str(min(i // 5, int(t) - 1)) for i in range(11))}]),
+            {
+                f"golive_station_per_user_decode_tokens_per_second{sel}": f"{t * 0.9:g}{steady}",
+                f"golive_station_requests_running{sel}": f"{users}{steady}",
+            },
+            [
+                {
+                    f"golive_station_per_user_decode_tokens_per_second{sel}": f"{t * 1.1:g}{steady}",
+                    f"golive_station_requests_running{sel}": f"{users}{steady}",
+                },
+                {
+                    f"golive_station_per_user_decode_tokens_per_second{sel}": f"{t * 0.9:g}{steady}",
+                    f"golive_station_requests_running{sel}": f"{users - 1}{steady}",
+                },
+            ],
+        ),
+        "GoliveRestartSpike": (
+            {f"golive_service_restarts_total{sel}": " ".join(str(min(i // 2, int(t))) for i in range(11))},
+            [{f"golive_service_restarts_total{sel}": " ".join(str(min(i // 5, int(t) - 1)) for i in range(11))}],
+        ),
         "GoliveKvCacheExhausted": (
-            {f"golive_station_kv_cache_usage_ratio{sel}": f"{min(1.0, t + 0.01):g}{steady}",
-             f"golive_station_requests_waiting{sel}": f"3{steady}"},
-            [{f"golive_station_kv_cache_usage_ratio{sel}": f"{min(1.0, t + 0.01):g}{steady}",
-              f"golive_station_requests_waiting{sel}": f"0{steady}"},
-             {f"golive_station_kv_cache_usage_ratio{sel}": f"{t - 0.1:g}{steady}",
-              f"golive_station_requests_waiting{sel}": f"3{steady}"}]),
+            {
+                f"golive_station_kv_cache_usage_ratio{sel}": f"{min(1.0, t + 0.01):g}{steady}",
+                f"golive_station_requests_waiting{sel}": f"3{steady}",
+            },
+            [
+                {
+                    f"golive_station_kv_cache_usage_ratio{sel}": f"{min(1.0, t + 0.01):g}{steady}",
+                    f"golive_station_requests_waiting{sel}": f"0{steady}",
+                },
+                {
+                    f"golive_station_kv_cache_usage_ratio{sel}": f"{t - 0.1:g}{steady}",
+                    f"golive_station_requests_waiting{sel}": f"3{steady}",
+                },
+            ],
+        ),
     }[rule["alert"]]
 
 
@@ -191,9 +259,13 @@ def promtool_tests(rules: dict[str, dict[str, dict]], swap: bool = False) -> lis
             for series, exp in [(firing, expected)] + [(q, []) for q in quiet]:
                 if swap:
                     exp = [] if exp else expected
-                tests.append({"interval": "1m",
-                              "input_series": [{"series": s, "values": v} for s, v in series.items()],
-                              "alert_rule_test": [{"eval_time": "10m", "alertname": alert, "exp_alerts": exp}]})
+                tests.append(
+                    {
+                        "interval": "1m",
+                        "input_series": [{"series": s, "values": v} for s, v in series.items()],
+                        "alert_rule_test": [{"eval_time": "10m", "alertname": alert, "exp_alerts": exp}],
+                    }
+                )
     return tests
 
 
@@ -211,19 +283,28 @@ def test_generated_rules_pass_promtool_check(inventory, tmp_path, capsys):
 @needs_promtool
 def test_each_alert_fires_on_its_threshold_and_not_below(inventory, tmp_path):
     rules = rules_of(inventory)
-    every_alert = {"GoliveStationNotAnswering", "GoliveCheckFailing", "GoliveNoRecentSuccess",
-                   "GoliveSingleUserDecodeSlow", "GolivePerUserDecodeSlow", "GoliveRestartSpike",
-                   "GoliveKvCacheExhausted"}
+    every_alert = {
+        "GoliveStationNotAnswering",
+        "GoliveCheckFailing",
+        "GoliveNoRecentSuccess",
+        "GoliveSingleUserDecodeSlow",
+        "GolivePerUserDecodeSlow",
+        "GoliveRestartSpike",
+        "GoliveKvCacheExhausted",
+    }
     assert set(rules["gb300-a"]) == every_alert  # a new alert without a scenario fails here
     loaded = golive_config.load_inventory(inventory)
     rules_file = tmp_path / "golive.profile.rules.yml"
     rules_file.write_text(yaml.safe_dump(rules_document(loaded, EVERY, str(inventory)), sort_keys=False))
     for swap in (False, True):  # swapped expectations must fail: the scenarios really decide
         tests = tmp_path / f"tests-{swap}.yml"
-        tests.write_text(yaml.safe_dump({"rule_files": [rules_file.name], "evaluation_interval": "1m",
-                                         "tests": promtool_tests(rules, swap)}, sort_keys=False))
-        result = subprocess.run([PROMTOOL, "test", "rules", str(tests)], capture_output=True, text=True,
-                                cwd=tmp_path)
+        tests.write_text(
+            yaml.safe_dump(
+                {"rule_files": [rules_file.name], "evaluation_interval": "1m", "tests": promtool_tests(rules, swap)},
+                sort_keys=False,
+            )
+        )
+        result = subprocess.run([PROMTOOL, "test", "rules", str(tests)], capture_output=True, text=True, cwd=tmp_path)
         if not swap:
             assert result.returncode == 0, result.stdout + result.stderr
             assert "SUCCESS" in result.stdout
@@ -234,21 +315,36 @@ def test_each_alert_fires_on_its_threshold_and_not_below(inventory, tmp_path):
 
 
 def test_checks_the_time_bound_did_not_reach_are_no_news():
-    results = {"checks": [
-        {"nodeid": "s::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed", "message": ""},
-        {"nodeid": "s::test_b[ref]", "station": "ref", "layer": "endpoint", "outcome": "not_checked",
-         "message": "not checked because the run's time bound (48 s, --max-run-time) was reached"},
-        {"nodeid": "s::test_c[ref]", "station": "ref", "layer": "endpoint", "outcome": "not_checked",
-         "message": "not checked because http://127.0.0.1:1/health does not answer 200"},
-    ]}
+    results = {
+        "checks": [
+            {"nodeid": "s::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed", "message": ""},
+            {
+                "nodeid": "s::test_b[ref]",
+                "station": "ref",
+                "layer": "endpoint",
+                "outcome": "not_checked",
+                "message": "not checked because the run's time bound (48 s, --max-run-time) was reached",
+            },
+            {
+                "nodeid": "s::test_c[ref]",
+                "station": "ref",
+                "layer": "endpoint",
+                "outcome": "not_checked",
+                "message": "not checked because http://127.0.0.1:1/health does not answer 200",
+            },
+        ]
+    }
     assert checks_from_results(results) == {"ref": {("test_a", "endpoint"): True, ("test_c", "endpoint"): False}}
 
 
-@pytest.mark.parametrize("args, message", [
-    (["watch", "missing.yaml", "--rules"], "missing.yaml"),
-    (["watch", "INVENTORY", "--listen", "localhost"], "--listen takes [HOST]:PORT, not 'localhost'"),
-    (["watch", "INVENTORY", "--every", "0"], "--every takes seconds above 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["watch", "missing.yaml", "--rules"], "missing.yaml"),
+        (["watch", "INVENTORY", "--listen", "localhost"], "--listen takes [HOST]:PORT, not 'localhost'"),
+        (["watch", "INVENTORY", "--every", "0"], "--every takes seconds above 0"),
+    ],
+)
 def test_bad_watch_usage_is_one_line(inventory, capsys, args, message):
     from golive.cli import main
 
@@ -264,15 +360,23 @@ def test_no_secret_in_the_watchers_rules_lines_or_labels(tmp_path, monkeypatch, 
 
     monkeypatch.setenv("GOLIVE_TEST_WATCH_KEY", "sk-watch-secret")
     path = tmp_path / "inventory.yaml"
-    path.write_text("profile: reference-cpu\nstations:\n  - {name: ref, endpoint: 'http://ops:hunter2@[fe80::1]:8888/v1',"
-                    " api_key_env: GOLIVE_TEST_WATCH_KEY}\n")
+    path.write_text(
+        "profile: reference-cpu\nstations:\n  - {name: ref, endpoint: 'http://ops:hunter2@[fe80::1]:8888/v1',"
+        " api_key_env: GOLIVE_TEST_WATCH_KEY}\n"
+    )
     loaded = golive_config.load_inventory(path)
     rules = yaml.safe_dump(rules_document(loaded, EVERY, str(path)))
     assert "curl -i http://ops:***@[fe80::1]:8888/health" in rules and "hunter2" not in rules
     watcher = Watcher(path, EVERY)
-    watcher.state.rounds = {"ref": StationRound(checks={("test_sk-watch-secret", "endpoint"): False}, canary_up=False,
-                                                problems=["canary: GET http://ops:hunter2@[fe80::1]:8888/v1 with "
-                                                          "Authorization: Bearer sk-watch-secret refused"])}
+    watcher.state.rounds = {
+        "ref": StationRound(
+            checks={("test_sk-watch-secret", "endpoint"): False},
+            canary_up=False,
+            problems=[
+                "canary: GET http://ops:hunter2@[fe80::1]:8888/v1 with Authorization: Bearer sk-watch-secret refused"
+            ],
+        )
+    }
     watcher.report()
     line = capsys.readouterr().err
     assert "canary DOWN; canary: GET http://ops:***@[fe80::1]:8888/v1 with Authorization: Bearer ***" in line, line

@@ -1,4 +1,5 @@
 """The reference station: real vLLM on CPU serving a tiny GLM-dialect model whose answers an oracle scripts."""
+
 from golive_testbed.reference.launcher import (
     VARIANTS,
     ReferenceStation,
@@ -9,5 +10,13 @@ from golive_testbed.reference.launcher import (
 )
 from golive_testbed.reference.model import SERVED_NAME, build_model_dir
 
-__all__ = ["SERVED_NAME", "VARIANTS", "ReferenceStation", "ReferenceStationError", "Variant", "build_model_dir", "down",
-           "up"]
+__all__ = [
+    "SERVED_NAME",
+    "VARIANTS",
+    "ReferenceStation",
+    "ReferenceStationError",
+    "Variant",
+    "build_model_dir",
+    "down",
+    "up",
+]

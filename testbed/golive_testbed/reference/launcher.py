@@ -1,4 +1,5 @@
 """Start and stop the reference station: real vLLM (CPU build) serving the tiny GLM-dialect model with the oracle."""
+
 from __future__ import annotations
 
 import json
@@ -44,13 +45,15 @@ def _fault(name: str) -> Variant:
 
 VARIANTS: dict[str, Variant] = {
     "healthy": Variant("the recipe's flags, scaled to a CPU"),
-    "no-tool-parser": Variant("requests with tools get HTTP 400",
-                              drop=("--enable-auto-tool-choice", "--tool-call-parser")),
+    "no-tool-parser": Variant(
+        "requests with tools get HTTP 400", drop=("--enable-auto-tool-choice", "--tool-call-parser")
+    ),
     "no-reasoning-parser": Variant("reasoning arrives in content", drop=("--reasoning-parser",)),
     "wrong-served-name": Variant("served under another name", add={"--served-model-name": "glm-5.3"}),
     "max-model-len-differs": Variant("context window half the profile's", add={"--max-model-len": "8192"}),
-    "no-prefix-caching": Variant("prefix caching off", drop=("--enable-prefix-caching",),
-                                 add={"--no-enable-prefix-caching": None}),
+    "no-prefix-caching": Variant(
+        "prefix caching off", drop=("--enable-prefix-caching",), add={"--no-enable-prefix-caching": None}
+    ),
     "api-key-required": Variant("/v1 needs a bearer key", api_key=API_KEY),
     # batching capped: the sweep's scaling gates must fail with "flat from 1 user" / "stops rising at 2 users"
     "max-num-seqs-1": Variant("one sequence at a time: no batching", add={"--max-num-seqs": "1"}),
@@ -76,15 +79,23 @@ def default_model_dir() -> Path:
 
 def healthy_flags(port: int) -> dict[str, str | None]:
     return {
-        "--served-model-name": SERVED_NAME, "--max-model-len": "16384", "--max-num-seqs": "16",
-        "--enable-chunked-prefill": None, "--enable-prefix-caching": None,
-        "--enable-auto-tool-choice": None, "--tool-call-parser": "glm47", "--reasoning-parser": "glm45",
-        "--load-format": "dummy", "--dtype": "bfloat16",
+        "--served-model-name": SERVED_NAME,
+        "--max-model-len": "16384",
+        "--max-num-seqs": "16",
+        "--enable-chunked-prefill": None,
+        "--enable-prefix-caching": None,
+        "--enable-auto-tool-choice": None,
+        "--tool-call-parser": "glm47",
+        "--reasoning-parser": "glm45",
+        "--load-format": "dummy",
+        "--dtype": "bfloat16",
         "--logits-processors": "golive_testbed.reference.oracle:GlmOracle",
         # CPU start-up: no torch.compile warm-up, and the worker inside the engine-core process (CPU vLLM spawns, so
         # each extra process re-imports vLLM: ~15 s on 2 cores). `uni` needs VLLM_ENABLE_V1_MULTIPROCESSING=0 on CPU.
-        "--enforce-eager": None, "--distributed-executor-backend": "uni",
-        "--host": HOST, "--port": str(port),
+        "--enforce-eager": None,
+        "--distributed-executor-backend": "uni",
+        "--host": HOST,
+        "--port": str(port),
     }
 
 
@@ -107,9 +118,15 @@ def _tail(path: Path, lines: int = 40) -> str:
 class ReferenceStation:
     """One vLLM server process group; `with ReferenceStation(variant=...) as st:` starts it and always stops it."""
 
-    def __init__(self, port: int = DEFAULT_PORT, variant: str = "healthy", model_dir: Path | None = None,
-                 log_path: Path | None = None, env: dict[str, str] | None = None,
-                 flags: dict[str, str | None] | None = None):
+    def __init__(
+        self,
+        port: int = DEFAULT_PORT,
+        variant: str = "healthy",
+        model_dir: Path | None = None,
+        log_path: Path | None = None,
+        env: dict[str, str] | None = None,
+        flags: dict[str, str | None] | None = None,
+    ):
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
         self.port, self.variant = port, variant
@@ -149,8 +166,12 @@ class ReferenceStation:
             # one unbound OpenMP thread: vLLM binds one a core by default, and the second spins between the tiny
             # model's kernels (~0.7 core). Measured on 2 cores, the whole endpoint layer: the same 48 s, the
             # station's CPU 80.5 s -> 52.9 s, the scaling ratio 3.9x -> 5.0x (docs/performance.md)
-            "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1",
-            "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+            "OMP_NUM_THREADS": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
         }
         env |= self.spec.env | self.extra_env
         if self.spec.api_key:
@@ -172,8 +193,14 @@ class ReferenceStation:
         with open(self.log_path, "wb") as log:
             log.write(f"$ {' '.join(self.command())}\n".encode())
             log.flush()
-            self.proc = subprocess.Popen(self.command(), env=self.environment(), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.command(),
+                env=self.environment(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self._launched_at = time.monotonic()
         return self
 
@@ -197,8 +224,9 @@ class ReferenceStation:
             try:
                 if httpx.get(f"http://{HOST}:{self.port}/health", timeout=2).status_code == 200:
                     self.startup_s = elapsed
-                    print(f"[golive reference] {self.variant} up on :{self.port} after {elapsed:.0f} s",
-                          file=sys.stderr)
+                    print(
+                        f"[golive reference] {self.variant} up on :{self.port} after {elapsed:.0f} s", file=sys.stderr
+                    )
                     return
             except httpx.HTTPError:
                 pass
@@ -222,11 +250,15 @@ class ReferenceStation:
         present = [p for p in CUDA_ONLY_PACKAGES if find_spec(p) is not None]
         if present or any(p in text for p in CUDA_ONLY_PACKAGES):
             # e.g. "operator torchvision::nms does not exist": a CUDA torchvision imported beside the CPU torch
-            hint = (f"\n{', '.join(present) or '/'.join(CUDA_ONLY_PACKAGES)} are CUDA builds that break next to the "
-                    f"CPU torch (vLLM imports them when present). Fix, one line:\n{CUDA_FIX}")
-        return ReferenceStationError(f"reference station ({self.variant}, port {self.port}): {what}.\n"
-                                     + (f"exceptions in the log:\n{seen}" if seen else "")
-                                     + f"log {self.log_path}, last lines:\n{tail}{hint}")
+            hint = (
+                f"\n{', '.join(present) or '/'.join(CUDA_ONLY_PACKAGES)} are CUDA builds that break next to the "
+                f"CPU torch (vLLM imports them when present). Fix, one line:\n{CUDA_FIX}"
+            )
+        return ReferenceStationError(
+            f"reference station ({self.variant}, port {self.port}): {what}.\n"
+            + (f"exceptions in the log:\n{seen}" if seen else "")
+            + f"log {self.log_path}, last lines:\n{tail}{hint}"
+        )
 
     def stop(self, timeout: float = 20) -> None:
         """SIGTERM the process group, SIGKILL after `timeout`; safe to call twice."""
@@ -273,18 +305,27 @@ def _stop_group(pgid: int, timeout: float, proc: subprocess.Popen | None = None)
 
 # --- detached stations for `golive reference up|down` ----------------------------------------------------------------
 
+
 def up(state_dir: Path, **kw) -> dict:
     """Start a detached station (kw as for ReferenceStation), record pid and port in state_dir; return the record."""
     state = Path(state_dir) / STATE_FILE
     if (old := _read_state(state)) and _is_our_server(old["pid"]):
-        raise ReferenceStationError(f"a reference station is already up (pid {old['pid']}, {old['base_url']}); "
-                                    "run `golive reference down` first")
+        raise ReferenceStationError(
+            f"a reference station is already up (pid {old['pid']}, {old['base_url']}); "
+            "run `golive reference down` first"
+        )
     timeout = kw.pop("timeout", 180)
     station = ReferenceStation(**kw).start(timeout)
-    record = {"pid": station.pid, "port": station.port, "variant": station.variant, "base_url": station.base_url,
-              "served_model_name": VARIANTS[station.variant].add.get("--served-model-name", SERVED_NAME),
-              "api_key_required": station.api_key is not None, "log_path": str(station.log_path),
-              "model_dir": str(station.model_dir)}
+    record = {
+        "pid": station.pid,
+        "port": station.port,
+        "variant": station.variant,
+        "base_url": station.base_url,
+        "served_model_name": VARIANTS[station.variant].add.get("--served-model-name", SERVED_NAME),
+        "api_key_required": station.api_key is not None,
+        "log_path": str(station.log_path),
+        "model_dir": str(station.model_dir),
+    }
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps(record, indent=2) + "\n")
     return record

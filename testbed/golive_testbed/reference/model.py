@@ -1,4 +1,5 @@
 """The reference model directory: a tiny Llama that speaks GLM's dialect (tokens and chat template), no weights."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,16 @@ from pathlib import Path
 # GLM's tags. Role/framing tokens are special (hidden when decoding with skip_special_tokens); the reasoning and
 # tool-call tags are not, as in GLM's own tokenizer, so a station without a parser shows them in `content`.
 ROLE_TOKENS = ["[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>"]
-TAG_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
-              "</arg_value>"]
+TAG_TOKENS = [
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+]
 EOS = "<|endoftext|>"
 SERVED_NAME = "golive-reference"
 MAX_POSITION_EMBEDDINGS = 65536
@@ -80,9 +89,11 @@ July August September October November December Monday Tuesday Wednesday Thursda
 """
 
 _SAMPLES = [
-    ('{"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city", '
-     '"parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", '
-     '"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}'),
+    (
+        '{"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city", '
+        '"parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", '
+        '"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}'
+    ),
     "The answer is 42. The total is 1,234.56 and the increase is 50%. 0123456789 10 100 1000 2024 2025 2026",
     "Reasoning Effort: max\n\n# Tools\n\nYou may call one or more functions to assist with the user query.",
     "def main():\n    return {'key': [1, 2, 3], \"value\": None}\n",
@@ -102,8 +113,12 @@ def build_tokenizer():
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_TARGET, min_frequency=2, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_TARGET,
+        min_frequency=2,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(_corpus(), trainer=trainer)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in [EOS, *ROLE_TOKENS]])
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in TAG_TOKENS])
@@ -115,28 +130,56 @@ def _files() -> dict[str, str]:
     ids = {t: tok.token_to_id(t) for t in [EOS, *ROLE_TOKENS, *TAG_TOKENS]}
     vocab = tok.get_vocab_size(with_added_tokens=True)
     config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "vocab_size": vocab, "hidden_size": 256, "intermediate_size": 512,
-        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 64,  # CPU needs >= 32
-        "max_position_embeddings": MAX_POSITION_EMBEDDINGS, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
-        "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-        "bos_token_id": ids["[gMASK]"], "eos_token_id": ids[EOS], "pad_token_id": ids[EOS],
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": vocab,
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "head_dim": 64,  # CPU needs >= 32
+        "max_position_embeddings": MAX_POSITION_EMBEDDINGS,
+        "rope_theta": 10000.0,
+        "rms_norm_eps": 1e-5,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "bos_token_id": ids["[gMASK]"],
+        "eos_token_id": ids[EOS],
+        "pad_token_id": ids[EOS],
     }
     # GLM stops on <|user|> and <|observation|> as well as EOS.
     generation = {"eos_token_id": [ids[EOS], ids["<|user|>"], ids["<|observation|>"]], "pad_token_id": ids[EOS]}
     tok_config = {
-        "tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": MAX_POSITION_EMBEDDINGS,
-        "eos_token": EOS, "pad_token": EOS, "clean_up_tokenization_spaces": False,
-        "added_tokens_decoder": {str(i): {"content": t, "special": t not in TAG_TOKENS, "normalized": False,
-                                          "lstrip": False, "rstrip": False, "single_word": False}
-                                 for t, i in sorted(ids.items(), key=lambda kv: kv[1])},
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": MAX_POSITION_EMBEDDINGS,
+        "eos_token": EOS,
+        "pad_token": EOS,
+        "clean_up_tokenization_spaces": False,
+        "added_tokens_decoder": {
+            str(i): {
+                "content": t,
+                "special": t not in TAG_TOKENS,
+                "normalized": False,
+                "lstrip": False,
+                "rstrip": False,
+                "single_word": False,
+            }
+            for t, i in sorted(ids.items(), key=lambda kv: kv[1])
+        },
         "chat_template": CHAT_TEMPLATE,
     }
+
     def dump(data: dict) -> str:
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
-    return {"config.json": dump(config), "generation_config.json": dump(generation),
-            "tokenizer.json": tok.to_str(pretty=True) + "\n", "tokenizer_config.json": dump(tok_config)}
+    return {
+        "config.json": dump(config),
+        "generation_config.json": dump(generation),
+        "tokenizer.json": tok.to_str(pretty=True) + "\n",
+        "tokenizer_config.json": dump(tok_config),
+    }
 
 
 def build_model_dir(dest: Path) -> Path:

@@ -4,6 +4,7 @@ It reads each request's prompt, parses the rendered GLM conversation back into (
 asks golive_testbed.reference.solver what a good answer is, and forces that answer token by token, then EOS.
 Fault modes (env GOLIVE_ORACLE_FAULT, read once at start) turn it into a broken station an operator could meet.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,17 @@ from golive_testbed.reference.model import EOS
 
 log = logging.getLogger(__name__)
 
-FAULTS = ("none", "malformed_tool_args", "think_leak", "wrong_tool", "needle_miss", "tool_under_none",
-          "text_under_required", "ignore_tool_result", "short_recall_wrong")
+FAULTS = (
+    "none",
+    "malformed_tool_args",
+    "think_leak",
+    "wrong_tool",
+    "needle_miss",
+    "tool_under_none",
+    "text_under_required",
+    "ignore_tool_result",
+    "short_recall_wrong",
+)
 FAULT_ENV = "GOLIVE_ORACLE_FAULT"
 NEG_INF = float("-inf")
 NEEDLE_MIN_CHARS = 400  # an answer copied out of a user turn this long is a retrieval (needle_miss applies)
@@ -53,6 +63,7 @@ class Reply:
 
 
 # --- prompt -> conversation ------------------------------------------------------------------------------------------
+
 
 def _value(text: str) -> Any:
     """Argument values are raw strings, or JSON for anything else (as the template renders them)."""
@@ -121,6 +132,7 @@ def tool_choice(params: Any) -> str | list[str] | None:
 
 # --- faults ----------------------------------------------------------------------------------------------------------
 
+
 def _schema(tools: list[dict] | None, name: str) -> dict:
     for t in tools or []:
         fn = t.get("function", t)
@@ -161,8 +173,10 @@ def apply_fault(reply: Reply, fault: str, messages: list[dict], tools: list[dict
         if others:  # with a single declared tool there is no wrong one to call (undeclared names are refused)
             schema = _schema(tools, others[0])
             props = schema.get("properties", {})
-            reply.calls[0] = (others[0], {k: args.get(k, _placeholder(props.get(k, {}), args))
-                                          for k in schema.get("required", [])})
+            reply.calls[0] = (
+                others[0],
+                {k: args.get(k, _placeholder(props.get(k, {}), args)) for k in schema.get("required", [])},
+            )
     elif fault == "needle_miss" and reply.content.strip():
         users = [m["content"] for m in messages if m["role"] == "user"]
         needle = reply.content.strip()
@@ -181,6 +195,7 @@ def apply_fault(reply: Reply, fault: str, messages: list[dict], tools: list[dict
 
 
 # --- the logits processor --------------------------------------------------------------------------------------------
+
 
 class GlmOracle(LogitsProcessor):
     """Forces, per request, the token sequence of the solver's answer in GLM syntax, then EOS."""
@@ -270,7 +285,13 @@ class GlmOracle(LogitsProcessor):
             ids += self._tag("<tool_call>") + self._text(name)
             for key, value in args.items():
                 text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                ids += (self._tag("<arg_key>") + self._text(key) + self._tag("</arg_key>")
-                        + self._tag("<arg_value>") + self._text(text) + self._tag("</arg_value>"))
+                ids += (
+                    self._tag("<arg_key>")
+                    + self._text(key)
+                    + self._tag("</arg_key>")
+                    + self._tag("<arg_value>")
+                    + self._text(text)
+                    + self._tag("</arg_value>")
+                )
             ids += self._tag("</tool_call>")
         return ids

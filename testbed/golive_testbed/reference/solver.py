@@ -32,8 +32,12 @@ class Answer:
     tool_calls: list[ToolCall] = field(default_factory=list)
 
 
-def decide(messages: list[dict], tools: list[dict] | None, reasoning_effort: str | None = None,
-           tool_choice: str | list[str] = "auto") -> Answer:
+def decide(
+    messages: list[dict],
+    tools: list[dict] | None,
+    reasoning_effort: str | None = None,
+    tool_choice: str | list[str] = "auto",
+) -> Answer:
     """Answer the conversation: tool calls when an offered tool fits the last request, text otherwise.
 
     tool_choice as the server enforces it: "auto", "none" (answer in text even when a tool fits), or the list of
@@ -136,7 +140,7 @@ def _next_in_chain(request: str, tools, messages: list[dict], results) -> list[T
                 return []  # a failed step ends the chain: report it
             known |= data
     called = set()
-    for m in messages[next(i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"):]:
+    for m in messages[next(i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user") :]:
         called |= {(tc.get("function") or {}).get("name") for tc in m.get("tool_calls") or []}
     calls, _, _ = _plan_calls(request, [t.get("function", t) for t in tools or []], known)
     return [c for c in calls if c.name not in called]
@@ -158,8 +162,11 @@ def _summarise_results(results: list[tuple[str, str]]) -> str:
 
 
 _COMBINERS = [  # what the request asks of several results' numbers
-    ("difference", re.compile(r"\b(?:difference|warmer|colder|hotter|cooler|cheaper|dearer)\b", re.I),
-     lambda xs: abs(xs[0] - xs[1]) if len(xs) == 2 else None),
+    (
+        "difference",
+        re.compile(r"\b(?:difference|warmer|colder|hotter|cooler|cheaper|dearer)\b", re.I),
+        lambda xs: abs(xs[0] - xs[1]) if len(xs) == 2 else None,
+    ),
     ("total", re.compile(r"\b(?:total|sum|combined|together|altogether|in all)\b", re.I), sum),
     ("average", re.compile(r"\b(?:average|mean)\b", re.I), lambda xs: sum(xs) / len(xs)),
 ]
@@ -179,8 +186,13 @@ def _combine(request: str, results: list[tuple[str, str]]) -> str:
         rows.append(data)
     if len(rows) < 2:
         return ""
-    shared = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-              and all(isinstance(r.get(k), (int, float)) for r in rows[1:])]
+    shared = [
+        k
+        for k, v in rows[0].items()
+        if isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and all(isinstance(r.get(k), (int, float)) for r in rows[1:])
+    ]
     if not shared:
         return ""
     asked = _with_kin(set(_words(request)))
@@ -279,8 +291,10 @@ _MONTH = r"(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DATES = [
     (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), ("y", "m", "d")),
     (re.compile(rf"\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.IGNORECASE), ("mon", "d", "y")),
-    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})(?:,?\s+(\d{{4}}))?\b", re.IGNORECASE),
-     ("d", "mon", "y")),
+    (
+        re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})(?:,?\s+(\d{{4}}))?\b", re.IGNORECASE),
+        ("d", "mon", "y"),
+    ),
 ]
 _TIME = re.compile(r"\b\d{1,2}(?::\d{2})+\b|\b\d{1,2}\s?(?:am|pm)\b", re.IGNORECASE)
 
@@ -425,8 +439,30 @@ def _opens_call(fn: dict, clause: str) -> bool:
 # --- arguments ----------------------------------------------------------------------------------------------
 
 _CURRENCY_CODES = {
-    "USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "CNY", "INR", "SEK", "NOK", "DKK", "KRW", "BRL", "MXN", "SGD",
-    "HKD", "NZD", "ZAR", "PLN", "TRY", "CZK", "HUF", "ILS",
+    "USD",
+    "EUR",
+    "GBP",
+    "JPY",
+    "CHF",
+    "CAD",
+    "AUD",
+    "CNY",
+    "INR",
+    "SEK",
+    "NOK",
+    "DKK",
+    "KRW",
+    "BRL",
+    "MXN",
+    "SGD",
+    "HKD",
+    "NZD",
+    "ZAR",
+    "PLN",
+    "TRY",
+    "CZK",
+    "HUF",
+    "ILS",
 }
 _CURRENCY_NAMES = {
     "canadian dollar": "CAD", "australian dollar": "AUD", "hong kong dollar": "HKD", "singapore dollar": "SGD",
@@ -435,23 +471,52 @@ _CURRENCY_NAMES = {
     "$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY",
 }  # fmt: skip
 _CURRENCY = re.compile(
-    r"\b(" + "|".join(sorted(_CURRENCY_CODES)) + r")\b|(?i:\b("
+    r"\b("
+    + "|".join(sorted(_CURRENCY_CODES))
+    + r")\b|(?i:\b("
     + "|".join(sorted((n for n in _CURRENCY_NAMES if n.isalpha() or " " in n), key=len, reverse=True))
     + r")s?\b)|([$€£¥])"
 )
 _ACRONYMS = {
-    "OK", "GPU", "CPU", "TPU", "API", "SQL", "URL", "UTC", "GMT", "ETA", "FAQ", "AI", "ML", "LLM", "RAM", "VRAM", "HBM",
-    "TB", "GB", "MB", "IT", "HR", "US", "UK", "EU", "USA",
+    "OK",
+    "GPU",
+    "CPU",
+    "TPU",
+    "API",
+    "SQL",
+    "URL",
+    "UTC",
+    "GMT",
+    "ETA",
+    "FAQ",
+    "AI",
+    "ML",
+    "LLM",
+    "RAM",
+    "VRAM",
+    "HBM",
+    "TB",
+    "GB",
+    "MB",
+    "IT",
+    "HR",
+    "US",
+    "UK",
+    "EU",
+    "USA",
 }
 _PLACE_CUES = {"in", "for", "at", "near", "to", "from"}
 _NOT_PLACES = {m.capitalize() for m in _MONTHS} | set(calendar.day_name) | {"I", "Celsius", "Fahrenheit"}
 _NUMBER_WORDS = {
-    w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                                "eleven", "twelve"])
+    w: i
+    for i, w in enumerate(
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+    )
 }
 _NUMBER = re.compile(
     r"(?<![\w.,\-])(-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)(?![\w\-]|[.,]\d)|\b("
-    + "|".join(_NUMBER_WORDS) + r")\b",
+    + "|".join(_NUMBER_WORDS)
+    + r")\b",
     re.IGNORECASE,
 )
 _NEGATORS = {"no", "not", "don't", "dont", "without", "off", "disable", "disabled", "false", "never", "skip",
@@ -663,6 +728,7 @@ def _numbers(masked: str, params: dict, kinds: dict, required: list, found: dict
         numbers.append((index, int(value) if float(value).is_integer() else value))
     keys = {p: _with_kin(set(_name_words(p)) | set(_words(params[p].get("description", "")))) - _STOP - {"number"}
             for p in slots}  # fmt: skip
+
     def near(part: list[tuple[int, str]]) -> set[str]:
         return set(_words(" ".join(t for _, t in part)))
 
