@@ -17,6 +17,41 @@ from golive.endpoint.stream import BrokenEvent, StreamedAnswer
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.tls import trusting
 
+# A gateway's own unauthenticated probes, golive tries where GET /health is not 200 (LiteLLM's: its /health wants the
+# key and calls every model). One that answers 200 while /health does not is a gateway in front of vLLM; vLLM serves
+# neither path. A gateway golive does not know names its own in the inventory (`gateway_health:`).
+GATEWAY_PROBES = ("/health/readiness", "/health/liveliness")
+
+
+@dataclass(frozen=True)
+class Health:
+    """What the station's health probe answered (EndpointClient.probe_health), and what it says of the way in.
+
+    >>> EndpointClient(EndpointTarget("http://gw:4000/v1")).probe_health()   # LiteLLM: /health wants a key
+    Health(url='http://gw:4000/health/readiness', status=200, gateway='a gateway …', vllm_seen=False, …)
+    """
+
+    url: str  # the probe that decided: vLLM's /health, or a gateway's own
+    status: int | None  # its HTTP status; None: a declared gateway that answers no probe golive knows
+    response: httpx.Response | None = field(default=None, repr=False)  # that answer, for the health check's finding
+    gateway: str | None = None  # the gateway in front of vLLM as report lines name it; None: vLLM answers itself
+    vllm_seen: bool = True  # vLLM's own /health decided (a plain endpoint, or `vllm_endpoint` behind a gateway)
+    tried: tuple[str, ...] = ()  # what each probe answered, in order ("GET /health HTTP 401", …)
+
+    @property
+    def ok(self) -> bool:
+        """200 from the probe; or a declared gateway with no probe (the canary through it shows the engine answers)."""
+        return self.status in (200, None)
+
+    @property
+    def vllm_unseen(self) -> str:
+        """The one line every check of vLLM's own server gives behind a gateway without `vllm_endpoint`."""
+        return (
+            f"not checked because the endpoint is {self.gateway}, which does not serve vLLM's own /health, /metrics, "
+            f"/tokenize and served flags (max_model_len, /version): give the vLLM server behind it as "
+            f"`vllm_endpoint:` in the inventory to check them (README: Gateways)"
+        )
+
 
 @dataclass
 class ChatResult:
@@ -57,32 +92,85 @@ class EndpointClient:
         self.http = httpx.Client(
             timeout=httpx.Timeout(target.light_timeout_s, connect=target.connect_timeout_s), verify=tls
         )
+        self.health: Health | None = None  # what probe_health found (the gateway in front, the probe that answers)
 
     @property
     def has_key(self) -> bool:
         return bool(self.target.api_key)
 
+    @property
+    def sees_vllm(self) -> bool:
+        """golive reaches vLLM's own server (/metrics, /tokenize, /version, its own /v1/models): a plain endpoint,
+        or a gateway's `vllm_endpoint`; not a gateway on its own, named in the inventory or found by probe_health."""
+        if self.target.vllm_url:
+            return True
+        if self.target.declares_gateway:
+            return False
+        return self.health is None or self.health.gateway is None
+
+    def url_of(self, path: str) -> str:
+        """`/v1/…` is the OpenAI API as clients reach it (through the gateway, if any); `/health` the probe the station
+        answers (probe_health: vLLM's, or its gateway's own); any other path vLLM's own server (EndpointTarget.root)."""
+        if path == "/health" and self.health is not None:
+            return self.health.url
+        return (self.target.api_root if path.startswith("/v1/") else self.root) + path
+
     def get(self, path: str, with_key: bool = True) -> httpx.Response:
         """Any answer comes back (checks judge the status); no answer at all raises EndpointError."""
         headers = self.target.headers() if with_key else {}
+        url = self.url_of(path)
         try:
-            return self.http.get(self.root + path, headers=headers)
+            return self.http.get(url, headers=headers)
         except httpx.HTTPError as exc:
-            raise from_transport(self.root + path, exc) from None
+            raise from_transport(url, exc) from None
 
     def post(
         self, path: str, body: dict, with_key: bool = True, timeout: httpx.Timeout | None = None
     ) -> httpx.Response:
         headers = self.target.headers() if with_key else {}
+        url = self.url_of(path)
         try:
             return self.http.post(
-                self.root + path,
-                json=body,
-                headers=headers,
-                timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
+                url, json=body, headers=headers, timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
             )
         except httpx.HTTPError as exc:
-            raise from_transport(self.root + path, exc) from None
+            raise from_transport(url, exc) from None
+
+    def probe_health(self) -> Health:
+        """The station's health, probed as what answers at the endpoint expects, without the key: vLLM's GET /health
+        (at `vllm_endpoint` where the inventory names the vLLM behind a gateway); else, where /health is not 200,
+        a gateway's own probe (`gateway_health`, GATEWAY_PROBES). Remembered: later GET /health asks the same probe.
+        No answer at all from the first probe raises EndpointError (the health check reads `unreachable`, `cut`)."""
+        target = self.target
+        url = self.root + "/health"  # vLLM's own: the endpoint's, or the `vllm_endpoint`'s behind a gateway
+        try:
+            first = self.http.get(url)
+        except httpx.HTTPError as exc:
+            raise from_transport(url, exc) from None
+        named = f"the gateway `{target.gateway}`" if target.gateway else "a gateway"
+        if target.vllm_url or first.status_code == 200:
+            gateway = named if target.declares_gateway else None
+            seen = gateway is None or bool(target.vllm_url)  # a gateway's /health 200 is its own, not vLLM's
+            self.health = Health(url, first.status_code, first, gateway, vllm_seen=seen)
+            return self.health
+        tried = [f"GET /health HTTP {first.status_code}"]
+        for path in dict.fromkeys([*([target.gateway_health] if target.gateway_health else []), *GATEWAY_PROBES]):
+            try:
+                answer = self.http.get(target.api_root + path)
+            except httpx.HTTPError as exc:
+                tried.append(f"GET {path} {from_transport(target.api_root + path, exc).what}")
+                continue
+            tried.append(f"GET {path} HTTP {answer.status_code}")
+            if answer.status_code == 200:
+                if not target.declares_gateway:
+                    named = f"a gateway (GET /health answered HTTP {first.status_code}; its own {path} answers 200)"
+                self.health = Health(target.api_root + path, 200, answer, named, vllm_seen=False, tried=tuple(tried))
+                return self.health
+        if target.declares_gateway:  # a gateway that serves no probe golive knows: the canary shows the way works
+            self.health = Health(url, None, first, named, vllm_seen=False, tried=tuple(tried))
+        else:
+            self.health = Health(url, first.status_code, first, tried=tuple(tried))
+        return self.health
 
     def _json(self, response: httpx.Response, what: str) -> dict:
         if response.status_code != 200:
@@ -186,6 +274,29 @@ class EndpointClient:
             usage=answer.usage,
             first_token_s=answer.first_token_s,
         )
+
+    def vllm_models(self) -> list[dict]:
+        """vLLM's own /v1/models, with the flags it serves (max_model_len): the endpoint's, or behind a gateway the
+        `vllm_endpoint`'s (a gateway lists the names it routes, not vLLM's flags)."""
+        if not self.target.vllm_url:
+            return self.models()
+        url = self.target.vllm_url + "/models"
+        try:
+            response = self.http.get(url, headers=self.target.headers())
+        except httpx.HTTPError as exc:
+            raise from_transport(url, exc) from None
+        data = self._json(response, "GET /v1/models of the vLLM behind the gateway did not list models").get("data")
+        return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+
+    def vllm_version(self) -> str | None:
+        """vLLM's /version, where golive sees vLLM's own server; None where it cannot (a gateway) or it does not say."""
+        if not self.sees_vllm:
+            return None
+        try:
+            version = self.get("/version").json().get("version")
+        except (EndpointError, httpx.HTTPError, ValueError, AttributeError):
+            return None
+        return version if isinstance(version, str) else None
 
     def tokenize(self, model: str, text: str) -> int:
         # a 1M-token prompt takes a while to tokenize: this call gets the generation timeout, not the light one

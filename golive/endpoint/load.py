@@ -20,7 +20,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -30,6 +30,8 @@ from golive.endpoint.levels import LevelResult
 from golive.endpoint.longctx import filler
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
+from golive.endpoint.timeline import LEVEL, PRIMING, ROUND, WARMUP, Batch, PathProbe, Stream
+from golive.endpoint.timeline import batch_of as batch_record
 from golive.endpoint.tls import trusting
 from golive.endpoint.uncertainty import aggregate_interval, median_interval, share_interval
 
@@ -399,6 +401,11 @@ class Sweep:
     levels: list[LevelResult]
     not_run: list[int]  # levels the duration bound left out
     refused: list[int] = field(default_factory=list)  # peak levels a production station does not get without consent
+    # every batch sent (priming, warm-up, measured, rounds) in order, for the stream-shape and stall rules
+    # (golive.endpoint.timeline); times in seconds since `started_at` (epoch), when the sweep's first batch began
+    batches: list[Batch] = field(default_factory=list)
+    started_at: float = 0.0
+    path: PathProbe | None = None  # client vs vLLM TTFT at 1 user (SweepPlan.probe_path)
 
     def at(self, concurrency: int) -> LevelResult | None:
         return next((lv for lv in self.levels if lv.concurrency == concurrency), None)
@@ -441,6 +448,7 @@ class SweepPlan:
     min_requests: int = 1
     paired: int | None = None  # the gate level whose ratio to 1 user is read in rounds
     rounds: int = 0
+    probe_path: bool = False  # time GET /health, and read vLLM's own TTFT around each 1-user measured batch
 
 
 @dataclass
@@ -505,6 +513,47 @@ async def engine_counts(
     return samples
 
 
+TTFT_SUM, TTFT_COUNT = "vllm:time_to_first_token_seconds_sum", "vllm:time_to_first_token_seconds_count"
+
+
+async def vllm_ttft(
+    client: httpx.AsyncClient, root: str, headers: dict, model: str, timeout_s: float = 10
+) -> tuple[float, float] | str:
+    """(sum, count) of vLLM's `vllm:time_to_first_token_seconds` histogram for the served model (summed over
+    engines), or why it could not be read."""
+    try:
+        response = await client.get(f"{root}/metrics", headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        return f"GET /metrics did not answer ({type(exc).__name__})"
+    if response.status_code != 200:
+        return f"GET /metrics answered HTTP {response.status_code}"
+    lines = "\n".join(line for line in response.text.splitlines() if line.startswith((TTFT_SUM, TTFT_COUNT)))
+    try:
+        found = parse_metrics(lines + "\n")
+    except ValueError:
+        return "GET /metrics is not Prometheus text"
+    served = [
+        [value for labels, value in found.get(name, []) if labels.get("model_name", model) == model]
+        for name in (TTFT_SUM, TTFT_COUNT)
+    ]
+    if not all(served):
+        return "GET /metrics has no vllm:time_to_first_token_seconds histogram for the served model"
+    return sum(served[0]), sum(served[1])
+
+
+async def round_trip(client: httpx.AsyncClient, root: str, times: int = 5) -> float | None:
+    """The median time of GET /health, a request that generates nothing; None where it never answered 200. Sent
+    without the key: vLLM asks none there, and a gateway's keyed /health may call every model (LiteLLM's does)."""
+    taken = []
+    for _ in range(times):
+        with contextlib.suppress(httpx.HTTPError):
+            begun = time.perf_counter()
+            response = await client.get(f"{root}/health")
+            if response.status_code == 200:
+                taken.append(time.perf_counter() - begun)
+    return statistics.median(taken) if taken else None
+
+
 async def sweep_async(
     target: EndpointTarget, workload: Workload, plan: SweepPlan, progress: Callable[[str], None] = lambda line: None
 ) -> Sweep:
@@ -550,14 +599,44 @@ async def sweep_async(
             httpx.AsyncClient(timeout=target.request_timeout_s, verify=trusting(target.ca_file))
         )
         sentences = await sentences_for(light, target.root, workload, headers)
+        path = None
+        if plan.probe_path:
+            path = PathProbe(round_trip_s=await round_trip(light, target.root))
+        batches: list[Batch] = []
+        origin, started_at = time.perf_counter(), time.time()
 
-        async def extend(concurrency: int) -> LevelResult:
+        async def timed(
+            kind: str, concurrency: int, count: int, round_: int | None = None
+        ) -> tuple[list[RequestTiming], float, float]:
+            """One batch (run_level), recorded for the stream-shape and stall rules; around a 1-user measured batch,
+            vLLM's own TTFT histogram is read too (plan.probe_path)."""
+            probing = path is not None and path.problem is None and concurrency == 1 and kind in (LEVEL, ROUND)
+            before = (
+                await vllm_ttft(light, target.root, headers, workload.model, target.light_timeout_s)
+                if probing
+                else None
+            )
+            timings, started, ended = await run_level(
+                clients, workload, headers, concurrency, count, deadline, sentences
+            )
+            if path is not None and before is not None:
+                after = await vllm_ttft(light, target.root, headers, workload.model, target.light_timeout_s)
+                if isinstance(before, str) or isinstance(after, str):
+                    path.problem = before if isinstance(before, str) else str(after)
+                else:
+                    path.add([t.ttft for t in timings if t.ttft is not None], before, after)
+            streams = [
+                Stream(t.sent - origin, t.token_times, t.end, t.completion_tokens, t.error is None) for t in timings
+            ]
+            record = batch_record(kind, concurrency, streams, started - origin, ended - origin)
+            batches.append(replace(record, round=round_) if round_ is not None else record)
+            return timings, started, ended
+
+        async def extend(concurrency: int, kind: str = LEVEL, round_: int | None = None) -> LevelResult:
             """One more batch of this level; returns that batch's own row."""
             nonlocal sent
             m = measured[concurrency]
-            more, started, ended = await run_level(
-                clients, workload, headers, concurrency, batch_of(concurrency), deadline, sentences
-            )
+            more, started, ended = await timed(kind, concurrency, batch_of(concurrency), round_)
             sent += len(more)
             m.timings += more
             m.spent_s += ended - started
@@ -567,14 +646,14 @@ async def sweep_async(
 
         pairing = paired is not None and paired != 1 and rounds > 0
 
-        async def extend_watched(concurrency: int) -> LevelResult:
+        async def extend_watched(concurrency: int, round_: int) -> LevelResult:
             """A batch with vLLM's running and waiting counts polled beside it (the batch check reads them)."""
             done = asyncio.Event()
             poll = asyncio.ensure_future(
                 engine_counts(light, target.root, headers, workload.model, done, timeout_s=target.light_timeout_s)
             )
             try:
-                return await extend(concurrency)
+                return await extend(concurrency, ROUND, round_)
             finally:
                 done.set()
                 measured[concurrency].engine_samples += await poll
@@ -583,7 +662,8 @@ async def sweep_async(
             assert paired is not None
             m = measured[paired]
             order = (1, paired) if len(m.rounds) % 2 == 0 else (paired, 1)
-            batch = {c: await (extend_watched(c) if c == paired else extend(c)) for c in order}
+            number = len(m.rounds) + 1
+            batch = {c: await (extend_watched(c, number) if c == paired else extend(c, ROUND, number)) for c in order}
             m.rounds.append((batch[1], batch[paired]))
             m.level = m.row(paired, slo)
             ratio = m.level.scaling_rounds[-1] if m.level.scaling_rounds else None
@@ -610,7 +690,7 @@ async def sweep_async(
             # requests (allocation, first batch shapes) made the first 1-user batch 10× slower than the same level
             # measured after the others; not counted in any level, every request still sent within max_requests
             top = levels[-1]
-            primed, _, _ = await run_level(clients, workload, headers, top, warmup * top, deadline, sentences)
+            primed, _, _ = await timed(PRIMING, top, warmup * top)
             sent += len(primed)
         for concurrency in levels:
             if time.perf_counter() > deadline:
@@ -618,12 +698,8 @@ async def sweep_async(
                 continue
             warm: list[RequestTiming] = []
             if warmup:
-                warm, _, _ = await run_level(
-                    clients, workload, headers, concurrency, warmup * concurrency, deadline, sentences
-                )
-            timings, started, ended = await run_level(
-                clients, workload, headers, concurrency, batch_of(concurrency), deadline, sentences
-            )
+                warm, _, _ = await timed(WARMUP, concurrency, warmup * concurrency)
+            timings, started, ended = await timed(LEVEL, concurrency, batch_of(concurrency))
             sent += len(warm) + len(timings)
             measured[concurrency] = _Measured(
                 timings, warm, ended - started, 1, _row(concurrency, timings, warm, ended - started, 1, slo)
@@ -635,7 +711,9 @@ async def sweep_async(
                 await ratio_round()
             for concurrency in sorted(measured)[1:]:
                 await settle(concurrency)
-    return Sweep([m.level for _, m in sorted(measured.items())], not_run)
+    return Sweep(
+        [m.level for _, m in sorted(measured.items())], not_run, batches=batches, started_at=started_at, path=path
+    )
 
 
 def _row(

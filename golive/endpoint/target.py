@@ -23,13 +23,18 @@ class EndpointTarget:
     'http://gb300-a:8888/v1/chat/completions'
     """
 
-    url: str  # the OpenAI base URL, ending in /v1 (golive.core.urls.normalise_endpoint)
+    url: str  # the OpenAI base URL, ending in /v1 (golive.core.urls.normalise_endpoint), as clients reach it
     api_key: str | None = field(default=None, repr=False)
     ca_file: str | None = None  # the site CA for https (golive.endpoint.tls); None: httpx's default trust
     request_timeout_s: float = 120  # one whole non-streamed generation
     connect_timeout_s: float = 5
     light_timeout_s: float = 10  # /health, /v1/models, /metrics
     stream_stall_timeout_s: float = 120  # the longest silence between two chunks of a stream
+    # a gateway at `url` (README "Gateways"): its name, its own unauthenticated health probe where the inventory names
+    # one, and the vLLM server behind it (its /v1 URL) where golive can reach it
+    gateway: str | None = None
+    gateway_health: str | None = None
+    vllm_url: str | None = None
 
     @classmethod
     def of(cls, station: Station, limits: Endpoint, ca_file: str | None) -> EndpointTarget:
@@ -39,6 +44,9 @@ class EndpointTarget:
         return cls(
             url=station.endpoint.rstrip("/"),
             api_key=api_key_of(station),
+            gateway=station.gateway,
+            gateway_health=station.gateway_health,
+            vllm_url=station.vllm_endpoint.rstrip("/") if station.vllm_endpoint else None,
             ca_file=ca_file,
             request_timeout_s=limits.request_timeout_s,
             connect_timeout_s=limits.connect_timeout_s,
@@ -48,7 +56,18 @@ class EndpointTarget:
 
     @property
     def root(self) -> str:
-        """The server's root (/health, /metrics, /tokenize live there, not under /v1)."""
+        """vLLM's own server root (/health, /metrics, /tokenize, /version live there, not under /v1): the endpoint's,
+        or behind a gateway the `vllm_endpoint`'s (a gateway without one serves none of them as vLLM does)."""
+        return (self.vllm_url or self.url).removesuffix("/v1")
+
+    @property
+    def declares_gateway(self) -> bool:
+        """The inventory says a gateway sits at the endpoint (its name, its health probe or the vLLM behind it)."""
+        return bool(self.gateway or self.gateway_health or self.vllm_url)
+
+    @property
+    def api_root(self) -> str:
+        """The root of the endpoint as clients reach it (a gateway's own paths, such as its health probe)."""
         return self.url.removesuffix("/v1")
 
     @property

@@ -11,9 +11,12 @@ Lines are found by NCCL's own tokens wherever they sit: after the `host:pid:tid 
 behind `docker logs --timestamps` or journald prefixes, with CRLF endings or ANSI colours (stripped first).
 
 A log is evidence, not a story: a run died only where the log holds what NCCL (or its caller) prints when it dies
-(`NCCL WARN …`, `NCCL error in: …`, `ncclSystemError`, an abort), never because a line is missing. A log without
-`Init COMPLETE` and without such a line is a partial capture (an operator's excerpt, a log cut by rotation or taken
-mid-init): every fact it holds still counts, and a fact it lacks is unknown (`NcclLog.partial`).
+(`NCCL WARN …`, `NCCL error in: …`, `ncclSystemError`, an abort), never because a line is missing, and not where the
+same process shows init going on after it, nor at a WARN whose own words say NCCL carries on (`Got non-fatal async
+event`, `… is being ignored …`). A log without `Init COMPLETE` and without such a line is a partial capture (an
+operator's excerpt, a log cut by rotation or taken mid-init): every fact it holds still counts, and a fact it lacks is
+unknown (`NcclLog.partial`). A last line without its newline may be cut mid-line: it can say the run died, but no
+value (a version, a channel's transport) is read from it.
 """
 
 from __future__ import annotations
@@ -35,6 +38,25 @@ _CHANNEL = re.compile(
     r"(?: \[(send|receive)\])? via (\S+(?: pointer\S*)?)"
 )
 _COMM = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+)")
+# NCCL's own `host:pid:tid [dev]` (src/debug.cc): which process printed a line; a rank's threads share its pid
+_PROCESS = re.compile(r"(\S+):(\d+):\d+ \[\d+\] ")
+# Lines only an init that is still going prints (src/init.cc: `Init START`, the comm summary, the rings and trees,
+# `Init COMPLETE`; src/transport.cc and net.cc: channels connecting): a death line its process prints one of these
+# after is not where it died.
+_PROGRESS = re.compile(
+    r"Init (?:START|COMPLETE)\b|comm 0x[0-9a-f]+ rank \d+ nRanks \d+ nNodes \d+|Channel \d+(?:/\d+)? : \d+"
+    r"|Trees \[|Connected all (?:rings|trees)"
+)
+# WARNs in whose own words NCCL carries on: src/transport/net_ib/common.cc `Got non-fatal async event`, `GID table
+# changed` (2.21 and older: `Got async event : …`, only logged); src/transport/net_ib/init.cc `Unable to open device`,
+# `Unable to query port_num` (the next device is tried); src/init.cc `NCCL_WORK_FIFO_BYTES=… is being ignored …`;
+# src/transport/shm.cc `Ignoring SHM locality …`; src/graph/search.cc `… falling back to simple order`;
+# src/graph/xml.cc `Skipping nvlink detection`; src/graph/tuning.cc `…, ignoring NCCL_ALGO=COLLNET`.
+_CARRIES_ON = re.compile(
+    r"non-fatal|Got async event|GID table changed|Unable to (?:open device|query port_num)"
+    r"|\bignor(?:ed|ing)\b|falling back|\bskipping\b",
+    re.IGNORECASE,
+)
 # What a run prints when it dies. NCCL's WARN level is "messages indicating a fatal error" (src/debug.cc, NCCL_DEBUG);
 # the error strings are ncclGetErrorString's (src/init.cc: `unhandled system error (run with NCCL_DEBUG=INFO for
 # details)`, `internal error - please report this issue …`, `remote process exited or there was a network error`), as
@@ -46,7 +68,7 @@ _DEATH = re.compile(
     r"\bNCCL WARN\b|\bNCCL (?:error|Error|failure)\b|\bDistBackendError\b"
     r"|\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b"
     r"|unhandled (?:system|cuda) error|internal error - please report"
-    r"|remote process exited or there was a network error"
+    r"|remote process exited or there was a network error|\bTest CUDA failure\b"
     r"|terminate called after throwing|Fatal Python error: Aborted|\bAborted \(core dumped\)"
 )
 
@@ -90,21 +112,36 @@ class NcclLog:
     complete: Line | None = None  # the first `Init COMPLETE`: the communicator was ready
     lines: tuple[str, ...] = ()  # every line as read (colours and CR removed), for quoting by number
     last: Line | None = None  # the last NCCL line (or death line): where the log ends
-    deaths: tuple[Line, ...] = ()  # what a dying run prints (every WARN, NCCL error strings, aborts): see _DEATH
+    deaths: tuple[Line, ...] = ()  # what a dying run prints (a WARN, NCCL error strings, aborts): see _DEATH
     first: Line | None = None  # the first NCCL line (or death line): where the log starts
+    progress: tuple[Line, ...] = ()  # lines that show init going on (see _PROGRESS), to judge a death line by
+    fragment: Line | None = None  # the last line, when the text ends without its newline: maybe cut mid-line
 
     def text_of(self, number: int) -> str:
         return self.lines[number - 1].strip() if 0 < number <= len(self.lines) else ""
 
+    def outlived(self, death: Line) -> Line | None:
+        """The first line after `death` that shows init going on in the same process (by NCCL's `host:pid`; a line
+        either of which lacks that prefix counts for the run): the process went on, so it did not die there."""
+        dying = _process(death.text)
+        return next(
+            (
+                p
+                for p in self.progress
+                if p.number > death.number and (dying is None or _process(p.text) in (None, dying))
+            ),
+            None,
+        )
+
     @property
     def died_at_init(self) -> Line | None:
-        """The line where the run says it died before NCCL finished init: its first death line (a WARN, an NCCL error,
-        an abort; see _DEATH) with no `Init COMPLETE` in the log and no channel connecting after it. None otherwise: a
-        missing `Init COMPLETE` alone is a log cut short (see `partial`), not a dead run."""
+        """The line where the run says it died before NCCL finished init: its first death line (a WARN that does not
+        say NCCL carries on, an NCCL error, an abort; see _DEATH) with no `Init COMPLETE` in the log and no line after
+        it that shows the same process's init going on (see `outlived`). None otherwise: a missing `Init COMPLETE`
+        alone is a log cut short (see `partial`), not a dead run."""
         if self.complete is not None:
             return None
-        after = self.channels[-1].number if self.channels else 0
-        return next((d for d in self.deaths if d.number > after), None)
+        return next((d for d in self.deaths if self.outlived(d) is None), None)
 
     @property
     def partial(self) -> bool:
@@ -166,15 +203,19 @@ def parse_nccl_log(text: str) -> NcclLog:
     first: Line | None = None
     last: Line | None = None
     deaths: list[Line] = []
+    progress: list[Line] = []
     lines = tuple(_ANSI.sub("", raw).rstrip("\r") for raw in text.split("\n"))
+    fragment = len(lines) if lines[-1].strip() else None  # no newline after it: it may stop mid-line
     for number, line in enumerate(lines, 1):
         level = _LEVEL.search(line)
         if _DEATH.search(line):  # also torch's, vLLM's or the shell's words, which carry no NCCL token
             last = Line(number, line.strip())
             first = first or last
-            deaths.append(last)
             if level and level.group(1) == "WARN":
                 warnings.append(last)
+                if _CARRIES_ON.search(line[level.end() :]):
+                    continue  # a WARN, not a death (see _CARRIES_ON)
+            deaths.append(last)
             continue  # a death line is that and nothing else (torch's `…, NCCL version 2.21.5` is no version line)
         if level:
             message = line[level.end() :].strip()
@@ -184,7 +225,11 @@ def parse_nccl_log(text: str) -> NcclLog:
             continue
         last = Line(number, line.strip())
         first = first or last
-        if match := re.fullmatch(r"NCCL version (\S+)(?: .*)?", message):
+        if number == fragment and "Init COMPLETE" not in message:
+            continue  # `…via NET/IB/1/GDR`, `NCCL version 2.3`: a value cut short is no value
+        if _PROGRESS.search(message):
+            progress.append(last)
+        if match := re.fullmatch(r"NCCL version (\d+\.\d+\.\d+\S*)(?: .*)?", message):  # src/init.cc: always x.y.z
             if match.group(1) not in versions:
                 versions.append(match.group(1))
         elif match := _CHANNEL.match(message):
@@ -223,7 +268,15 @@ def parse_nccl_log(text: str) -> NcclLog:
         last,
         tuple(deaths),
         first,
+        tuple(progress),
+        Line(fragment, lines[-1].strip()) if fragment else None,
     )
+
+
+def _process(text: str) -> tuple[str, str] | None:
+    """(host, pid) of NCCL's `host:pid:tid [dev]` prefix; None for a line without it (a caller's, or shipped bare)."""
+    match = _PROCESS.search(text)
+    return (match.group(1), match.group(2)) if match else None
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -23,6 +23,25 @@ follows what the script reads or runs from other files, with the same rules:
   given to a shell, are (golive never reads a binary to find out).
 Files are followed MAX_DEPTH deep; a file that is sourced or run again while it is still being read (a cycle) is read
 once, with a finding. A file golive did not read is a finding of its own (Script.findings), never silently skipped.
+
+Two more rules of bash decide what runs, and when:
+- `trap ACTION EXIT` (bash(1), SHELL BUILTIN COMMANDS, trap: "If a sigspec is EXIT (0) the command arg is executed on
+  exit from the shell"; "If arg is absent (and there is a single sigspec) or -, each specified signal is reset";
+  "If arg is the null string the signal specified by each sigspec is ignored"): ACTION's commands run when the shell
+  exits, at the end of the script or at an `exit`, so they come AFTER every other line of that shell; the prestart's
+  own EXIT trap still runs before the container starts (systemd starts ExecStart only once ExecStartPre has exited).
+  They run when the trap was set on every path (a `trap` inside a branch may not run) and nothing resets it before the
+  end (`trap - EXIT`, `trap '' EXIT`, another `trap … EXIT`) and no `exec` replaces the shell first (an exec'd shell
+  never exits, so it never runs its trap). A trap on a signal only (INT, TERM, ERR, …) runs if that happens: "may
+  run". A `( … )` subshell or a script run as its own process has EXIT traps of its own, run when it exits.
+- `set -e` / `set -o errexit` / `bash -e` / `#!/bin/bash -e` (bash(1), `set -e`: "Exit immediately if a pipeline …
+  returns a non-zero status. The shell does not exit if the command that fails is part of the command list
+  immediately following a while or until keyword, part of the test in an if statement, part of any command executed
+  in a && or || list except the command following the final && or ||, any command in a pipeline but the last, or if
+  the command's return value is being inverted with !"): only a command golive knows ALWAYS fails (`false`,
+  `/bin/false`, `[ 1 = 0 ]`, a `( … )` or script run that always fails), where -e applies, ends the script: what
+  follows never runs, and the start fails there. Any other command may fail on the station, but golive does not
+  guess: a healthy `set -euo pipefail` prestart reads as written. `! CMD` never triggers -e, whatever CMD returns.
 """
 
 from __future__ import annotations
@@ -54,6 +73,12 @@ class Via:
     path: str
 
     def __str__(self) -> str:
+        if self.how == "trap":  # path: the conditions it is set on ("EXIT", "INT TERM")
+            return (
+                f"in the EXIT trap set at {self.origin}:{self.line}, run when the script exits"
+                if self.path == "EXIT"
+                else f"in the trap on {self.path} set at {self.origin}:{self.line}"
+            )
         return (
             f"sourced at {self.origin}:{self.line}"
             if self.how == "sourced"
@@ -75,7 +100,9 @@ class Guard:
     """
 
     kind: str  # if, case, for, while, until, &&, ||, function, exit, exit?, return, return?, exec, exec?, &,
-    #                fails (a failed source/run stops a `set -e` script), cycle (a file that reads itself again)
+    #                fails (a failed source/run stops a `set -e` script), cycle (a file that reads itself again),
+    #                errexit (a command that always fails stops a `set -e` script), trap (a trap on signals only),
+    #                untrap (a later `trap` that resets the trap it is in)
     line: int
     origin: str
     detail: str = ""  # the function's name, the exit's text, the left side of && / ||, the missing file
@@ -121,6 +148,17 @@ class Guard:
             )
         if self.kind == "fails":
             return f"it comes after {at}, which {self.why}"
+        if self.kind == "errexit":
+            return (
+                f"it comes after `{self.detail}` at {at}, which always fails: with {self.why} bash stops the script "
+                f"there with an error, so the start fails"
+            )
+        if self.kind == "trap":
+            when = "a command fails (ERR)" if self.detail == "ERR" else f"the script gets {self.detail}"
+            return f"it is in the trap on {self.detail} set at {at}, not on EXIT: it runs only if {when} before it ends"
+        if self.kind == "untrap":
+            verb = "resets" if self.never else "can reset"
+            return f"it is in {self.why}, which `{self.detail}` at {at} {verb} before the script exits"
         if self.kind == "cycle":
             return (
                 f"it comes after {at}, which reads {self.detail} again while still reading it: bash never gets "
@@ -150,6 +188,12 @@ class Guard:
             return f"remove the `&` after `{self.detail}` ({in_file}), so it finishes before the prestart does"
         if self.kind == "fails":
             return f"install {self.detail} on the station, or correct the path at {in_file}"
+        if self.kind == "errexit":
+            return f"remove `{self.detail}` ({in_file}): under `set -e` a command that always fails ends the script"
+        if self.kind == "trap":
+            return f"set that trap on EXIT (`trap … EXIT`, {in_file}), or run {step} at top level"
+        if self.kind == "untrap":
+            return f"remove `{self.detail}` ({in_file}), or run {step} at top level"
         if self.kind == "cycle":
             return f"remove the line that reads {self.detail} again ({in_file}), or guard it so the file is read once"
         if self.kind in ("for", "while", "until"):
@@ -266,20 +310,26 @@ class ShellCommand:
         2 frees dentries and inodes only (slab), not the page cache: it does not count, in any spelling.
         """
         writes = any(t.endswith(DROP_CACHES) for op, t in self.redirects if op in (">", ">>", ">|"))
+        argv = _unwrap(list(self.argv))  # `sudo tee …`: sudo runs tee
         if writes:
-            return _echoes_page_cache_value(self.argv)
-        if self.program == "tee" and any(a.endswith(DROP_CACHES) for a in self.argv[1:]):
-            return _echoes_page_cache_value(self.stdin_from)
-        if self.program == "sysctl":
-            return any(re.fullmatch(r"vm[./]drop_caches=[13]", a) for a in self.argv[1:])
+            return _echoes_page_cache_value(argv)
+        program = argv[0].rsplit("/", 1)[-1] if argv else ""
+        if program == "tee" and any(a.endswith(DROP_CACHES) for a in argv[1:]):
+            # its stdin: the command piped into it, or a here-string (`tee … <<< 3`, bash(1) "Here Strings")
+            here = [t for op, t in self.redirects if op == "<<<"]
+            return _echoes_page_cache_value(("echo", here[-1]) if here else _unwrap(list(self.stdin_from)))
+        if program == "sysctl":
+            return any(re.fullmatch(r"vm[./]drop_caches=[13]", a) for a in argv[1:])
         return False
 
     def writes_drop_caches(self) -> bool:
         """Any write to drop_caches, whatever the value (to tell "drops slab only" from "never drops")."""
+        argv = _unwrap(list(self.argv))
+        program = argv[0].rsplit("/", 1)[-1] if argv else ""
         return (
             any(t.endswith(DROP_CACHES) for op, t in self.redirects if op in (">", ">>", ">|"))
-            or (self.program == "tee" and any(a.endswith(DROP_CACHES) for a in self.argv[1:]))
-            or (self.program == "sysctl" and any(re.fullmatch(r"vm[./]drop_caches=.*", a) for a in self.argv[1:]))
+            or (program == "tee" and any(a.endswith(DROP_CACHES) for a in argv[1:]))
+            or (program == "sysctl" and any(re.fullmatch(r"vm[./]drop_caches=.*", a) for a in argv[1:]))
         )
 
     def is_sync(self) -> bool:
@@ -394,6 +444,50 @@ class _Frame:
 
 
 @dataclass
+class _Trap:
+    """An action `trap` set, run later: on EXIT when its shell exits; on a signal only if that ever comes."""
+
+    action: str
+    on: str  # what it was set on: "EXIT" (among others: it runs on exit), else its signals ("INT TERM")
+    conditions: set[str]  # EXIT, INT, TERM, ERR, …: what is left of them after later resets
+    line: int
+    origin: str
+    via: tuple[Via, ...]
+    guards: tuple[Guard, ...]  # where it was set: on the paths they allow, only
+    ended: int  # how many exits/execs/failures were passed when it was set: the later ones may stop it
+    resets: list[Guard] = field(default_factory=list)  # later `trap - EXIT`, `trap '' EXIT`, `trap other EXIT`
+
+    def at(self) -> str:
+        return _at(self.origin, self.line, self.via)
+
+
+# what, passed after an EXIT trap is set, keeps it from running before the start: an `exec` replaces the shell (it
+# never exits, so never runs the trap); a failure that stops the script fails the start (the trap runs, the container
+# does not); a cycle never gets to the end. An `exit` does not: it runs the trap.
+_STOPS_TRAP = ("exec", "exec?", "fails", "errexit", "cycle")
+
+
+def _exit_status_fails(text: str) -> bool:
+    """`exit 1` (a literal non-zero status); `exit`, `exit 0`, `exit $rc`: not certain."""
+    words = text.split()
+    return len(words) > 1 and words[1].isdigit() and int(words[1]) % 256 != 0
+
+
+def _certain_failure(ended: list[Guard]) -> bool:
+    """A shell that passed one of these on every path exits with a non-zero status."""
+    return any(
+        g.never and (g.kind in ("errexit", "fails") or (g.kind == "exit" and _exit_status_fails(g.detail)))
+        for g in ended
+    )
+
+
+def _condition(spec: str) -> str:
+    """`exit`, `0`, `EXIT` → EXIT; `SIGINT`, `int` → INT (bash(1), trap: case insensitive, SIG prefix optional)."""
+    name = spec.upper()
+    return "EXIT" if name in ("0", "EXIT") else name.removeprefix("SIG")
+
+
+@dataclass
 class _Context:
     """What every file of one walk shares: the reader, the findings, the files being read (for cycles)."""
 
@@ -420,6 +514,7 @@ _DIRNAME = re.compile(
 _CD_PWD = re.compile(r"\$\(\s*cd\s+\"?([^\"$()`]*)\"?\s*(?:&&|;)\s*pwd\s*\)")
 _ERREXIT_SET = re.compile(r"-[a-zA-Z]*e[a-zA-Z]*")
 _ERREXIT_UNSET = re.compile(r"\+[a-zA-Z]*e[a-zA-Z]*")
+_LONG_OPTION = re.compile(r"[-+][a-zA-Z]*o")  # the next word names an option (bash(1), `set -o option-name`)
 
 
 class _Walker(bashlex.ast.nodevisitor):
@@ -447,7 +542,12 @@ class _Walker(bashlex.ast.nodevisitor):
         self.calling: set[str] = set()
         self.posix = shell in POSIX_SHELLS
         self.errexit = errexit  # where `set -e` was turned on ("" when off), for messages
-        self.checked = 0  # inside an if/while condition or left of && / ||: `set -e` does not apply
+        self.errexit_sure = bool(errexit)  # on on every path (not set in a branch, not maybe turned off again)
+        self.pipefail = False  # `set -o pipefail` on every path
+        self.checked = 0  # inside an if/while condition or left of && / ||, negated with !: `set -e` does not apply
+        self.traps: list[_Trap] = []  # set in this shell, run when it exits (EXIT) or maybe (signals)
+        self.exiting = False  # running the traps: a `trap` in a trap sets nothing bash would run
+        self.failed = False  # this shell exits with a non-zero status on every path (for a `set -e` caller)
 
     # --- plumbing -------------------------------------------------------------------------------------------------
 
@@ -507,13 +607,36 @@ class _Walker(bashlex.ast.nodevisitor):
         return unparsed
 
     def finish(self) -> None:
-        """A function the script defines but never calls: its commands run on no path; say so, do not drop them."""
+        """The shell exits: its EXIT traps run, last. Then a function the script defines but never calls (the traps
+        did not call it either): its commands run on no path; say so, do not drop them."""
+        self.failed = _certain_failure(self.ended)
+        self.run_traps()
         self.ended, self.frames = [], []  # the definition is what is reported, wherever the script ended
         for name, func in list(self.functions.items()):
             if name not in self.called:
                 self.called.add(name)
                 with self._in(func.origin, func.text, func.via):
                     self.under(Guard("function", func.line, func.origin, name, never=True, via=func.via), func.body)
+        self.run_traps()  # set in a function never called: never set, never run; reported all the same
+
+    def run_traps(self) -> None:
+        """bash(1), trap: "If a sigspec is EXIT (0) the command arg is executed on exit from the shell": after every
+        other command of this shell, on the paths where the trap was set, unless something after it reset it or
+        replaced the shell (`exec`), or the script failed first. A trap on signals only may run, or not."""
+        traps, self.traps = self.traps, []
+        for trap in traps:
+            guards = list(trap.guards) + trap.resets
+            if "EXIT" in trap.conditions:
+                guards += [g for g in self.ended[trap.ended :] if g.kind in _STOPS_TRAP]
+            elif trap.conditions:  # cleared of all of them: its resets say so
+                guards.append(Guard("trap", trap.line, trap.origin, " or ".join(sorted(trap.conditions)), via=trap.via))
+            saved = self.guards, self.ended, self.frames, self.exiting
+            self.guards, self.ended, self.frames, self.exiting = list(dict.fromkeys(guards)), [], [], True
+            try:
+                with self._in(trap.origin, "", trap.via + (Via("trap", trap.origin, trap.line, trap.on),)):
+                    self.read_text("\n" * (trap.line - 1) + trap.action)  # its commands at the `trap` line
+            finally:
+                self.guards, self.ended, self.frames, self.exiting = saved
 
     def _in(self, origin: str, text: str, via: tuple[Via, ...]) -> _Switch:
         return _Switch(self, origin, text, via)
@@ -535,13 +658,20 @@ class _Walker(bashlex.ast.nodevisitor):
         if not (list_ and list_[0].kind == "reservedword" and list_[0].word == "("):
             return True
         ended, returns = len(self.ended), [len(f.returns) for f in self.frames]
-        errexit, env = self.errexit, dict(self.env)
-        for child in list_:
-            self.visit(child)
-        del self.ended[ended:]
-        for frame, count in zip(self.frames, returns, strict=True):
-            del frame.returns[count:]
-        self.errexit, self.env = errexit, env
+        options, env, traps = (self.errexit, self.errexit_sure, self.pipefail), dict(self.env), self.traps
+        self.traps = []  # its own EXIT traps, run when it exits
+        try:
+            for child in list_:
+                self.visit(child)
+            failed = _certain_failure(self.ended[ended:]) or _constant(node) is False
+            self.run_traps()
+        finally:
+            del self.ended[ended:]
+            for frame, count in zip(self.frames, returns, strict=True):
+                del frame.returns[count:]
+            (self.errexit, self.errexit_sure, self.pipefail), self.env, self.traps = options, env, traps
+        if failed:  # the subshell exits non-zero: under `set -e`, the script stops here
+            self._errexit_stop(node, self.source_of(node.pos[0], node.pos[1]))
         return False
 
     def visitlist(self, node: Any, parts: Any) -> bool:
@@ -707,19 +837,25 @@ class _Walker(bashlex.ast.nodevisitor):
         """Visit each stage in order, telling every stage which command feeds its stdin."""
         previous: tuple[str, ...] = ()
         negated = any(p.kind == "reservedword" and p.word == "!" for p in parts)
+        stages = [p for p in parts if p.kind not in ("pipe", "reservedword")]
         self.checked += negated
         try:
-            for part in parts:
-                if part.kind in ("pipe", "reservedword"):
-                    continue
+            for part in stages:
                 first = len(self.commands)
-                self.visit(part)
+                early = part is not stages[-1]  # `set -e` looks at the pipeline's status, not at this stage's
+                self.checked += early
+                try:
+                    self.visit(part)
+                finally:
+                    self.checked -= early
                 if first < len(self.commands):
                     if previous:
                         self.commands[first] = replace(self.commands[first], stdin_from=previous)
                     previous = self.commands[first].argv
                 else:
                     previous = ()
+            if self.pipefail and any(_constant(p) is False for p in stages[:-1]):  # its status is that stage's
+                self._errexit_stop(node, self.source_of(node.pos[0], node.pos[1]))
         finally:
             self.checked -= negated
         return False
@@ -754,15 +890,18 @@ class _Walker(bashlex.ast.nodevisitor):
         target = _unwrap(argv)
         if argv[0] == "set" and not never:
             self._set(argv, command)
+        if argv[0] == "trap":
+            self._trap(argv, command, node)
         inner = inline_script(target)
+        failed = False  # a script run as its own process that exits non-zero on every path
         if inner is not None:
-            self._inline(inner, command)
+            failed = self._inline(inner, command)
         elif target[:1] in (["."], ["source"]) and len(target) > 1:
             self._source(target[1], command)
         else:
             run = _runs_script(target)
             if run is not None:
-                self._run(run, command)
+                failed = self._run(run, command)
         if never or any(g.kind == "&" for g in self.guards):  # a background job is a subshell: it ends only itself
             return False
         if argv[0] == "exit" and _exit_lets_start_go_on(argv, conditional=bool(guards)):
@@ -777,21 +916,68 @@ class _Walker(bashlex.ast.nodevisitor):
             )
         elif argv[0] == "exec" and len(argv) > 1:
             self.ended.append(self.guard("exec?" if guards else "exec", node, " ".join(argv), never=not guards))
+        elif failed or _constant(node) is False:
+            self._errexit_stop(node, command.text())
         return False
+
+    def _errexit_stop(self, node: Any, what: str) -> None:
+        """bash(1), `set -e`: a command that always fails, where -e applies (not tested by `if`/`while`/`&&`/`||`,
+        not negated, not early in a pipeline), ends the script with an error: nothing after it runs, the start
+        fails. Under a condition it fails the start on that path only: no path reaches the container without what
+        follows, so nothing is recorded."""
+        if not (self.errexit and self.errexit_sure) or self.checked or self.current_guards():
+            return
+        self.ended.append(self.guard("errexit", node, what, never=True, why=self.errexit))
+
+    def _trap(self, argv: list[str], command: ShellCommand, node: Any) -> None:
+        """`trap ACTION COND…` sets ACTION for each COND; `trap - COND…`, `trap COND`, `trap '' COND…` reset it
+        (bash(1), SHELL BUILTIN COMMANDS, trap). A reset on every path where an earlier trap was set takes the
+        condition from it for sure; one under a condition of its own may."""
+        if self.exiting:
+            return
+        args = argv[1:]
+        if args[:1] == ["--"]:
+            args = args[1:]
+        if not args or (args[0].startswith("-") and args[0] != "-"):
+            return  # `trap`, `trap -p`, `trap -l`: print, set nothing
+        action, conditions = ("", args) if len(args) == 1 else (args[0], args[1:])
+        names = {_condition(c) for c in conditions}
+        on = "EXIT" if "EXIT" in names else " ".join(sorted(names))
+        if not command.never_runs:
+            text = command.text()
+            for trap in self.traps:
+                hit = trap.conditions & names
+                if not hit:
+                    continue
+                sure = set(command.guards) <= set(trap.guards)
+                if sure:
+                    trap.conditions -= hit
+                if sure and not trap.conditions or not sure and ("EXIT" in hit or trap.conditions <= names):
+                    what = "the EXIT trap" if "EXIT" in hit else f"the trap on {' '.join(sorted(hit))}"
+                    trap.resets.append(self.guard("untrap", node, text, never=sure, why=f"{what} set at {trap.at()}"))
+        if action not in ("", "-"):
+            self.traps.append(
+                _Trap(action, on, names, command.line, command.origin, command.via, command.guards, len(self.ended))
+            )
 
     def _assign(self, assignment: str) -> None:
         name, value = assignment.split("=", 1)
         self.env[name] = self.expand(value)
 
     def _set(self, argv: list[str], command: ShellCommand) -> None:
-        """`set -e`, `set -euo pipefail`, `set -o errexit` turn errexit on; `set +e`, `set +o errexit` off."""
-        args = argv[1:]
+        """`set -e`, `set -euo pipefail`, `set -o errexit` turn errexit on; `set +e`, `set +o errexit` off; under a
+        condition, on (or off) on some paths only: not on for sure. The same for `-o pipefail`."""
+        args, sure = argv[1:], not command.guards
         for i, arg in enumerate(args):
             following = args[i + 1] if i + 1 < len(args) else ""
-            if _ERREXIT_SET.fullmatch(arg) or (arg == "-o" and following == "errexit"):
-                self.errexit = f"`{' '.join(argv)}` ({command.where()})"
-            elif _ERREXIT_UNSET.fullmatch(arg) or (arg == "+o" and following == "errexit"):
-                self.errexit = ""
+            long_option = following if _LONG_OPTION.fullmatch(arg) else ""  # `-o NAME`, `-euo NAME`, `+o NAME`
+            if _ERREXIT_SET.fullmatch(arg) or (arg.startswith("-") and long_option == "errexit"):
+                if sure or not self.errexit_sure:
+                    self.errexit, self.errexit_sure = f"`{' '.join(argv)}` ({command.where()})", sure
+            elif _ERREXIT_UNSET.fullmatch(arg) or (arg.startswith("+") and long_option == "errexit"):
+                self.errexit, self.errexit_sure = ("" if sure else self.errexit), False
+            if long_option == "pipefail":
+                self.pipefail = arg.startswith("-") and (sure or self.pipefail)
 
     def _call(self, name: str, node: Any) -> None:
         func = self.functions[name]
@@ -870,6 +1056,7 @@ class _Walker(bashlex.ast.nodevisitor):
                 False,
             )
         self._finding("missing", how, path, command, after)
+        stops = stops and (self.errexit_sure or self.posix and how == "sources")  # -e set in a branch: maybe on
         if stops and not command.guards:  # a failure on some paths only fails the start there: no path goes on
             self.ended.append(
                 Guard(
@@ -897,16 +1084,17 @@ class _Walker(bashlex.ast.nodevisitor):
             self.frames.pop()
             self.ctx.stack.pop()
 
-    def _run(self, run: _Run, command: ShellCommand) -> None:
-        """FILE run as its own process: its commands, under the conditions of the line that runs it."""
+    def _run(self, run: _Run, command: ShellCommand) -> bool:
+        """FILE run as its own process: its commands, under the conditions of the line that runs it. True when it
+        exits non-zero on every path."""
         text = self._readable("runs", run.path, command)
         if text is None:
-            return
+            return False
         interpreter = _interpreter(text)
         shell = run.shell or interpreter or "bash"  # no #! line: bash runs it itself (ENOEXEC)
         if shell not in SHELLS:
             self._finding("not-shell", "runs", run.path, command, interpreter or shell)
-            return
+            return False
         errexit = (
             f"`{shell} -e` ({command.where()})"
             if run.errexit
@@ -915,10 +1103,10 @@ class _Walker(bashlex.ast.nodevisitor):
             else ""
         )
         via = command.via + (Via("run", command.origin, command.line, run.path),)
-        self._child(text, run.path, via, command, shell=shell, errexit=errexit)
+        return self._child(text, run.path, via, command, shell=shell, errexit=errexit)
 
-    def _inline(self, inner: str, command: ShellCommand) -> None:
-        self._child(
+    def _inline(self, inner: str, command: ShellCommand) -> bool:
+        return self._child(
             inner,
             f"{command.origin}:{command.line} (-c)",
             command.via,
@@ -938,7 +1126,7 @@ class _Walker(bashlex.ast.nodevisitor):
         shell: str,
         errexit: str,
         stacked: bool = True,
-    ) -> None:
+    ) -> bool:
         child = _Walker(self.ctx, origin, script0=origin, via=via, shell=shell, errexit=errexit)
         if stacked:
             self.ctx.stack.append(origin)
@@ -949,6 +1137,7 @@ class _Walker(bashlex.ast.nodevisitor):
             if stacked:
                 self.ctx.stack.pop()
         self.commands.extend(replace(c, guards=command.guards + c.guards) for c in child.commands)
+        return child.failed
 
 
 class _Switch:
@@ -987,9 +1176,9 @@ def _constant(node: Any) -> bool | None:
     words = [p.word for p in node.parts]
     if any(_NEEDS_READING.search(w) for w in words):
         return None
-    if words in (["true"], [":"]):
+    if words in (["true"], [":"], ["/bin/true"], ["/usr/bin/true"]):
         return True
-    if words == ["false"]:
+    if words in (["false"], ["/bin/false"], ["/usr/bin/false"]):
         return False
     if words[0] == "[" and words[-1] == "]":
         return _test_value(words[1:-1])
@@ -1006,10 +1195,28 @@ def _constant_of(nodes: list[Any]) -> bool | None:
     return _constant(commands[-1])
 
 
+# sudo(8) options that take a value (`-u USER`); the others are flags
+_SUDO_VALUED = ("-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-D", "-R", "-T")
+
+
 def _unwrap(argv: list[str]) -> list[str]:
-    """What `exec CMD`, `nohup CMD`, `command CMD` run: CMD."""
-    while len(argv) > 1 and argv[0] in ("exec", "nohup", "command") and not argv[1].startswith("-"):
-        argv = argv[1:]
+    """What `exec CMD`, `nohup CMD`, `command CMD` and `sudo [-E] [-u USER] CMD` run: CMD (sudo runs it as its own
+    process, as root: a drop written there drops the machine's page cache all the same)."""
+    while len(argv) > 1:
+        if argv[0] in ("exec", "nohup", "command") and not argv[1].startswith("-"):
+            argv = argv[1:]
+        elif argv[0].rsplit("/", 1)[-1] == "sudo":
+            i = 1
+            while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+                if argv[i] in ("-l", "-ll", "-v", "-K", "-e", "-V", "--list", "--validate", "--edit", "--version"):
+                    return argv  # lists, validates, edits: runs no command
+                i += 2 if argv[i] in _SUDO_VALUED else 1
+            i += 1 if i < len(argv) and argv[i] == "--" else 0
+            if i >= len(argv) or "=" in argv[i]:
+                break  # `sudo -l`, `sudo VAR=x …`: not a command golive follows
+            argv = argv[i:]
+        else:
+            break
     return argv
 
 

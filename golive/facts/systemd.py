@@ -221,11 +221,39 @@ def merge_unit_files(files: list[tuple[str, str]]) -> tuple[Sections, dict[tuple
     return sections, cleared
 
 
-def parse_unit_exec(value: str) -> ExecCommand:
-    """An Exec line of a unit file; leading `-@:+!` prefixes are flags, not the command (`:`: no $VAR expansion)."""
+def unit_specifiers(text: str, unit: str | None) -> str:
+    """A unit file word with its unit-name specifiers resolved, as src/core/unit-printf.c unit_full_printf() does for
+    every word of an Exec line (src/core/load-fragment.c config_parse_exec, after extract_first_word): `%%` is `%`;
+    with the unit's name (`glm53@a-b.service`): `%n` the name, `%N` without its type, `%p` the prefix (before `@`),
+    `%i` the instance, `%j` the prefix's last `-` part, and `%P` `%I` `%J` `%f` those unescaped (`-` is `/`, `\\xNN`
+    a byte: unit_name_unescape). Specifiers of the host (`%H`, `%u`, `%t` …) stay as written: golive does not know
+    the values systemd would give them."""
+    values: dict[str, str] = {"%": "%"}
+    if unit and "." in unit:
+        name = unit.rsplit(".", 1)[0]
+        prefix, at, instance = name.partition("@")
+        last = prefix.rsplit("-", 1)[-1]
+        values |= {"n": unit, "N": name, "p": prefix, "i": instance, "j": last}
+        values |= {"P": _unescape(prefix), "I": _unescape(instance), "J": _unescape(last)}
+        values["f"] = "/" + (_unescape(instance) if at else _unescape(prefix)).lstrip("/")
+    return re.sub(r"%(.)", lambda m: values.get(m.group(1), m.group(0)), text)
+
+
+def _unescape(text: str) -> str:
+    """src/basic/unit-name.c unit_name_unescape: `-` is `/`, `\\xNN` the byte NN."""
+    return re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), text.replace("-", "/"))
+
+
+def parse_unit_exec(value: str, unit: str | None = None) -> ExecCommand:
+    """An Exec line of a unit file as src/core/load-fragment.c config_parse_exec reads it: leading `-@:+!` prefixes
+    are flags, not the command (`:`: no $VAR expansion); words by extract_first_word(EXTRACT_UNQUOTE|
+    EXTRACT_CUNESCAPE) (`"a\\tb"` is a, tab, b), each with its specifiers resolved (`unit_specifiers`, `unit`: the
+    unit's name). A line systemd would reject as a whole (a bad escape) is split as a shell would."""
     prefix = value[: len(value) - len(value.lstrip("-@:+!"))]
+    words, error = extract_words(value[len(prefix) :], cunescape=True)
+    argv = _split_argv(value[len(prefix) :]) if error else words
     return ExecCommand(
-        argv=_split_argv(value[len(prefix) :]),
+        argv=[unit_specifiers(word, unit) for word in argv],
         ignore_errors="-" in prefix,
         where=value.where if isinstance(value, Value) else "",
         expand_env=":" not in prefix,
@@ -420,7 +448,13 @@ def unit_from_file(
     active: str | None,
     cleared: dict[tuple[str, str], str] | None = None,
     files: list[str] | None = None,
+    name: str | None = None,
 ) -> UnitFacts:
+    """The effective unit from its merged sections. `name`: the unit's name, for the `%n`/`%i` … specifiers of its
+    Exec lines; by default the first file's name where that is a unit's own file (not a template's `x@.service`)."""
+    if name is None and files:
+        base = files[0].rsplit("/", 1)[-1]
+        name = None if "@." in base else base
     unit, service = sections.get("Unit", {}), sections.get("Service", {})
     set_at: dict[str, str] = {}
     emptied: set[str] = set()
@@ -447,7 +481,7 @@ def unit_from_file(
     environment: dict[str, EnvSetting] = {}
     notes: list[str] = []
     for value in service.get("Environment", []):
-        settings, ignored = parse_environment_line(value, value.where)
+        settings, ignored = parse_environment_line(value, value.where, name)
         notes.extend(ignored)
         for setting in settings:
             environment.pop(setting.name, None)
@@ -469,9 +503,9 @@ def unit_from_file(
         restart_sec_s=parse_timespan(restart_sec) if restart_sec else _DEFAULT_RESTART_SEC,
         start_limit_burst=_int(burst) if burst else _DEFAULT_START_LIMIT_BURST,
         start_limit_interval_s=parse_timespan(interval) if interval else _DEFAULT_START_LIMIT_INTERVAL,
-        exec_start_pre=[parse_unit_exec(v) for v in service.get("ExecStartPre", [])],
-        exec_start=[parse_unit_exec(v) for v in service.get("ExecStart", [])],
-        exec_start_post=[parse_unit_exec(v) for v in service.get("ExecStartPost", [])],
+        exec_start_pre=[parse_unit_exec(v, name) for v in service.get("ExecStartPre", [])],
+        exec_start=[parse_unit_exec(v, name) for v in service.get("ExecStart", [])],
+        exec_start_post=[parse_unit_exec(v, name) for v in service.get("ExecStartPost", [])],
         enabled=None if enabled is None else ("enabled" if enabled else "disabled"),
         active=active,
         set_at=set_at,
@@ -638,7 +672,7 @@ def _cunescape_one(text: str, i: int) -> tuple[str | None, int]:
     return None, 0
 
 
-def parse_environment_line(value: str, where: str = "") -> tuple[list[EnvSetting], list[str]]:
+def parse_environment_line(value: str, where: str = "", unit: str | None = None) -> tuple[list[EnvSetting], list[str]]:
     """One `Environment=` value as systemd's config_parse_environ reads it (src/core/load-fragment.c): words by
     extract_first_word(EXTRACT_CUNESCAPE|EXTRACT_UNQUOTE), so `Environment="A=1 2" B=3` and `A="1 2"` both set A to
     `1 2`; `%%` is `%`; an assignment with an invalid name is ignored; a syntax error ignores the rest of the line.
@@ -646,7 +680,7 @@ def parse_environment_line(value: str, where: str = "") -> tuple[list[EnvSetting
     words, error = extract_words(value, cunescape=True)
     settings, notes = [], []
     for word in words:
-        word = word.replace("%%", "%")  # the one specifier golive resolves; others stay as written
+        word = unit_specifiers(word, unit)  # config_parse_environ: unit_env_printf on each word
         name, eq, text = word.partition("=")
         if not eq or not env_name_is_valid(name) or not _env_value_is_valid(text):
             notes.append(f"{where}: `{word[:60]}` is not a valid assignment: systemd ignores it")

@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import quote
 
 from pydantic import ValidationError
@@ -19,6 +20,13 @@ EXTRA = "pip install 'golive[ansible]'"
 # (testinfra/utils/ansible_runner.py get_ansible_host); any other falls back to `ansible -m shell`, whose answer
 # testinfra cannot read (a chroot host ends in KeyError 'stdout'), so golive refuses it before the run.
 SUPPORTED_CONNECTIONS = ("ssh", "smart", "paramiko_ssh", "local", "docker", "community.docker.docker", "lxc", "lxd")
+
+
+class _Inventory(Protocol):
+    """What golive reads of testinfra's AnsibleRunner (testinfra/utils/ansible_runner.py; it ships no types)."""
+
+    def get_hosts(self, pattern: str = "all") -> list[str]: ...
+    def get_variables(self, host: str) -> dict[str, object]: ...
 
 
 class AnsibleError(Exception):
@@ -50,7 +58,8 @@ def group_hosts(inventory: Path, group: str) -> list[str]:
     if not inventory.is_file():
         raise AnsibleError(f"Ansible inventory {inventory} not found")
     try:
-        hosts = AnsibleRunner(str(inventory)).get_hosts(group)
+        reader: _Inventory = AnsibleRunner(str(inventory))
+        hosts = reader.get_hosts(group)
     except RuntimeError:  # testinfra: ansible-inventory parsed no source ("missing file ?"; the file is there)
         raise AnsibleError(
             f"Ansible cannot parse {inventory} as an inventory (`ansible-inventory -i {inventory} --list` says why)"
@@ -62,7 +71,7 @@ def group_hosts(inventory: Path, group: str) -> list[str]:
         ) from None
     if not hosts:
         raise AnsibleError(f"Ansible group '{group}' has no hosts in {inventory}")
-    runner = AnsibleRunner(str(inventory))
+    runner: _Inventory = AnsibleRunner(str(inventory))
     for host in hosts:
         connection = str(runner.get_variables(host).get("ansible_connection") or "ssh")
         if connection not in SUPPORTED_CONNECTIONS:

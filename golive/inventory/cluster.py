@@ -34,7 +34,7 @@ class CheckpointManifest:
 class ClusterFacts:
     """Lazily gathered, cached facts of one station's rails, RDMA ports, NCCL log and pinned files; reads only."""
 
-    def __init__(self, station_facts: StationFacts, cluster: Cluster):
+    def __init__(self, station_facts: StationFacts, cluster: Cluster) -> None:
         self.station_facts, self.cluster = station_facts, cluster
         self.station = station_facts.station
         self.host = station_facts.host

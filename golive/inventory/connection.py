@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from golive.facts import FactError
@@ -58,6 +58,56 @@ MUX_PERSIST_S = 120  # how long an idle master waits for the next command; a run
 MUX_PATH_MAX = 107 - 17
 
 
+# --- the typed surface of testinfra (it ships no type information) -------------------------------------------------
+# What golive reads of testinfra's objects, as testinfra defines it (testinfra/host.py Host, testinfra/backend/base.py
+# CommandResult, testinfra/modules/file.py File); the connection's host is typed as this, so a misspelt attribute of
+# the host fails the type check.
+
+
+class CommandResult(Protocol):
+    """A command's answer (testinfra's CommandResult)."""
+
+    @property
+    def rc(self) -> int: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+
+
+class RemoteFile(Protocol):
+    """A path on the station (testinfra's File module), read as its properties are read."""
+
+    @property
+    def exists(self) -> bool: ...
+    @property
+    def is_file(self) -> bool: ...
+    @property
+    def is_directory(self) -> bool: ...
+    @property
+    def content(self) -> bytes: ...
+    @property
+    def content_string(self) -> str: ...
+    @property
+    def mode(self) -> int: ...
+
+
+class HostBackend(Protocol):
+    """The testinfra backend under a host: golive quotes a command line with it before the guard reads it."""
+
+    def quote(self, command: str, *args: str) -> str: ...
+
+
+class StationHost(Protocol):
+    """A station's testinfra host, as golive uses it (`testinfra.host.Host`, its backend guarded by a Connection)."""
+
+    @property
+    def backend(self) -> HostBackend: ...
+    def run(self, command: str, *args: str) -> CommandResult: ...
+    def exists(self, command: str) -> bool: ...
+    def file(self, path: str) -> RemoteFile: ...
+
+
 def chroot_tree(spec: str | None) -> str | None:
     """The tree of a `chroot:///tree` spec, else None."""
     return spec[len(CHROOT) :] if spec and spec.startswith(CHROOT) else None
@@ -83,7 +133,9 @@ class Connection:
     """One station's way in (any testinfra spec: local, ssh://, docker://, ansible://, chroot://): the testinfra
     host its checks use, the guard, the transport failure that ended it and the ssh master it started."""
 
-    def __init__(self, spec: str, station: str | None = None, control_path: Path | None = None, **options: Any) -> None:
+    def __init__(
+        self, spec: str, station: str | None = None, control_path: Path | None = None, **options: object
+    ) -> None:
         import testinfra.backend
         import testinfra.host
 
@@ -100,7 +152,7 @@ class Connection:
         self.via = "ssh" if name == "safe-ssh" else name or "its backend"  # what a transport failure's line names
         self.gone: Gone | None = None
         self.command_log = os.environ.get("GOLIVE_COMMAND_LOG")
-        self.host = testinfra.host.Host(backend)
+        self.host: StationHost = testinfra.host.Host(backend)
 
     def __enter__(self) -> Connection:
         return self
@@ -112,7 +164,7 @@ class Connection:
 
     # --- every command ------------------------------------------------------------------------------------------------
 
-    def send(self, run: Callable[..., Any], command: str, *args: str, **kwargs: Any) -> Any:
+    def send(self, run: Callable[..., CommandResult], command: str, *args: str, **kwargs: Any) -> CommandResult:
         """`run(command, *args)` (the testinfra backend's own) once the command passed the allow-list and the
         connection is not gone; a transport failure becomes TransportError and is remembered."""
         line = self.host.backend.quote(command, *args)
@@ -141,7 +193,7 @@ class Connection:
             raise self._lost(detail)
         return result
 
-    def send_ansible(self, run_ansible: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def send_ansible(self, run_ansible: Callable[..., object], *args: Any, **kwargs: Any) -> object:
         """testinfra's ansible backend's `run_ansible` (what its `run` and modules use): its "unreachable" is
         transport."""
         out = run_ansible(*args, **kwargs)
@@ -190,15 +242,21 @@ class Connection:
         shutil.rmtree(control.parent, ignore_errors=True)
 
 
+class _GuardedBackend(Protocol):
+    """A guarded backend: the connection it sends through (set by Connection.__init__)."""
+
+    connection: Connection
+
+
 @functools.cache
 def _guarded(base: type[Any]) -> type[Any]:
     """golive's subclass of one testinfra backend class: `run` (and the ansible backend's `run_ansible`) go through
     the connection's guard, also when the backend calls them itself."""
 
-    def run(self: Any, command: str, *args: str, **kwargs: Any) -> Any:
+    def run(self: _GuardedBackend, command: str, *args: str, **kwargs: Any) -> CommandResult:
         return self.connection.send(functools.partial(base.run, self), command, *args, **kwargs)
 
-    def run_ansible(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def run_ansible(self: _GuardedBackend, *args: Any, **kwargs: Any) -> object:
         return self.connection.send_ansible(functools.partial(base.run_ansible, self), *args, **kwargs)
 
     methods: dict[str, Any] = {"run": run, "__module__": __name__}

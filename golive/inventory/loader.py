@@ -122,7 +122,7 @@ def _check_batteries(profile: Profile, chain: list[Path]) -> None:
         load_answer_battery(battery_ref(ref, chain[-1]))
 
 
-def _check_inventory_batteries(inventory: Inventory, path: Path, located) -> None:
+def _check_inventory_batteries(inventory: Inventory, path: Path, located: Located) -> None:
     """Site batteries the inventory names: each a file relative to the inventory, valid before anything runs."""
     for i, ref in enumerate(inventory.site_batteries):
         try:

@@ -8,10 +8,14 @@ import re
 import shlex
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from golive.facts import FactError, docker, gpu, shell, systemd
+from golive.profile.recipe import dram_node
 from golive.profile.schema import Profile, Service, Station
+
+if TYPE_CHECKING:
+    from golive.inventory.connection import StationHost
 
 UNIT_DIRS = systemd.UNIT_DIRS
 QUERY_GPU = ["index", "name", "pci.bus_id", "memory.used", "memory.total"]
@@ -24,6 +28,14 @@ class HbmNode:
     how: str  # how it was found, for the report: "numa_status of 0009:01:00.0", …
 
 
+class NumaNode(TypedDict, total=False):
+    """One NUMA node as sysfs shows it (/sys/devices/system/node/nodeN). StationFacts.nodes always fills both keys;
+    total=False lets a node that is not there read as `{}` (`facts.nodes.get(n, {}).get("meminfo", {})`)."""
+
+    cpus: set[int]  # its cpulist
+    meminfo: dict[str, int]  # its meminfo, kB ({} where it has none)
+
+
 @dataclass
 class Shard:
     name: str
@@ -33,7 +45,7 @@ class Shard:
 class StationFacts:
     """Lazily gathered, cached facts; every method reads, none writes."""
 
-    def __init__(self, host: Any, station: Station, profile: Profile) -> None:
+    def __init__(self, host: StationHost, station: Station, profile: Profile) -> None:
         self.host, self.station, self.profile = host, station, profile
 
     # --- plumbing -----------------------------------------------------------------------------------------------------
@@ -241,10 +253,10 @@ class StationFacts:
         return [g for g in self.gpus if want in g["name"].lower()]
 
     @cached_property
-    def nodes(self) -> dict[int, dict]:
+    def nodes(self) -> dict[int, NumaNode]:
         """NUMA nodes: {n: {"cpus": set, "meminfo": {...}}}."""
         online = gpu.parse_cpulist(self.read("/sys/devices/system/node/online") or "")
-        nodes = {}
+        nodes: dict[int, NumaNode] = {}
         for n in sorted(online):
             base = f"/sys/devices/system/node/node{n}"
             meminfo = self.read(f"{base}/meminfo")
@@ -295,9 +307,9 @@ class StationFacts:
         if not self.host.file(path).is_directory:
             raise FactError(
                 f"checkpoint folder {path} does not exist on {self.station.name}",
-                fix=f"download the checkpoint into {path} (`numactl --membind=0 huggingface-cli download "
-                f"{self.profile.checkpoint.repository} --local-dir {path}`), or set checkpoint.path "
-                f"in the site profile to where this station keeps it",
+                fix=f"download the checkpoint into {path} (`numactl --membind={dram_node(self.profile)} "
+                f"huggingface-cli download {self.profile.checkpoint.repository} --local-dir {path}`), or set "
+                f"checkpoint.path in the site profile to where this station keeps it",
             )
         return path
 
@@ -313,12 +325,13 @@ class StationFacts:
                 shards.append(Shard(name.rsplit("/", 1)[-1], int(size)))
         return sorted(shards, key=lambda s: s.name)
 
-    def checkpoint_json(self, name: str) -> dict | None:
+    def checkpoint_json(self, name: str) -> dict[str, Any] | None:
         text = self.read(f"{self.checkpoint_dir}/{name}")
         if text is None:
             return None
         try:
-            return json.loads(text)
+            document: dict[str, Any] = json.loads(text)  # a checkpoint's JSON files are objects
+            return document
         except json.JSONDecodeError as exc:
             raise FactError(f"{self.checkpoint_dir}/{name} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
 
 # ssh(1): "ssh exits with the exit status of the remote command or with 255 if an error occurred"
 SSH_FAILED = 255
@@ -42,7 +41,7 @@ class Gone:
 class TransportError(Exception):
     """The way to a station failed (not the station's own answer): the check is not checked, never failed."""
 
-    def __init__(self, gone: Gone):
+    def __init__(self, gone: Gone) -> None:
         super().__init__(gone.detail)
         self.gone = gone
 
@@ -87,7 +86,7 @@ def _is_paramiko_error(exc: BaseException) -> bool:
     return isinstance(exc, paramiko.SSHException)
 
 
-def failure_of_result(backend_name: str, result: Any) -> str | None:
+def failure_of_result(backend_name: str, result: object) -> str | None:
     """The transport's own words when a command result means the command never ran on the station, else None."""
     rc = getattr(result, "rc", 0)
     if rc == 0:
@@ -101,7 +100,7 @@ def failure_of_result(backend_name: str, result: Any) -> str | None:
     return None
 
 
-def failure_of_ansible(out: Any) -> str | None:
+def failure_of_ansible(out: object) -> str | None:
     """ansible's module result for a host it could not reach (`"unreachable": true`, its `msg` says why)."""
     if isinstance(out, dict) and out.get("unreachable"):
         return last_line(str(out.get("msg") or "")) or "ansible: host unreachable"

@@ -15,12 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from golive.profile.yamlfile import Located, Path_, _model_in
-
-if TYPE_CHECKING:
-    from golive.profile.schema import Profile
 
 _TAG = re.compile(r"\[(\d{3})\]")  # a recipe tag, as golive.core.verdict cites it
 
@@ -54,6 +51,17 @@ def shipped_cites(located: Located, file: str) -> dict[tuple[str, Path_], str]:
             (tags for cut in range(len(at), 0, -1) if (tags := _tags(located.comments.get(at[:cut], "")))), fallback
         )
     return cites
+
+
+class Profile(Protocol):
+    """What `origin` reads of a profile (golive.profile.schema.Profile): where its values were written, and its
+    sources as cited. A protocol, not the schema's class: the schema imports this module (ValueOrigins)."""
+
+    @property
+    def origins(self) -> ValueOrigins | None: ...
+
+    @property
+    def cited(self) -> str: ...
 
 
 def _tags(comment: str) -> str:

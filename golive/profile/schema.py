@@ -184,6 +184,9 @@ class Load(Strict):
     max_concurrency: int = Field(default=256, ge=1)
     max_requests: int = Field(default=2048, ge=1)
     max_duration_s: float = Field(default=900, gt=0)
+    # a stall: seconds lost in one freeze (no byte, a batch far below its level, a p99 far above its p50, a long
+    # warm-up) that make a finding; an accelerator station never pauses this long (golive.endpoint.timeline)
+    stall_s: float = Field(default=2.0, gt=0)
     floors: LoadFloors = LoadFloors()
     slo: LoadSlo = LoadSlo()
     prefill: LoadPrefill = LoadPrefill()
@@ -318,11 +321,30 @@ class Station(Strict):
     production: bool = False  # serving users now: the peak-load level runs only with --allow-peak-load
     tls_ca_file: str | None = None  # the CA that signed an https endpoint's certificate (relative to the inventory)
     ssh_config: str | None = None  # this station's ssh_config for ssh:// hosts, else the inventory's (relative to it)
+    # `endpoint` is a gateway (LiteLLM, …) in front of vLLM: its name in report lines, its own unauthenticated health
+    # probe where golive does not know one (golive.endpoint.gateway.PROBES), and the vLLM server behind it, where
+    # golive can reach it: its /health, /metrics, /tokenize and flags (README "Gateways")
+    gateway: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
+    gateway_health: str | None = None
+    vllm_endpoint: str | None = None
 
-    @field_validator("endpoint")
+    @field_validator("endpoint", "vllm_endpoint")
     @classmethod
     def _endpoint_url(cls, value: str | None) -> str | None:
         return None if value is None else normalise_endpoint(value)
+
+    @field_validator("gateway_health")
+    @classmethod
+    def _probe_path(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("/") or not value.isprintable() or " " in value):
+            raise ValueError(f"gateway_health {value!r} is a path on the gateway, e.g. /health/readiness")
+        return value
+
+    @model_validator(mode="after")
+    def _behind_a_gateway(self) -> Self:
+        if self.vllm_endpoint and not self.endpoint:
+            raise ValueError("'vllm_endpoint' names the vLLM behind a gateway: give the gateway as 'endpoint' too")
+        return self
 
 
 class AnsibleStations(Strict):

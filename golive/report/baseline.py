@@ -8,9 +8,12 @@ pinning its new value is unannounced: that fails the gate. Everything else is li
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from golive.report.model import BaselineDiff, Change, Finding, Results, read_results
+
+__all__ = ["BaselineDiff", "Change", "diff", "gate_finding", "load_baseline"]
 
 # compared as they are (listed, not failing: an upgrade changes them on purpose); served args flag by flag
 PROVENANCE_FIELDS = (
@@ -27,78 +30,53 @@ PROVENANCE_FIELDS = (
 )
 
 
-@dataclass
-class Change:
-    kind: str  # check | metric | flag | provenance | battery
-    station: str
-    name: str  # nodeid, metric name, --flag, provenance field, or battery name
-    before: object
-    after: object
-    failing: bool = False
-    why: str = ""
-
-    def line(self) -> str:
-        shown = f"{self.station}: {self.kind} {self.name}: {self.before!r} → {self.after!r}"
-        return shown + (f" ({self.why})" if self.why else "")
-
-
-@dataclass
-class BaselineDiff:
-    baseline_profile: str
-    tolerance_pct: float
-    changes: list[Change] = field(default_factory=list)
-
-    @property
-    def failing(self) -> list[Change]:
-        return [c for c in self.changes if c.failing]
-
-    def as_dict(self) -> dict:
-        return {
-            "baseline_profile": self.baseline_profile,
-            "tolerance_pct": self.tolerance_pct,
-            "passed": not self.failing,
-            "changes": [asdict(c) for c in self.changes],
-        }
+def diff(previous: Results, current: Results, tolerance_pct: float = 10.0) -> BaselineDiff:
+    changes = [
+        *flipped_checks(previous, current),
+        *moved_metrics(previous, current, tolerance_pct),
+        *provenance_changes(previous, current),
+        *flipped_cases(previous, current),
+    ]
+    return BaselineDiff(
+        baseline_profile=previous.profile.name if previous.profile else "",
+        tolerance_pct=tolerance_pct,
+        passed=not any(c.failing for c in changes),
+        changes=changes,
+    )
 
 
-def diff(previous: dict, current: dict, tolerance_pct: float = 10.0) -> BaselineDiff:
-    result = BaselineDiff(baseline_profile=(previous.get("profile") or {}).get("name", ""), tolerance_pct=tolerance_pct)
-    result.changes += flipped_checks(previous, current)
-    result.changes += moved_metrics(previous, current, tolerance_pct)
-    result.changes += provenance_changes(previous, current)
-    result.changes += flipped_cases(previous, current)
-    return result
-
-
-def flipped_checks(previous: dict, current: dict) -> list[Change]:
-    before = {c["nodeid"]: c for c in previous.get("checks", [])}
+def flipped_checks(previous: Results, current: Results) -> list[Change]:
+    """Checks whose outcome changed, matched by their stable id (golive.report.model.check_id)."""
+    before = {c.id: c for c in previous.checks}
     changes = []
-    for check in current.get("checks", []):
-        old = before.get(check["nodeid"])
-        if old is not None and old["outcome"] != check["outcome"]:
-            changes.append(Change("check", check.get("station", ""), check["nodeid"], old["outcome"], check["outcome"]))
+    for check in current.checks:
+        old = before.get(check.id)
+        if old is not None and old.outcome != check.outcome:
+            changes.append(
+                Change(kind="check", station=check.station, name=check.id, before=old.outcome, after=check.outcome)
+            )
     return changes
 
 
-def moved_metrics(previous: dict, current: dict, tolerance_pct: float) -> list[Change]:
-    def key(m: dict) -> tuple:
-        return m.get("station", ""), m.get("check", ""), m["name"]
-
-    before = {key(m): m for m in previous.get("metrics", [])}
+def moved_metrics(previous: Results, current: Results, tolerance_pct: float) -> list[Change]:
+    """Metrics that moved beyond the tolerance, matched by station, the check's id and name."""
+    before_ids = {c.nodeid: c.id for c in previous.checks}
+    now_ids = {c.nodeid: c.id for c in current.checks}
+    before = {(m.station, before_ids.get(m.check, m.check), m.name): m for m in previous.metrics}
     changes = []
-    for metric in current.get("metrics", []):
-        old = before.get(key(metric))
-        if old is None or not isinstance(old.get("value"), (int, float)):
+    for metric in current.metrics:
+        old = before.get((metric.station, now_ids.get(metric.check, metric.check), metric.name))
+        if old is None:
             continue
-        moved = _moved_pct(old["value"], metric["value"])
+        moved = _moved_pct(old.value, metric.value)
         if moved > tolerance_pct:
             changes.append(
                 Change(
-                    "metric",
-                    metric.get("station", ""),
-                    metric["name"],
-                    old["value"],
-                    metric["value"],
+                    kind="metric",
+                    station=metric.station,
+                    name=metric.name,
+                    before=old.value,
+                    after=metric.value,
                     why=f"moved {moved:.1f}% (tolerance {tolerance_pct:g}%)",
                 )
             )
@@ -111,17 +89,17 @@ def _moved_pct(before: float, after: float) -> float:
     return abs(after - before) / abs(before) * 100 if before else float("inf")
 
 
-def provenance_changes(previous: dict, current: dict) -> list[Change]:
-    before = {s["name"]: s.get("provenance") or {} for s in previous.get("stations", [])}
+def provenance_changes(previous: Results, current: Results) -> list[Change]:
+    before = {s.name: s.provenance for s in previous.stations}
     changes = []
-    for station in current.get("stations", []):
-        name, now = station["name"], station.get("provenance") or {}
+    for station in current.stations:
+        name, now = station.name, station.provenance
         old = before.get(name)
         if not old:
             continue
         for fact in PROVENANCE_FIELDS:
             if fact in old and fact in now and old[fact] != now[fact]:
-                changes.append(Change("provenance", name, fact, old[fact], now[fact]))
+                changes.append(Change(kind="provenance", station=name, name=fact, before=old[fact], after=now[fact]))
         if "served_args" in old and "served_args" in now:
             changes += _flag_changes(name, old["served_args"], now["served_args"], now.get("pinned_flags") or {})
     return changes
@@ -130,12 +108,12 @@ def provenance_changes(previous: dict, current: dict) -> list[Change]:
 BATTERY_FAILING = "battery_failing."  # provenance key prefix: a battery's failing case ids, sorted
 
 
-def flipped_cases(previous: dict, current: dict) -> list[Change]:
+def flipped_cases(previous: Results, current: Results) -> list[Change]:
     """Battery cases that flipped between the two go-lives (listed: the battery's own check fails on its floor)."""
-    before = {s["name"]: s.get("provenance") or {} for s in previous.get("stations", [])}
+    before = {s.name: s.provenance for s in previous.stations}
     changes = []
-    for station in current.get("stations", []):
-        name, now = station["name"], station.get("provenance") or {}
+    for station in current.stations:
+        name, now = station.name, station.provenance
         old = before.get(name) or {}
         for fact in sorted(k for k in now if k.startswith(BATTERY_FAILING) and k in old):
             broke = sorted(set(now[fact]) - set(old[fact]))
@@ -150,12 +128,19 @@ def flipped_cases(previous: dict, current: dict) -> list[Change]:
                     if part
                 )
                 changes.append(
-                    Change("battery", name, fact.removeprefix(BATTERY_FAILING), old[fact], now[fact], why=why)
+                    Change(
+                        kind="battery",
+                        station=name,
+                        name=fact.removeprefix(BATTERY_FAILING),
+                        before=old[fact],
+                        after=now[fact],
+                        why=why,
+                    )
                 )
     return changes
 
 
-def _flag_changes(station: str, old: dict, now: dict, pinned: dict) -> list[Change]:
+def _flag_changes(station: str, old: dict[str, Any], now: dict[str, Any], pinned: dict[str, Any]) -> list[Change]:
     changes = []
     for flag in sorted(set(old) | set(now)):
         if old.get(flag) == now.get(flag):
@@ -168,7 +153,15 @@ def _flag_changes(station: str, old: dict, now: dict, pinned: dict) -> list[Chan
         else:
             why = "unannounced: the profile does not pin this flag; pin it in the site profile if the change is meant"
         changes.append(
-            Change("flag", station, f"--{flag}", old.get(flag), now.get(flag), failing=not announced, why=why)
+            Change(
+                kind="flag",
+                station=station,
+                name=f"--{flag}",
+                before=old.get(flag),
+                after=now.get(flag),
+                failing=not announced,
+                why=why,
+            )
         )
     return changes
 
@@ -191,24 +184,14 @@ GATE_NODEID = "golive::post-upgrade-gate"
 GATE_RULE = "Nothing changed unannounced since the last go-live of this profile (--golive-baseline)"
 
 
-def load_baseline(path: str | Path, profile_name: str) -> dict[str, Any]:
-    """The previous results.json; ValueError with one line when it cannot be the baseline of this run."""
-    import json
-    from pathlib import Path
-
+def load_baseline(path: str | Path, profile_name: str) -> Results:
+    """The previous results.json (schema 2, 3 or 4: golive.report.model); ValueError with one line when it cannot be
+    the baseline of this run."""
     try:
-        previous = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{path}: baseline results file not found") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable results.json ({exc})") from None
-    if not isinstance(previous, dict) or previous.get("schema") not in (2, 3):  # 2 → 3 kept `metrics` as it was
-        raise ValueError(
-            f"{path}: not a golive results.json of schema 2 or 3 (got schema {previous.get('schema')!r})"
-            if isinstance(previous, dict)
-            else f"{path}: not a golive results.json"
-        )
-    was = (previous.get("profile") or {}).get("name")
+        previous = read_results(path)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(": results file not found", ": baseline results file not found")) from None
+    was = previous.profile.name if previous.profile else None
     if was != profile_name:
         raise ValueError(
             f"{path}: the baseline is a go-live of profile '{was}', this run checks '{profile_name}': "
@@ -217,16 +200,15 @@ def load_baseline(path: str | Path, profile_name: str) -> dict[str, Any]:
     return previous
 
 
-def gate_finding(result: BaselineDiff) -> dict | None:
+def gate_finding(result: BaselineDiff) -> Finding | None:
     """The gate's failure as a finding (found / recipe / do), None when nothing changed unannounced."""
     failing = result.failing
     if not failing:
         return None
-    return {
-        "found": "; ".join(c.line() for c in failing),
-        "recipe": "after an upgrade, served flags and parsers are the ones the profile pins; a change nobody "
+    return Finding(
+        found="; ".join(c.line() for c in failing),
+        recipe="after an upgrade, served flags and parsers are the ones the profile pins; a change nobody "
         "announced is how tool calls break silently",
-        "fix": "revert the flag in the service's ExecStart, or, if the change is meant, pin the new value in the "
+        fix="revert the flag in the service's ExecStart, or, if the change is meant, pin the new value in the "
         "site profile and re-run the go-live",
-        "sources": [],
-    }
+    )

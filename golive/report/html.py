@@ -7,8 +7,9 @@ from markupsafe import Markup
 
 from golive.core.verdict import FAILED, NOT_APPLICABLE, NOT_CHECKED, OUTCOMES, PASSED, RECIPES, WAIVED, printable
 from golive.profile.rules import duration, measured
+from golive.report.model import CheckRecord
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows, sweep_svg
-from golive.report.results import Recorder, grouped_by_reason, verdict_word
+from golive.report.results import Recorder, grouped_by_reason, sweep_of, verdict_word
 
 
 def escaped(value: object) -> object:
@@ -24,31 +25,36 @@ _ENV.globals["duration"] = duration
 
 def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
     verdict = recorder.verdict(interrupted)
-    data = recorder.as_dict(interrupted)
-    plot = sweep_svg(recorder.sweep)  # our own drawing (matplotlib escapes every label): inlined as markup
+    data = recorder.results(interrupted)  # the report reads what results.json says
+
+    def of(outcome: str) -> list[CheckRecord]:
+        return [c for c in data.checks if c.outcome == outcome]
+
+    sweep = sweep_of(data)
+    plot = sweep_svg(sweep)  # our own drawing (matplotlib escapes every label): inlined as markup
     return [
         _ENV.get_template("summary.html.j2").render(
             verdict=verdict,
             verdict_word=verdict_word(verdict),
             table=recorder.by_layer_station(),
             outcomes=OUTCOMES,
-            failures=recorder.of(FAILED),
-            notes=[r for r in recorder.of(PASSED) if r.note],
-            not_checked=grouped_by_reason(recorder.of(NOT_CHECKED)),
-            not_applicable=grouped_by_reason(recorder.of(NOT_APPLICABLE)),
-            profile=data["profile"],
-            stations=data["stations"],
-            metrics=recorder.metrics,
+            failures=of(FAILED),
+            notes=[r for r in of(PASSED) if r.note],
+            not_checked=grouped_by_reason(of(NOT_CHECKED)),
+            not_applicable=grouped_by_reason(of(NOT_APPLICABLE)),
+            profile=data.profile,
+            stations=data.stations,
+            metrics=data.metrics,
             interrupted=interrupted,
             recipes=RECIPES,
-            rules_text=data["verdict_rules"],
-            waived=recorder.of(WAIVED),
-            baseline=recorder.baseline,
-            run=data["provenance"],
-            estimate=data["estimate"],
-            provenance=any(s["provenance"] for s in data["stations"]),
+            rules_text=data.verdict_rules,
+            waived=of(WAIVED),
+            baseline=data.baseline,
+            run=data.provenance,
+            estimate=data.estimate,
+            provenance=any(s.provenance for s in data.stations),
             sweep_plot=Markup(plot) if plot else None,
-            sweep=sweep_rows(recorder.sweep),
+            sweep=sweep_rows(sweep),
             sweep_columns=SWEEP_COLUMNS,
         )
     ]

@@ -1,4 +1,5 @@
-"""go-live.md: the go-live record for the deployment repo, written from results.json (same facts, diff-friendly).
+"""go-live.md: the go-live record for the deployment repo, written from results.json's model (golive.report.model:
+the same facts, diff-friendly).
 
 Everything a station or a model said is text: control characters escaped (golive.core.verdict.printable), HTML-escaped
 (a markdown viewer renders raw HTML) and, in tables, with
@@ -14,6 +15,7 @@ from jinja2 import Environment, PackageLoader
 
 from golive.core.verdict import OUTCOMES, printable
 from golive.profile.rules import duration, measured
+from golive.report.model import CheckRecord, Results
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
 from golive.report.results import sweep_of, verdict_word
 
@@ -49,26 +51,26 @@ _ENV.filters.update(text=text, cell=cell, block=block, measured=measured)  # mea
 _ENV.globals["duration"] = duration
 
 
-def render_markdown(results: dict) -> str:
-    checks = results.get("checks", [])
-    by_outcome = {o: [c for c in checks if c["outcome"] == o] for o in OUTCOMES}
+def render_markdown(results: Results) -> str:
+    checks = results.checks
+    by_outcome: dict[str, list[CheckRecord]] = {o: [c for c in checks if c.outcome == o] for o in OUTCOMES}
     counts: dict[tuple[str, str], dict[str, int]] = {}
     for c in checks:
-        row = counts.setdefault((c.get("layer") or "other", c.get("station") or "-"), dict.fromkeys(OUTCOMES, 0))
-        row[c["outcome"]] += 1
+        row = counts.setdefault((c.layer or "other", c.station or "-"), dict.fromkeys(OUTCOMES, 0))
+        row[c.outcome] += 1
     return _ENV.get_template("go-live.md.j2").render(
         r=results,
-        verdict_word=verdict_word(results["verdict"]),
+        verdict_word=verdict_word(results.verdict),
         outcomes=OUTCOMES,
         counts=dict(sorted(counts.items())),
         by_outcome=by_outcome,
         sweep=sweep_rows(sweep_of(results)),
         sweep_columns=SWEEP_COLUMNS,
-        checks=sorted(checks, key=lambda c: c["nodeid"]),
+        checks=sorted(checks, key=lambda c: c.nodeid),
     )
 
 
-def write_markdown(results: dict, path: Path) -> None:
+def write_markdown(results: Results, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(render_markdown(results))

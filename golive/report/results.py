@@ -1,32 +1,16 @@
-"""One record per check, the verdict, and results.json (the contract other tools read).
-
-schema 2 (golive 0.2): outcomes are passed | failed | waived | not_applicable | not_checked (schema 1 had error and
-skipped, which hid "not applicable" and "did not run" in one word); a failed check carries `finding`
-{found, recipe, fix, sources}; `metrics` is a list, each metric with its station, check and bound (schema 1 keyed
-them by name alone, so two stations overwrote each other); `verdict_rules` states the rules the verdict followed.
-Added within schema 2 (optional for readers): a check's `waiver`, each station's `provenance` (what the checks
-learned: served args, parsers, image, vLLM version) and `baseline` (the post-upgrade diff, golive.report.baseline).
-
-Added within schema 3: `estimate` {expected_s, upper_s, parts, actual_s}: the time estimate said before the first
-check ran (golive.run.estimate) and the run's actual time. The gate level's `sweep` row: `scaling_rounds` and
-`per_user_rounds`, one ratio per ratio round (a 1-user batch and a gate-level batch back to back; the ratio gates read
-their median), and `engine_samples`, [running, waiting] from vLLM's /metrics a poll during those batches.
-
-schema 3 (golive 0.3): the concurrency sweep is its own list, `sweep`, one row per station and level
-({station, concurrency, requests, failures, aggregate_tok_s, …}: golive.endpoint.levels.LevelResult's fields); the
-schema 2 metrics `load_c<C>_<name>` (the sweep spelled as metric names) are gone from `metrics`. `metrics` keeps its
-shape (golive.report.results.Metric).
+"""One record per check, the verdict, and results.json (the contract other tools read): the Recorder collects a run's
+checks, metrics and sweep, and `Recorder.results` hands them over as golive.report.model.Results, the one model every
+report is written from and every reader reads back (schema 4 and what changed since 3: golive.report.model).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import platform
 import socket
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,65 +33,44 @@ from golive.core.verdict import verdict as verdict_of
 from golive.endpoint.levels import LevelResult
 from golive.inventory.loader import LoadedInventory
 from golive.report import keys
+from golive.report.model import (
+    SCHEMA,
+    BaselineDiff,
+    CheckRecord,
+    EstimateRecord,
+    Finding,
+    Metric,
+    ProfileRecord,
+    Results,
+    RunRecord,
+    StationRecord,
+    StoppedBy,
+    SweepRow,
+    WaiverRecord,
+)
 
-SCHEMA = 3
-
-
-@dataclass
-class CheckRecord:
-    nodeid: str
-    layer: str
-    rule: str
-    station: str
-    outcome: str = PASSED
-    message: str = ""
-    duration_s: float = 0.0
-    finding: dict | None = None
-    note: str = ""
-    waiver: dict | None = None
-
-
-@dataclass(kw_only=True)
-class Metric:
-    """One measured value a check recorded (golive.run.fixtures.record_metric) and its bound: a row of `metrics`."""
-
-    station: str = ""  # filled in by the Recorder, which knows the check's station
-    check: str = ""
-    name: str
-    value: float
-    unit: str
-    floor: float | None = None
-    ceiling: float | None = None
-    passed: bool = True
-    interval: list[float] | None = None  # 95 % [low, high] (golive.endpoint.uncertainty); None: a single reading
-    requests: int | None = None  # how many requests the value and its interval stand on
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+__all__ = ["SCHEMA", "CheckRecord", "Metric", "Recorder", "Results", "SweepPoint", "sweep_of", "verdict_word"]
 
 
 @dataclass
 class SweepPoint:
-    """One station's one concurrency level: a row of `sweep`."""
+    """One station's one concurrency level, typed for the tables and the plot (a row of `sweep`: model.SweepRow)."""
 
     station: str
     level: LevelResult
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"station": self.station, **self.level.as_dict()}
-
-
-_LEVEL_FIELDS = {f.name for f in fields(LevelResult)}
+    def row(self) -> SweepRow:
+        return SweepRow.of(self.station, self.level)
 
 
 def level_of(data: dict[str, Any]) -> LevelResult:
-    """A LevelResult from its plain data (a report key, or a row of results.json `sweep`); unknown keys ignored."""
-    return LevelResult(**{k: v for k, v in data.items() if k in _LEVEL_FIELDS})
+    """A LevelResult from its plain data (the report key keys.SWEEP), checked by the model's row."""
+    return SweepRow.model_validate({"station": "", **data}).level
 
 
-def sweep_of(results: dict) -> list[SweepPoint]:
-    """results.json's `sweep` list as typed rows ([] for a run without one, or a schema 2 file)."""
-    return [SweepPoint(str(row.get("station", "")), level_of(row)) for row in results.get("sweep") or []]
+def sweep_of(results: Results) -> list[SweepPoint]:
+    """results.json's `sweep` as typed points ([] for a run without one, or a schema 2 file)."""
+    return [SweepPoint(row.station, row.level) for row in results.sweep]
 
 
 @dataclass
@@ -118,16 +81,21 @@ class Recorder:
     sweep: list[SweepPoint] = field(default_factory=list)  # per station, levels ascending (keys.SWEEP)
     provenance: dict[str, dict] = field(default_factory=dict)  # per station: what the checks learned (keys.PROVENANCE)
     started: str = field(default_factory=lambda: _now())
-    baseline: dict | None = None  # the post-upgrade diff (golive.report.baseline), where the run had a baseline
-    estimate: dict | None = None  # golive.run.estimate.Estimate.as_dict(), said before the first check ran
+    baseline: BaselineDiff | None = None  # the post-upgrade diff (golive.report.baseline), where the run had one
+    estimate: dict[str, Any] | None = None  # golive.run.estimate.Estimate.as_dict(), said before the first check ran
     started_at: float = field(default_factory=time.monotonic)
+    finished_at: float | None = None  # the checks are over (stop_clock): every report shows the same actual time
 
-    def compare_with(self, previous: dict, tolerance_pct: float) -> None:
+    def stop_clock(self) -> None:
+        """The run's checks are over: its actual time, the same in every report written after."""
+        if self.finished_at is None:
+            self.finished_at = time.monotonic()
+
+    def compare_with(self, previous: Results, tolerance_pct: float) -> None:
         """Add the post-upgrade gate: the diff against the last go-live, as data and as one check."""
         from golive.report import baseline
 
-        result = baseline.diff(previous, self.as_dict(), tolerance_pct)
-        self.baseline = result.as_dict()
+        self.baseline = result = baseline.diff(previous, self.results(), tolerance_pct)
         finding = baseline.gate_finding(result)
         self.checks[baseline.GATE_NODEID] = CheckRecord(
             nodeid=baseline.GATE_NODEID,
@@ -135,7 +103,7 @@ class Recorder:
             rule=baseline.GATE_RULE,
             station="",
             outcome=FAILED if finding else PASSED,
-            message=f"Found: {finding['found']}\nRecipe: {finding['recipe']}\nDo: {finding['fix']}" if finding else "",
+            message=f"Found: {finding.found}\nRecipe: {finding.recipe}\nDo: {finding.fix}" if finding else "",
             finding=finding,
         )
 
@@ -156,15 +124,15 @@ class Recorder:
             record.outcome, record.message = classified  # a teardown hiccup keeps the check's own outcome
         for name, value in props:
             if name == keys.FINDING:
-                record.finding = value
+                record.finding = Finding.model_validate(value)
             elif name == keys.NOTE:
                 record.note = value
             elif name == keys.WAIVER:
-                record.waiver = value
+                record.waiver = WaiverRecord.model_validate(value)
             elif name == keys.PROVENANCE and record.station:
                 self.provenance.setdefault(record.station, {}).update(value)
             elif name == keys.METRIC and report.when == "call":
-                self.metrics.append(replace(Metric(**value), station=record.station, check=record.nodeid))
+                self.metrics.append(Metric.model_validate({**value, "station": record.station, "check": record.nodeid}))
             elif name == keys.SWEEP and report.when == "call":
                 kept = [point for point in self.sweep if point.station != record.station]
                 self.sweep = kept + [
@@ -172,9 +140,11 @@ class Recorder:
                     for level in sorted(value, key=lambda level: level["concurrency"])
                 ]
 
-    def mark_unfinished(self, items: list[pytest.Item], stopped: pytest.Item | None, reason: str) -> None:
+    def mark_unfinished(
+        self, items: list[pytest.Item], stopped: pytest.Item | None, reason: str, stopped_by: StoppedBy = "interrupted"
+    ) -> None:
         """After an interrupt: the check that was stopped and every check not reached are not checked, saying why
-        (the stopped one may have a record already, from a setup that passed)."""
+        (the stopped one may have a record already, from a setup that passed); `stopped_by` says it as data."""
         for item in items:
             record = self.checks.get(item.nodeid)
             if record is not None and item is not stopped:
@@ -189,6 +159,7 @@ class Recorder:
                 )
             record.outcome = NOT_CHECKED
             record.message = f"not checked because {reason}" + (" while this check ran" if item is stopped else "")
+            record.stopped_by = stopped_by
 
     # --- reading the results ------------------------------------------------------------------------------------------
 
@@ -215,64 +186,70 @@ class Recorder:
                 lines.append(f"  {outcome.replace('_', ' ')} ({len(records)}): {reason}")
         return lines
 
-    def as_dict(self, interrupted: bool = False) -> dict:
+    def results(self, interrupted: bool = False) -> Results:
+        """The run as results.json's model (golive.report.model.Results)."""
         loaded = self.inventory
-        profile, stations = {}, []
+        profile, stations = None, []
         if loaded is not None:
-            profile = {
-                "name": loaded.profile.profile.name,
-                "sha256": loaded.profile.sha256,
-                "files": [str(p) for p in loaded.profile.files],
-            }
+            profile = ProfileRecord(
+                name=loaded.profile.profile.name,
+                sha256=loaded.profile.sha256,
+                files=[str(p) for p in loaded.profile.files],
+            )
             stations = [
-                {
-                    "name": s.name,
-                    "role": s.role,
-                    "phase": s.phase,
-                    "host": hide_password(loaded.host_spec(s)),
-                    "endpoint": hide_password(s.endpoint),
-                    "profile": loaded.profile_of(s).profile.name,
-                    "profile_sha256": loaded.profile_of(s).sha256,
-                    "provenance": self.provenance.get(s.name, {}),
-                }
+                StationRecord(
+                    name=s.name,
+                    role=s.role,
+                    phase=s.phase,
+                    host=hide_password(loaded.host_spec(s)),
+                    endpoint=hide_password(s.endpoint),
+                    profile=loaded.profile_of(s).profile.name,
+                    profile_sha256=loaded.profile_of(s).sha256,
+                    provenance=self.provenance.get(s.name, {}),
+                )
                 for s in loaded.inventory.stations
             ]
         from golive import __version__
 
-        return {
-            "schema": SCHEMA,
-            "verdict": self.verdict(interrupted),
-            "verdict_rules": VERDICT_RULES,
-            "profile": profile,
-            "stations": stations,
-            "provenance": {
-                "golive": __version__,
-                "python": platform.python_version(),
-                "runner": socket.gethostname(),
-                "inventory": str(loaded.path) if loaded else None,
-                "waivers": str(loaded.waivers.path) if loaded and loaded.waivers else None,
-                "started": self.started,
-                "finished": _now(),
-                "interrupted": interrupted,
-            },
-            "recipes": RECIPES,
-            "checks": [asdict(r) for r in self.checks.values()],
-            "metrics": [m.as_dict() for m in self.metrics],
-            "sweep": [point.as_dict() for point in self.sweep],
-            "baseline": self.baseline,
-            "estimate": None
+        return Results(
+            verdict=self.verdict(interrupted),
+            verdict_rules=VERDICT_RULES,
+            profile=profile,
+            stations=stations,
+            provenance=RunRecord(
+                golive=__version__,
+                python=platform.python_version(),
+                runner=socket.gethostname(),
+                inventory=str(loaded.path) if loaded else None,
+                waivers=str(loaded.waivers.path) if loaded and loaded.waivers else None,
+                started=self.started,
+                finished=_now(),
+                interrupted=interrupted,
+            ),
+            recipes=RECIPES,
+            checks=[record.model_copy(deep=True) for record in self.checks.values()],
+            metrics=[metric.model_copy() for metric in self.metrics],
+            sweep=[point.row() for point in self.sweep],
+            baseline=self.baseline,
+            estimate=None
             if self.estimate is None
-            else {**self.estimate, "actual_s": round(time.monotonic() - self.started_at, 1)},
-        }
+            else EstimateRecord.model_validate(
+                {**self.estimate, "actual_s": round((self.finished_at or time.monotonic()) - self.started_at, 1)}
+            ),
+        )
 
-    def write(self, path: Path, interrupted: bool = False) -> dict:
+    def as_dict(self, interrupted: bool = False) -> dict[str, Any]:
+        """results.json as plain data (what a JSON reader sees)."""
+        return self.results(interrupted).model_dump(mode="json", by_alias=True)
+
+    def write(self, path: Path, interrupted: bool = False) -> Results:
         """Write results.json; returns what it wrote (the other records are written from the same facts)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = self.as_dict(interrupted)
+        results = self.results(interrupted)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        tmp.write_text(results.as_json())
         tmp.replace(path)  # readers never see half a file
-        return data
+        return results
 
 
 _VERDICT_WORDS = {GO: "GO", NO_GO: "NO-GO", INCOMPLETE: "INCOMPLETE"}

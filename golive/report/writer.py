@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 import pytest
 from _pytest.junitxml import mangle_test_address, xml_key
@@ -18,6 +17,7 @@ from _pytest.junitxml import mangle_test_address, xml_key
 from golive.core.verdict import EXIT_NOTHING_SELECTED, NOT_APPLICABLE, NOT_CHECKED, exit_code
 from golive.inventory.loader import LoadedInventory
 from golive.report.markdown import write_markdown
+from golive.report.model import Results
 from golive.report.results import Recorder, verdict_word
 
 REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
@@ -55,16 +55,20 @@ def finish(
     exitstatus: int,
     recorder: Recorder,
     loaded: LoadedInventory,
-    previous: dict[str, Any] | None,
+    previous: Results | None,
 ) -> int:
     """At the end of the session (before pytest-html and junitxml write): the recorder completed (with the post-upgrade
     diff against `previous`, the last go-live's results), results.json and go-live.md written, the verdict's exit
     code returned (README: exit codes)."""
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    recorder.stop_clock()  # estimate vs actual: one actual time in every report
     progress = config.pluginmanager.get_plugin("golive-progress")
     if interrupted and progress is not None:
         recorder.mark_unfinished(
-            session.items, progress.running, progress.reason if progress.bound_reached else INTERRUPTED_REASON
+            session.items,
+            progress.running,
+            progress.reason if progress.bound_reached else INTERRUPTED_REASON,
+            "time_bound" if progress.bound_reached else "interrupted",
         )
     if config.getoption("collectonly", False):
         write_nothing(config)
@@ -164,6 +168,9 @@ def summary_lines(config: pytest.Config, exitstatus: int, recorder: Recorder) ->
             f"golive: no selected check applies to these stations (exit {EXIT_NOTHING_SELECTED}): "
             f"every one is not applicable, reasons above"
         )
+    estimate = recorder.results(interrupted).estimate
+    if estimate is not None:
+        lines.append(f"golive: {estimate.summary()}")
     return lines
 
 

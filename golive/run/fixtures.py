@@ -3,7 +3,8 @@
 
 The endpoint chain is ordered so one root cause ends in one failure: `endpoint_client` (configured) →
 `endpoint_answers` (/health is 200) → `endpoint_reachable` (/v1/models lets golive in) → `endpoint` (serves the
-profile's model). A check that needs a later link is not checked, naming the check that carries the failure.
+profile's model) → `vllm_server` (golive also sees vLLM's own /metrics, /tokenize and flags: not through a gateway
+alone). A check that needs a later link is not checked, naming the check that carries the failure.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from golive.run.scope import layer_scope
 from golive.run.session import CONNECTIONS, NO_INVENTORY, inventory, layer_of, station_of
 
 if TYPE_CHECKING:  # the client is imported where an endpoint check first needs it (endpoint_client): see there
-    from golive.endpoint.client import EndpointClient
+    from golive.endpoint.client import EndpointClient, Health
 
 T = TypeVar("T")
 
@@ -215,29 +216,50 @@ def endpoint_client(
     )
 
 
-def _health(request: pytest.FixtureRequest, client: EndpointClient, station: Station) -> str | None:
-    """GET /health once per station: None when it answers 200, else why not (the health check reports it)."""
+def station_health(request: pytest.FixtureRequest, client: EndpointClient, station: Station) -> Health | EndpointError:
+    """The station's health probe once per station (EndpointClient.probe_health: vLLM's /health, or a gateway's own
+    probe), or the EndpointError of no answer. Also kept as golive.run.outcomes reads it: ("health", station) is None
+    when healthy, else why not; a gateway that answers no probe is not "healthy" there, so a failure through it stays
+    a failure instead of reading as the station going down."""
 
-    def probe() -> str | None:
+    def probe() -> Health | EndpointError:
         try:
-            status = client.get("/health", with_key=False).status_code
+            return client.probe_health()
         except EndpointError as exc:
-            return exc.what
-        return None if status == 200 else f"it answered HTTP {status}"
+            return exc
 
-    return _cached(request, ("health", station.name), probe)
+    health = _cached(request, ("health-probe", station.name), probe)
+    if isinstance(health, EndpointError):
+        problem: str | None = health.what
+    elif health.status is None:
+        problem = f"{health.gateway} answers no health probe golive knows ({'; '.join(health.tried)})"
+    else:
+        problem = None if health.status == 200 else f"it answered HTTP {health.status}"
+    _cached(request, ("health", station.name), lambda: problem)
+    return health
+
+
+@pytest.fixture(scope="session")
+def endpoint_health(
+    request: pytest.FixtureRequest, endpoint_client: EndpointClient, station: Station
+) -> Health | EndpointError:
+    """What the station's health probe answered (station_health), for the health check to judge."""
+    return station_health(request, endpoint_client, station)
 
 
 @pytest.fixture(scope="session")
 def endpoint_answers(
     request: pytest.FixtureRequest, endpoint_client: EndpointClient, station: Station
 ) -> EndpointClient:
-    """The endpoint, once GET /health answers; otherwise dependent checks are not checked and the health check
-    carries the one failure."""
-    problem = _health(request, endpoint_client, station)
-    if problem:
+    """The endpoint, once its health probe answers 200 (vLLM's /health, or a gateway's own probe; a declared gateway
+    with no probe passes on: the checks through it show whether it works); otherwise dependent checks are not
+    checked and the health check carries the one failure."""
+    health = station_health(request, endpoint_client, station)
+    if isinstance(health, EndpointError) or not health.ok:
+        problem = health.what if isinstance(health, EndpointError) else f"it answered HTTP {health.status}"
         pytest.skip(
-            f"not checked because {endpoint_client.root}/health does not answer 200 ({problem}): see the /health check"
+            f"not checked because {endpoint_client.url_of('/health')} does not answer 200 ({problem}): see the "
+            f"/health check"
         )
     return endpoint_client
 
@@ -274,6 +296,18 @@ def endpoint(endpoint_reachable: EndpointClient, profile: Profile) -> EndpointCl
             f"served-name check"
         )
     return endpoint_reachable
+
+
+@pytest.fixture(scope="session")
+def vllm_server(request: pytest.FixtureRequest, endpoint: EndpointClient, station: Station) -> EndpointClient:
+    """The endpoint, where golive also sees vLLM's own server (/metrics, /tokenize, /version, its flags): a plain
+    vLLM endpoint, or a gateway whose `vllm_endpoint` the inventory names. Behind a gateway without one, every check
+    that needs it is not checked with one reason, the same line, naming the gateway."""
+    if not endpoint.sees_vllm:
+        health = station_health(request, endpoint, station)
+        assert not isinstance(health, EndpointError)  # `endpoint` comes after a health probe that answered
+        pytest.skip(health.vllm_unseen)
+    return endpoint
 
 
 # --- what a check leaves for the reports (golive.report.keys) --------------------------------------------------------

@@ -11,6 +11,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from html import escape
 from pathlib import Path
 from types import FrameType, SimpleNamespace
@@ -26,7 +27,7 @@ from golive.report import keys
 from golive.report import writer as report_writer
 from golive.report.baseline import load_baseline
 from golive.report.results import Recorder
-from golive.run.estimate import estimate
+from golive.run.estimate import PROBE_TIMEOUT_S, estimate, probe_stations
 from golive.run.outcomes import record_outcome
 from golive.run.progress import Progress, raise_interrupt
 from golive.run.scope import MARKER_HELP, layer_scope, layers_asked, suites_dir
@@ -126,7 +127,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Before any check runs: a run that selected nothing writes and claims no report, and an `-m` naming a marker
     no check carries (a typo that would select nothing) is a usage error; otherwise how long the selected checks
-    should take (golive.run.estimate), said once."""
+    should take (golive.run.estimate: each station's endpoint probed for a few seconds, at most a tenth of
+    --max-run-time), said once and handed to the progress lines."""
     config = session.config
     loaded = inventory(config)
     if loaded is None or hasattr(config, "workerinput"):
@@ -141,8 +143,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )
     if not session.items or config.getoption("collectonly", False):
         return
-    guess = estimate(session.items, lambda station: loaded.profile_of(station).profile)
+    bound = config.getoption("golive_max_run_time")
+    probes = probe_stations(
+        session.items, loaded, PROBE_TIMEOUT_S if bound is None else min(PROBE_TIMEOUT_S, bound / 10)
+    )
+    spent = time.monotonic() - config.stash[RECORDER].started_at  # start, collection, the probes: known already
+    guess = estimate(session.items, lambda station: loaded.profile_of(station).profile, probes, spent)
     config.stash[RECORDER].estimate = guess.as_dict()
+    progress = config.pluginmanager.get_plugin("golive-progress")
+    if progress is not None:
+        progress.expect(guess.per_check)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(guess.line(len(session.items)))

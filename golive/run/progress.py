@@ -20,8 +20,11 @@ from typing import Any
 import pytest
 
 from golive.core.secrets import hide_password, scrub
+from golive.profile.rules import duration
 
 BOUND_SIGNAL = signal.SIGUSR1
+PRIOR_S = 20.0  # the estimate's own weight in the pace, in seconds of estimated work (Progress.pace)
+UNNAMED_CHECK_S = 1.0  # a check the estimate did not name (golive.run.estimate.OTHER_CHECK_S)
 
 
 def raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -47,7 +50,10 @@ class Progress:
         self._signal_before: Callable[..., Any] | int | None = None
         self._finishing = False  # the checks are over: the reports are being written, never interrupt that
         self._position: dict[str, int] = {}  # nodeid → n of the run's N checks, in the order pytest runs them
+        self._expected: dict[str, float] = {}  # nodeid → the estimate's seconds for it (golive.run.estimate)
+        self._after: list[float] = []  # [n - 1]: the estimate's seconds for the checks after the n-th
         self._finished, self._finished_s = 0, 0.0  # checks finished so far and their summed wall time
+        self._finished_expected = 0.0  # … and what the estimate gave them
         self._lock = threading.Lock()
         self._out = (
             os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace")
@@ -106,6 +112,21 @@ class Progress:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._position = {item.nodeid: n for n, item in enumerate(session.items, 1)}
+        self.expect(self._expected)
+
+    def expect(self, per_check: dict[str, float]) -> None:
+        """The estimate's seconds for each check (golive.run.estimate.Estimate.per_check); a check it does not
+        name counts `UNNAMED_CHECK_S`."""
+        self._expected = dict(per_check)
+        order = sorted(self._position, key=self._position.__getitem__)
+        after, suffix = [], 0.0
+        for nodeid in reversed(order):
+            after.append(suffix)
+            suffix += self._expected_of(nodeid)
+        self._after = after[::-1]
+
+    def _expected_of(self, nodeid: str) -> float:
+        return self._expected.get(nodeid, UNNAMED_CHECK_S)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(
@@ -122,6 +143,7 @@ class Progress:
             done.set()
         self._finished += 1
         self._finished_s += time.monotonic() - began
+        self._finished_expected += self._expected_of(item.nodeid)
         self.running = None  # finished (an interrupt leaves it set: that check was stopped)
         return result
 
@@ -137,6 +159,9 @@ class Progress:
         line = f"golive: still waiting: {item.name}" + (f" (check {n} of {total})" if n else "")
         line += f" on {hide_password(target)}" if target else ""
         line += f", {waited_s:.0f} s so far" + self._budget(item)
+        expected = self._expected.get(getattr(item, "nodeid", ""), 0.0)
+        if expected >= 5:
+            line += f"; this check estimated {duration(expected * self.pace)}"
         if n and self._finished:
             line += "; " + self.run_estimate(total - n)
         if self.bound_s is not None:
@@ -144,16 +169,24 @@ class Progress:
             line += f"; {max(left, 0):.0f} s left of the run's {self.bound_s:g} s time bound"
         return self.scrubbed(line)
 
+    @property
+    def pace(self) -> float:
+        """Actual ÷ estimated time of the checks finished so far, with the estimate itself counted as `PRIOR_S` of
+        work done at its own pace (1.0): a few quick checks do not swing it, a long one that ran slow does."""
+        return (self._finished_s + PRIOR_S) / (self._finished_expected + PRIOR_S)
+
     def run_estimate(self, after: int) -> str:
-        """The run's time left after this check, estimated simply: the checks after it × the mean wall time of the
-        checks finished so far (checks differ a lot, so this is a guide, and it says how it was made)."""
+        """The run's time left after this check: the estimate's seconds for the checks after it (each weighted by its
+        own share: the sweep counts for minutes, a file read for a second) × the pace of the checks finished so far."""
         if after == 0:
             return "the run's last check"
-        mean = self._finished_s / self._finished
-        left = mean * after
+        total = len(self._position)
+        rest = self._after[total - after - 1] if len(self._after) == total else after * UNNAMED_CHECK_S
+        pace = self.pace
         return (
-            f"{_duration(left)} left in the run after this check ({after} more × {mean:.1f} s, the mean of "
-            f"the {self._finished} finished)"
+            f"{_duration(rest * pace)} left in the run after this check ({after} more, estimated {duration(rest)}, "
+            f"× {pace:.2f}: the {self._finished} finished took {duration(self._finished_s)} for "
+            f"{duration(self._finished_expected)} estimated)"
         )
 
     def scrubbed(self, line: str) -> str:

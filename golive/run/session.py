@@ -14,11 +14,11 @@ from golive.core.secrets import station_secrets
 from golive.endpoint.target import api_key_of
 from golive.inventory.loader import LoadedInventory
 from golive.profile.schema import LAYERS, Layer, Station
-from golive.report.results import Recorder
+from golive.report.results import Recorder, Results
 
 INVENTORY = pytest.StashKey[LoadedInventory | None]()
 RECORDER = pytest.StashKey[Recorder]()
-BASELINE = pytest.StashKey[dict[str, Any] | None]()  # the last go-live's results.json (--golive-baseline)
+BASELINE = pytest.StashKey[Results | None]()  # the last go-live's results.json (--golive-baseline)
 CONNECTIONS = pytest.StashKey[dict[tuple[str, str], Any]]()  # per run: testinfra hosts, facts, endpoint clients
 NO_INVENTORY = "no inventory: pass --golive-inventory PATH (or use `golive run`)"
 

@@ -235,11 +235,19 @@ def test_nccl_log_matches_declared_topology(
     )
     if log.partial:  # said here once; the other NCCL checks judge the lines it holds
         needs = ([COMM_LINE] if log.topology is None else []) + [COMPLETE_LINE]
-        outlived = (
-            f"channels connect after its last death line (line {log.deaths[-1].number}), so the run went on"
-            if log.deaths
-            else "no line NCCL prints when it dies (WARN, NCCL error, abort)"
-        )
+        went_on = log.outlived(log.deaths[-1]) if log.deaths else None
+        if went_on is not None:
+            outlived = (
+                f"init goes on after its last error line (line {log.deaths[-1].number}), at line {went_on.number}: "
+                f"`{went_on.text}`, so the run went on"
+            )
+        elif log.warnings:
+            outlived = (
+                f"its NCCL WARN says NCCL carries on (line {log.warnings[-1].number}: `{log.warnings[-1].text}`), "
+                f"so the run went on"
+            )
+        else:
+            outlived = "no line NCCL prints when it dies (WARN, NCCL error, abort)"
         pytest.skip(
             f"not checked: {cluster.nccl_log} on {station.name} is a partial capture: no `Init COMPLETE`, and "
             f"{outlived}: the log was cut (an excerpt, or rotation), not the run; it holds {log.extent()}; "

@@ -30,13 +30,13 @@ def _outcome(call: Callable[[], ChatResult]) -> tuple[int | str, str]:
         return "timeout", "no answer within the request timeout"
 
 
-def test_over_long_prompt_refused_cleanly(endpoint: EndpointClient, profile: Profile) -> None:
+def test_over_long_prompt_refused_cleanly(vllm_server: EndpointClient, profile: Profile) -> None:
     """A prompt longer than the {vllm.max_model_len}-token context is refused with HTTP 400, not a 500 or a hang
     [field practice]."""
     limit = profile.vllm.max_model_len
     name = profile.vllm.served_model_name
-    text = repeat_to(lambda t: endpoint.tokenize(name, t), limit + 64)
-    status, detail = _outcome(lambda: endpoint.chat(name, [{"role": "user", "content": text}], max_tokens=1))
+    text = repeat_to(lambda t: vllm_server.tokenize(name, t), limit + 64)  # sized by vLLM's own /tokenize
+    status, detail = _outcome(lambda: vllm_server.chat(name, [{"role": "user", "content": text}], max_tokens=1))
     require(
         status == 400,
         found=f"a prompt over {limit} tokens got {status}: {detail[:200]}",

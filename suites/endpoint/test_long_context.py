@@ -20,24 +20,24 @@ pytestmark = pytest.mark.endpoint
 
 @pytest.mark.parametrize("depth", [0.1, 0.5, 0.9], ids=["depth10", "depth50", "depth90"])
 def test_needle_retrieved_near_full_context(
-    endpoint: EndpointClient, profile: Profile, depth: float, record_metric: RecordMetric
+    vllm_server: EndpointClient, profile: Profile, depth: float, record_metric: RecordMetric
 ) -> None:
     """A needle planted near the start, middle or end of a prompt filling {endpoint.needle_fraction_of_context:%} of
     the {vllm.max_model_len}-token context is retrieved [000]."""
     name = profile.vllm.served_model_name
     fraction = profile.endpoint.needle_fraction_of_context
     target = int(profile.vllm.max_model_len * fraction)
-    served = {m.get("id"): m.get("max_model_len") for m in endpoint.models()}.get(name)
+    served = {m.get("id"): m.get("max_model_len") for m in vllm_server.vllm_models()}.get(name)
     if served is not None and served < target + 256:
         pytest.skip(
             f"the server's context ({served}) is shorter than this probe ({target}): see the max_model_len check"
         )
     label = f"needle_{int(depth * 100)}"
     started = time.perf_counter()
-    haystack = longctx.build(lambda text: endpoint.tokenize(name, text), target, depth, seed=int(depth * 100))
+    haystack = longctx.build(lambda text: vllm_server.tokenize(name, text), target, depth, seed=int(depth * 100))
     record_metric(f"{label}_build_s", round(time.perf_counter() - started, 2), "s")
     started = time.perf_counter()
-    result = endpoint.chat(name, [{"role": "user", "content": haystack.prompt}], max_tokens=1024, temperature=0)
+    result = vllm_server.chat(name, [{"role": "user", "content": haystack.prompt}], max_tokens=1024, temperature=0)
     elapsed = time.perf_counter() - started
     record_metric(f"{label}_latency_s", round(elapsed, 2), "s")
     prompt_tokens = result.usage.get("prompt_tokens")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import openai
 import pytest
 
@@ -13,35 +12,52 @@ from golive.endpoint.client import error_body
 from golive.endpoint.errors import EndpointError, from_response
 
 if TYPE_CHECKING:
-    from golive.endpoint.client import EndpointClient
-    from golive.profile.schema import Profile, Station
-    from golive.run.fixtures import RecordProvenance
+    from golive.endpoint.client import EndpointClient, Health
+    from golive.profile.schema import Profile
+    from golive.run.fixtures import RecordFinding, RecordProvenance
 
 pytestmark = pytest.mark.endpoint
 
 
-def test_health_endpoint_is_ok(endpoint_client: EndpointClient, station: Station) -> None:
+def test_health_endpoint_is_ok(endpoint_health: Health | EndpointError, record_finding: RecordFinding) -> None:
     """GET /health answers HTTP 200: the engine is alive (a dead one answers HTTP 503 while /v1/models may still
-    answer HTTP 200) [002]."""
-    try:
-        response = endpoint_client.get("/health", with_key=False)
-        problem = None if response.status_code == 200 else from_response(response, "GET /health is not 200")
-    except EndpointError as exc:
-        if exc.unreachable:  # golive never reached the station: nothing was checked, the verdict cannot be GO
-            pytest.skip(str(exc))
-        if exc.cut:  # the connection dropped before any answer: the way failed, the engine's state is unknown
+    answer HTTP 200) [002]. Behind a gateway: vLLM's /health at `vllm_endpoint`, else the gateway's own probe."""
+    health = endpoint_health
+    if isinstance(health, EndpointError):
+        if health.unreachable:  # golive never reached the station: nothing was checked, the verdict cannot be GO
+            pytest.skip(str(health))
+        if health.cut:  # the connection dropped before any answer: the way failed, the engine's state is unknown
             pytest.skip(
-                f"not checked because {exc.found}: the connection dropped before /health answered (a "
+                f"not checked because {health.found}: the connection dropped before /health answered (a "
                 f"transport failure, not the engine's answer); re-run, and check the network path and the "
                 f"server log if it repeats"
             )
-        problem = exc
+        problem: EndpointError | None = health
+    elif health.status is None:  # a gateway with no probe: vLLM's /health is what cannot be seen through it
+        pytest.skip(health.vllm_unseen)
+    elif health.status == 200:
+        problem = None
+        if not health.vllm_seen:
+            record_finding(
+                f"{health.url} answers 200: {health.gateway} is up; vLLM's own /health is behind it (the one-token "
+                f"canary through the gateway shows the engine answers). Give `vllm_endpoint:` to probe it directly"
+            )
+    else:
+        assert health.response is not None
+        problem = from_response(health.response, "GET /health is not 200")
+    fix = problem.hint if problem else ""
+    if problem is not None and problem.status in (401, 403, 404, 405, 500):  # what gateways answer for /health
+        fix = (
+            f"if a gateway sits in front of vLLM (LiteLLM's /health wants a key and calls every model), say so in "
+            f"the inventory: `gateway:` with `vllm_endpoint:`, or its own probe as `gateway_health:` (README: "
+            f"Gateways); otherwise: {fix}"
+        )
     require(
         problem is None,
         found=problem.found if problem else "",
         recipe="health on the serving port answers 200 before go-live [002]; a dead engine answers 503",
-        fix=(problem.hint if problem else "") + "; read the server log (`journalctl -u <unit>` / `docker logs`) "
-        "and restart the service once the cause is fixed",
+        fix=fix + "; read the server log (`journalctl -u <unit>` / `docker logs`) and restart the service once the "
+        "cause is fixed",
     )
 
 
@@ -50,11 +66,7 @@ def test_models_lists_served_name(
 ) -> None:
     """/v1/models lists the served model name the recipe publishes, {vllm.served_model_name} [000][002]."""
     ids = [m.get("id") for m in endpoint_reachable.models()]
-    try:  # vLLM's /version; other servers may not have it
-        version = endpoint_reachable.get("/version").json().get("version")
-    except (httpx.HTTPError, ValueError, AttributeError):
-        version = None
-    record_provenance(served_models=ids, vllm_version=version)
+    record_provenance(served_models=ids, vllm_version=endpoint_reachable.vllm_version())
     want = profile.vllm.served_model_name
     require(
         want in ids,
@@ -64,10 +76,18 @@ def test_models_lists_served_name(
     )
 
 
-def test_models_max_model_len_matches_profile(endpoint: EndpointClient, profile: Profile) -> None:
+def test_models_max_model_len_matches_profile(vllm_server: EndpointClient, profile: Profile) -> None:
     """The served model's max_model_len equals the recipe's context window, {vllm.max_model_len} tokens
     [000][002]."""
-    models = {m.get("id"): m for m in endpoint.models()}
+    try:
+        models = {m.get("id"): m for m in vllm_server.vllm_models()}
+    except EndpointError as exc:
+        if exc.status not in (401, 403):
+            raise
+        pytest.skip(
+            f"not checked because {exc.found}: the vLLM behind the gateway wants a key of its own (golive sends it "
+            f"the station's, api_key_env); its max_model_len is read from its own /v1/models"
+        )
     entry: dict[str, Any] = models.get(profile.vllm.served_model_name) or next(iter(models.values()), {})
     got = entry.get("max_model_len")
     want = profile.vllm.max_model_len

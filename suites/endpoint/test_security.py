@@ -44,12 +44,20 @@ def test_auth_matches_profile(
             fix=f"set `api_key_env:` for station {station.name} in the inventory to the NAME of an environment "
             f"variable holding the key, and export it",
         )
-        keyed = endpoint_answers.get("/v1/models").status_code
+        keyed = endpoint_answers.get("/v1/models")
+        gateway = endpoint_answers.health.gateway if endpoint_answers.health else None
         require(
-            keyed == 200,
-            found=f"with the key from ${station.api_key_env} the endpoint answered {keyed}",
+            keyed.status_code == 200,
+            found=f"with the key from ${station.api_key_env}: "
+            + from_response(keyed, "GET /v1/models refused the key").found,
             recipe="the configured key is accepted",
-            fix=f"put a valid key in ${station.api_key_env}",
+            fix=f"put a valid key in ${station.api_key_env}"
+            + (
+                f" (the endpoint is {gateway}: the gateway's key — LiteLLM's master key or a key it issued; a "
+                f"LiteLLM with no key database answers any other key with HTTP 400 'No connected db.')"
+                if gateway
+                else ""
+            ),
         )
         return
     require(

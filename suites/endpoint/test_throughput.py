@@ -9,12 +9,13 @@ after that is not checked (the run is INCOMPLETE, never GO).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import pytest
 
 from golive.core.verdict import not_applicable, require
-from golive.endpoint import gates
+from golive.endpoint import gates, timeline
 from golive.endpoint.client import metric_total
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.load import PEAK_REFUSED, LevelResult, Slo, Sweep, SweepPlan, Workload, levels_to_run, sweep
@@ -23,7 +24,7 @@ from golive.endpoint.uncertainty import Decision, against_floor, interval_text
 if TYPE_CHECKING:
     from golive.endpoint.client import EndpointClient
     from golive.profile.schema import Load, Profile, Station
-    from golive.run.fixtures import RecordMetric, RecordSweep
+    from golive.run.fixtures import RecordFinding, RecordMetric, RecordSweep
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 
@@ -73,6 +74,7 @@ def swept(
         min_requests=load.min_requests,
         paired=gates.gate_concurrency(load),
         rounds=load.rounds_to_run,
+        probe_path=True,
     )
     measured = sweep(endpoint.target, workload, plan, progress)
     measured.refused = refused
@@ -114,6 +116,23 @@ UNDECIDED = (
 )
 
 
+# gates that read the time between bytes of one answer: a buffered stream gives them the proxy's timing, not vLLM's
+LATENCY = {
+    "single_user_decode_tok_s",
+    "single_user_ttft_p50_s",
+    "per_user_tok_s_p50",
+    "ttft_p50_s",
+    "per_user_ratio",
+    "goodput_share",
+}
+BUFFERING_CHECK = "test_stream_is_not_buffered"
+STALL_CHECK = "test_sweep_never_stalls"
+BUFFERED = (
+    "not checked because the stream is buffered between the client and vLLM: every answer arrived whole, so its "
+    "first token and its gaps are the proxy's, not vLLM's (see {check})"
+)
+
+
 def _gate(load: Load, swept: Sweep, field: str, what: str) -> gates.Gate:
     """The gate's measurement, or why it is not applicable (no number in the profile) or not checked."""
     if gates.bound(load, field) is None:
@@ -121,6 +140,8 @@ def _gate(load: Load, swept: Sweep, field: str, what: str) -> gates.Gate:
     users = 1 if field.startswith("single_user") else gates.gate_concurrency(load)
     levels = [_level(swept, 1)] if users != 1 and field.endswith("_ratio") else []
     levels.append(_level(swept, users))
+    if field in LATENCY and timeline.buffering(swept.batches) is not None:
+        pytest.skip(BUFFERED.format(check=BUFFERING_CHECK))
     measured = gates.gate(load, swept.levels, field)
     if measured is None or measured.value is None:
         pytest.skip(f"{what} could not be measured at concurrency {users}: {UNMEASURABLE[field]}")
@@ -157,6 +178,18 @@ def _judge(
             )
         )
     require(gate.decision is Decision.PASSES, **finding)
+
+
+def _path_first(swept: Sweep) -> str:
+    """A TTFT gate's Do: the network path first, when the comparison with vLLM's own TTFT shows a delay vLLM does not
+    see; else nothing (the usual causes follow)."""
+    measured = timeline.path_delay(swept.path) if swept.path is not None else None
+    if not isinstance(measured, timeline.PathDelay) or not measured.significant:
+        return ""
+    return (
+        f"the network path first: {measured.said()}; find what sits between the client and vLLM (a proxy, gateway, "
+        f"load balancer, VPN or a distant client) and measure from closer to the station; then: "
+    )
 
 
 def _measured_at(gate: gates.Gate, spec: str = ",.4g") -> str:
@@ -251,7 +284,8 @@ def test_single_user_ttft_within_ceiling(
         f"{gate.bound:.3f} s",
         recipe=f"TTFT p50 {load.floors.single_user_ttft_p50_s:g} s at 1 user, plus {load.tolerance:.0%} "
         f"tolerance {profile.cited}",
-        fix=CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the network path",
+        fix=_path_first(swept) + CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the "
+        "network path",
     )
 
 
@@ -313,7 +347,8 @@ def test_ttft_under_load_within_ceiling(
         found=f"at {users} users the first token takes {_measured_at(gate, '.3f')} s (p50), above the ceiling "
         f"{gate.bound:.3f} s",
         recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {users} users, plus {load.tolerance:.0%} {profile.cited}",
-        fix=CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill settings",
+        fix=_path_first(swept) + CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill "
+        "settings",
     )
 
 
@@ -468,8 +503,109 @@ def test_goodput_meets_floor(swept: Sweep, load: Load, record_metric: RecordMetr
         recipe=f"objectives TTFT ≤ {load.slo.ttft_s} s, TPOT ≤ {load.slo.tpot_s} s, E2E ≤ {load.slo.e2el_s} s "
         f"per request (vllm bench serve --goodput definitions), met by ≥ {load.floors.goodput_share:g} "
         f"of the requests, less {load.tolerance:.0%} [000][002]",
-        fix="the objective that most requests miss names the fix: TTFT (prefill, queueing: --max-num-seqs, "
+        fix=_path_first(swept)
+        + "the objective that most requests miss names the fix: TTFT (prefill, queueing: --max-num-seqs, "
         "--max-num-batched-tokens), TPOT (batch too large for the accelerator, preemptions), E2E (both); " + CAUSES,
+    )
+
+
+def _clock(swept: Sweep, at_s: float) -> str:
+    """Seconds into the sweep, and the wall-clock time (UTC) to find in the server's log."""
+    return time.strftime("%H:%M:%S UTC", time.gmtime(swept.started_at + at_s))
+
+
+def test_stream_is_not_buffered(swept: Sweep, load: Load, record_metric: RecordMetric) -> None:
+    """Streamed answers reach the client token by token, as vLLM sends them: nothing between the client and vLLM
+    holds the response until it ends (the latency gates read the gaps between tokens) [field practice]."""
+    if load.output_tokens < timeline.MIN_TOKENS:
+        not_applicable(
+            f"the profile's answers (load.output_tokens {load.output_tokens}) are shorter than "
+            f"{timeline.MIN_TOKENS} tokens: they fit one read whether buffered or not"
+        )
+    streams = sum(b.streams for b in swept.batches)
+    if streams < timeline.MIN_STREAMS:
+        pytest.skip(
+            f"not checked: the sweep gave {streams} successful answers of {timeline.MIN_TOKENS}+ tokens (fewer than "
+            f"{timeline.MIN_STREAMS}): see the sweep check"
+        )
+    bunched = sum(b.bunched for b in swept.batches)
+    record_metric(
+        "answers_in_one_burst_share",
+        bunched / streams,
+        "share",
+        ceiling=timeline.BUFFERED_SHARE,
+        requests=streams,
+        passed=bunched < timeline.BUFFERED_SHARE * streams,
+    )
+    held = timeline.buffering(swept.batches)
+    require(
+        held is None,
+        found=held.found() if held else "",
+        recipe=f"vLLM streams each token as it is generated (`stream: true`); fewer than "
+        f"{timeline.BUFFERED_SHARE:.0%} of the answers may arrive in {timeline.BURST_READS} reads or fewer "
+        f"(docs/metrics.md) [field practice]",
+        fix="disable response buffering on every hop between the clients and vLLM: nginx `proxy_buffering off;` "
+        "(or the upstream header `X-Accel-Buffering: no`) and no gzip of text/event-stream; HAProxy and Envoy: no "
+        "buffer or compression filter on the route; a CDN or API gateway: no caching or response buffering of "
+        "text/event-stream; then re-run the go-live. The latency gates (TTFT, per-user decode, goodput) are not "
+        "checked until then: through a buffer they time the buffer",
+    )
+
+
+def test_latency_is_vllms_own(
+    swept: Sweep, load: Load, record_metric: RecordMetric, record_finding: RecordFinding
+) -> None:
+    """The client's time to first token at 1 user is compared with vLLM's own (`vllm:time_to_first_token_seconds` on
+    /metrics, over the same requests) and with a request-free round trip (GET /health): a delay on the path between
+    them is reported as the path's, not vLLM's [field practice]."""
+    if swept.path is None:
+        pytest.skip("not checked: no 1-user batch was measured (see the sweep check)")
+    if timeline.buffering(swept.batches) is not None:
+        pytest.skip(BUFFERED.format(check=BUFFERING_CHECK))
+    frozen = [
+        stall
+        for stall in timeline.stalls(swept.batches, buffered=False, stall_s=load.stall_s)
+        if stall.batch.concurrency == 1 and stall.batch.measured
+    ]
+    if frozen:  # vLLM's engine does not time a request it has not read yet: a freeze would look like the path's
+        pytest.skip(
+            f"not checked because a 1-user batch stalled ({frozen[0].text}): the comparison with vLLM's own time to "
+            f"first token would count the stall as the path's (see {STALL_CHECK})"
+        )
+    measured = timeline.path_delay(swept.path)
+    if isinstance(measured, str):
+        pytest.skip(
+            f"not checked: the comparison with vLLM's own time to first token was not possible: {measured}; "
+            f"golive cannot tell a delay on the path (proxy, gateway, network) from vLLM's own (vLLM serves "
+            f"/metrics by default: is a proxy hiding it?)"
+        )
+    record_metric("path_added_ttft_s", measured.added_s, "s", requests=measured.requests)
+    if swept.path.round_trip_s is not None:
+        record_metric("health_round_trip_s", swept.path.round_trip_s, "s")
+    if measured.significant:
+        record_finding(
+            f"PATH: {measured.said()}. The TTFT gates include it; a TTFT gate that fails names the path first"
+        )
+
+
+def test_sweep_never_stalls(swept: Sweep, load: Load) -> None:
+    """No batch of the sweep stalls: none far below its level's other batches, no TTFT or ITL p99 many times its p50,
+    no warm-up far longer than the measured batches, no seconds without a byte while requests are in flight
+    (thresholds: docs/metrics.md) [field practice]."""
+    if not swept.batches:
+        pytest.skip("not checked: the sweep sent no batch (see the sweep check)")
+    found = timeline.stalls(swept.batches, buffered=timeline.buffering(swept.batches) is not None, stall_s=load.stall_s)
+    require(
+        not found,
+        found=f"{len(found)} stall(s) in the sweep: "
+        + "; ".join(f"{stall.text}, at {_clock(swept, stall.at_s)}" for stall in found),
+        recipe=f"every batch within 1/{timeline.BATCH_FACTOR:g} of its level's median, TTFT and ITL p99 within "
+        f"{timeline.SPREAD_FACTOR:g}× their p50, warm-up within {timeline.WARMUP_FACTOR:g}× the measured batches "
+        f"and no {load.stall_s:g} s without a byte (each only when it costs {load.stall_s:g} s or more: load.stall_s), "
+        f"over levels {load.concurrency} [field practice]",
+        fix="read the server's log and the host's at those times: the engine paused (a restart, a long garbage "
+        "collection, swapping: `vmstat 1`, `dmesg`), another workload took the accelerator or the CPU, or a proxy or "
+        "load balancer held the connections; then re-run the go-live",
     )
 
 

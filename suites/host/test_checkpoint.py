@@ -9,6 +9,7 @@ import pytest
 
 from golive.core.verdict import require
 from golive.profile.origins import sourced
+from golive.profile.recipe import dram_node
 
 if TYPE_CHECKING:
     from golive.inventory.station import StationFacts
@@ -17,11 +18,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.host
 SIZE_TOLERANCE = 0.05  # shards of another quantization differ by far more; one missing shard of 40 by 2.5 %
-
-
-def _dram_node(profile: Profile) -> int:
-    """Where downloads and copies run, so their page cache stays off the GPU's HBM node [000]."""
-    return profile.numa.dram_node if profile.numa else 0
 
 
 def _expected_shards(facts: StationFacts, profile: Profile) -> tuple[list[str], str]:
@@ -34,7 +30,7 @@ def _expected_shards(facts: StationFacts, profile: Profile) -> tuple[list[str], 
         index is not None and isinstance(index.get("weight_map"), dict),
         found=f"{facts.checkpoint_dir}/model.safetensors.index.json is missing or has no weight_map",
         recipe="the checkpoint's index names every shard; the profile pins no shard count",
-        fix=f"re-download the checkpoint (under `numactl --membind={_dram_node(profile)}`) or set "
+        fix=f"re-download the checkpoint (under `numactl --membind={dram_node(profile)}`) or set "
         f"checkpoint.shard_count in the profile",
     )
     assert index is not None  # require() ended the check otherwise
@@ -68,7 +64,7 @@ def test_checkpoint_shards_complete(facts: StationFacts, profile: Profile, recor
         + "; ".join(problems),
         recipe="the layout check passes (every shard named by the checkpoint, none extra) before launch: a bad "
         "shard on one rank looks like an NCCL timeout or a CUDA error [002]",
-        fix=f"re-download the missing shards into {facts.checkpoint_dir} (`numactl --membind={_dram_node(profile)} "
+        fix=f"re-download the missing shards into {facts.checkpoint_dir} (`numactl --membind={dram_node(profile)} "
         f"huggingface-cli download {profile.checkpoint.repository}`), then compare file lists across stations",
     )
 
@@ -131,5 +127,5 @@ def test_checkpoint_disk_space(facts: StationFacts, profile: Profile) -> None:
             {"checkpoint.disk_need_gb": f"at least {profile.checkpoint.disk_need_gb:g} GB for the checkpoint alone"},
         ),
         fix="free space on that filesystem or move the checkpoint to a larger disk (copy under "
-        f"`numactl --membind={_dram_node(profile)}`, then drop caches)",
+        f"`numactl --membind={dram_node(profile)}`, then drop caches)",
     )

@@ -22,6 +22,7 @@ from golive.facts.vllm import (
     served_host,
     speculative_tokens,
 )
+from golive.profile.recipe import RUN_LINE, docker_restart_policy, dram_node, dram_pin, pinned_flags
 
 if TYPE_CHECKING:
     from golive.facts.docker import DockerRun
@@ -93,14 +94,11 @@ def docker_run(facts: StationFacts, service: Service) -> DockerRun:
 
 def test_docker_has_no_restart_policy(facts: StationFacts, docker_run: DockerRun, service: Service) -> None:
     """Docker has no --restart flag: systemd owns restarts, so the prestart runs on every attempt [000]."""
-    flags = [v for v in docker_run.values("--restart") if v not in ("no", None)]
-    container = facts.container
-    running_policy = container.restart_policy if container else "no"
+    policy = docker_restart_policy(docker_run, facts.container)
     origin, place = _origin_and_place(facts, service.unit, _option_words(facts, "--restart"))
     require(
-        not flags and running_policy in ("no", ""),
-        found=f"docker restart policy {flags[0] if flags else running_policy!r} "
-        f"({'docker run line' + origin if flags else 'docker inspect HostConfig.RestartPolicy'})",
+        policy is None,
+        found=policy.said(origin if policy.where == RUN_LINE else "") if policy else "",
         recipe="no `--restart` on the docker run line: a docker restart skips the prestart and its drop_caches [000]",
         fix=f"remove `--restart=…` from {place} (or use --restart=no), then {_reload(service.unit)}",
     )
@@ -110,15 +108,12 @@ def test_container_not_pinned_to_dram_node(
     facts: StationFacts, docker_run: DockerRun, profile: Profile, service: Service
 ) -> None:
     """The vLLM container is NOT confined to the DRAM node (confined there, CUDA init fails with Error 802) [000]."""
-    dram = str(profile.numa.dram_node if profile.numa else 0)
-    values = [v for v in docker_run.values("--cpuset-mems") if v]
-    container = facts.container
-    if container and container.cpuset_mems:
-        values.append(container.cpuset_mems)
+    dram = dram_node(profile)
+    pin = dram_pin(profile, docker_run, facts.container)
     origin, place = _origin_and_place(facts, service.unit, _option_words(facts, "--cpuset-mems"))
     require(
-        all(v.strip() != dram for v in values),
-        found=f"the serving container is confined to memory node(s) {', '.join(sorted(set(values)))}{origin}",
+        pin is None,
+        found=f"{pin}{origin}",
         recipe=f"I/O jobs get node {dram}; the serving container gets the whole machine — pinned to node {dram} "
         f"CUDA init fails with Error 802 [000]",
         fix="remove `--cpuset-mems` from "
@@ -174,25 +169,6 @@ def test_running_container_runs_pinned_image(
         fix=f"`systemctl restart {service.unit}` so the pinned image runs (the prestart saves the old "
         f"container's logs first)",
     )
-
-
-def _expected_flags(profile: Profile) -> dict[str, object]:
-    v = profile.vllm
-    wanted = {
-        "served-model-name": v.served_model_name,
-        "port": v.port,
-        "tensor-parallel-size": v.tensor_parallel_size,
-        "max-model-len": v.max_model_len,
-        "max-num-seqs": v.max_num_seqs,
-        "gpu-memory-utilization": v.gpu_memory_utilization,
-        "enable-chunked-prefill": v.enable_chunked_prefill,
-        "enable-prefix-caching": v.enable_prefix_caching,
-        "enable-auto-tool-choice": v.enable_auto_tool_choice,
-        "tool-call-parser": v.tool_call_parser,
-        "reasoning-parser": v.reasoning_parser,
-        "kv-cache-dtype": v.kv_cache_dtype,
-    }
-    return {k: val for k, val in wanted.items() if val is not None}
 
 
 def _same(flag: str, got: str | bool | None, want: object) -> bool:
@@ -346,7 +322,7 @@ def test_served_flags_match_profile(
     record_provenance(
         served_args=served,
         served_args_source=source,
-        pinned_flags=_expected_flags(profile),
+        pinned_flags=pinned_flags(profile),
         parsers={p: served.get(p) for p in ("tool-call-parser", "reasoning-parser")},
         image=str(docker_run.image),
         image_digest=docker_run.image.digest,
@@ -354,7 +330,7 @@ def test_served_flags_match_profile(
     wrong: list[str] = []
     unreadable: list[str] = []
     places: dict[str, None] = {}  # where to edit, in order, once each
-    for flag, want in _expected_flags(profile).items():
+    for flag, want in pinned_flags(profile).items():
         got = served.get(flag)
         if flag in VALUE_TYPES and isinstance(got, str) and _refused(flag, got):
             unreadable.append(f"--{flag} {got}")

@@ -1,6 +1,9 @@
 """The GPU: present, used by the serving container only, idle before a start [000][002]."""
 
+from __future__ import annotations
+
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -8,7 +11,11 @@ from golive.core.verdict import not_applicable, require
 from golive.facts import FactError
 from golive.facts.gpu import is_workstation_brand, mib, normalize_bus_id
 from golive.profile.origins import origin, sourced
-from golive.profile.schema import Profile
+from golive.profile.schema import Profile, Station
+
+if TYPE_CHECKING:
+    from golive.inventory.station import StationFacts
+    from golive.run.fixtures import RecordProvenance
 
 pytestmark = pytest.mark.host
 
@@ -34,7 +41,7 @@ def _not_applicable_without_gpus(profile: Profile) -> None:
         )
 
 
-def test_serving_gpu_present(facts, profile, record_provenance):
+def test_serving_gpu_present(facts: StationFacts, profile: Profile, record_provenance: RecordProvenance) -> None:
     """The station shows its {gpu.per_station} serving {gpu.name_contains} GPU(s), not the display GPU [000][002]."""
     _not_applicable_without_gpus(profile)
     serving = facts.serving_gpus()
@@ -82,7 +89,9 @@ def test_serving_gpu_present(facts, profile, record_provenance):
     )
 
 
-def test_gpu_compute_processes_belong_to_serving_container(facts, profile, station):
+def test_gpu_compute_processes_belong_to_serving_container(
+    facts: StationFacts, profile: Profile, station: Station
+) -> None:
     """Compute processes on the serving GPU belong to the serving container only; a stray process is a finding [000]."""
     _not_applicable_without_gpus(profile)
     serving = {normalize_bus_id(g["pci.bus_id"]) for g in facts.serving_gpus()}
@@ -109,7 +118,7 @@ def test_gpu_compute_processes_belong_to_serving_container(facts, profile, stati
     )
 
 
-def test_idle_hbm_below_ceiling_before_start(facts, profile, station):
+def test_idle_hbm_below_ceiling_before_start(facts: StationFacts, profile: Profile, station: Station) -> None:
     """Before a start (service stopped), HBM in use is below the idle ceiling of {gpu.idle_hbm_used_ceiling_mib} MiB,
     so vLLM can claim its share [000]."""
     _not_applicable_without_gpus(profile)

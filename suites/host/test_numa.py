@@ -8,6 +8,7 @@ import pytest
 
 from golive.core.verdict import not_applicable, require
 from golive.profile.origins import sourced
+from golive.profile.recipe import dram_node
 
 if TYPE_CHECKING:
     from golive.inventory.station import StationFacts
@@ -38,5 +39,5 @@ def test_hbm_node_page_cache_is_near_empty(facts: StationFacts, profile: Profile
             + sourced(profile, {"numa.hbm_file_pages_ceiling_mib": f"ceiling {ceiling:g} MiB"})
             + ") before vLLM allocates its KV cache; otherwise it dies with a self-contradicting OOM [000]",
             fix="run `sync; echo 1 > /proc/sys/vm/drop_caches` before starting, and run downloads/copies under "
-            f"`numactl --membind={profile.numa.dram_node}` so their cache stays in LPDDR [000]",
+            f"`numactl --membind={dram_node(profile)}` so their cache stays in LPDDR [000]",
         )

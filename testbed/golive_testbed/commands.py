@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from golive.cli import _fail, arguments_refused, report_folder_problem
 from golive.core.verdict import EXIT_USAGE
@@ -13,6 +15,9 @@ from golive.core.verdict import EXIT_USAGE
 # golive_testbed.reference.launcher.DEFAULT_PORT, not imported: that pulls httpx into every `golive` start
 REFERENCE_PORT = 8765
 STATE_DIR = os.environ.get("GOLIVE_STATE_DIR", str(Path.home() / ".cache/golive"))
+if TYPE_CHECKING:  # not generic at run time
+    # what golive.cli hands each entry point of group golive.commands: its subcommands, to add one to
+    Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _port(text: str) -> int:
@@ -33,10 +38,22 @@ def _variants() -> str:
 class _HelpWithVariants(argparse.Action):
     """-h/--help for `golive reference`: argparse's help, then the variants."""
 
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str = argparse.SUPPRESS,
+        default: object = argparse.SUPPRESS,
+        help: str | None = None,
+    ) -> None:
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
         try:
             variants = _variants()
         except ImportError as exc:
@@ -45,7 +62,7 @@ class _HelpWithVariants(argparse.Action):
         parser.exit()
 
 
-def add_demo(sub) -> None:
+def add_demo(sub: Subcommands) -> None:
     from golive_testbed.demo import DEMO_PORT
 
     demo = sub.add_parser(
@@ -65,7 +82,7 @@ def add_demo(sub) -> None:
     demo.set_defaults(func=cmd_demo)
 
 
-def add_reference(sub) -> None:
+def add_reference(sub: Subcommands) -> None:
     ref = sub.add_parser(
         "reference",
         help="start or stop the reference station (real vLLM on CPU)",

@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from importlib.util import find_spec
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from golive_testbed.realstation_host import (
     DOCKER,
@@ -54,6 +55,9 @@ from golive_testbed.realstation_host import (
     tail,
     wait_for,
 )
+
+if TYPE_CHECKING:
+    from golive_testbed.commands import Subcommands
 
 __all__ = ["Record", "StationError", "down", "leftovers", "load", "ssh", "up", "apply_variant", "revert_variant"]
 
@@ -509,7 +513,7 @@ def revert_variant(record: Record) -> None:
 # --- `golive station` --------------------------------------------------------------------------------------------
 
 
-def add_station(sub) -> None:
+def add_station(sub: Subcommands) -> None:
     """Entry point (group golive.commands): the `station` subcommand."""
     variants = "\n".join(f"  {name:<24} {what}" for name, what in VARIANTS.items())
     cmd = sub.add_parser(

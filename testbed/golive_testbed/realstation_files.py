@@ -17,6 +17,11 @@ import sys
 import tarfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported where used (the station's model files only)
+    import numpy as np
+    import numpy.typing as npt
 
 REPO = Path(__file__).resolve().parents[2]  # the checkout: testbed/golive_testbed/realstation_files.py
 RECIPE_TREE = REPO / "fixtures" / "stations" / "gb300-healthy"
@@ -313,7 +318,7 @@ def _llama_tensors(c: dict) -> list[tuple[str, tuple[int, ...], bool]]:
     return out + [("model.norm.weight", (h,), True), ("lm_head.weight", (vocab, h), False)]
 
 
-def _bf16(values) -> bytes:
+def _bf16(values: npt.NDArray[np.float32]) -> bytes:
     """float32 → bfloat16 bytes (round to nearest even), little-endian."""
     import numpy as np
 

@@ -214,7 +214,7 @@ def _chain(name: str, src: Path, variants: dict[str, Variant]) -> list[tuple[Pat
 # --- hashing ---------------------------------------------------------------------------------------------------------
 
 
-def _hash_dir(h, root: Path) -> None:
+def _hash_dir(h: hashlib._Hash, root: Path) -> None:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(dirnames + filenames):
@@ -230,7 +230,7 @@ def _hash_dir(h, root: Path) -> None:
                 h.update(p.read_bytes())
 
 
-def _source_hash(layers, busybox_digest: str) -> str:
+def _source_hash(layers: list[tuple[Path, Variant | None]], busybox_digest: str) -> str:
     h = hashlib.sha256(f"builder {BUILDER_VERSION}\nbusybox {busybox_digest}\n".encode())
     for d, _ in layers:
         h.update(f"layer {d.name}\n".encode())
@@ -285,7 +285,7 @@ def build_station_trees(src: Path = DEFAULT_SRC, dest: Path = DEFAULT_DEST, busy
     return built
 
 
-def _build(tree: Path, layers, busybox: Path, applets: list[str]) -> None:
+def _build(tree: Path, layers: list[tuple[Path, Variant | None]], busybox: Path, applets: list[str]) -> None:
     tree.mkdir(parents=True)
     for layer_dir, variant in layers:
         if variant is not None:
@@ -295,11 +295,12 @@ def _build(tree: Path, layers, busybox: Path, applets: list[str]) -> None:
                     raise TargetsError(f"variant {variant.name}: delete: {rel} is not in its base")
                 _remove(target)
         _overlay(layer_dir, tree, skip={"variant.yaml"} if variant is not None else set())
-        for rel, mode in variant.modes if variant is not None else ():
-            target = tree / rel
-            if not target.is_file() or target.is_symlink():
-                raise TargetsError(f"variant {variant.name}: modes: {rel} is not a file of the tree")
-            os.chmod(target, mode)
+        if variant is not None:
+            for rel, mode in variant.modes:
+                target = tree / rel
+                if not target.is_file() or target.is_symlink():
+                    raise TargetsError(f"variant {variant.name}: modes: {rel} is not a file of the tree")
+                os.chmod(target, mode)
     _install_busybox(tree, busybox, applets)
     _device_files(tree)
     for manifest in sorted(tree.rglob(MANIFEST)):

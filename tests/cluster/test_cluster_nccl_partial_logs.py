@@ -175,6 +175,120 @@ def test_the_table_proves_both_ways():
     assert "gdrdma:through-init-complete" in seen[(GDRDMA, "not_checked")] & seen[(TOPOLOGY, "passed")]
 
 
+def _rail(name: str) -> list[str]:
+    return nccl_cuts.lines_of("fixtures/recorded/gb300-rail/" + name)
+
+
+def _at(lines: list[str], needle: str) -> int:
+    return next(i for i, line in enumerate(lines) if needle in line)
+
+
+def _interleave(a: list[str], b: list[str]) -> list[str]:
+    """Two ranks' logs in one file, a line of each in turn (a shipper merging both stations)."""
+    return [line for pair in zip(a, b, strict=False) for line in pair] + a[len(b) :] + b[len(a) :]
+
+
+_A, _A_NO_GDR, _B = _rail("nccl-gdrdma.log"), _rail("nccl-no-gdrdma.log"), _rail("nccl-gdrdma-b.log")
+_STARTED = _at(_A, "Init START") + 1
+_NONFATAL = "gb300-a:4107:4190 [0] transport/net_ib/common.cc:179 NCCL WARN NET/IB : mlx5_1:1 Got non-fatal async event"
+_QP = "gb300-a:4107:4107 [0] misc/ibvwrap.cc:106 (wrap_ibv_create_qp) NCCL WARN Call to ibv_create_qp failed with 12"
+_LAST_VIA = _at(_A, "Channel 01/0 : 0[0] -> 1[0]")
+_P2P = "gb300-a:4107:4107 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read"
+_CARRIED = ["is a partial capture", "its NCCL WARN says NCCL carries on", "so the run went on"]
+DIED = ["the run died before NCCL finished init (line"]
+# (text, {check: (outcome, fragments of its message)}): logs the cuts above do not make, from the real ones
+SECOND_ROUND = {
+    "non-fatal WARN, cut after the bootstrap": (
+        "\n".join([*_A[:_STARTED], "", _NONFATAL]) + "\n",
+        {
+            TOPOLOGY: ("not_checked", _CARRIED),
+            VERSION: ("passed", []),
+            GDRDMA: ("not_checked", [NEEDS_CHANNELS]),
+            SOCKETS: ("not_checked", [NEEDS_CHANNELS]),
+            WARNINGS: ("failed", ["Got non-fatal async event", "launch fails on NCCL warnings"]),
+        },
+    ),
+    "non-fatal WARN, then the channels (head rotated, no Init COMPLETE)": (
+        "\n".join(["", _NONFATAL, *_A[_LAST_VIA - 3 :]]) + "\n",
+        {
+            TOPOLOGY: ("not_checked", _CARRIED),
+            VERSION: ("not_checked", ["needs NCCL's `NCCL version"]),
+            GDRDMA: ("passed", []),
+            SOCKETS: ("passed", []),
+            WARNINGS: ("failed", ["Got non-fatal async event"]),
+        },
+    ),
+    "a verbs call failed, no channel": (
+        "\n".join([*_A[:_STARTED], "", _QP, "gb300-a:4107:4107 [0] NCCL INFO transport/net_ib/connect.cc:412 -> 2"])
+        + "\n",
+        {
+            TOPOLOGY: ("failed", ["the run died before NCCL finished init", "Call to ibv_create_qp failed"]),
+            VERSION: ("passed", []),
+            GDRDMA: ("not_checked", DIED),
+            SOCKETS: ("not_checked", DIED),
+            WARNINGS: ("not_checked", DIED),
+        },
+    ),
+    "the last channel cut mid-line, no newline": (
+        "\n".join(_A[:_LAST_VIA]) + "\n" + _A[_LAST_VIA][: _A[_LAST_VIA].index("GDRDMA") + 3],
+        {TOPOLOGY: ("passed", []), VERSION: ("passed", []), GDRDMA: ("passed", []), SOCKETS: ("passed", [])}
+        | {WARNINGS: ("passed", [])},
+    ),
+    "the version line cut mid-line, no newline": (
+        "\n".join(_A[: _at(_A, "NCCL version")]) + "\n" + _A[_at(_A, "NCCL version")][:-8],
+        {
+            TOPOLOGY: ("not_checked", ["is a partial capture", "no line NCCL prints when it dies"]),
+            VERSION: ("not_checked", ["needs NCCL's `NCCL version"]),
+            GDRDMA: ("not_checked", [NEEDS_CHANNELS]),
+            SOCKETS: ("not_checked", [NEEDS_CHANNELS]),
+            WARNINGS: ("passed", []),
+        },
+    ),
+    "RoCE without GDRDMA, P2P lines among the NET/IB ones": (
+        "\n".join([*_A_NO_GDR[: _at(_A_NO_GDR, " via ")], _P2P, *_A_NO_GDR[_at(_A_NO_GDR, " via ") :]]) + "\n",
+        {
+            TOPOLOGY: ("passed", []),
+            VERSION: ("passed", []),
+            GDRDMA: ("failed", ["RDMA without GPU Direct: line 31:", "4 channel(s) without GDRDMA, of 4"]),
+            SOCKETS: ("passed", []),
+            WARNINGS: ("passed", []),
+        },
+    ),
+    "GDRDMA, P2P lines among the NET/IB ones": (
+        "\n".join([*_A[:_LAST_VIA], _P2P, *_A[_LAST_VIA:]]) + "\n",
+        {TOPOLOGY: ("passed", []), VERSION: ("passed", []), GDRDMA: ("passed", []), SOCKETS: ("passed", [])}
+        | {WARNINGS: ("passed", [])},
+    ),
+    "both stations interleaved, GDRDMA": (
+        "\n".join(_interleave(_A, _B)) + "\n",
+        {name: ("passed", []) for name in NCCL_CHECKS},
+    ),
+    "both stations interleaved, A without GDRDMA": (
+        "\n".join(_interleave(_A_NO_GDR, _B)) + "\n",
+        {name: ("passed", []) for name in NCCL_CHECKS}
+        | {GDRDMA: ("failed", ["RDMA without GPU Direct: line ", "4 channel(s) without GDRDMA, of 8"])},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", SECOND_ROUND)
+def test_every_nccl_check_judges_what_a_log_shows_second_round(case):
+    """Non-fatal WARNs (before a cut, before rotated channels), a death with no channel, a line cut mid-line, RoCE
+    without GPU Direct among P2P lines, two stations' lines interleaved: each check's outcome and words, and every
+    failure quotes a line of the log that supports it."""
+    text, want = SECOND_ROUND[case]
+    got = {name: outcome(name, facts_of(text)) for name in NCCL_CHECKS}
+    assert {k: v[0] for k, v in got.items()} == {k: v[0] for k, v in want.items()}, got
+    for name, (result, message) in got.items():
+        for fragment in want[name][1]:
+            assert fragment in message, (name, message)
+        if result == "failed":
+            for line in quoted(message) or [""]:
+                assert line and line in text, (line, message)
+                assert {GDRDMA: "via NET/IB/", TOPOLOGY: "NCCL WARN", WARNINGS: "NCCL WARN"}[name] in line, message
+                assert name != GDRDMA or "GDRDMA" not in line, message
+
+
 @pytest.mark.parametrize(
     "name",
     [

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from golive.day2.watch import LIGHT_KEYWORDS
+from golive.day2.light_checks import LIGHT_KEYWORDS
 from golive_testbed.reference.launcher import ReferenceStation
 
 REPO = Path(__file__).resolve().parents[2]

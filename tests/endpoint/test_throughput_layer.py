@@ -27,6 +27,9 @@ CHECKS = {
     "test_goodput_meets_floor",
     "test_prefill_speed_at_long_prompts",
     "test_gate_level_is_never_held_back",
+    "test_stream_is_not_buffered",
+    "test_latency_is_vllms_own",
+    "test_sweep_never_stalls",
 }
 SCALING = "test_aggregate_scales_with_users"
 BATCH = "test_gate_level_is_never_held_back"
@@ -186,6 +189,10 @@ def test_shipped_reference_floors_pass(healthy_endpoint_run):
     assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
     assert metrics["prefix_cache_hits_during_prefill"]["value"] == 0  # vllm:prefix_cache_hits_total did not move
     assert metrics["prefill_tok_s_at_4096"]["value"] > 0 and metrics["prefill_tok_s_at_4096"]["requests"] == 2
+    # streamed as generated, no stall, and the client's TTFT is vLLM's own within the loopback's few ms: no finding
+    assert metrics["answers_in_one_burst_share"]["value"] < 0.9 and metrics["answers_in_one_burst_share"]["passed"]
+    assert abs(metrics["path_added_ttft_s"]["value"]) < 0.1 and metrics["health_round_trip_s"]["value"] < 0.1
+    assert not run.check("test_latency_is_vllms_own")["note"], run.check("test_latency_is_vllms_own")
     assert "load:    1 in flight" in output  # progress, one line per level
     # the estimate is said before any check runs, and the record shows it beside the actual time
     assert output.index("checks should take about") < output.index("load:    1 in flight"), output

@@ -10,7 +10,9 @@ import pytest
 import yaml
 
 from golive.core.secrets import hide_password
-from golive.day2.capture import Capture, Observed, _Collector, capture_flags, render
+from golive.day2.captured import Capture, Collector, Observed
+from golive.day2.host_values import capture_flags
+from golive.day2.profile_yaml import render
 from golive.inventory import loader as golive_config
 from golive_testbed.targets import build_station_trees
 
@@ -24,6 +26,7 @@ REVIEW = {
     "start-limit-burst-5": "this station has StartLimitBurst=5; the recipe says 3 — keep?",
     "docker-restart-always": "this station's docker run has --restart=always; the recipe says no docker restart policy",
     "image-by-tag": "runs vllm/vllm-openai:nightly-aarch64 (a tag, no digest)",
+    "docker-cpuset-mems-0": "the serving container is confined to memory node(s) 0 (--cpuset-mems); CUDA init fails",
     "wrong-quantization": "this station serves a FP8 checkpoint; the recipe says NVFP4 — keep?",
 }
 
@@ -94,7 +97,7 @@ def test_secrets_are_never_captured(tmp_path):
         flags={"served-model-name": "glm-5.3-flash", "api-key": "sk-not-for-files", "gpu-memory-utilization": "0.95"},
         flags_source="docker inspect x Args",
     )
-    capture_flags(_Collector(recipe, result), observed)
+    capture_flags(Collector(recipe, result), observed)
     result.read_from = [f"host {hide_password('ssh://ops:hunter2@gb300-a:2222')}"]
     text = render(result)
     assert "sk-not-for-files" not in text and "hunter2" not in text
@@ -173,7 +176,7 @@ def test_two_station_capture_reads_nccl_and_rails(cluster_trees, tmp_path, a, b,
     ],
 )
 def test_kv_capacity_below_the_recipe_is_reviewed_never_tightened(info, written, review):
-    from golive.day2.capture import capture_endpoint
+    from golive.day2.endpoint_values import capture_endpoint
 
     recipe = golive_config.load_profile("glm-5.3-flash-gb300").profile
     result = Capture(station="s", recipe=recipe.name, why="test")
@@ -182,7 +185,7 @@ def test_kv_capacity_below_the_recipe_is_reviewed_never_tightened(info, written,
         cache_info=info,
         models=[{"id": "glm-5.3-flash", "max_model_len": 1048576}],
     )
-    capture_endpoint(_Collector(recipe, result), observed)
+    capture_endpoint(Collector(recipe, result), observed)
     values = {v.dotted: v.value for v in result.values}
     assert values.get("endpoint.kv_cache_tokens_floor") == written
     assert result.review == (

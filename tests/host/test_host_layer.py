@@ -217,7 +217,7 @@ def test_healthy_station_passes_every_host_check(trees, tmp_path):
     assert set(checks) == HOST_CHECKS
     not_passed = {n: c["outcome"] for n, c in checks.items() if c["outcome"] != "passed"}
     assert not_passed == {"test_idle_hbm_below_ceiling_before_start": "not_applicable"}, output
-    assert results["verdict"] == "pass" and results["schema"] == 3
+    assert results["verdict"] == "pass" and results["schema"] == 4
     assert results["profile"]["name"] == "glm-5.3-flash-gb300" and len(results["profile"]["sha256"]) == 64
     for report in ("go-live.html", "go-live.md", "junit.xml", "results.json"):
         assert (tmp_path / report).stat().st_size > 0

@@ -76,7 +76,7 @@ def test_baseline_gate_fails_on_an_unannounced_parser_change(tmp_path):
     assert code == 1, output
     changes = [(c["kind"], c["name"], c["before"], c["after"], c["failing"]) for c in after["baseline"]["changes"]]
     assert changes == [
-        ("check", the_check(after)["nodeid"], "passed", "failed", False),
+        ("check", the_check(after)["id"], "passed", "failed", False),  # matched by the stable id
         ("flag", "--tool-call-parser", "glm47", "hermes", True),
     ]
     (gate,) = [c for c in after["checks"] if c["nodeid"] == "golive::post-upgrade-gate"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from golive.day2.watch import watched_layers
+from golive.day2.light_checks import watched_layers
 from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]

@@ -40,7 +40,7 @@ def hostile_recorder() -> Recorder:
 def test_markdown_shows_hostile_output_as_text():
     from markdown_it import MarkdownIt
 
-    record = render_markdown(hostile_recorder().as_dict())
+    record = render_markdown(hostile_recorder().results())
     assert "<script" not in record and "<img" not in record and "</td>" not in record
     assert "&lt;script&gt;" in record and "a\\|b" in record
     rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(record)  # raw HTML on, like GitHub

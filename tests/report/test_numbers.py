@@ -6,6 +6,7 @@ import json
 from golive.endpoint.load import LevelResult
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
+from golive.report.model import BaselineDiff
 from golive.report.results import CheckRecord, Metric, Recorder, SweepPoint
 
 AGGREGATE = 279.37329271811655  # what go-live.md printed before: every digit the float had
@@ -62,27 +63,29 @@ def numbers_recorder() -> Recorder:
             ),
         )
     )
-    recorder.baseline = {
-        "baseline_profile": "reference-cpu",
-        "tolerance_pct": 10.0,
-        "passed": True,
-        "changes": [
-            {
-                "kind": "metric",
-                "station": "a",
-                "name": "aggregate_tok_s_at_4",
-                "before": 312.98765432,
-                "after": AGGREGATE,
-                "failing": False,
-                "why": "",
-            }
-        ],
-    }
+    recorder.baseline = BaselineDiff.model_validate(
+        {
+            "baseline_profile": "reference-cpu",
+            "tolerance_pct": 10.0,
+            "passed": True,
+            "changes": [
+                {
+                    "kind": "metric",
+                    "station": "a",
+                    "name": "aggregate_tok_s_at_4",
+                    "before": 312.98765432,
+                    "after": AGGREGATE,
+                    "failing": False,
+                    "why": "",
+                }
+            ],
+        }
+    )
     return recorder
 
 
 def test_go_live_md_shows_measured_numbers_to_four_significant_digits():
-    record = render_markdown(numbers_recorder().as_dict())
+    record = render_markdown(numbers_recorder().results())
     measured = record.split("## Measured\n", 1)[1].split("\n## ", 1)[0]
     assert "| a | aggregate_tok_s_at_4 | 279.4 tok/s | >= 250.1 | yes |" in measured, measured
     assert "| 0.06123 s | <= 0.0671 |" in measured and "| 5,933,986 tokens | >= 100,000 |" in measured

@@ -9,6 +9,7 @@ import pytest
 from golive.endpoint.load import LevelResult
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
+from golive.report.model import Results
 from golive.report.plots import sweep_rows, sweep_svg
 from golive.report.results import CheckRecord, Metric, Recorder, SweepPoint, sweep_of
 from tests.report.test_report import CHROMIUM, chromium_dom
@@ -66,7 +67,7 @@ def test_sweep_svg_is_valid_xml_with_one_line_per_station():
 
 def test_no_sweep_no_plot():
     assert sweep_svg([]) is None and sweep_rows([]) == []
-    assert "## Concurrency sweep" not in render_markdown(Recorder().as_dict())
+    assert "## Concurrency sweep" not in render_markdown(Recorder().results())
 
 
 def test_sweep_rows_per_station_and_users():
@@ -98,9 +99,9 @@ def sweep_recorder() -> Recorder:
 
 def test_results_json_carries_the_sweep_as_rows_that_read_back():
     data = json.loads(json.dumps(sweep_recorder().as_dict()))  # as written to and read from results.json
-    assert data["schema"] == 3 and len(data["sweep"]) == 6
+    assert data["schema"] == 4 and len(data["sweep"]) == 6
     assert data["sweep"][0]["station"] == "gb300-a" and data["sweep"][0]["concurrency"] == 256
-    assert sweep_of(data) == sweep_points()
+    assert sweep_of(Results.model_validate(data)) == sweep_points()
     assert [m["name"] for m in data["metrics"]] == ["peak_tok_s"]  # the sweep is not spelled as metric names
     assert set(data["metrics"][0]) == {
         "station",
@@ -117,7 +118,7 @@ def test_results_json_carries_the_sweep_as_rows_that_read_back():
 
 
 def test_markdown_has_the_sweep_table():
-    record = render_markdown(sweep_recorder().as_dict())
+    record = render_markdown(sweep_recorder().results())
     section = record.split("## Concurrency sweep\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert rows[0].startswith("| station | users | aggregate tok/s |") and len(rows) == 2 + 6

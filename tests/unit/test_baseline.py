@@ -5,7 +5,9 @@ import json
 
 import pytest
 
-from golive.report.baseline import diff, gate_finding, load_baseline
+from golive.report import baseline
+from golive.report.baseline import gate_finding, load_baseline
+from golive.report.model import Results
 
 SERVED = {
     "served-model-name": "glm-5.3-flash",
@@ -18,13 +20,21 @@ SERVED = {
 
 
 def results() -> dict:
+    """A results.json as plain data, schema 3's shape (no check ids: read into the model, they are derived)."""
     return {
-        "schema": 2,
+        "schema": 3,
         "verdict": "pass",
+        "verdict_rules": "…",
         "profile": {"name": "glm-5.3-flash-gb300", "sha256": "ab" * 32},
         "stations": [
             {
                 "name": "gb300-a",
+                "role": "a",
+                "phase": "serving",
+                "host": "ssh://gb300-a",
+                "endpoint": "http://gb300-a:8888/v1",
+                "profile": "glm-5.3-flash-gb300",
+                "profile_sha256": "ab" * 32,
                 "provenance": {
                     "served_args": dict(SERVED),
                     "image": "vllm/vllm-openai@sha256:" + "a" * 64,
@@ -35,7 +45,13 @@ def results() -> dict:
             }
         ],
         "checks": [
-            {"nodeid": f"suites/host/test_x.py::test_{n}[gb300-a]", "station": "gb300-a", "outcome": "passed"}
+            {
+                "nodeid": f"suites/host/test_x.py::test_{n}[gb300-a]",
+                "layer": "host",
+                "rule": f"the {n} is the recipe's",
+                "station": "gb300-a",
+                "outcome": "passed",
+            }
             for n in ("unit", "image", "flags")
         ],
         "metrics": [
@@ -43,6 +59,11 @@ def results() -> dict:
             {"station": "gb300-a", "check": "c2", "name": "ttft_p50", "value": 0.50, "unit": "s"},
         ],
     }
+
+
+def diff(before: dict, after: dict, tolerance_pct: float = 10.0) -> baseline.BaselineDiff:
+    """The gate between two results.json as they are read: through the model."""
+    return baseline.diff(Results.model_validate(before), Results.model_validate(after), tolerance_pct)
 
 
 def test_identical_results_have_no_changes():
@@ -58,16 +79,16 @@ def test_exactly_one_check_one_metric_one_flag_appear_and_the_flag_fails_the_gat
     result = diff(before, after, tolerance_pct=10)
     shown = [(c.kind, c.name, c.before, c.after, c.failing) for c in result.changes]
     assert shown == [
-        ("check", "suites/host/test_x.py::test_image[gb300-a]", "passed", "failed", False),
+        ("check", "host/test_x.py::test_image@gb300-a", "passed", "failed", False),
         ("metric", "tokens_per_s", 100.0, 80.0, False),
         ("flag", "--max-num-batched-tokens", "8192", "2048", True),
     ]
     assert result.changes[1].why == "moved 20.0% (tolerance 10%)"
-    assert result.as_dict()["passed"] is False
+    assert result.passed is False and result.model_dump(mode="json")["passed"] is False
     finding = gate_finding(result)
     assert finding is not None
-    assert "gb300-a: flag --max-num-batched-tokens: '8192' → '2048' (unannounced" in finding["found"]
-    assert "pin the new value in the site profile" in finding["fix"]
+    assert "gb300-a: flag --max-num-batched-tokens: '8192' → '2048' (unannounced" in finding.found
+    assert "pin the new value in the site profile" in finding.fix
 
 
 def test_a_flag_change_the_new_profile_pins_is_announced():
@@ -101,7 +122,7 @@ def test_tolerance_is_the_profiles():
 
 def test_baseline_must_be_a_go_live_of_the_same_profile(tmp_path):
     other = tmp_path / "other.json"
-    other.write_text(json.dumps({"schema": 2, "profile": {"name": "glm-5.3-2x-station-tp2"}}))
+    other.write_text(json.dumps({**results(), "profile": {"name": "glm-5.3-2x-station-tp2", "sha256": "cd" * 32}}))
     with pytest.raises(
         ValueError,
         match="the baseline is a go-live of profile 'glm-5.3-2x-station-tp2', this run "
@@ -109,11 +130,11 @@ def test_baseline_must_be_a_go_live_of_the_same_profile(tmp_path):
     ):
         load_baseline(other, "glm-5.3-flash-gb300")
     other.write_text(json.dumps({"schema": 1}))
-    with pytest.raises(ValueError, match="not a golive results.json of schema 2 or 3"):
+    with pytest.raises(ValueError, match=r"not a golive results.json of schema 2, 3 or 4 \(got schema 1\)"):
         load_baseline(other, "glm-5.3-flash-gb300")
     with pytest.raises(ValueError, match="baseline results file not found"):
         load_baseline(tmp_path / "missing.json", "glm-5.3-flash-gb300")
-    assert load_baseline(_write(tmp_path, results()), "glm-5.3-flash-gb300")["verdict"] == "pass"
+    assert load_baseline(_write(tmp_path, results()), "glm-5.3-flash-gb300").verdict == "pass"
 
 
 def _write(tmp_path, data: dict):
@@ -152,3 +173,41 @@ def test_battery_cases_that_flipped_are_listed_by_id_without_failing_the_gate():
         "compliance": ("battery", False, "now passing: retention"),
     }
     assert gate_finding(result) is None  # each battery's own check fails on its floor; the gate lists the flips
+
+
+def test_a_schema_3_baseline_is_compared_with_a_schema_4_run_check_by_check(tmp_path):
+    """The last go-live was written by schema 3 (no ids); this run's checks are named from another rootdir and say
+    other things: the same checks still pair up by id, and only the one that flipped is listed."""
+    previous = load_baseline(_write(tmp_path, results()), "glm-5.3-flash-gb300")
+    assert previous.checks[0].id == "host/test_x.py::test_unit@gb300-a"  # derived on reading
+    now = results() | {"schema": 4}
+    for check in now["checks"]:
+        check["nodeid"] = "golive/" + check["nodeid"]  # plain pytest --pyargs golive.suites
+        check["message"] = "a message the last go-live never said"
+    now["checks"][2] |= {"outcome": "failed", "id": "host/test_x.py::test_flags@gb300-a"}
+    result = baseline.diff(previous, Results.model_validate(now))
+    assert [(c.kind, c.name, c.before, c.after) for c in result.changes] == [
+        ("check", "host/test_x.py::test_flags@gb300-a", "passed", "failed")
+    ]
+    now["checks"][2]["nodeid"] = "suites/host/test_y.py::test_flags[gb300-a]"  # another check: nothing to pair with
+    now["checks"][2]["id"] = ""
+    assert baseline.diff(previous, Results.model_validate(now)).changes == []
+
+
+@pytest.mark.parametrize(
+    "change, line",
+    [
+        (lambda r: r["checks"][0].update(outcome="ok"), "checks.0.outcome: Value error, 'ok' is none of passed, "),
+        (lambda r: r["checks"][1].pop("nodeid"), "checks.1.nodeid: Field required"),
+        (lambda r: r["metrics"][0].update(valu=1), "metrics.0.valu: Extra inputs are not permitted"),
+        (lambda r: r.update(schema=5), "not a golive results.json of schema 2, 3 or 4 (got schema 5)"),
+        (lambda r: r.update(verdict="GO"), "verdict: Value error, 'GO' is none of pass, fail, incomplete"),
+    ],
+)
+def test_a_results_file_the_model_refuses_is_one_line_naming_the_key(tmp_path, change, line):
+    data = results()
+    change(data)
+    with pytest.raises(ValueError) as refused:
+        load_baseline(_write(tmp_path, data), "glm-5.3-flash-gb300")
+    message = str(refused.value)
+    assert message.startswith(f"{tmp_path / 'results.json'}: ") and line in message and "\n" not in message, message

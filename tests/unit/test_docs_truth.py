@@ -70,3 +70,18 @@ def test_the_fuzz_count_quoted_is_the_code_s():
     quoted = re.search(r"`tests/unit/test_fuzz\.py` \((\d+) properties", (REPO / "docs/guarantees.md").read_text())
     assert quoted, "docs/guarantees.md no longer quotes the fuzz properties' count"
     assert int(quoted.group(1)) == _properties(REPO / "tests/unit/test_fuzz.py")
+
+
+def test_the_readme_map_has_a_line_for_every_module():
+    """README's "What is where" gives every module of the product and the testbed its own line
+    (`- `golive/…/x.py` — its job`): a module added without one fails here, so the map cannot drift."""
+    text = (REPO / "README.md").read_text()
+    mapped = set(re.findall(r"^- `((?:golive|testbed)/[\w/]+\.py)` — ", text, flags=re.MULTILINE))
+    modules = {
+        str(path.relative_to(REPO))
+        for root in ("golive", "testbed/golive_testbed")
+        for path in (REPO / root).rglob("*.py")
+        if path.name != "__init__.py" or path.parent.name == "reference"
+    }
+    assert modules, "no module found: the test looks in the wrong place"
+    assert not modules - mapped, f"README's map has no line for {sorted(modules - mapped)}"

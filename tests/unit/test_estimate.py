@@ -1,23 +1,211 @@
-"""The time estimate said before a run: the sweep's tokens at the floors, the budgets as the upper bound."""
+"""The time estimate said before a run: the sweep's tokens at the probe's measured speed (the floors' where nothing was
+measured), the upper bound that speed at a pessimistic factor, each part capped by its budget."""
+
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from golive.inventory.loader import load_profile
-from golive.run.estimate import Estimate, duration, level_speed, sweep_seconds
+from golive.profile.schema import Station
+from golive.run.estimate import (
+    ANSWER_TOKENS,
+    OTHER_CHECK_S,
+    PESSIMISM,
+    RECIPE_LONG_PREFILL_TOK_S,
+    REPORTS_S,
+    Estimate,
+    Probe,
+    Speeds,
+    duration,
+    estimate,
+    level_speed,
+    scaling,
+    sweep_seconds,
+)
+
+REFERENCE = load_profile("reference-cpu").profile  # levels 1, 2, 4, 8 (gate 8); 3 repeats, ≥ 12; 1 warm-up; 7 rounds
+GB300 = load_profile("glm-5.3-flash-gb300").profile
 
 
 def test_sweep_time_is_tokens_over_floor_speed():
-    load = load_profile("glm-5.3-flash-gb300").profile.load  # levels 1, 32, 256; 3 repeats + 1 warm-up; 256 tokens
+    load = GB300.load  # levels 1, 32, 256; 3 repeats + 1 warm-up; 256 tokens
     assert [level_speed(load, users) for users in (1, 32, 256)] == [145.9, 1464, 2517]
-    # the levels, and 3 ratio rounds: 3 more requests at 1 user and 96 more at 32 users each
-    expected = (13 * 256 / 145.9 + 13 * 0.985) + (416 * 256 / 1464 + 13 * 0.985) + (1024 * 256 / 2517 + 4 * 0.985)
+    # the levels, 3 ratio rounds (3 more requests at 1 user, 96 more at 32 users each) and the priming batch at 256
+    expected = (13 * 256 / 145.9 + 13 * 0.985) + (416 * 256 / 1464 + 13 * 0.985) + (1280 * 256 / 2517 + 5 * 0.985)
     assert sweep_seconds(load) == pytest.approx(expected)
     assert sweep_seconds(load) < load.max_duration_s  # a station at its floors finishes within the budget
 
 
 def test_speed_between_floors_is_log_linear():
-    load = load_profile("glm-5.3-flash-gb300").profile.load
+    load = GB300.load
     assert level_speed(load, 16) == pytest.approx(145.9 + (1464 - 145.9) * 0.8)  # log2(16)/log2(32)
+
+
+@pytest.mark.parametrize(
+    "profile,users,expected",
+    [
+        (GB300, 1, 1.0),
+        (GB300, 32, 1464 / 145.9),  # the floors' shape: the gate's aggregate ÷ one user's
+        (GB300, 256, 2517 / 145.9),  # … and the peak's
+        # the reference floors' shape falls (1.2 tok/s at 8 users < 2 at 1): the scaling-ratio floor (1.5× at the
+        # gate, log-linear from 1× at 1 user) stands instead
+        (REFERENCE, 2, 1 + 0.5 / 3),
+        (REFERENCE, 4, 1 + 0.5 * 2 / 3),
+        (REFERENCE, 8, 1.5),
+    ],
+    ids=["gb300-1", "gb300-32", "gb300-256", "reference-2", "reference-4", "reference-8"],
+)
+def test_measured_speed_scales_by_the_profiles_model(profile, users, expected):
+    assert scaling(profile.load, users) == pytest.approx(expected)
+    assert level_speed(profile.load, users, 100.0) == pytest.approx(100.0 * expected)
+
+
+def test_sweep_time_at_a_measured_speed():
+    # one user at 100 tok/s, first token 0.1 s: (users, requests) per level, tokens ÷ that level's speed
+    levels = [
+        (1, 12 + 1 + 7 * 12),  # measured, warm-up, 7 ratio rounds' 1-user batches
+        (2, 12 + 2),
+        (4, 12 + 4),
+        (8, 24 + 8 + 7 * 24 + 8),  # … the rounds' gate-level batches and the priming batch at the top level
+    ]
+    expected = sum(n * 32 / (100 * scaling(REFERENCE.load, users)) + -(-n // users) * 0.1 for users, n in levels)
+    assert sweep_seconds(REFERENCE.load, 100.0, 0.1) == pytest.approx(expected)
+    assert sweep_seconds(REFERENCE.load, 100.0, 0.1) == pytest.approx(96.49, abs=0.01)
+
+
+def _station(name: str = "ref", **fields) -> Station:
+    return Station(name=name, endpoint="http://127.0.0.1:1/v1", **fields)
+
+
+def _item(station: Station, module: str, name: str, layer: str = "endpoint", fixtures: tuple[str, ...] = ()):
+    return SimpleNamespace(
+        nodeid=f"suites/{layer}/{module}::{name}[{station.name}]",
+        name=f"{name}[{station.name}]",
+        path=Path(f"suites/{layer}/{module}"),
+        callspec=SimpleNamespace(params={"station": station}),
+        iter_markers=lambda: [SimpleNamespace(name=layer)],
+        fixturenames=fixtures,
+    )
+
+
+def _reference_run(station: Station) -> list:
+    return [
+        _item(station, "test_throughput.py", "test_sweep_runs_every_level_without_failures", fixtures=("swept",)),
+        _item(station, "test_throughput.py", "test_aggregate_throughput_meets_floor", fixtures=("swept",)),
+        _item(station, "test_throughput.py", "test_prefill_speed_at_long_prompts"),
+        *[_item(station, "test_long_context.py", f"test_needle_retrieved_near_full_context[depth{d}]") for d in (1, 5)],
+        _item(station, "test_chat.py", "test_chat_answers_and_stops"),
+        _item(station, "test_gpu.py", "test_gpus_present", layer="host"),  # reference-cpu has no host layer
+    ]
+
+
+NEEDLE_TOKENS = 16384 * 0.9
+# first token 0.1 s; decode 100 tok/s; 1,024 prompt tokens 0.5 s, 4,096 tokens 2.1 s to the first token
+TWO_PROMPTS = ((1024, 0.5), (4096, 2.1))
+MEASURED = Probe("ref", 0.1, 100.0, 4096 / 2.1, TWO_PROMPTS, took_s=1.5)
+B = (2.0 / 4096 - 0.4 / 1024) / (4096 - 1024)  # the fit through both: 0.1 + a·P + b·P²
+A = 0.4 / 1024 - B * 1024
+ANSWER_AT_100 = 0.1 + ANSWER_TOKENS / 100.0
+ANSWER_AT_FLOORS = 4 + ANSWER_TOKENS / 2  # single-user TTFT ceiling 4 s, decode floor 2 tok/s
+
+
+@pytest.mark.parametrize(
+    "points,tokens,seconds",
+    [
+        (TWO_PROMPTS, 1024, 0.5),  # the fit goes through both prompts
+        (TWO_PROMPTS, 4096, 2.1),
+        (TWO_PROMPTS, NEEDLE_TOKENS, 0.1 + A * NEEDLE_TOKENS + B * NEEDLE_TOKENS**2),  # 8.23 s, not 7.5 s linear
+        (((1024, 0.6), (4096, 2.1)), 8192, 0.1 + 2.0 / 4096 * 8192),  # slower per token at 1,024: linear, b = 0
+        (((4096, 2.1),), 8192, 0.1 + 8192 / (4096 / 2.1)),  # one prompt: its speed
+        ((), 8192, 0.1 + 8192 / RECIPE_LONG_PREFILL_TOK_S),  # none: the recipe's long-prompt speed
+    ],
+    ids=["fit-short", "fit-long", "fit-needle", "linear", "one-prompt", "none"],
+)
+def test_prefill_time_from_the_probes_prompts(points, tokens, seconds):
+    prefill = points[-1][0] / points[-1][1] if points else None
+    speeds = Speeds.of(REFERENCE, Probe("ref", 0.1, 100.0, prefill, points))
+    assert speeds.prefill_s(tokens) == pytest.approx(seconds)
+
+
+# (probe, {part: expected seconds}): the parts of _reference_run's checks on reference-cpu
+CASES = {
+    "measured": (
+        MEASURED,
+        {
+            "throughput sweep": sweep_seconds(REFERENCE.load, 100.0, 0.1),
+            "other endpoint checks": OTHER_CHECK_S / 10 + ANSWER_AT_100,  # a check reading the sweep; the chat
+            "prefill": 2 * 0.5 + 2 * 2.1,
+            "needles": 2 * (0.1 + A * NEEDLE_TOKENS + B * NEEDLE_TOKENS**2 + ANSWER_AT_100),
+            "golive itself": REPORTS_S,
+        },
+    ),
+    "measured-one-prompt": (
+        Probe("ref", 0.1, 100.0, 2000.0, ((4096, 2.048),)),
+        {
+            "throughput sweep": sweep_seconds(REFERENCE.load, 100.0, 0.1),
+            "other endpoint checks": OTHER_CHECK_S / 10 + ANSWER_AT_100,
+            "prefill": 2 * (0.1 + 1024 / 2000) + 2 * (0.1 + 4096 / 2000),
+            "needles": 2 * (0.1 + NEEDLE_TOKENS / 2000 + ANSWER_AT_100),
+            "golive itself": REPORTS_S,
+        },
+    ),
+    "measured-without-prefill": (
+        Probe("ref", ttft_s=0.1, decode_tok_s=100.0, problem="prefill not timed"),
+        {
+            "throughput sweep": sweep_seconds(REFERENCE.load, 100.0, 0.1),
+            "other endpoint checks": OTHER_CHECK_S / 10 + ANSWER_AT_100,
+            "prefill": 2 * (0.1 + 1024 / RECIPE_LONG_PREFILL_TOK_S) + 2 * (0.1 + 4096 / RECIPE_LONG_PREFILL_TOK_S),
+            "needles": 2 * (0.1 + NEEDLE_TOKENS / RECIPE_LONG_PREFILL_TOK_S + ANSWER_AT_100),
+            "golive itself": REPORTS_S,
+        },
+    ),
+    "unreachable": (  # the floors: a sweep at 2 tok/s would take hours, so its budget caps it
+        Probe("ref", problem="probe failed (connection refused)"),
+        {
+            "throughput sweep": REFERENCE.load.max_duration_s + 120,
+            "other endpoint checks": OTHER_CHECK_S / 10 + ANSWER_AT_FLOORS,
+            "prefill": 2 * (4 + 1024 / RECIPE_LONG_PREFILL_TOK_S) + 2 * (4 + 4096 / RECIPE_LONG_PREFILL_TOK_S),
+            "needles": 2 * (4 + NEEDLE_TOKENS / RECIPE_LONG_PREFILL_TOK_S + ANSWER_AT_FLOORS),
+            "golive itself": REPORTS_S,
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_estimate_with_a_probe(case):
+    probe, parts = CASES[case]
+    station = _station()
+    guess = estimate(_reference_run(station), lambda s: REFERENCE, {station.name: probe})
+    got = {what: part[0] for what, part in guess.parts.items()}
+    assert got == pytest.approx(parts)  # the host check is out of reference-cpu's scope: no part at all
+    assert guess.expected_s == pytest.approx(sum(parts.values()))
+    for what, (expected, upper, limit) in guess.parts.items():
+        assert expected <= upper <= min(limit, PESSIMISM * expected) + 1e-9, what
+    assert guess.expected_s <= guess.upper_s <= PESSIMISM * guess.expected_s + 1e-9
+    # each check carries its share, the sweep on the first check that reads it; they add up to the expected time
+    shares = guess.per_check
+    assert sum(shares.values()) + REPORTS_S == pytest.approx(guess.expected_s)  # golive itself is no check's share
+    first = _reference_run(station)[0].nodeid
+    assert shares[first] == pytest.approx(parts["throughput sweep"])
+
+
+def test_the_line_says_what_was_measured_and_the_hard_stop():
+    station = _station()
+    guess = estimate(_reference_run(station), lambda s: REFERENCE, {station.name: MEASURED})
+    line = guess.line(7)
+    assert line.startswith(
+        f"golive: 7 checks should take about {duration(guess.expected_s)}, at most {duration(guess.upper_s)} "
+        f"(throughput sweep {duration(guess.parts['throughput sweep'][0])}, needles "
+    ), line
+    assert "; measured: ref decodes 100 tok/s, first token 0.10 s, prefill 1,950 tok/s (probe 1.5 s)" in line
+    assert line.endswith(f"; golive's own limits stop it by {duration(guess.limit_s)}")
+    unreachable = estimate(_reference_run(station), lambda s: REFERENCE, {station.name: CASES["unreachable"][0]})
+    assert "; measured: ref: probe failed (connection refused): the profile's floors;" in unreachable.line(7)
+    assert "from the profile's floors (nothing probed)" in estimate(_reference_run(station), lambda s: REFERENCE).line(
+        7
+    )
 
 
 @pytest.mark.parametrize("seconds,shown", [(0.2, "1 s"), (59, "59 s"), (61, "1 min 1 s"), (3700, "1 h 1 min")])
@@ -29,8 +217,9 @@ def test_nothing_is_expected_to_outlast_its_budget():
     guess = Estimate()
     guess.add("throughput sweep", 5000, 600)  # a station at the floors would need longer than load.max_duration_s
     guess.add("other", 2, 10)
-    assert (guess.expected_s, guess.upper_s) == (602, 610)
-    assert guess.line(2) == (
-        "golive: 2 checks should take about 10 min 2 s at the profile's floors (throughput sweep "
-        "10 min 0 s, other 2 s); at most 10 min 10 s by its budgets"
+    guess.add("needles", 2, 4, upper=20)
+    assert (guess.expected_s, guess.upper_s, guess.limit_s) == (604, 609, 614)
+    assert guess.line(3) == (
+        "golive: 3 checks should take about 10 min 4 s, at most 10 min 9 s (throughput sweep 10 min 0 s, other 2 s, "
+        "needles 2 s); from the profile's floors (nothing probed); golive's own limits stop it by 10 min 14 s"
     )

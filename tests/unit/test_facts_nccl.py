@@ -355,3 +355,141 @@ def test_a_death_the_run_outlived_is_not_where_it_died():
     lines = nccl_cuts.lines_of("fixtures/recorded/gb300-rail/nccl-warn.log")
     nccl = parse_nccl_log("\n".join(lines[29:]))
     assert nccl.complete is None and len(nccl.warnings) == 1 and nccl.died_at_init is None and nccl.partial
+
+
+# --- second round: a line cut mid-line, WARNs NCCL carries on after, ranks interleaved ---------------------------------
+
+
+@pytest.mark.parametrize("name", REAL_LOGS)
+def test_a_last_line_cut_mid_line_gives_no_value(name):
+    """Every line of every real log cut at every point, the file ending there without its newline (a copy taken while
+    NCCL wrote, `head -c`): the cut line yields no channel, version or nNodes; the whole lines before it read as they
+    do whole. A cut `via NET/IB/1/GDR` is no channel without GPU Direct, `NCCL version 2.3` no version."""
+    lines = (RECORDED / name).read_text().split("\n")
+    valued = [i for i, line in enumerate(lines) if nccl_cuts.CHANNEL.search(line) or "NCCL version" in line]
+    valued += [i for i, line in enumerate(lines) if nccl_cuts.COMM.search(line)]
+    assert valued, name  # not vacuous: the log holds lines with values
+    for i in valued:
+        head = "\n".join(lines[:i]) + "\n"
+        try:
+            whole = parse_nccl_log(head)
+        except FactError:
+            continue  # nothing before it: there is no log to compare with
+        for at in range(len(lines[i]) - 1, 0, -7):
+            cut = parse_nccl_log(head + lines[i][:at])
+            assert (cut.versions, cut.channels, cut.nodes, cut.gdrdma) == (
+                whole.versions,
+                whole.channels,
+                whole.nodes,
+                whole.gdrdma,
+            ), (i, lines[i][:at])
+            assert cut.fragment is not None and cut.fragment.number == i + 1
+
+
+def test_a_whole_last_line_without_its_newline_still_says_what_it_can():
+    """The newline is the only sign of a whole line: a death and `Init COMPLETE` (tokens that end the line's meaning)
+    still count on a last line without it; the line is kept for quoting."""
+    died = nccl_cuts.lines_of("fixtures/recorded/gb300-rail/nccl-bootstrap-died.log")
+    warn = next(i for i, line in enumerate(died) if "NCCL WARN" in line)
+    nccl = parse_nccl_log("\n".join(died[: warn + 1]))
+    assert nccl.died_at_init is not None and "socketStartConnect" in nccl.died_at_init.text
+    ok = nccl_cuts.lines_of("fixtures/recorded/gb300-rail/nccl-gdrdma.log")
+    done = next(i for i, line in enumerate(ok) if "Init COMPLETE" in line)
+    assert parse_nccl_log("\n".join(ok[: done + 1])).complete is not None
+
+
+HEALTHY = nccl_cuts.lines_of("fixtures/recorded/gb300-rail/nccl-gdrdma.log")
+AT = {  # where a line goes in the healthy log: after the bootstrap, after the topology line, after the last channel
+    "after-bootstrap": next(i for i, line in enumerate(HEALTHY) if "Init START" in line) + 1,
+    "after-topology": next(i for i, line in enumerate(HEALTHY) if nccl_cuts.COMM.search(line)) + 1,
+}
+PREFIX = "gb300-a:4107:4190 [0] "
+# WARNs in whose own words NCCL carries on (NVIDIA/nccl, file:line of the WARN call at 5067397 or the tag named)
+CARRIES_ON = [
+    "transport/net_ib/common.cc:179 NCCL WARN NET/IB : mlx5_1:1 Got non-fatal async event: port active(9)",
+    "transport/net_ib/common.cc:153 NCCL WARN NET/IB : mlx5_0:1 GID table changed",
+    "transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async event : GID table change",  # v2.21.5
+    "transport/net_ib/init.cc:334 NCCL WARN NET/IB : Unable to open device mlx5_bond_0",
+    "transport/net_ib/init.cc:360 NCCL WARN NET/IB : Unable to query port_num 2",
+    "init.cc:621 NCCL WARN NCCL_WORK_FIFO_BYTES=1000 is being ignored because it is not a power of 2.",
+    "transport/shm.cc:298 NCCL WARN Ignoring SHM locality, must be 1 (sender side) or 2 (receiver side, default)",
+    "graph/search.cc:960 NCCL WARN Could not find a path for pattern 4, falling back to simple order",  # v2.18.3
+    "graph/xml.cc:628 NCCL WARN No NVML device handle. Skipping nvlink detection.",  # v2.18.3
+]
+# and WARNs that end the run (the same files): each is a death where nothing of its process follows
+FATAL = [
+    "transport/net_ib/common.cc:123 NCCL WARN NET/IB : mlx5_0:1 async fatal event: local catastrophic error",
+    "misc/ibvwrap.cc:376 (wrap_ibv_modify_qp) NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out",
+    "include/alloc.h:125 NCCL WARN Cuda failure 'out of memory'",
+    "graph/paths.cc:396 NCCL WARN P2P is disabled between NVLINK connected GPUs 0 and 1. This should not be the case "
+    "given their connectivity, and is probably due to a hardware issue. If you still want to proceed, you can set "
+    "NCCL_IGNORE_DISABLED_P2P=1.",
+    "init.cc:1339 NCCL WARN Detected mixed local Net device counts across ranks (min 1, max 2). Set "
+    "NCCL_IGNORE_NET_MISMATCH=1 to continue.",
+]
+
+
+@pytest.mark.parametrize("at", AT)
+@pytest.mark.parametrize("warn", CARRIES_ON + FATAL, ids=lambda warn: warn.split()[0])
+def test_a_warn_is_a_death_only_where_nccl_does_not_carry_on(warn, at):
+    """Each WARN in the healthy log, the log cut right after it, and cut at the next line of init going on (the
+    topology line, or a ring): a WARN that says NCCL carries on is never a death; one that does not is a death until
+    its process prints init going on."""
+    line = PREFIX + warn
+    cut = "\n".join([*HEALTHY[: AT[at]], "", line]) + "\n"
+    later = next(x for x in HEALTHY[AT[at] :] if nccl_cuts.COMM.search(x) or "Channel " in x)
+    went_on = "\n".join([*HEALTHY[: AT[at]], "", line, later]) + "\n"
+    nccl, on = parse_nccl_log(cut), parse_nccl_log(went_on)
+    assert [w.text for w in nccl.warnings] == [line] == [w.text for w in on.warnings]
+    if warn in CARRIES_ON:
+        assert nccl.deaths == () and nccl.died_at_init is None and nccl.partial
+    else:
+        assert nccl.died_at_init is not None and nccl.died_at_init.text == line and not nccl.partial
+        progress = on.outlived(on.deaths[0])
+        assert progress is not None and progress.text == later.strip(), later
+    assert on.died_at_init is None and on.partial
+
+
+P2P = nccl_cuts.lines_of("fixtures/recorded/h200x2-device/nccl-p2p.txt")  # two ranks (pids 612, 613) interleaved
+
+
+def test_a_rank_that_died_is_not_outlived_by_the_other_rank():
+    """The real two-rank log, rank 1 (pid 613) dying after its topology line while rank 0 (pid 612) goes on printing
+    its rings, cut before `Init COMPLETE`: rank 1 died there, whatever rank 0 printed after. The same WARN followed
+    by rank 1's own line is outlived."""
+    topology = next(i for i, line in enumerate(P2P) if line.startswith("vm:613:613") and nccl_cuts.COMM.search(line))
+    death = "vm:613:613 [1] transport/p2p.cc:275 NCCL WARN Cuda failure 'peer access is not supported'"
+    complete = next(i for i, line in enumerate(P2P) if "Init COMPLETE" in line)
+    rest = [line for line in P2P[topology + 1 : complete] if line.startswith("vm:612:")]
+    assert any("Channel 00/24 : 0 1" in line for line in rest)  # rank 0 goes on: its rings, after rank 1's WARN
+    nccl = parse_nccl_log("\n".join([*P2P[: topology + 1], "", death, *rest]) + "\n")
+    assert nccl.died_at_init is not None and nccl.died_at_init.text == death
+    own = next(line for line in P2P[topology + 1 :] if line.startswith("vm:613:613") and "Trees [" in line)
+    outlived = parse_nccl_log("\n".join([*P2P[: topology + 1], "", death, *rest, own]) + "\n")
+    assert outlived.died_at_init is None and outlived.partial
+    bare = parse_nccl_log("\n".join([*P2P[: topology + 1], "", death.replace("vm:613:613 [1] ", ""), *rest]) + "\n")
+    assert bare.died_at_init is None  # without NCCL's prefix the WARN names no process: the run's lines go on
+
+
+def test_a_run_that_died_without_a_channel_says_where():
+    """Deaths with no channel line in the log: NCCL's Cuda failure, a verbs call failing, the caller's
+    ncclInternalError, nccl-tests' CUDA failure; each is the line quoted."""
+    head = "\n".join(HEALTHY[: AT["after-topology"]]) + "\n"
+    for death in (
+        PREFIX + "include/alloc.h:125 NCCL WARN Cuda failure 'out of memory'",
+        PREFIX + "misc/ibvwrap.cc:106 (wrap_ibv_create_qp) NCCL WARN Call to ibv_create_qp failed with 12 Cannot "
+        "allocate memory",
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+        "internal error - please report this issue to the NCCL developers, NCCL version 2.30.7",
+        "ncclInternalError: Internal check failed.",
+        "gb300-a: Test CUDA failure common.cu:891 'out of memory'",
+    ):
+        nccl = parse_nccl_log(head + "\n" + death + "\n")
+        assert nccl.channels == () and nccl.died_at_init is not None and nccl.died_at_init.text == death, death
+
+
+def test_a_version_line_is_read_only_whole():
+    """NCCL prints its version as major.minor.patch (src/init.cc, showVersion): `NCCL version 2.30` is a line cut short,
+    not a version."""
+    assert parse_nccl_log("a:1:1 [0] NCCL INFO NCCL version 2.30\n").versions == ()
+    assert parse_nccl_log("a:1:1 [0] NCCL INFO NCCL version 2.30.7+cuda13.0\n").versions == ("2.30.7+cuda13.0",)

@@ -112,6 +112,16 @@ ALWAYS_RUNS = [  # (script, does the drop_caches line run on every path that rea
     ),
     (f"if [ -e /skip ]; then exit; fi\n{DROP}\n", False, "after `exit` at p.sh:1"),
     (f"sh -c '[ -e /a ] && {DROP}'\n", False, "on the right of `&&`"),
+    # `set -e` + a command that fails on some paths only: those paths fail the start, the others drop (bash exits
+    # early in one world, so bash cannot be the oracle here: "runs" means on every path that reaches the start)
+    (f"set -e\nif [ -e /x ]; then false; fi\n{DROP}\n", True, ""),
+    (f"if [ -e /x ]; then set -e; fi\nfalse\n{DROP}\n", True, ""),  # -e on some paths: there, the start fails
+    # an EXIT trap runs after `false` stops a `set -e` script, but the start fails: nothing runs before a start
+    (
+        f"set -e\ntrap 'sync; {DROP}' EXIT\nfalse\n",
+        False,
+        "after `false` at p.sh:3, which always fails: with `set -e` (p.sh:1) bash stops the script there",
+    ),
 ]
 
 
@@ -124,6 +134,32 @@ def test_a_step_counts_only_when_it_runs_on_every_path(script, always, reason):
     assert bool(drops[0].why_it_may_not_run()) is not always
 
 
+DC = "/proc/sys/vm/drop_caches"
+SPELLINGS = [  # (a step, does it drop the page cache (1 or 3 written to drop_caches), does it write there at all?)
+    (f"echo 3 | tee {DC}", True, True),
+    (f"echo 3 | sudo tee {DC} > /dev/null", True, True),  # sudo runs tee: the write is root's
+    (f"printf '3\\n' | sudo -n -u root tee -a {DC}", True, True),
+    (f"sudo tee {DC} <<< 3", True, True),  # a here-string is tee's stdin (bash(1), "Here Strings")
+    (f"tee {DC} <<< 1 > /dev/null", True, True),
+    ("sudo sysctl -w vm.drop_caches=3", True, True),
+    ("sysctl -q -w vm.drop_caches=1", True, True),
+    (f"sudo sh -c 'sync; echo 3 > {DC}'", True, True),  # followed into the -c script
+    (f"bash -c 'sync; echo 3 > {DC}'", True, True),
+    (f"echo 2 | sudo tee {DC}", False, True),  # 2 frees slab only: no spelling of it counts
+    (f"sudo tee {DC} <<< 2", False, True),
+    ("sudo sysctl -w vm.drop_caches=2", False, True),
+    (f"sudo -l tee {DC}", False, False),  # sudo -l lists; it runs nothing
+    ("echo 3 | tee /tmp/drop_caches.bak", False, False),
+]
+
+
+@pytest.mark.parametrize("step, drops, writes", SPELLINGS, ids=[s for s, _, _ in SPELLINGS])
+def test_every_spelling_of_the_drop_is_read_as_what_it_writes(step, drops, writes):
+    commands = parse_script(step + "\n", "p.sh").commands
+    assert any(c.drops_page_cache() for c in commands) is drops, commands
+    assert any(c.writes_drop_caches() for c in commands) is writes, commands
+
+
 SAVE, RM = "docker logs x > /var/log/x.log 2>&1", "docker rm -f x"
 BEFORE = [  # (script, does the save run on every path that reaches the removal, before it?)
     (f"{SAVE}\n{RM}\n", True),
@@ -132,6 +168,12 @@ BEFORE = [  # (script, does the save run on every path that reaches the removal,
     (f"if docker inspect x; then\n  {SAVE}\nfi\n{RM}\n", False),  # saved in a branch, removed outside it
     (f'[ "$KEEP" = 1 ] && {SAVE}\n{RM}\n', False),
     (f"{RM}\n{SAVE}\n", False),
+    # an EXIT trap runs when the script exits: after every other line (bash(1), trap)
+    (f"trap '{SAVE}' EXIT\n{RM}\n", False),
+    (f"save() {{ {SAVE}; }}\ntrap save EXIT\n{RM}\n", False),
+    (f"{SAVE}\ntrap '{RM}' EXIT\n", True),
+    (f"trap '{SAVE}; {RM}' EXIT\n", True),
+    (f"if docker inspect x; then trap '{SAVE}' EXIT; fi\ntrap '{RM}' INT\n", False),
 ]
 
 
@@ -156,6 +198,14 @@ FILES_CASES: list[tuple[str, dict[str, str], str]] = [
     ("source-steps", {"main": ". {D}/lib.sh\n", "lib.sh": LIB}, "runs"),
     ("source-word", {"main": "source {D}/lib.sh\n", "lib.sh": LIB}, "runs"),
     ("source-via-dirname-0", {"main": '. "$(dirname "$0")/lib.sh"\n', "lib.sh": LIB}, "runs"),
+    ("source-with-arguments", {"main": "source {D}/lib.sh --quiet 1\n", "lib.sh": LIB}, "runs"),
+    ("dot-dir-set-earlier", {"main": 'DIR={D}\n. "$DIR/lib.sh"\n', "lib.sh": LIB}, "runs"),
+    (
+        "source-if-file-exists",
+        {"main": "if [ -f {D}/lib$X.sh ]; then . {D}/lib.sh; fi\n", "lib.sh": LIB, "lib1.sh": ""},
+        "may not run",
+    ),
+    ("tee-here-string", {"main": f"tee {DROP_CACHES} <<< 3 > /dev/null\n"}, "runs"),
     ("source-in-dead-branch", {"main": "if false; then\n  . {D}/lib.sh\nfi\n", "lib.sh": LIB}, "never runs"),
     ("source-on-condition", {"main": '[ "$X" = 1 ] && . {D}/lib.sh\n', "lib.sh": LIB}, "may not run"),
     ("exit-in-sourced-ends-caller", {"main": f". {{D}}/ex.sh\n{DROP}\n", "ex.sh": "exit 0\n"}, "never runs"),
@@ -214,6 +264,67 @@ FILES_CASES: list[tuple[str, dict[str, str], str]] = [
     ("uncalled-function", {"main": f"drop() {{\n  {DROP}\n}}\nsync\n"}, "never runs"),
     ("return-in-function", {"main": f"f() {{\n  return 0\n  {DROP}\n}}\nf\n"}, "never runs"),
     ("maybe-return-in-function", {"main": f'f() {{\n  [ "$X" = 1 ] && return 0\n  {DROP}\n}}\nf\n'}, "may not run"),
+    # `trap ACTION EXIT`: ACTION runs when the shell exits, at its end or at an `exit` (bash(1), trap)
+    ("trap-exit-string", {"main": f"trap 'sync; {DROP}' EXIT\nsync\n"}, "runs"),
+    ("trap-exit-function", {"main": f"cleanup() {{\n  sync\n  {DROP}\n}}\ntrap cleanup EXIT\n"}, "runs"),
+    ("trap-function-defined-later", {"main": f"trap cleanup EXIT\ncleanup() {{ {DROP}; }}\n"}, "runs"),
+    ("trap-then-exit", {"main": f"trap '{DROP}' EXIT\nexit 0\necho unreached\n"}, "runs"),
+    ("trap-then-maybe-exit", {"main": f"trap '{DROP}' EXIT\n[ \"$X\" = 1 ] && exit 0\n:\n"}, "runs"),
+    ("trap-on-0", {"main": f"trap -- '{DROP}' 0\n"}, "runs"),
+    ("trap-exit-and-int", {"main": f"trap '{DROP}' INT EXIT\n"}, "runs"),
+    ("trap-set-in-called-function", {"main": f"f() {{\n  trap '{DROP}' EXIT\n}}\nf\n"}, "runs"),
+    ("trap-in-sourced-file", {"main": ". {D}/lib.sh\nsync\n", "lib.sh": f"trap '{DROP}' EXIT\n"}, "runs"),
+    ("trap-in-child", {"main": "bash {D}/child.sh\n", "child.sh": f"trap 'sync; {DROP}' EXIT\nexit 0\n"}, "runs"),
+    ("trap-in-subshell", {"main": f"( trap '{DROP}' EXIT; : )\n"}, "runs"),
+    ("trap-set-after-exit", {"main": f"exit 0\ntrap '{DROP}' EXIT\n"}, "never runs"),
+    ("trap-in-uncalled-function", {"main": f"f() {{\n  trap '{DROP}' EXIT\n}}\n"}, "never runs"),
+    ("trap-cleared", {"main": f"trap '{DROP}' EXIT\ntrap - EXIT\n"}, "never runs"),
+    ("trap-ignored", {"main": f"trap '{DROP}' EXIT\ntrap '' EXIT\n"}, "never runs"),
+    ("trap-reset-bare", {"main": f"trap '{DROP}' EXIT\ntrap EXIT\n"}, "never runs"),
+    ("trap-replaced", {"main": f"trap '{DROP}' EXIT\ntrap 'echo bye' EXIT\n"}, "never runs"),
+    ("trap-then-exec", {"main": f"trap '{DROP}' EXIT\nexec true\n"}, "never runs"),  # no shell left to exit
+    ("trap-set-after-maybe-exit", {"main": f"[ \"$X\" = 1 ] && exit 0\ntrap '{DROP}' EXIT\n"}, "may not run"),
+    ("trap-in-branch", {"main": f"if [ \"$X\" = 1 ]; then trap '{DROP}' EXIT; fi\n"}, "may not run"),
+    ("trap-maybe-cleared", {"main": f"trap '{DROP}' EXIT\n[ \"$X\" = 1 ] && trap - EXIT\n"}, "may not run"),
+    ("trap-on-err-only", {"main": f"trap '{DROP}' ERR\n[ \"$X\" = 1 ]\n"}, "may not run"),
+    ("trap-on-term-only", {"main": f"trap '{DROP}' TERM\n[ \"$X\" = 1 ] && kill -TERM $$\n:\n"}, "may not run"),
+    # `set -e`: a command that always fails, where -e applies, ends the script (bash(1), `set -e`)
+    ("errexit-false", {"main": f"set -e\nfalse\n{DROP}\n"}, "never runs"),
+    ("errexit-o-bin-false", {"main": f"set -o errexit\n/bin/false\n{DROP}\n"}, "never runs"),
+    ("errexit-literal-test", {"main": f"set -eu\n[ 1 = 0 ]\n{DROP}\n"}, "never runs"),
+    ("errexit-shebang", {"main": f"#!/bin/bash -e\nfalse\n{DROP}\n"}, "never runs"),
+    ("errexit-bash-e-child", {"main": "bash -e {D}/child.sh\n", "child.sh": f"false\n{DROP}\n"}, "never runs"),
+    ("errexit-last-of-and", {"main": f"set -e\ntrue && false\n{DROP}\n"}, "never runs"),
+    ("errexit-subshell-fails", {"main": f"set -e\n( false; : )\n{DROP}\n"}, "never runs"),
+    ("errexit-child-fails", {"main": f"set -e\nbash {{D}}/child.sh\n{DROP}\n", "child.sh": "exit 3\n"}, "never runs"),
+    ("errexit-pipefail", {"main": f"set -euo pipefail\nfalse | cat\n{DROP}\n"}, "never runs"),
+    ("errexit-in-sourced", {"main": f"set -e\n. {{D}}/lib.sh\n{DROP}\n", "lib.sh": "false\n"}, "never runs"),
+    ("errexit-in-function", {"main": f"set -e\nf() {{\n  false\n  {DROP}\n}}\nf\n"}, "never runs"),
+    # ... and only then: a healthy `set -euo pipefail` prestart runs as written, whatever may fail on the station
+    (
+        "errexit-healthy-prestart",
+        {
+            "main": "#!/bin/bash\nset -euo pipefail\nNAME=x\n"
+            "save() {\n  cat /etc/hostname > /dev/null 2>&1 || true\n}\n"
+            "if grep -q no-such-word /etc/hostname; then\n  save\n  rm -f {D}/gone\nfi\nls / > /dev/null\n"
+            f"echo 3 | tee {DROP_CACHES} > /dev/null\nsync\n{DROP}\n"
+        },
+        "runs",
+    ),
+    ("no-errexit-false", {"main": f"false\n{DROP}\n"}, "runs"),
+    ("errexit-off-again", {"main": f"set -e\nset +e\nfalse\n{DROP}\n"}, "runs"),
+    ("errexit-if-false", {"main": f"set -e\nif false; then :; fi\n{DROP}\n"}, "runs"),
+    ("errexit-while-false", {"main": f"set -e\nwhile false; do :; done\n{DROP}\n"}, "runs"),
+    ("errexit-false-and", {"main": f"set -e\nfalse && true\n{DROP}\n"}, "runs"),
+    ("errexit-false-or", {"main": f"set -e\nfalse || true\n{DROP}\n"}, "runs"),
+    ("errexit-not-true", {"main": f"set -e\n! true\n{DROP}\n"}, "runs"),  # `!` never triggers -e
+    ("errexit-pipeline-without-pipefail", {"main": f"set -e\nfalse | cat\n{DROP}\n"}, "runs"),
+    ("errexit-function-in-if", {"main": f"set -e\nf() {{\n  false\n  {DROP}\n}}\nif f; then :; fi\n"}, "runs"),
+    ("errexit-subshell-tested", {"main": f"set -e\n( false ) || true\n{DROP}\n"}, "runs"),
+    ("errexit-background", {"main": f"set -e\nfalse &\n{DROP}\n"}, "runs"),
+    ("errexit-not-inherited", {"main": "set -e\nbash {D}/child.sh\n", "child.sh": f"false\n{DROP}\n"}, "runs"),
+    ("errexit-sh-c-own-options", {"main": f"set -e\nsh -c 'false; :'\n{DROP}\n"}, "runs"),
+    ("errexit-may-fail-on-station", {"main": f'set -e\n[ "$X" = 1 ] || :\ntest -e /\n{DROP}\n'}, "runs"),
 ]
 WORLDS = [{"X": "0", "FILES": ""}, {"X": "1", "FILES": "a"}]
 
@@ -457,6 +568,37 @@ DO = [  # (script, the drop's verdict, what it says, what to do): one Do per cau
         f"move {STEP} above line 1's `exec docker run x` in p.sh",
     ),
     (f"{DROP} &\n", "may not run", "it runs in the background", "remove the `&` after "),
+    (
+        f"set -e\nfalse\n{DROP}\n",
+        "never runs",
+        "it comes after `false` at p.sh:2, which always fails: with `set -e` (p.sh:1) bash stops the script there "
+        "with an error, so the start fails",
+        "remove `false` (line 2 of p.sh): under `set -e` a command that always fails ends the script",
+    ),
+    (
+        f"trap '{DROP}' EXIT\ntrap - EXIT\n",
+        "never runs",
+        "it is in the EXIT trap set at p.sh:1, which `trap - EXIT` at p.sh:2 resets before the script exits",
+        f"remove `trap - EXIT` (line 2 of p.sh), or run {STEP} at top level",
+    ),
+    (
+        f"trap '{DROP}' EXIT\nif [ -e /a ]; then trap 'echo bye' EXIT; fi\n",
+        "may not run",
+        "which `trap 'echo bye' EXIT` at p.sh:2 can reset before the script exits",
+        "remove `trap 'echo bye' EXIT` (line 2 of p.sh)",
+    ),
+    (
+        f"trap '{DROP}' INT TERM\n",
+        "may not run",
+        "it is in the trap on INT or TERM set at p.sh:1, not on EXIT: it runs only if the script gets INT or TERM",
+        f"set that trap on EXIT (`trap … EXIT`, line 1 of p.sh), or run {STEP} at top level",
+    ),
+    (
+        f"trap '{DROP}' EXIT\nexec docker run x\n",
+        "never runs",
+        "it comes after `exec docker run x` at p.sh:2, which replaces the script with that program",
+        f"move {STEP} above line 2's `exec docker run x` in p.sh",
+    ),
 ]
 
 
@@ -466,3 +608,19 @@ def test_each_cause_says_never_or_may_and_its_own_do(script, verdict, says, do):
     assert drop.verdict() == verdict, drop.guards
     assert says in drop.why_it_may_not_run(), drop.why_it_may_not_run()
     assert do in drop.fixes(), drop.fixes()
+
+
+def test_an_exit_trap_runs_last_and_says_so():
+    """bash(1), trap: an EXIT trap runs when the shell exits: after every other line of the prestart (a container the
+    prestart itself starts is already running then), and before ExecStart (systemd waits for ExecStartPre to exit)."""
+    script = f"cleanup() {{\n  sync\n  {DROP}\n}}\ntrap cleanup EXIT\ndocker run -d x\n"
+    commands = parse_script(script, "/p.sh").commands
+    sync, drop = [c for c in commands if c.is_sync() or c.drops_page_cache()]
+    run = next(c for c in commands if (c.docker_verb() or ("",))[0] == "run")
+    assert commands.index(run) < commands.index(sync) < commands.index(drop) == len(commands) - 1
+    assert drop.always_runs and sync.always_runs_before(drop, commands)
+    assert drop.where() == "/p.sh:5 (in the EXIT trap set at /p.sh:5, run when the script exits)", drop.where()
+    assert [v.how for v in drop.via] == ["trap"]
+    child = parse_script("bash /c.sh\necho after\n", "/p.sh", read={"/c.sh": f"trap '{DROP}' EXIT\n"}.get)
+    assert [c.argv[0] for c in child.commands] == ["bash", "trap", "echo", "echo"]  # the child's trap: as it exits
+    assert child.commands[2].drops_page_cache() and child.commands[2].always_runs

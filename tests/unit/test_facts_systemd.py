@@ -157,6 +157,50 @@ def test_unit_exec_prefixes(line, ignored):
     assert command.ignore_errors is ignored and command.path.startswith("/")
 
 
+UNIT_EXEC_WORDS = [  # (the unit file, an ExecStart= value, the words systemd runs: config_parse_exec, unit_full_printf)
+    ("glm53-flash.service", "/usr/bin/docker run --name %N img --served-model-name %n", None),
+    (
+        "glm53-flash.service",
+        "/usr/bin/docker run --name %N img",
+        ["/usr/bin/docker", "run", "--name", "glm53-flash", "img"],
+    ),
+    (
+        "glm53@a-b.service",
+        "/bin/x %i %I %p %P %j %J %f %n",
+        ["/bin/x", "a-b", "a/b", "glm53", "glm53", "glm53"] + ["glm53", "/a/b", "glm53@a-b.service"],
+    ),
+    ("glm53-flash.service", "/bin/x -e PCT=100%% '50%%' \"%%%%\"", ["/bin/x", "-e", "PCT=100%", "50%", "%%"]),
+    ("glm53-flash.service", "/bin/x %H %u %t", ["/bin/x", "%H", "%u", "%t"]),  # the host's: kept as written
+    ("glm53@.service", "/bin/x %i %n 10%%", ["/bin/x", "%i", "%n", "10%"]),  # a template's file: no instance known
+    (
+        "glm53-flash.service",
+        "/bin/x \"a\\tb\" a\\x41 'c\\nd'",
+        ["/bin/x", "a\tb", "aA", "c\nd"],
+    ),  # C escapes, quoted too
+    ("glm53-flash.service", "/bin/x --len ${LEN:-8192} $$HOME", ["/bin/x", "--len", "${LEN:-8192}", "$$HOME"]),
+]
+
+
+@pytest.mark.parametrize("unit, line, argv", UNIT_EXEC_WORDS, ids=[line for _, line, _ in UNIT_EXEC_WORDS])
+def test_unit_file_exec_words_are_the_ones_systemd_runs(unit, line, argv):
+    """Each word extracted with C escapes and quotes removed, then its specifiers resolved with the unit's name
+    (from the unit file's own name); the host's specifiers are kept as written, `${X:-y}` is left to expand_argv
+    (which keeps it: replace_env_argv passes no REPLACE_ENV_ALLOW_EXTENDED)."""
+    sections = parse_unit_file(f"[Service]\nExecStart={line}\n", f"/etc/systemd/system/{unit}")
+    got = unit_from_file(sections, True, "active", files=[f"/etc/systemd/system/{unit}"]).exec_start[0].argv
+    if argv is None:  # both ways: without the unit's name only `%%` resolves
+        bare = unit_from_file(sections, True, "active").exec_start[0].argv
+        assert "%N" in bare and "%n" in bare and "glm53-flash" in got and "glm53-flash.service" in got
+    else:
+        assert got == argv
+
+
+def test_environment_lines_resolve_the_units_specifiers():
+    sections = parse_unit_file("[Service]\nEnvironment=NAME=%N PCT=5%%\n", "/etc/systemd/system/glm53-flash.service")
+    unit = unit_from_file(sections, True, "active", files=["/etc/systemd/system/glm53-flash.service"])
+    assert [(e.name, e.value) for e in unit.environment] == [("NAME", "glm53-flash"), ("PCT", "5%")]
+
+
 # --- the effective unit: drop-ins merged as systemd merges them (systemd.unit(5), "Description") ------------------
 
 E, RUN, LIB = "/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system"

@@ -73,7 +73,7 @@ def test_reports_show_hostile_text_as_text():
     finding = _finding(HOSTILE + "Z" * 1_000_000)
     recorder = _recorder(str(finding.msg), finding.as_dict())
     html = "".join(summary_html(recorder))
-    markdown = render_markdown(recorder.as_dict())
+    markdown = render_markdown(recorder.results())
     for page in (html, markdown):
         assert not any(char in page for char in RAW), [c for c in RAW if c in page]
         assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page

@@ -1,5 +1,6 @@
 """Where each profile value came from (golive/profile/origins.py): the recipe a shipped profile transcribes, or the
-site profile's file, line and key; and what the unit checks say a unit's settings do (suites/host/test_unit.py)."""
+site profile's file, line and key; and what a unit's settings do (golive/profile/recipe.py, which the unit checks
+and capture share)."""
 
 from pathlib import Path
 
@@ -8,9 +9,9 @@ import pytest
 from golive.core.verdict import Finding, cite
 from golive.inventory.loader import PROFILES_DIR, load_profile
 from golive.profile.origins import origin, sourced
+from golive.profile.recipe import restart_does, start_limit_does
 from golive.profile.schema import Profile
 from golive.profile.yamlfile import load_yaml
-from golive.suites.host.test_unit import restart_does, start_limit_does
 
 SHIPPED = PROFILES_DIR / "glm-5.3-flash-gb300.yaml"
 

@@ -9,17 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from golive.day2.watch import (
-    Latency,
-    StationRound,
-    Watcher,
-    check_name,
-    checks_from_results,
-    per_user_speed,
-    rules_document,
-)
+from golive.day2.alert_rules import rules_document
+from golive.day2.light_checks import WatchedCheck, check_name, checks_from_results
+from golive.day2.station_readings import Latency, StationRound, per_user_speed
+from golive.day2.watcher import Watcher
 from golive.inventory import loader as golive_config
 from golive.inventory.loader import load_profile
+from golive.report.model import Results
 
 REPO = Path(__file__).resolve().parents[2]
 EVERY = 60
@@ -60,26 +56,63 @@ def test_check_names_drop_the_station(nodeid, station, name):
     assert check_name(nodeid, station) == name
 
 
+def round_of(*checks: dict) -> Results:
+    """A round's results.json as the watcher reads it (through the model), from its checks."""
+    return Results.model_validate(
+        {"schema": 4, "verdict": "fail", "verdict_rules": "", "checks": [{"rule": "r", **c} for c in checks]}
+    )
+
+
 def test_round_results_become_passed_or_not():
-    results = {
-        "checks": [
-            {"nodeid": "s::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed"},
-            {"nodeid": "s::test_b[ref]", "station": "ref", "layer": "endpoint", "outcome": "failed"},
-            {"nodeid": "s::test_c[ref]", "station": "ref", "layer": "endpoint", "outcome": "skipped"},
-            {"nodeid": "s::test_d[ref]", "station": "ref", "layer": "host", "outcome": "not_applicable"},
-            {"nodeid": "s::test_e[ref]", "station": "ref", "layer": "host", "outcome": "waived"},
-            {"nodeid": "s::test_f[ref]", "station": "ref", "layer": "host", "outcome": "error"},
-        ]
-    }
+    results = round_of(
+        {"nodeid": "suites/endpoint/t.py::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed"},
+        {"nodeid": "suites/endpoint/t.py::test_b[ref]", "station": "ref", "layer": "endpoint", "outcome": "failed"},
+        {
+            "nodeid": "suites/endpoint/t.py::test_c[ref]",
+            "station": "ref",
+            "layer": "endpoint",
+            "outcome": "not_checked",
+        },
+        {"nodeid": "suites/host/t.py::test_d[ref]", "station": "ref", "layer": "host", "outcome": "not_applicable"},
+        {"nodeid": "suites/host/t.py::test_e[ref]", "station": "ref", "layer": "host", "outcome": "waived"},
+    )
     assert checks_from_results(results) == {
         "ref": {
-            ("test_a", "endpoint"): True,
-            ("test_b", "endpoint"): False,
-            ("test_c", "endpoint"): False,
-            ("test_e", "host"): True,
-            ("test_f", "host"): False,
+            "endpoint/t.py::test_a@ref": WatchedCheck("test_a", "endpoint", True),
+            "endpoint/t.py::test_b@ref": WatchedCheck("test_b", "endpoint", False),
+            "endpoint/t.py::test_c@ref": WatchedCheck("test_c", "endpoint", False),
+            "host/t.py::test_e@ref": WatchedCheck("test_e", "host", True),
         }
     }
+
+
+def test_rounds_match_checks_by_id_not_by_message():
+    """Two rounds whose messages differ (and whose nodeids were named from different rootdirs) are the same checks;
+    a check of the same name in another file, or on another station, is another check."""
+    first = round_of(
+        {
+            "nodeid": "suites/host/test_unit.py::test_caps[a]",
+            "station": "a",
+            "layer": "host",
+            "outcome": "failed",
+            "message": "Found: StartLimitBurst=5",
+        },
+        {"nodeid": "suites/host/test_unit.py::test_caps[b]", "station": "b", "layer": "host", "outcome": "passed"},
+    )
+    second = round_of(
+        {
+            "nodeid": "../venv/golive/suites/host/test_unit.py::test_caps[a]",
+            "station": "a",
+            "layer": "host",
+            "outcome": "failed",
+            "message": "Found: StartLimitBurst=9 (edited since)",
+        },
+        {"nodeid": "suites/host/test_other.py::test_caps[b]", "station": "b", "layer": "host", "outcome": "passed"},
+    )
+    before, after = checks_from_results(first), checks_from_results(second)
+    assert set(before["a"]) == set(after["a"]) == {"host/test_unit.py::test_caps@a"}  # matched
+    assert set(before["b"]).isdisjoint(after["b"])  # another file: another check, though its name is the same
+    assert before["a"]["host/test_unit.py::test_caps@a"] == after["a"]["host/test_unit.py::test_caps@a"]
 
 
 @pytest.mark.parametrize(
@@ -101,7 +134,10 @@ def test_metrics_carry_station_and_check_labels(inventory):
     watcher = Watcher(inventory, EVERY)
     watcher.state.rounds = {
         "ref": StationRound(
-            checks={("test_a", "endpoint"): True, ("test_b", "endpoint"): False},
+            checks={
+                "endpoint/t.py::test_a@ref": WatchedCheck("test_a", "endpoint", True),
+                "endpoint/t.py::test_b@ref": WatchedCheck("test_b", "endpoint", False),
+            },
             canary_up=True,
             ttft_s=0.05,
             decode_tok_s=120.0,
@@ -115,8 +151,8 @@ def test_metrics_carry_station_and_check_labels(inventory):
     registry.register(watcher)
     text = generate_latest(registry).decode()
     for line in [
-        'golive_check_passed{check="test_a",layer="endpoint",station="ref"} 1.0',
-        'golive_check_passed{check="test_b",layer="endpoint",station="ref"} 0.0',
+        'golive_check_passed{check="test_a",id="endpoint/t.py::test_a@ref",layer="endpoint",station="ref"} 1.0',
+        'golive_check_passed{check="test_b",id="endpoint/t.py::test_b@ref",layer="endpoint",station="ref"} 0.0',
         'golive_canary_up{station="ref"} 1.0',
         'golive_probe_decode_tokens_per_second{station="ref"} 120.0',
         'golive_station_kv_cache_usage_ratio{station="ref"} 0.25',
@@ -315,26 +351,41 @@ def test_each_alert_fires_on_its_threshold_and_not_below(inventory, tmp_path):
 
 
 def test_checks_the_time_bound_did_not_reach_are_no_news():
-    results = {
-        "checks": [
-            {"nodeid": "s::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed", "message": ""},
-            {
-                "nodeid": "s::test_b[ref]",
-                "station": "ref",
-                "layer": "endpoint",
-                "outcome": "not_checked",
-                "message": "not checked because the run's time bound (48 s, --max-run-time) was reached",
-            },
-            {
-                "nodeid": "s::test_c[ref]",
-                "station": "ref",
-                "layer": "endpoint",
-                "outcome": "not_checked",
-                "message": "not checked because http://127.0.0.1:1/health does not answer 200",
-            },
-        ]
+    """`stopped_by` decides, not the message: an interrupted check and one whose message only quotes the time bound
+    are news (0); the checks the round's time bound stopped are left out."""
+    results = round_of(
+        {"nodeid": "s::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed", "message": ""},
+        {
+            "nodeid": "s::test_b[ref]",
+            "station": "ref",
+            "layer": "endpoint",
+            "outcome": "not_checked",
+            "message": "not checked because the run's time bound (48 s, --max-run-time) was reached",
+            "stopped_by": "time_bound",
+        },
+        {
+            "nodeid": "s::test_c[ref]",
+            "station": "ref",
+            "layer": "endpoint",
+            "outcome": "not_checked",
+            "message": "not checked because http://127.0.0.1:1/health does not answer 200 (--max-run-time) was reached",
+        },
+        {
+            "nodeid": "s::test_d[ref]",
+            "station": "ref",
+            "layer": "endpoint",
+            "outcome": "not_checked",
+            "message": "not checked because the run was interrupted (Ctrl-C or SIGTERM)",
+            "stopped_by": "interrupted",
+        },
+    )
+    assert checks_from_results(results) == {
+        "ref": {
+            "s::test_a@ref": WatchedCheck("test_a", "endpoint", True),
+            "s::test_c@ref": WatchedCheck("test_c", "endpoint", False),
+            "s::test_d@ref": WatchedCheck("test_d", "endpoint", False),
+        }
     }
-    assert checks_from_results(results) == {"ref": {("test_a", "endpoint"): True, ("test_c", "endpoint"): False}}
 
 
 @pytest.mark.parametrize(
@@ -370,7 +421,7 @@ def test_no_secret_in_the_watchers_rules_lines_or_labels(tmp_path, monkeypatch, 
     watcher = Watcher(path, EVERY)
     watcher.state.rounds = {
         "ref": StationRound(
-            checks={("test_sk-watch-secret", "endpoint"): False},
+            checks={"endpoint/t.py::test_sk-watch-secret@ref": WatchedCheck("test_sk-watch-secret", "endpoint", False)},
             canary_up=False,
             problems=[
                 "canary: GET http://ops:hunter2@[fe80::1]:8888/v1 with Authorization: Bearer sk-watch-secret refused"
@@ -383,6 +434,38 @@ def test_no_secret_in_the_watchers_rules_lines_or_labels(tmp_path, monkeypatch, 
     registry = CollectorRegistry()
     registry.register(watcher)
     metrics = generate_latest(registry).decode()
-    assert 'check="test_[REDACTED]"' in metrics
+    assert 'check="test_[REDACTED]",id="endpoint/t.py::test_[REDACTED]@ref"' in metrics
     for text in (rules, line, metrics):
         assert "hunter2" not in text and "sk-watch-secret" not in text
+
+
+def test_a_round_reads_the_light_checks_results_through_the_model(inventory, monkeypatch, capsys):
+    """A round's results.json read: each station gets its own checks by id, on the layers it is watched on. One this
+    golive cannot read: no series, and the round's line says why."""
+    from golive.day2 import watcher as watcher_module
+
+    results = round_of(
+        {"nodeid": "suites/endpoint/t.py::test_a[ref]", "station": "ref", "layer": "endpoint", "outcome": "passed"},
+        {"nodeid": "suites/host/t.py::test_b[ref]", "station": "ref", "layer": "host", "outcome": "failed"},
+        {"nodeid": "suites/host/t.py::test_b[gb300-a]", "station": "gb300-a", "layer": "host", "outcome": "passed"},
+    )
+    monkeypatch.setattr(Watcher, "read_station", lambda self, station: StationRound(canary_up=True))
+    monkeypatch.setattr(watcher_module, "run_light_checks", lambda *args: (1, results))
+    watcher = Watcher(inventory, EVERY)
+    state = watcher.one_round()
+    assert {name: set(r.checks) for name, r in state.rounds.items()} == {
+        "gb300-a": {"host/t.py::test_b@gb300-a"},
+        "ref": {"endpoint/t.py::test_a@ref"},  # ref has no host: its host check is not news about it
+    }
+    assert set(state.last_success) == {"gb300-a", "ref"} and not state.rounds["ref"].problems
+
+    def unreadable(*args: object) -> None:
+        raise ValueError("/tmp/x/results.json: not a golive results.json of schema 2, 3 or 4 (got schema 9)")
+
+    monkeypatch.setattr(watcher_module, "run_light_checks", unreadable)
+    state = watcher.one_round()
+    assert all(not r.checks for r in state.rounds.values())
+    watcher.report()
+    err = capsys.readouterr().err
+    assert "ref: 0/0 checks passed; canary up; the light checks wrote no results (golive run exited 1): " in err, err
+    assert "(got schema 9)" in err

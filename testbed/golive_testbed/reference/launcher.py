@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Self
+from typing import Self, TypedDict, Unpack, cast
 
 import httpx
 
@@ -135,7 +135,7 @@ class ReferenceStation:
         self.log_path = Path(log_path) if log_path else Path(tempfile.gettempdir()) / f"golive-reference-{port}.log"
         self.extra_env = dict(env or {})
         self.extra_flags = dict(flags or {})  # over the variant's (a benchmark's longer context, say); None: a switch
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self._launched_at = 0.0
         self.startup_s: float | None = None  # launch to /health 200, once up
 
@@ -178,11 +178,11 @@ class ReferenceStation:
             env["VLLM_API_KEY"] = self.spec.api_key  # env, not --api-key: argv shows up in ps and logs
         return env
 
-    def start(self, timeout: float = 180) -> ReferenceStation:
+    def start(self, timeout: float = 180) -> Self:
         """Launch and wait for GET /health == 200; raise ReferenceStationError with the log tail otherwise."""
         return self.launch().wait(timeout)
 
-    def launch(self) -> ReferenceStation:
+    def launch(self) -> Self:
         """Start the server process without waiting (several stations can then boot side by side)."""
         if self.proc and self.proc.poll() is None:
             return self
@@ -204,7 +204,7 @@ class ReferenceStation:
         self._launched_at = time.monotonic()
         return self
 
-    def wait(self, timeout: float = 180) -> ReferenceStation:
+    def wait(self, timeout: float = 180) -> Self:
         """Block until healthy; on failure stop the process group and raise ReferenceStationError."""
         try:
             self._wait_healthy(timeout)
@@ -270,7 +270,7 @@ class ReferenceStation:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -282,7 +282,7 @@ def _group_alive(pgid: int) -> bool:
         return False
 
 
-def _stop_group(pgid: int, timeout: float, proc: subprocess.Popen | None = None) -> None:
+def _stop_group(pgid: int, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
     """The group holds the API server and its engine-core child: signal them all, reap the leader if ours."""
     for sig, bound in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5)):
         try:
@@ -306,7 +306,31 @@ def _stop_group(pgid: int, timeout: float, proc: subprocess.Popen | None = None)
 # --- detached stations for `golive reference up|down` ----------------------------------------------------------------
 
 
-def up(state_dir: Path, **kw) -> dict:
+class StationOptions(TypedDict, total=False):
+    """up()'s keywords besides `timeout`: ReferenceStation's."""
+
+    port: int
+    variant: str
+    model_dir: Path | None
+    log_path: Path | None
+    env: dict[str, str] | None
+    flags: dict[str, str | None] | None
+
+
+class StationRecord(TypedDict):
+    """What up() records in state_dir (STATE_FILE, JSON) and returns."""
+
+    pid: int
+    port: int
+    variant: str
+    base_url: str
+    served_model_name: str | None
+    api_key_required: bool
+    log_path: str
+    model_dir: str
+
+
+def up(state_dir: Path, *, timeout: float = 180, **kw: Unpack[StationOptions]) -> StationRecord:
     """Start a detached station (kw as for ReferenceStation), record pid and port in state_dir; return the record."""
     state = Path(state_dir) / STATE_FILE
     if (old := _read_state(state)) and _is_our_server(old["pid"]):
@@ -314,10 +338,9 @@ def up(state_dir: Path, **kw) -> dict:
             f"a reference station is already up (pid {old['pid']}, {old['base_url']}); "
             "run `golive reference down` first"
         )
-    timeout = kw.pop("timeout", 180)
     station = ReferenceStation(**kw).start(timeout)
-    record = {
-        "pid": station.pid,
+    record: StationRecord = {
+        "pid": cast(int, station.pid),  # started: it has a process
         "port": station.port,
         "variant": station.variant,
         "base_url": station.base_url,
@@ -335,16 +358,18 @@ def down(state_dir: Path, timeout: float = 20) -> bool:
     """Stop the station recorded in state_dir; False when none was up."""
     state = Path(state_dir) / STATE_FILE
     record = _read_state(state)
-    stopped = bool(record) and _is_our_server(record["pid"])
-    if stopped:
+    stopped = False
+    if record and _is_our_server(record["pid"]):
         _stop_group(record["pid"], timeout)
+        stopped = True
     state.unlink(missing_ok=True)
     return stopped
 
 
-def _read_state(path: Path) -> dict | None:
+def _read_state(path: Path) -> StationRecord | None:
     try:
-        return json.loads(path.read_text())
+        record: StationRecord = json.loads(path.read_text())  # what up() wrote
+        return record
     except (OSError, ValueError):
         return None
 

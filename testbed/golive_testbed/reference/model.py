@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:  # tokenizers is imported where used
+    from tokenizers import Tokenizer
 
 # GLM's tags. Role/framing tokens are special (hidden when decoding with skip_special_tokens); the reasoning and
 # tool-call tags are not, as in GLM's own tokenizer, so a station without a parser shows them in `content`.
@@ -106,7 +110,7 @@ def _corpus() -> list[str]:
     return lines * 3  # repetition lets merges clear min_frequency
 
 
-def build_tokenizer():
+def build_tokenizer() -> Tokenizer:
     """Byte-level BPE with GLM's tags as single tokens; deterministic (same corpus, same merges)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -125,9 +129,14 @@ def build_tokenizer():
     return tok
 
 
+def token_id(tok: Tokenizer, token: str) -> int:
+    """The id of one of GLM's tokens (EOS, ROLE_TOKENS, TAG_TOKENS): build_tokenizer adds each to the vocabulary."""
+    return cast(int, tok.token_to_id(token))
+
+
 def _files() -> dict[str, str]:
     tok = build_tokenizer()
-    ids = {t: tok.token_to_id(t) for t in [EOS, *ROLE_TOKENS, *TAG_TOKENS]}
+    ids = {t: token_id(tok, t) for t in [EOS, *ROLE_TOKENS, *TAG_TOKENS]}
     vocab = tok.get_vocab_size(with_added_tokens=True)
     config = {
         "architectures": ["LlamaForCausalLM"],

@@ -13,12 +13,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from golive_testbed.reference.model import EOS
+from golive_testbed.reference.model import EOS, token_id
+
+if TYPE_CHECKING:
+    from vllm.config import VllmConfig
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +203,7 @@ def apply_fault(reply: Reply, fault: str, messages: list[dict], tools: list[dict
 class GlmOracle(LogitsProcessor):
     """Forces, per request, the token sequence of the solver's answer in GLM syntax, then EOS."""
 
-    def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool):
+    def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool) -> None:
         from tokenizers import Tokenizer
 
         from golive_testbed.reference.solver import decide
@@ -210,7 +213,7 @@ class GlmOracle(LogitsProcessor):
             raise ValueError(f"{FAULT_ENV}={self.fault!r}; expected one of {', '.join(FAULTS)}")
         self.decide = decide
         self.tok = Tokenizer.from_file(str(Path(vllm_config.model_config.tokenizer) / "tokenizer.json"))
-        self.eos = self.tok.token_to_id(EOS)
+        self.eos = token_id(self.tok, EOS)
         self.scripts: dict[int, _Script] = {}  # by batch index
         log.info("GlmOracle ready (fault=%s)", self.fault)
 
@@ -277,7 +280,7 @@ class GlmOracle(LogitsProcessor):
         return [i for piece in pieces if piece for i in self.tok.encode(piece, add_special_tokens=False).ids]
 
     def _tag(self, tag: str) -> list[int]:
-        return [self.tok.token_to_id(tag)]
+        return [token_id(self.tok, tag)]
 
     def encode(self, reply: Reply) -> list[int]:
         ids = self._text(reply.reasoning) + self._tag("</think>") + self._text(reply.content)

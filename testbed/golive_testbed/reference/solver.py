@@ -14,7 +14,7 @@ import itertools
 import json
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +75,9 @@ def decide(
     return Answer(_reasoning(why, detail, request, reasoning_effort), content, [])
 
 
-def _forced(messages, tools, effort, allowed: list[str], request: str) -> Answer:
+def _forced(
+    messages: list[dict], tools: list[dict] | None, effort: str | None, allowed: list[str], request: str
+) -> Answer:
     """A call is required: the fitting call among the allowed tools, else the allowed tool closest to the request."""
     fns = [t.get("function", t) for t in tools or [] if t.get("function", t).get("name") in allowed]
     if not fns:
@@ -96,7 +98,7 @@ def _forced(messages, tools, effort, allowed: list[str], request: str) -> Answer
 # --- conversation -------------------------------------------------------------------------------------------
 
 
-def _text(content) -> str:
+def _text(content: str | list[Any] | None) -> str:
     if isinstance(content, list):  # OpenAI content parts
         return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
     return content or ""
@@ -126,7 +128,9 @@ def _tool_results_since_user(messages: list[dict]) -> list[tuple[str, str]]:
     return out
 
 
-def _next_in_chain(request: str, tools, messages: list[dict], results) -> list[ToolCall]:
+def _next_in_chain(
+    request: str, tools: list[dict] | None, messages: list[dict], results: list[tuple[str, str]]
+) -> list[ToolCall]:
     """Calls the request still needs after the results so far: a step whose required argument a result supplies
     ("find the ticket … and tag it": find_ticket's ticket_id feeds tag_ticket)."""
     known: dict = {}
@@ -303,7 +307,7 @@ def _quotes(text: str) -> list[tuple[int, int, str]]:
     return [(m.start(), m.end(), next(g for g in m.groups() if g is not None)) for m in _QUOTE.finditer(text)]
 
 
-def _blank(text: str, spans) -> str:
+def _blank(text: str, spans: Iterable[tuple[int, int] | tuple[int, int, str]]) -> str:
     """Hide spans behind underscores, keeping every offset valid."""
     for start, end, *_ in spans:
         text = text[:start] + "_" * (end - start) + text[end:]
@@ -539,7 +543,7 @@ def _kind(name: str, spec: dict) -> str:
     """What sort of value a parameter wants, judged from its schema, name and description."""
     if "enum" in spec:
         return "enum"
-    kind = spec.get("type")
+    kind: str | None = spec.get("type")
     if kind in ("boolean", "array"):
         return kind
     if kind in ("integer", "number"):
@@ -628,7 +632,7 @@ def _enum_values(masked: str, enum: list, param: str) -> list:
     return [hits[0][1]] if hits else []
 
 
-def _currencies(masked: str, params: list[str], take) -> None:
+def _currencies(masked: str, params: list[str], take: Callable[[str, list[Any]], None]) -> None:
     """Currencies in order: the one attached to an amount ("10 pounds", "$50") is a source, one after
     "to"/"into"/"in" a target; otherwise the first named is the source."""
     if not params:
@@ -788,7 +792,7 @@ _QUARTERS = [  # "Q1: $100k" and "100 in Q1"
     (re.compile(r"\bQ([1-4])\b[^\d\n$€£]{0,20}?" + _AMOUNT), 1, 2),
     (re.compile(_AMOUNT + r"\s*(?:in|for|during)\s+(?:the\s+)?Q([1-4])\b"), 2, 1),
 ]
-_OPS: dict[type[ast.operator | ast.unaryop], Callable[..., Any]] = {
+_OPS: dict[type[ast.operator | ast.unaryop], Callable[..., float]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.Pow: operator.pow, ast.Mod: operator.mod, ast.USub: operator.neg, ast.UAdd: operator.pos,
 }  # fmt: skip
@@ -814,7 +818,7 @@ def _needle(messages: list[dict], request: str) -> str | None:
     return None
 
 
-def _sales(_messages, request: str) -> str | None:
+def _sales(_messages: list[dict], request: str) -> str | None:
     """Quarterly figures: describe the trend and the change from the first quarter to the last."""
     readings = []
     for pattern, q, amount in _QUARTERS:
@@ -844,7 +848,7 @@ def _sales(_messages, request: str) -> str | None:
     )
 
 
-def _arithmetic(_messages, request: str) -> str | None:
+def _arithmetic(_messages: list[dict], request: str) -> str | None:
     """A plain calculation ("What is 17 * 23?"): the result, and nothing else."""
     text = request.lower()
     if not re.search(r"\b(?:what(?:'s| is)|calculate|compute|evaluate|how much is|solve)\b|=\s*\??\s*$", text):
@@ -865,7 +869,7 @@ def _arithmetic(_messages, request: str) -> str | None:
     return None
 
 
-def _eval(node):
+def _eval(node: ast.expr) -> float:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
@@ -878,7 +882,7 @@ def _eval(node):
     raise ValueError("not arithmetic")
 
 
-def _echo(_messages, request: str) -> str | None:
+def _echo(_messages: list[dict], request: str) -> str | None:
     """Canary prompts that dictate the reply: "Reply with exactly: pong", "Say 'ready'"."""
     ask = re.search(r"\b(?:reply|respond|answer)\s+(?:only\s+)?with\b|\bsay\b", request, re.IGNORECASE)
     if not ask:
