@@ -81,6 +81,9 @@ class Probe:
     prefill_points: tuple[tuple[int, float], ...] = ()  # (prompt tokens, seconds to the first token) per prompt
     took_s: float = 0.0
     problem: str | None = None  # why the probe measured nothing (or not everything)
+    # the station answered the probe and then stopped answering /health: it went down during this run (the checks
+    # are then not checked with this line, never failed: golive.run.outcomes.lost_way's rule); None otherwise
+    went_away: str | None = None
 
     @property
     def measured(self) -> bool:
@@ -148,12 +151,20 @@ def probe_endpoint(
 
     model = profile.vllm.served_model_name
     salt = uuid.uuid4().hex[:12]
+    answered_once = False
     try:
         # the first answer within the light timeout: a station that hangs costs the run seconds, not PROBE_TIMEOUT_S
         ask(f"{salt}: say OK.", cap_s=target.light_timeout_s, max_tokens=1)
+        answered_once = True
         timed = [_timed_answer(ask, f"{salt}-{n}") for n in range(PROBE_ANSWERS)]
     except Exception as exc:  # an endpoint that does not answer fails its own checks; the estimate only guesses
-        return Probe(station, took_s=time.perf_counter() - started, problem=f"probe failed ({_short(exc)})")
+        failed = f"probe failed ({_short(exc)})"
+        return Probe(
+            station,
+            took_s=time.perf_counter() - started,
+            problem=failed,
+            went_away=_went_away(target, failed) if answered_once else None,
+        )
     answered = [(first, speed) for first, speed in timed if speed is not None]
     if not answered:
         return Probe(station, took_s=time.perf_counter() - started, problem="the probe's answer had no tokens to time")
@@ -162,6 +173,7 @@ def probe_endpoint(
     decode = max(speed for _, speed in answered)
     points: list[tuple[int, float]] = []
     problem: str | None = None
+    went_away: str | None = None
     try:
         for tokens in sorted(
             {min(n, profile.vllm.max_model_len // 4) for n in PROBE_PREFILL_TOKENS} if long_prompts else ()
@@ -173,8 +185,27 @@ def probe_endpoint(
                 points.append((prompt, long.first_token_s))
     except Exception as exc:  # the short answer was timed: the needles fall back to the recipe's prefill speed
         problem = f"prefill not timed ({_short(exc)})"
+        went_away = _went_away(target, problem)
     prefill = points[-1][0] / points[-1][1] if points else None
-    return Probe(station, first, decode, prefill, tuple(points), time.perf_counter() - started, problem)
+    took = time.perf_counter() - started
+    return Probe(station, first, decode, prefill, tuple(points), took, problem, went_away)
+
+
+def _went_away(target: EndpointTarget, problem: str) -> str | None:
+    """After an answer, a failed one: the station going down (its /health no longer 200, as vLLM's once its engine
+    died) or the station's own answer (/health still 200: the checks judge it). The line for the first case."""
+    from golive.endpoint.client import EndpointClient
+
+    client = EndpointClient(target)
+    try:
+        health = client.probe_health()
+    except Exception as exc:  # no answer at all: gone as well
+        return f"golive's estimate probe was answered, then {problem}; GET /health: {_short(exc)}"
+    finally:
+        client.close()
+    if health.ok:
+        return None
+    return f"golive's estimate probe was answered, then {problem}; GET /health answered HTTP {health.status}"
 
 
 def _timed_answer(ask: Callable[..., Any], salt: str) -> tuple[float, float | None]:

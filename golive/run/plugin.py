@@ -21,6 +21,7 @@ import pytest
 
 from golive.core.verdict import EXIT_INCOMPLETE, FAILED, NOT_APPLICABLE, NOT_CHECKED, WAIVED, not_applicable
 from golive.inventory import loader as golive_config
+from golive.inventory.transport import Gone, now
 from golive.profile.rules import rule_of
 from golive.profile.schema import LAYERS
 from golive.report import keys
@@ -147,6 +148,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     probes = probe_stations(
         session.items, loaded, PROBE_TIMEOUT_S if bound is None else min(PROBE_TIMEOUT_S, bound / 10)
     )
+    for name, probe in probes.items():  # answered, then went down: every check of it says so, none fails
+        if probe.went_away is not None:
+            gone = Gone(name, "HTTP", now(), probe.went_away, first_seen_by="the estimate's probe")
+            config.stash[CONNECTIONS].setdefault(("gone-endpoint", name), gone)
     spent = time.monotonic() - config.stash[RECORDER].started_at  # start, collection, the probes: known already
     guess = estimate(session.items, lambda station: loaded.profile_of(station).profile, probes, spent)
     config.stash[RECORDER].estimate = guess.as_dict()

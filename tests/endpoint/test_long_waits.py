@@ -103,7 +103,10 @@ def test_a_long_wait_shows_progress(tmp_path, slow_station):
     lines = [line for line in output.splitlines() if line.startswith("golive: still waiting:")]
     assert len(lines) >= 2, output[-3000:]
     # which check of how many, and the run's time left: the estimate's, at the pace of the check finished before it
-    head, estimate = lines[0].split(" left in the run after this check ")
+    # the long check's first line (on a loaded machine the quick check before it may have had a line of its own)
+    long_wait = next((line for line in lines if "(check 2 of 3)" in line), None)
+    assert long_wait is not None, lines
+    head, estimate = long_wait.split(" left in the run after this check ")
     assert head.startswith(
         f"golive: still waiting: test_sales_question_gets_trend_and_increase[slow] (check 2 of 3) "
         f"on {slow_station}, 1 s so far; one request may take 4 s (endpoint.request_timeout_s); "

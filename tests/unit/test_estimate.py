@@ -1,11 +1,15 @@
 """The time estimate said before a run: the sweep's tokens at the probe's measured speed (the floors' where nothing was
 measured), the upper bound that speed at a pessimistic factor, each part capped by its budget."""
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from golive.endpoint.target import EndpointTarget
 from golive.inventory.loader import load_profile
 from golive.profile.schema import Station
 from golive.run.estimate import (
@@ -20,6 +24,7 @@ from golive.run.estimate import (
     duration,
     estimate,
     level_speed,
+    probe_endpoint,
     scaling,
     sweep_seconds,
 )
@@ -223,3 +228,56 @@ def test_nothing_is_expected_to_outlast_its_budget():
         "golive: 3 checks should take about 10 min 4 s, at most 10 min 9 s (throughput sweep 10 min 0 s, other 2 s, "
         "needles 2 s); from the profile's floors (nothing probed); golive's own limits stop it by 10 min 14 s"
     )
+
+
+class _Dies(BaseHTTPRequestHandler):
+    """A station that answers its first chat request, breaks the second, and then says `HEALTH` on /health."""
+
+    HEALTH = 503
+    protocol_version = "HTTP/1.1"
+    answered = 0
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._send(type(self).HEALTH, b"")
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).answered += 1
+        if type(self).answered > 1:
+            self._send(500, json.dumps({"error": {"message": "EngineCore encountered an issue"}}).encode())
+            return
+        message = {"role": "assistant", "content": "OK"}
+        body = {"id": "c", "object": "chat.completion", "created": 0, "model": REFERENCE.vllm.served_model_name}
+        body |= {"choices": [{"index": 0, "finish_reason": "length", "message": message}]}
+        self._send(200, json.dumps(body).encode())
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize(("health", "gone"), [(503, True), (200, False)], ids=["health-503", "health-200"])
+def test_a_station_that_answered_then_went_down_is_gone_not_failed(health, gone):
+    """The probe's first answer came, a later one failed: with /health no longer 200 the station went down during this
+    run (its checks say so, none fails); with /health still 200 the failure is the station's own answer."""
+    handler = type("Dies", (_Dies,), {"HEALTH": health, "answered": 0})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        target = EndpointTarget(f"http://127.0.0.1:{server.server_address[1]}/v1")
+        probe = probe_endpoint(target, REFERENCE, "dying", budget_s=20)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert probe.problem is not None and probe.problem.startswith("probe failed"), probe
+    if gone:
+        assert probe.went_away is not None and "GET /health answered HTTP 503" in probe.went_away, probe
+        assert probe.went_away.startswith("golive's estimate probe was answered, then probe failed"), probe
+    else:
+        assert probe.went_away is None, probe
