@@ -7,7 +7,7 @@ import time
 
 import httpx
 
-from golive.endpoint.load import RequestTiming, SseParser, read_event
+from golive.endpoint.load_request import RequestTiming, SseParser, read_event
 
 
 class HttpxLane:
@@ -30,8 +30,8 @@ class HttpxLane:
 
 
 async def httpx_send(lane: HttpxLane, prepared: tuple[str, bytes], headers: dict) -> RequestTiming:
-    """`golive.endpoint.load.send`'s part, the way golive 0.2.0 did it: parsed while reading, so a timeline comes
-    back."""
+    """`golive.endpoint.load_request.send`'s part, the way golive 0.2.0 did it: parsed while reading, so a timeline
+    comes back."""
     salt, body = prepared
     timing = RequestTiming(sent=lane.clock(), salt=salt)
     try:

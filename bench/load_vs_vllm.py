@@ -27,7 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from golive.endpoint.load import SweepPlan, Workload, sweep_async
+from golive.endpoint.load import SweepPlan, sweep_async
+from golive.endpoint.load_request import Workload
 from golive.endpoint.target import EndpointTarget
 from golive_testbed.reference.launcher import ReferenceStation, default_model_dir
 from golive_testbed.reference.model import SERVED_NAME

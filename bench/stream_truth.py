@@ -26,8 +26,9 @@ import httpx
 from httpx_lane import HttpxLane, httpx_send
 from scripted_stream import ITL_PATTERN_MS
 
-import golive.endpoint.load as load
-from golive.endpoint.load import Workload, lanes, run_level, summarize
+import golive.endpoint.load_batch as load_batch
+from golive.endpoint.load_batch import lanes, run_level, summarize
+from golive.endpoint.load_request import Workload
 
 HERE = Path(__file__).resolve().parent
 
@@ -68,7 +69,7 @@ async def measured(
     else:
         clients = [HttpxLane(chat, 300) for _ in range(concurrency)]
         # run_level calls these by module name; the httpx reader parses as it reads (as golive 0.2.0 did)
-        load.send, load.read_timeline = httpx_send, lambda timing, workload: timing
+        load_batch.send, load_batch.read_timeline = httpx_send, lambda timing, workload: timing
     try:
         async with httpx.AsyncClient() as light:
             if warmup:  # as golive's sweep does: C requests first, not measured (connections open, code paths warm)
@@ -79,13 +80,13 @@ async def measured(
             )
             truth = (await light.get(url + "/truth")).json()
     finally:
-        load.send, load.read_timeline = SEND, READ_TIMELINE
+        load_batch.send, load_batch.read_timeline = SEND, READ_TIMELINE
         for client in clients:
             await client.aclose()
     return [(timing, truth[timing.salt]) for timing in timings], started, ended
 
 
-SEND, READ_TIMELINE = load.send, load.read_timeline
+SEND, READ_TIMELINE = load_batch.send, load_batch.read_timeline
 
 
 def errors(pairs: list) -> dict:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import httpx
 
 from golive.endpoint.client import ChatResult
-from golive.endpoint.load import RequestTiming, Workload, lanes, one_request, sentences_for
+from golive.endpoint.load_batch import lanes
+from golive.endpoint.load_request import RequestTiming, Workload, one_request, sentences_for
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane
 from golive.endpoint.tls import trusting

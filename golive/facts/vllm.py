@@ -234,7 +234,8 @@ def parse_serve_args(args: list[str]) -> dict[str, str | bool]:
     FlexibleArgumentParser reads them (ENTRY: what launches vLLM, `served_args_start`): `--max_model_len` =
     `--max-model-len`, `--x=v` = `--x v`, the last of a repeated flag wins, a boolean flag takes no value (`--no-x`
     gives x=False). See `rejected_args` for what it refuses.
-    The values are the argument words themselves, so a word that knows where it came from (systemd.Word) still does.
+    The values are the argument words themselves, so a word that knows where it came from
+    (golive.facts.exec_lines.Word) still does.
     """
     return _read_args(args).flags
 

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from golive.facts import FactError, docker, gpu, shell, systemd
+from golive.facts import FactError, docker, gpu, prestart_steps, shell, systemd, unit_files
 from golive.profile.recipe import dram_node
 from golive.profile.schema import Profile, Service, Station
 
 if TYPE_CHECKING:
     from golive.inventory.connection import StationHost
 
-UNIT_DIRS = systemd.UNIT_DIRS
+UNIT_DIRS = unit_files.UNIT_DIRS
 QUERY_GPU = ["index", "name", "pci.bus_id", "memory.used", "memory.total"]
 QUERY_APPS = ["pid", "process_name", "gpu_bus_id", "used_gpu_memory"]
 
@@ -103,14 +103,14 @@ class StationFacts:
     def unit_dropin_paths(self) -> list[str]:
         """The drop-ins systemd applies to the unit, in its order (`NAME.service.d/*.conf` in every unit directory)."""
         unit = self.service.unit
-        names = systemd.dropin_dir_names(unit)
+        names = unit_files.dropin_dir_names(unit)
         folders = [f"{d}/{n}" for d in UNIT_DIRS for n in names]
         listing = self.run(
             "find " + " ".join("%s" for _ in folders) + " -maxdepth 1 -name '*.conf' 2>/dev/null",
             *folders,
             ok_rcs=(0, 1),
         )
-        return systemd.order_dropins(listing.split(), unit)
+        return unit_files.order_dropins(listing.split(), unit)
 
     @cached_property
     def unit_from_files(self) -> systemd.UnitFacts:
@@ -138,7 +138,7 @@ class StationFacts:
 
     def _unit_of_files(self, paths: list[str]) -> systemd.UnitFacts:
         unit = self.service.unit
-        sections, cleared = systemd.merge_unit_files([(path, self.read(path) or "") for path in paths])
+        sections, cleared = unit_files.merge_unit_files([(path, self.read(path) or "") for path in paths])
         wants = self.run("ls -1 /etc/systemd/system/*.wants/ 2>/dev/null", ok_rcs=(0, 1, 2))
         enabled = unit in wants.split()
         container = self.container
@@ -182,7 +182,7 @@ class StationFacts:
         return f.mode if f.exists else None
 
     @cached_property
-    def prestart(self) -> shell.Script:
+    def prestart(self) -> prestart_steps.Script:
         if self.prestart_text is None:
             raise FactError(
                 f"prestart script {self.service.prestart} does not exist",
@@ -191,7 +191,7 @@ class StationFacts:
         # read=: the files it sources or runs are read the same way, read-only
         return shell.parse_script(self.prestart_text, origin=self.service.prestart, read=self.read)
 
-    def start_sequence(self) -> list[shell.ShellCommand]:
+    def start_sequence(self) -> list[prestart_steps.ShellCommand]:
         """What one start attempt runs, in order: the prestart's commands, ExecStart, ExecStartPost."""
         sequence = list(self.prestart.commands)
         for label, commands in (("ExecStart", self.unit.exec_start), ("ExecStartPost", self.unit.exec_start_post)):

@@ -15,7 +15,7 @@ import pytest
 
 from golive.core.verdict import not_applicable, require
 from golive.endpoint.client import ChatResult
-from golive.endpoint.load import Workload
+from golive.endpoint.load_request import Workload
 from golive.endpoint.underload import PROBES, Probe, probes_under_load
 
 if TYPE_CHECKING:

@@ -18,7 +18,10 @@ from golive.core.verdict import not_applicable, require
 from golive.endpoint import gates, timeline
 from golive.endpoint.client import metric_total
 from golive.endpoint.errors import EndpointError
-from golive.endpoint.load import PEAK_REFUSED, LevelResult, Slo, Sweep, SweepPlan, Workload, levels_to_run, sweep
+from golive.endpoint.levels import LevelResult
+from golive.endpoint.load import PEAK_REFUSED, Sweep, SweepPlan, levels_to_run, sweep
+from golive.endpoint.load_batch import Slo
+from golive.endpoint.load_request import Workload
 from golive.endpoint.uncertainty import Decision, against_floor, interval_text
 
 if TYPE_CHECKING:
@@ -612,7 +615,8 @@ def test_sweep_never_stalls(swept: Sweep, load: Load) -> None:
 @pytest.fixture(scope="module")
 def prefilled(endpoint: EndpointClient, profile: Profile, load: Load) -> tuple[dict[int, LevelResult], float]:
     """Each listed prompt length, one request at a time, one output token; and the server's prefix-cache hits
-    (tokens) over all of it, which must be 0: every prompt starts with its own salt (golive.endpoint.load.prompt)."""
+    (tokens) over all of it, which must be 0: every prompt starts with its own salt
+    (golive.endpoint.load_request.prompt)."""
     lengths = [n for n in load.prefill.prompt_tokens if n < profile.vllm.max_model_len]
     if not lengths:
         not_applicable("the profile lists no load.prefill.prompt_tokens within its max_model_len")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from golive.core.verdict import not_applicable, require
-from golive.facts import docker, systemd
+from golive.facts import docker, exec_lines
 from golive.facts.vllm import (
     ALL_INTERFACES,
     VALUE_TYPES,
@@ -44,7 +44,7 @@ def _reload(unit_name: str) -> str:
 
 
 def _run_words(facts: StationFacts) -> list[str]:
-    """The docker run line's words as systemd runs them (systemd.Word: each knows the line that set it)."""
+    """The docker run line's words as systemd runs them (exec_lines.Word: each knows the line that set it)."""
     for command in facts.unit.exec_start:
         if docker.is_docker_run(command.argv):
             return command.argv
@@ -52,7 +52,7 @@ def _run_words(facts: StationFacts) -> list[str]:
 
 
 def _via_env(word: str) -> bool:
-    return isinstance(word, systemd.Word) and bool(word.settings or word.unset)
+    return isinstance(word, exec_lines.Word) and bool(word.settings or word.unset)
 
 
 def _option_words(facts: StationFacts, *names: str) -> list[str]:
@@ -73,8 +73,8 @@ def _origin_and_place(facts: StationFacts, unit_name: str, words: list[str]) -> 
     env_words = [w for w in words if _via_env(w)]
     if not env_words:
         return "", _exec_start(facts, unit_name)
-    origins = dict.fromkeys(systemd.origin_of(w) for w in env_words)
-    places = dict.fromkeys(systemd.edit_place(w, _exec_start(facts, unit_name)) for w in env_words)
+    origins = dict.fromkeys(exec_lines.origin_of(w) for w in env_words)
+    places = dict.fromkeys(exec_lines.edit_place(w, _exec_start(facts, unit_name)) for w in env_words)
     return f" ({'; '.join(origins)})", ", ".join(places)
 
 
@@ -214,7 +214,7 @@ def _served(facts: StationFacts, docker_run: DockerRun, service: Service, statio
 
 class _Origins:
     """Where each served flag's value is set: the unit's docker run words after systemd's `${VAR}`/`$VAR` expansion
-    (systemd.Word), so a value read from an EnvironmentFile= or an Environment= line names that file and line, and
+    (exec_lines.Word), so a value read from an EnvironmentFile= or an Environment= line names that file and line, and
     the Do edits it there; a value written in ExecStart points at ExecStart, as before."""
 
     def __init__(self, facts: StationFacts, docker_run: DockerRun, service: Service) -> None:
@@ -234,8 +234,8 @@ class _Origins:
     def origin(self, flag: str, occurrence: int = -1, always: bool = False) -> str:
         """`/etc/default/glm53-flash:3 sets MAX_LEN=1m, expanded in ExecStart (FILE:LINE)`; "" for a value written
         in ExecStart unless `always`."""
-        words = [w for w in self._words(flag, occurrence) if isinstance(w, systemd.Word) and (always or _via_env(w))]
-        texts = list(dict.fromkeys(systemd.origin_of(w) for w in words))
+        words = [w for w in self._words(flag, occurrence) if isinstance(w, exec_lines.Word) and (always or _via_env(w))]
+        texts = list(dict.fromkeys(exec_lines.origin_of(w) for w in words))
         if any(w.unset for w in words):  # a missing env file, a line systemd skips: why the variable is unset
             texts += [
                 n for n in self.notes if any(name in n for w in words for name in w.unset) or "EnvironmentFile=" in n
@@ -245,7 +245,8 @@ class _Origins:
     def place(self, flag: str, occurrence: int = -1) -> str:
         """What to edit so that the flag changes: the variable's line, else ExecStart."""
         places = dict.fromkeys(
-            systemd.edit_place(w, self.default) if _via_env(w) else self.default for w in self._words(flag, occurrence)
+            exec_lines.edit_place(w, self.default) if _via_env(w) else self.default
+            for w in self._words(flag, occurrence)
         )
         return ", ".join(places) or self.default
 

@@ -9,7 +9,7 @@ import pytest
 from golive.core.verdict import not_applicable, require
 
 if TYPE_CHECKING:
-    from golive.facts.shell import ShellCommand
+    from golive.facts.prestart_steps import ShellCommand
     from golive.inventory.station import StationFacts
     from golive.profile.schema import Service
     from golive.run.fixtures import RecordFinding

@@ -262,7 +262,8 @@ def test_every_endpoint_client_trusts_the_site_ca(tmp_path, server):
 
     from golive.endpoint.client import EndpointClient
     from golive.endpoint.errors import EndpointError
-    from golive.endpoint.load import Workload, lanes, request_body, send
+    from golive.endpoint.load_batch import lanes
+    from golive.endpoint.load_request import Workload, request_body, send
     from golive.endpoint.target import EndpointTarget
 
     url = f"https://127.0.0.1:{server(tls='site-ca')}"
@@ -307,7 +308,8 @@ def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch
     import asyncio
 
     from golive.endpoint.client import EndpointClient
-    from golive.endpoint.load import Workload, lanes, request_body, send
+    from golive.endpoint.load_batch import lanes
+    from golive.endpoint.load_request import Workload, request_body, send
     from golive.endpoint.target import EndpointTarget
     from golive.endpoint.tls import trusting
 

@@ -3,7 +3,7 @@
 
 import json
 
-from golive.endpoint.load import LevelResult
+from golive.endpoint.levels import LevelResult
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
 from golive.report.model import BaselineDiff

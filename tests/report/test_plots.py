@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from golive.endpoint.load import LevelResult
+from golive.endpoint.levels import LevelResult
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
 from golive.report.model import Results

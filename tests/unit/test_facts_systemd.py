@@ -3,26 +3,10 @@
 import pytest
 
 from golive.facts import FactError
-from golive.facts.systemd import (
-    EnvFileRef,
-    EnvSetting,
-    UnitFacts,
-    dropin_dir_names,
-    edit_place,
-    expand_argv,
-    merge_unit_files,
-    order_dropins,
-    origin_of,
-    parse_env_file,
-    parse_environment_line,
-    parse_show,
-    parse_show_exec,
-    parse_timespan,
-    parse_unit_exec,
-    parse_unit_file,
-    unit_from_file,
-    unit_from_show,
-)
+from golive.facts.exec_lines import edit_place, expand_argv, origin_of, parse_show_exec, parse_unit_exec
+from golive.facts.systemd import UnitFacts, parse_show, parse_timespan, unit_from_file, unit_from_show
+from golive.facts.systemd_env import EnvFileRef, EnvSetting, parse_env_file, parse_environment_line
+from golive.facts.unit_files import dropin_dir_names, merge_unit_files, order_dropins, parse_unit_file
 
 # `systemctl show` of a unit with two ExecStartPre lines (systemd 255 format: Exec* and Exec*Ex twins).
 SHOW = """\

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from golive.endpoint.answers import load_answer_battery
-from golive.endpoint.load import RequestTiming, SseParser, read_event
-from golive.facts import FactError, docker, gpu, nccl, net, shell, systemd, vllm
+from golive.endpoint.load_request import RequestTiming, SseParser, read_event
+from golive.facts import FactError, docker, exec_lines, gpu, nccl, net, shell, systemd, systemd_env, unit_files, vllm
 from golive.inventory.loader import ConfigError, load_inventory, load_profile
 from golive.profile.waivers import load_waivers
 
@@ -268,23 +268,23 @@ PARSERS: dict[str, tuple[Callable[..., Any], Any]] = {
         lambda text: systemd.unit_from_show(systemd.parse_show(text)),
         st.tuples(ANY_TEXT),
     ),
-    "systemd.parse_show_exec": (systemd.parse_show_exec, st.tuples(ANY_TEXT)),
-    "systemd.parse_unit_file+unit_from_file": (
-        lambda text: systemd.unit_from_file(systemd.parse_unit_file(text), None, None),
+    "exec_lines.parse_show_exec": (exec_lines.parse_show_exec, st.tuples(ANY_TEXT)),
+    "unit_files.parse_unit_file+systemd.unit_from_file": (
+        lambda text: systemd.unit_from_file(unit_files.parse_unit_file(text), None, None),
         st.tuples(ANY_TEXT),
     ),
-    "systemd.parse_unit_exec": (systemd.parse_unit_exec, st.tuples(ANY_TEXT)),
-    "systemd.parse_env_file": (systemd.parse_env_file, st.tuples(ANY_TEXT, st.just("/etc/default/x"))),
-    "systemd.parse_environment_line": (systemd.parse_environment_line, st.tuples(ANY_TEXT)),
-    "systemd.parse_show_environment": (systemd.parse_show_environment, st.tuples(ANY_TEXT)),
+    "exec_lines.parse_unit_exec": (exec_lines.parse_unit_exec, st.tuples(ANY_TEXT)),
+    "systemd_env.parse_env_file": (systemd_env.parse_env_file, st.tuples(ANY_TEXT, st.just("/etc/default/x"))),
+    "systemd_env.parse_environment_line": (systemd_env.parse_environment_line, st.tuples(ANY_TEXT)),
+    "systemd_env.parse_show_environment": (systemd_env.parse_show_environment, st.tuples(ANY_TEXT)),
     "systemd.unit_from_file+with_environment": (
-        lambda text, env: systemd.unit_from_file(systemd.parse_unit_file(text), None, None).with_environment(
+        lambda text, env: systemd.unit_from_file(unit_files.parse_unit_file(text), None, None).with_environment(
             lambda path: env
         ),
         st.tuples(ANY_TEXT, st.none() | ANY_TEXT),
     ),
-    "systemd.expand_argv": (
-        lambda argv, value: systemd.expand_argv(argv, {"A": systemd.EnvSetting("A", value)}),
+    "exec_lines.expand_argv": (
+        lambda argv, value: exec_lines.expand_argv(argv, {"A": systemd_env.EnvSetting("A", value)}),
         st.tuples(ARGV, ANY_TEXT),
     ),
     "vllm.repeated_flags+refused_args": (

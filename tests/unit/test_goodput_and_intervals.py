@@ -7,7 +7,9 @@ import statistics
 import pytest
 
 from golive.endpoint import gates
-from golive.endpoint.load import LevelResult, RequestTiming, Slo, meets_slo, summarize
+from golive.endpoint.levels import LevelResult
+from golive.endpoint.load_batch import Slo, meets_slo, summarize
+from golive.endpoint.load_request import RequestTiming
 from golive.endpoint.uncertainty import (
     Decision,
     against_ceiling,

@@ -10,7 +10,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from golive.endpoint.load import RequestTiming, SseParser, Workload, lanes, one_request, run_level, summarize
+from golive.endpoint.load_batch import lanes, run_level, summarize
+from golive.endpoint.load_request import RequestTiming, SseParser, Workload, one_request
 
 
 class Clock:

@@ -18,7 +18,8 @@ from golive.day2.captured import Capture, Collector, Observed
 from golive.day2.endpoint_values import capture_endpoint
 from golive.day2.host_values import capture_host
 from golive.facts.docker import ContainerFacts, DockerRun, parse_run
-from golive.facts.systemd import UnitFacts, merge_unit_files, unit_from_file
+from golive.facts.systemd import UnitFacts, unit_from_file
+from golive.facts.unit_files import merge_unit_files
 from golive.inventory.loader import load_profile
 from golive.profile.recipe import (
     INSPECTED,

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from e2e import REQUIRE_E2E, needs_chroot, skip_e2e
 
-from golive.facts import docker, systemd
+from golive.facts import docker, systemd, unit_files
 from golive_testbed import targets
 from golive_testbed.targets import TargetsError, build_station_trees, load_variants
 
@@ -337,11 +337,11 @@ def tree_dropins(tree: Path) -> list[str]:
     """The drop-ins of the tree's unit, in the order systemd applies them (golive's reading of systemd.unit(5))."""
     found = [
         f"/{p.relative_to(tree)}"
-        for d in systemd.UNIT_DIRS
-        for name in systemd.dropin_dir_names(UNIT_NAME)
+        for d in unit_files.UNIT_DIRS
+        for name in unit_files.dropin_dir_names(UNIT_NAME)
         for p in sorted((tree / d.lstrip("/") / name).glob("*.conf"))
     ]
-    return systemd.order_dropins(found, UNIT_NAME)
+    return unit_files.order_dropins(found, UNIT_NAME)
 
 
 @needs_busybox
@@ -355,7 +355,7 @@ def test_systemctl_recordings_match_the_unit_files(trees):
         dropins = tree_dropins(tree)
         assert show.get("DropInPaths", "").split() == dropins, name
         files = [(p, (tree / p.lstrip("/")).read_text()) for p in [f"/{UNIT}", *dropins]]
-        sections, _ = systemd.merge_unit_files(files)
+        sections, _ = unit_files.merge_unit_files(files)
         service, unit = sections.get("Service", {}), sections.get("Unit", {})
         assert argv_of(show["ExecStart"]) == re.sub(r"\s+", " ", service["ExecStart"][-1]), name
         assert ("ExecStartPre" in show) == bool(service.get("ExecStartPre")), name
@@ -369,7 +369,7 @@ def expanded_exec_start(tree: Path) -> list[str]:
     """ExecStart as systemd runs it: the unit merged with its drop-ins, `${VAR}`/`$VAR` expanded in the environment
     its Environment= and EnvironmentFile= lines give (the files read from the tree)."""
     paths = [f"/{UNIT}", *tree_dropins(tree)]
-    sections, cleared = systemd.merge_unit_files([(p, (tree / p.lstrip("/")).read_text()) for p in paths])
+    sections, cleared = unit_files.merge_unit_files([(p, (tree / p.lstrip("/")).read_text()) for p in paths])
     unit = systemd.unit_from_file(sections, None, None, cleared, paths)
 
     def read(path: str) -> str | None:

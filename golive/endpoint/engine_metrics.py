@@ -1,0 +1,86 @@
+"""What vLLM says about itself while the load runs: its running and waiting request counts and its own TTFT
+histogram from /metrics, and the /health round trip (a request that generates nothing)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+import time
+
+import httpx
+
+from golive.endpoint.client import parse_metrics
+
+RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
+
+
+async def engine_counts(
+    client: httpx.AsyncClient,
+    root: str,
+    headers: dict,
+    model: str,
+    done: asyncio.Event,
+    every_s: float = 0.1,
+    timeout_s: float = 10,
+) -> list[list[float]]:
+    """[running, waiting] from vLLM's /metrics gauges (the served model's series summed over engines), polled every
+    `every_s` until `done`; polls that did not give both are left out. Read only: a GET, like Prometheus' scrape."""
+    samples: list[list[float]] = []
+    while not done.is_set():
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            response = await client.get(f"{root}/metrics", headers=headers, timeout=timeout_s)
+            if response.status_code == 200:
+                # only the two gauges' lines go to the parser: the whole page is ~100 kB, polled ten times a second
+                lines = "\n".join(line for line in response.text.splitlines() if line.startswith((RUNNING, WAITING)))
+                found = parse_metrics(lines + "\n")
+                served = [
+                    [value for labels, value in found.get(name, []) if labels.get("model_name", model) == model]
+                    for name in (RUNNING, WAITING)
+                ]
+                if all(served):
+                    samples.append([sum(values) for values in served])
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), every_s)
+    return samples
+
+
+TTFT_SUM, TTFT_COUNT = "vllm:time_to_first_token_seconds_sum", "vllm:time_to_first_token_seconds_count"
+
+
+async def vllm_ttft(
+    client: httpx.AsyncClient, root: str, headers: dict, model: str, timeout_s: float = 10
+) -> tuple[float, float] | str:
+    """(sum, count) of vLLM's `vllm:time_to_first_token_seconds` histogram for the served model (summed over
+    engines), or why it could not be read."""
+    try:
+        response = await client.get(f"{root}/metrics", headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        return f"GET /metrics did not answer ({type(exc).__name__})"
+    if response.status_code != 200:
+        return f"GET /metrics answered HTTP {response.status_code}"
+    lines = "\n".join(line for line in response.text.splitlines() if line.startswith((TTFT_SUM, TTFT_COUNT)))
+    try:
+        found = parse_metrics(lines + "\n")
+    except ValueError:
+        return "GET /metrics is not Prometheus text"
+    served = [
+        [value for labels, value in found.get(name, []) if labels.get("model_name", model) == model]
+        for name in (TTFT_SUM, TTFT_COUNT)
+    ]
+    if not all(served):
+        return "GET /metrics has no vllm:time_to_first_token_seconds histogram for the served model"
+    return sum(served[0]), sum(served[1])
+
+
+async def round_trip(client: httpx.AsyncClient, root: str, times: int = 5) -> float | None:
+    """The median time of GET /health, a request that generates nothing; None where it never answered 200. Sent
+    without the key: vLLM asks none there, and a gateway's keyed /health may call every model (LiteLLM's does)."""
+    taken = []
+    for _ in range(times):
+        with contextlib.suppress(httpx.HTTPError):
+            begun = time.perf_counter()
+            response = await client.get(f"{root}/health")
+            if response.status_code == 200:
+                taken.append(time.perf_counter() - begun)
+    return statistics.median(taken) if taken else None

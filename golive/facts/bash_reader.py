@@ -1,0 +1,345 @@
+"""The bash reader's walk: bashlex's AST of a script visited in execution order, each simple command recorded with
+the constructs that decide whether it runs (`if`, `case`, loops, `&&`/`||`, `&`, functions never called, `exit`,
+`exec`, `return`). The rules are golive.facts.shell's docstring; EXIT traps and `set -e`: golive.facts.bash_exits;
+other files: golive.facts.bash_files."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from golive.facts.bash_conditions import (
+    _NEEDS_READING,
+    ALWAYS,
+    NEVER,
+    _and,
+    _constant,
+    _constant_of,
+    _not,
+    _or,
+    _reach,
+)
+from golive.facts.bash_exits import _certain_failure
+from golive.facts.bash_files import _Files, _runs_script, inline_script
+from golive.facts.bash_walk import _Frame, _Function
+from golive.facts.prestart_steps import Guard, ShellCommand, _unwrap
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _exit_lets_start_go_on(argv: list[str], conditional: bool) -> bool:
+    """After `exit 0` / bare `exit` the start goes on without what follows. After `exit 1` (any literal non-zero
+    status) inside a branch, systemd stops the start (a failed ExecStartPre fails the unit), so no path that reaches
+    the container skips what follows; an unconditional exit of any status leaves what follows unreached."""
+    if not conditional:
+        return True
+    status = argv[1] if len(argv) > 1 else "0"
+    return not (status.isdigit() and int(status) % 256 != 0)
+
+
+class _Walker(_Files):
+    """Walks the files of one shell process; a script it runs as its own process gets a walker of its own."""
+
+    # --- constructs -----------------------------------------------------------------------------------------------
+
+    def visitfunction(self, node: Any, name: Any, body: Any, parts: Any) -> bool:
+        self.functions[name.word] = _Function(body, self.line_of(node.pos[0]), self.origin, self.text, self.via)
+        return False  # the body runs where the function is called, not where it is defined
+
+    def visitcommandsubstitution(self, node: Any, command: Any) -> bool:
+        return False
+
+    def visitprocesssubstitution(self, node: Any, command: Any) -> bool:
+        return False
+
+    def visitcompound(self, node: Any, list_: Any, redirects: Any) -> bool:
+        """`( … )` is a subshell: an `exit` or `return` inside it ends the subshell, not the script."""
+        if not (list_ and list_[0].kind == "reservedword" and list_[0].word == "("):
+            return True
+        ended, returns = len(self.ended), [len(f.returns) for f in self.frames]
+        options, env, traps = (self.errexit, self.errexit_sure, self.pipefail), dict(self.env), self.traps
+        self.traps = []  # its own EXIT traps, run when it exits
+        try:
+            for child in list_:
+                self.visit(child)
+            failed = _certain_failure(self.ended[ended:]) or _constant(node) is False
+            self.run_traps()
+        finally:
+            del self.ended[ended:]
+            for frame, count in zip(self.frames, returns, strict=True):
+                del frame.returns[count:]
+            (self.errexit, self.errexit_sure, self.pipefail), self.env, self.traps = options, env, traps
+        if failed:  # the subshell exits non-zero: under `set -e`, the script stops here
+            self._errexit_stop(node, self.source_of(node.pos[0], node.pos[1]))
+        return False
+
+    def visitlist(self, node: Any, parts: Any) -> bool:
+        """`a && b || c; d &`: each and-or chain ends at `;`, `&` or a newline; `&` puts the whole chain in the
+        background."""
+        chain: list[Any] = []
+        for part in parts:
+            if part.kind == "operator" and part.op not in ("&&", "||"):
+                self._chain(chain, background=part.op == "&")
+                chain = []
+            else:
+                chain.append(part)
+        self._chain(chain, background=False)
+        return False
+
+    def _chain(self, chain: list[Any], background: bool) -> None:
+        """b in `a && b` runs only when a succeeds, c in `… || c` only when what is on its left fails; a left side
+        golive can decide (`true`, `false`, `[ 1 = 0 ]`) decides it."""
+        nodes = [p for p in chain if p.kind != "operator"]
+        if not nodes:
+            return
+        bg = self.guard("&", nodes[0], self.source_of(nodes[0].pos[0], nodes[-1].pos[1])) if background else None
+        if bg is not None:
+            self.guards.append(bg)
+        try:
+            value: bool | None = None
+            op = ""
+            for part in chain:
+                if part.kind == "operator":
+                    op = part.op
+                    continue
+                tested = part is not nodes[-1]
+                guard = None
+                if op:
+                    runs = value if op == "&&" else _not(value)
+                    if runs is not True:
+                        left = self.source_of(nodes[0].pos[0], part.pos[0]).removesuffix(op).strip()
+                        guard = Guard(
+                            op,
+                            self.line_of(part.pos[0]),
+                            self.origin,
+                            left,
+                            part.pos[0],
+                            never=runs is False,
+                            via=self.via,
+                        )
+                self.checked += tested
+                try:
+                    self.under(guard, part)
+                finally:
+                    self.checked -= tested
+                this = _constant(part)
+                value = this if not op else _and(value, this) if op == "&&" else _or(value, this)
+        finally:
+            if bg is not None:
+                self.guards.remove(bg)
+
+    def _branch_guard(self, reach: str, node: Any, pos: int, why: str) -> Guard | None:
+        if reach == ALWAYS:
+            return None
+        return Guard(
+            "if",
+            self.line_of(node.pos[0]),
+            self.origin,
+            pos=pos,
+            never=reach == NEVER,
+            why=why if reach == NEVER else "",
+            via=self.via,
+        )
+
+    def visitif(self, node: Any, parts: Any) -> bool:
+        """The first condition always runs; each branch runs when its condition is reached and true, each later
+        condition when every earlier one was false. A condition golive can decide decides it."""
+        reach, why = ALWAYS, ""  # of the next condition (or else)
+        section: list[Any] = []
+        in_condition = False
+        guard: Guard | None = None
+        for part in parts:
+            if part.kind == "reservedword":
+                if part.word in ("if", "elif"):
+                    in_condition, section = True, []
+                    guard = self._branch_guard(reach, node, part.pos[0], why)
+                elif part.word == "then":
+                    value = _constant_of(section)
+                    decided = (
+                        f"`{self.source_of(section[0].pos[0], section[-1].pos[1]).rstrip(';').strip()}` is "
+                        f"always {'true' if value else 'false'}"
+                        if section and value is not None
+                        else ""
+                    )
+                    branch = _reach(reach, value)
+                    guard = self._branch_guard(branch, node, part.pos[0], why if reach == NEVER else decided)
+                    after = _reach(reach, _not(value))
+                    why = why if reach == NEVER else decided
+                    reach = after
+                    in_condition = False
+                elif part.word == "else":
+                    guard = self._branch_guard(reach, node, part.pos[0], why)
+                continue
+            if in_condition:
+                section.append(part)
+                self.checked += 1
+                try:
+                    self.under(guard, part)
+                finally:
+                    self.checked -= 1
+            else:
+                self.under(guard, part)
+        return False
+
+    def _loop(self, node: Any, parts: Any, kind: str) -> bool:
+        """`while`/`until` test their condition at least once; the body (and a `for` body) may run zero times. A `for`
+        over literal words runs its body; `while false` / `until true` never do."""
+        body, after_in = False, False
+        words: list[Any] = []
+        condition: list[Any] = []
+        guard: Guard | None = None
+        for part in parts:
+            if part.kind == "reservedword":
+                if part.word == "in":
+                    after_in = True
+                if part.word == "do" and not body:
+                    body = True
+                    guard = self._loop_guard(node, kind, words, condition, after_in)
+                continue
+            if body:
+                self.under(guard, part)
+            elif kind == "for":
+                if after_in and part.kind == "word":
+                    words.append(part)
+            else:
+                condition.append(part)
+                self.checked += 1
+                try:
+                    self.visit(part)
+                finally:
+                    self.checked -= 1
+        return False
+
+    def _loop_guard(self, node: Any, kind: str, words: list[Any], condition: list[Any], after_in: bool) -> Guard | None:
+        if kind == "for":
+            if not after_in or any(_NEEDS_READING.search(w.word) or _GLOB.search(w.word) for w in words):
+                return self.guard(kind, node)
+            if words:
+                return None
+            return self.guard(kind, node, never=True, why="its word list is empty")
+        value = _constant_of(condition)
+        if value is (kind == "until"):
+            text = self.source_of(condition[0].pos[0], condition[-1].pos[1]).rstrip(";").strip()
+            return self.guard(kind, node, never=True, why=f"`{text}` is always {'true' if value else 'false'}")
+        return self.guard(kind, node)
+
+    def visitfor(self, node: Any, parts: Any) -> bool:
+        return self._loop(node, parts, "for")
+
+    def visitwhile(self, node: Any, parts: Any) -> bool:
+        return self._loop(node, parts, "while")
+
+    def visituntil(self, node: Any, parts: Any) -> bool:
+        return self._loop(node, parts, "until")
+
+    def visitpipeline(self, node: Any, parts: Any) -> bool:
+        """Visit each stage in order, telling every stage which command feeds its stdin."""
+        previous: tuple[str, ...] = ()
+        negated = any(p.kind == "reservedword" and p.word == "!" for p in parts)
+        stages = [p for p in parts if p.kind not in ("pipe", "reservedword")]
+        self.checked += negated
+        try:
+            for part in stages:
+                first = len(self.commands)
+                early = part is not stages[-1]  # `set -e` looks at the pipeline's status, not at this stage's
+                self.checked += early
+                try:
+                    self.visit(part)
+                finally:
+                    self.checked -= early
+                if first < len(self.commands):
+                    if previous:
+                        self.commands[first] = replace(self.commands[first], stdin_from=previous)
+                    previous = self.commands[first].argv
+                else:
+                    previous = ()
+            if self.pipefail and any(_constant(p) is False for p in stages[:-1]):  # its status is that stage's
+                self._errexit_stop(node, self.source_of(node.pos[0], node.pos[1]))
+        finally:
+            self.checked -= negated
+        return False
+
+    # --- simple commands ------------------------------------------------------------------------------------------
+
+    def visitcommand(self, node: Any, parts: Any) -> bool:
+        argv, redirects, assignments = [], [], []
+        for part in parts:
+            if part.kind == "word":
+                argv.append(self.expand(part.word))
+            elif part.kind == "assignment":
+                assignments.append(part.word)
+            elif part.kind == "redirect" and hasattr(part.output, "word"):
+                redirects.append((part.type, self.expand(part.output.word)))
+        if not argv:
+            for assignment in assignments:
+                self._assign(assignment)
+            return False
+        if argv[0] in ("export", "readonly", "local", "declare", "typeset"):
+            for word in argv[1:]:
+                if "=" in word and not word.startswith("-"):
+                    self._assign(word)
+        if argv[0] in self.functions and argv[0] not in self.calling:  # a recursive call adds nothing new
+            self._call(argv[0], node)
+            return False
+        guards = self.current_guards()
+        line = self.line_of(node.pos[0])
+        command = ShellCommand(tuple(argv), tuple(redirects), line, self.origin, guards=guards, via=self.via)
+        self.commands.append(command)
+        never = command.never_runs
+        target = _unwrap(argv)
+        if argv[0] == "set" and not never:
+            self._set(argv, command)
+        if argv[0] == "trap":
+            self._trap(argv, command, node)
+        inner = inline_script(target)
+        failed = False  # a script run as its own process that exits non-zero on every path
+        if inner is not None:
+            failed = self._inline(inner, command)
+        elif target[:1] in (["."], ["source"]) and len(target) > 1:
+            self._source(target[1], command)
+        else:
+            run = _runs_script(target)
+            if run is not None:
+                failed = self._run(run, command)
+        if never or any(g.kind == "&" for g in self.guards):  # a background job is a subshell: it ends only itself
+            return False
+        if argv[0] == "exit" and _exit_lets_start_go_on(argv, conditional=bool(guards)):
+            self.ended.append(self.guard("exit?" if guards else "exit", node, " ".join(argv), never=not guards))
+        elif argv[0] == "return" and self.frames:
+            frame = self.frames[-1]
+            conditional = bool(set(guards) - set(frame.entry))
+            frame.returns.append(
+                self.guard(
+                    "return?" if conditional else "return", node, " ".join(argv), never=not conditional, why=frame.what
+                )
+            )
+        elif argv[0] == "exec" and len(argv) > 1:
+            self.ended.append(self.guard("exec?" if guards else "exec", node, " ".join(argv), never=not guards))
+        elif failed or _constant(node) is False:
+            self._errexit_stop(node, command.text())
+        return False
+
+    def _assign(self, assignment: str) -> None:
+        name, value = assignment.split("=", 1)
+        self.env[name] = self.expand(value)
+
+    def _call(self, name: str, node: Any) -> None:
+        func = self.functions[name]
+        self.called.add(name)
+        self.calling.add(name)
+        first = len(self.commands)
+        self.frames.append(_Frame(f"function `{name}`", self.current_guards()))
+        try:
+            with self._in(func.origin, func.text, func.via):
+                self.visit(func.body)
+        finally:
+            self.frames.pop()
+            self.calling.discard(name)
+        call_line = self.line_of(node.pos[0])  # report the call site: that is where the order is decided
+        self.commands[first:] = [
+            replace(c, line=call_line, origin=self.origin, via=self.via)
+            if (c.origin, c.via) == (func.origin, func.via)
+            else c
+            for c in self.commands[first:]
+        ]

@@ -1,0 +1,259 @@
+"""The state of the bash reader's walk over one shell process and its plumbing: where it is (file, line, the
+constructs around the command being visited), the functions and traps it holds, `$VAR`/`$(dirname "$0")`
+substitution, and bashlex parsing a file a statement group at a time (`case` arms line by line: bashlex has no
+`case`). The walk itself: golive.facts.bash_reader."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import bashlex
+import bashlex.ast
+import bashlex.errors
+
+from golive.facts.prestart_steps import Guard, ShellCommand, Unfollowed, Via, _at
+
+Reader = Callable[[str], "str | None"]  # a station path -> its text; None when it is not a regular file there
+SHELLS = ("sh", "bash", "dash")
+POSIX_SHELLS = ("sh", "dash")
+
+
+@dataclass
+class _Function:
+    body: Any
+    line: int
+    origin: str
+    text: str
+    via: tuple[Via, ...]
+
+
+@dataclass
+class _Frame:
+    """A function call or a sourced file: `return` ends it, and only it."""
+
+    what: str  # "function `f`", "the sourced file /x/y.sh"
+    entry: tuple[Guard, ...]  # the guards where it was entered: a `return` under no others is unconditional
+    returns: list[Guard] = field(default_factory=list)
+
+
+@dataclass
+class _Trap:
+    """An action `trap` set, run later: on EXIT when its shell exits; on a signal only if that ever comes."""
+
+    action: str
+    on: str  # what it was set on: "EXIT" (among others: it runs on exit), else its signals ("INT TERM")
+    conditions: set[str]  # EXIT, INT, TERM, ERR, …: what is left of them after later resets
+    line: int
+    origin: str
+    via: tuple[Via, ...]
+    guards: tuple[Guard, ...]  # where it was set: on the paths they allow, only
+    ended: int  # how many exits/execs/failures were passed when it was set: the later ones may stop it
+    resets: list[Guard] = field(default_factory=list)  # later `trap - EXIT`, `trap '' EXIT`, `trap other EXIT`
+
+    def at(self) -> str:
+        return _at(self.origin, self.line, self.via)
+
+
+@dataclass
+class _Context:
+    """What every file of one walk shares: the reader, the findings, the files being read (for cycles)."""
+
+    read: Reader | None
+    findings: list[Unfollowed] = field(default_factory=list)
+    stack: list[str] = field(default_factory=list)
+
+
+_DIRNAME = re.compile(
+    r"\$\(\s*dirname\s+\"?(\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)\"?\s*\)"
+    r"|\$\{(0|BASH_SOURCE(?:\[0\])?)%/\*\}"
+)
+_CD_PWD = re.compile(r"\$\(\s*cd\s+\"?([^\"$()`]*)\"?\s*(?:&&|;)\s*pwd\s*\)")
+
+
+class _WalkerBase(bashlex.ast.nodevisitor):
+    """Walks the files of one shell process: its state, and the plumbing every part of the walk uses."""
+
+    def __init__(
+        self,
+        ctx: _Context,
+        origin: str,
+        *,
+        script0: str,
+        via: tuple[Via, ...] = (),
+        shell: str = "bash",
+        errexit: str = "",
+    ):
+        self.ctx, self.origin, self.via, self.script0 = ctx, origin, via, script0
+        self.text = ""
+        self.env: dict[str, str] = {}
+        self.functions: dict[str, _Function] = {}
+        self.commands: list[ShellCommand] = []
+        self.guards: list[Guard] = []  # the constructs around the command being visited
+        self.ended: list[Guard] = []  # exits (and execs, failed lines) already passed: they hold for what follows
+        self.frames: list[_Frame] = []  # functions being called, files being sourced (innermost last)
+        self.called: set[str] = set()
+        self.calling: set[str] = set()
+        self.posix = shell in POSIX_SHELLS
+        self.errexit = errexit  # where `set -e` was turned on ("" when off), for messages
+        self.errexit_sure = bool(errexit)  # on on every path (not set in a branch, not maybe turned off again)
+        self.pipefail = False  # `set -o pipefail` on every path
+        self.checked = 0  # inside an if/while condition or left of && / ||, negated with !: `set -e` does not apply
+        self.traps: list[_Trap] = []  # set in this shell, run when it exits (EXIT) or maybe (signals)
+        self.exiting = False  # running the traps: a `trap` in a trap sets nothing bash would run
+        self.failed = False  # this shell exits with a non-zero status on every path (for a `set -e` caller)
+
+    # --- plumbing -------------------------------------------------------------------------------------------------
+
+    def line_of(self, pos: int) -> int:
+        return self.text.count("\n", 0, pos) + 1
+
+    def guard(self, kind: str, node: Any, detail: str = "", **kw: Any) -> Guard:
+        return Guard(kind, self.line_of(node.pos[0]), self.origin, detail, node.pos[0], via=self.via, **kw)
+
+    def source_of(self, start: int, end: int) -> str:
+        return " ".join(self.text[start:end].split())
+
+    def under(self, guard: Guard | None, node: Any) -> None:
+        if guard is None:
+            self.visit(node)
+            return
+        self.guards.append(guard)
+        try:
+            self.visit(node)
+        finally:
+            self.guards.pop()
+
+    def current_guards(self) -> tuple[Guard, ...]:
+        return tuple(self.guards) + tuple(self.ended) + tuple(g for f in self.frames for g in f.returns)
+
+    def expand(self, word: str) -> str:
+        here = self.origin if "/" in self.origin else "."
+        script0 = self.script0 if "/" in self.script0 else "."
+
+        def dir_of(m: re.Match[str]) -> str:
+            name = m[1] or m[2]
+            path = script0 if name in ("$0", "${0}", "0") else here
+            return path.rsplit("/", 1)[0] or "/" if "/" in path else "."
+
+        word = _DIRNAME.sub(dir_of, word)
+        word = _CD_PWD.sub(lambda m: m[1], word)
+        return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: self.env.get(m[1], m[0]), word)
+
+    def read_text(self, text: str) -> list[int]:
+        """Walk one file's text in this shell; the lines bashlex could not parse (the rest still counts).
+
+        bashlex has no `case` (NotImplementedError): its arms are read line by line, each command guarded by the
+        `case`."""
+        unparsed: list[int] = []
+        for chunk_start, chunk in _chunks(text):
+            first_line = text.count("\n", 0, chunk_start) + 1
+            try:
+                trees = bashlex.parse(chunk)
+            # TypeError: bashlex's tokenizer tests `None in '<>'` at a digit word ending in a backslash (`0\`)
+            except (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError, TypeError):
+                if not _case_arms(self, text, chunk_start, chunk):
+                    unparsed.append(first_line)
+                continue
+            for tree in trees:
+                self.text = "\n" * (first_line - 1) + chunk
+                self.visit(_shift(tree, first_line - 1))
+        return unparsed
+
+    def _in(self, origin: str, text: str, via: tuple[Via, ...]) -> _Switch:
+        return _Switch(self, origin, text, via)
+
+
+class _Switch:
+    """Walk another file's text (a sourced file, a function defined elsewhere), then come back."""
+
+    def __init__(self, walker: _WalkerBase, origin: str, text: str, via: tuple[Via, ...]):
+        self.walker, self.state = walker, (origin, text, via)
+
+    def __enter__(self) -> None:
+        w = self.walker
+        self.saved = (w.origin, w.text, w.via)
+        w.origin, w.text, w.via = self.state
+
+    def __exit__(self, *exc: object) -> None:
+        w = self.walker
+        w.origin, w.text, w.via = self.saved
+
+
+_CASE = re.compile(r"\s*case\s.*\bin\s*$")
+_ARM = re.compile(r"^\s*\(?[^()]*\)\s*")
+
+
+def _case_arms(walker: _WalkerBase, text: str, chunk_start: int, chunk: str) -> bool:
+    """A `case … in … esac` chunk: each arm's commands under one `case` guard. False when it is not a case."""
+    lines = chunk.splitlines()
+    if not lines or not _CASE.match(lines[0]) or lines[-1].strip() not in ("esac", "esac;"):
+        return False
+    first_line = text.count("\n", 0, chunk_start) + 1
+    guard = Guard("case", first_line, walker.origin, pos=chunk_start, via=walker.via)
+    walker.guards.append(guard)
+    try:
+        for offset, line in enumerate(lines[1:-1], 1):
+            body = _ARM.sub("", line, count=1) if re.match(r"^\s*\(?[^()\s]*[^()]*\)", line) else line
+            body = re.sub(r";;\s*$", "", body).strip()
+            if not body or body.startswith("#"):
+                continue
+            try:
+                trees = bashlex.parse(body)
+            except Exception:  # noqa: BLE001 - one arm line that does not parse stays unread, not fatal
+                continue
+            padding = "\n" * (first_line + offset - 1)
+            for tree in trees:
+                walker.text = padding + body
+                walker.visit(_shift(tree, len(padding)))
+    finally:
+        walker.guards.remove(guard)
+    return True
+
+
+def _chunks(text: str) -> Iterator[tuple[int, str]]:
+    """Whole script if it parses; else one top-level statement group at a time (split at blank-depth lines)."""
+    try:
+        bashlex.parse(text)
+        yield 0, text
+        return
+    except Exception:  # noqa: BLE001 - fall back to line groups below
+        pass
+    start, depth = 0, 0
+    buf: list[str] = []
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if not buf:
+            start = pos
+        buf.append(line)
+        depth += len(re.findall(r"\b(if|case|while|for|until)\b|\{\s*$", stripped))
+        depth -= len(re.findall(r"\b(fi|esac|done)\b|^\}", stripped))
+        pos += len(line)
+        if depth <= 0 and not stripped.endswith("\\"):
+            chunk = "".join(buf)
+            buf, depth = [], 0
+            if chunk.strip() and not chunk.strip().startswith("#"):
+                yield start, chunk
+    if buf and "".join(buf).strip():
+        yield start, "".join(buf)
+
+
+def _shift(node: Any, offset: int) -> Any:
+    """Move bashlex positions by `offset` so line numbers refer to the whole file."""
+    if offset:
+        for child in _walk(node):
+            if hasattr(child, "pos"):
+                child.pos = (child.pos[0] + offset, child.pos[1] + offset)
+    return node
+
+
+def _walk(node: Any) -> Iterator[Any]:
+    yield node
+    for value in vars(node).values():
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, bashlex.ast.node):
+                yield from _walk(item)

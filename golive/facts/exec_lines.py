@@ -1,0 +1,196 @@
+"""Exec lines (ExecStartPre=, ExecStart=, ExecStartPost=) as systemd runs them: read from `systemctl show` or from a
+unit file (config_parse_exec: prefixes, words, specifiers), then expanded in the service's environment
+(systemd.service(5), "Command lines"), each word remembering the line and the variables that made it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from golive.facts import FactError
+from golive.facts.systemd_env import EnvSetting, env_name_is_valid, extract_words
+from golive.facts.unit_files import Value, unit_specifiers
+
+
+@dataclass(frozen=True)
+class ExecCommand:
+    argv: list[str]  # after UnitFacts.with_environment: the words systemd runs (Word: each knows where it came from)
+    ignore_errors: bool = False
+    where: str = ""  # the unit file (or drop-in) and line that set it, where known
+    expand_env: bool = True  # False for the `:` prefix (ExecStartEx `flags=no-env-expand`): no $VAR substitution
+    written: tuple[str, ...] | None = None  # the words as written, before the expansion (None: not expanded)
+    unset: tuple[str, ...] = ()  # variables the line names that nothing sets: systemd expands them to nothing
+
+    @property
+    def path(self) -> str:
+        return self.argv[0] if self.argv else ""
+
+
+# `ignore_errors=` in Exec*, `flags=` in the Exec*Ex variants (systemd ≥ 243)
+_SHOW_EXEC = re.compile(
+    r"\{\s*path=(?P<path>[^;]*?)\s*;\s*argv\[\]=(?P<argv>.*?)\s*;\s*"
+    r"(?:ignore_errors=(?P<ign>\w+)|flags=(?P<flags>[^;]*))"
+)
+
+
+def parse_show_exec(value: str) -> list[ExecCommand]:
+    """An Exec* property of `systemctl show`: `{ path=… ; argv[]=… ; ignore_errors=… ; … }`, possibly several."""
+    commands = []
+    for match in _SHOW_EXEC.finditer(value):
+        ignore = match["ign"] == "yes" or "ignore-failure" in (match["flags"] or "")
+        commands.append(
+            ExecCommand(
+                argv=_split_argv(match["argv"]),
+                ignore_errors=ignore,
+                expand_env="no-env-expand" not in (match["flags"] or ""),
+            )
+        )
+    if value.strip() and not commands:
+        raise FactError(f"unrecognised Exec property format: {value[:120]!r}")
+    return commands
+
+
+def _split_argv(text: str) -> list[str]:
+    """systemd ≥ 248 quotes arguments with spaces; older versions join them bare, which shlex may not close."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def parse_unit_exec(value: str, unit: str | None = None) -> ExecCommand:
+    """An Exec line of a unit file as src/core/load-fragment.c config_parse_exec reads it: leading `-@:+!` prefixes
+    are flags, not the command (`:`: no $VAR expansion); words by extract_first_word(EXTRACT_UNQUOTE|
+    EXTRACT_CUNESCAPE) (`"a\\tb"` is a, tab, b), each with its specifiers resolved (`unit_specifiers`, `unit`: the
+    unit's name). A line systemd would reject as a whole (a bad escape) is split as a shell would."""
+    prefix = value[: len(value) - len(value.lstrip("-@:+!"))]
+    words, error = extract_words(value[len(prefix) :], cunescape=True)
+    argv = _split_argv(value[len(prefix) :]) if error else words
+    return ExecCommand(
+        argv=[unit_specifiers(word, unit) for word in argv],
+        ignore_errors="-" in prefix,
+        where=value.where if isinstance(value, Value) else "",
+        expand_env=":" not in prefix,
+    )
+
+
+class Word(str):
+    """A word of an Exec line as systemd runs it (after `${VAR}`/`$VAR` expansion), with what made it: the Exec line
+    (`where`), the variables whose values are in it, and the variables it names that nothing sets."""
+
+    where: str
+    label: str
+    settings: tuple[EnvSetting, ...]
+    unset: tuple[str, ...]
+
+    def __new__(
+        cls,
+        text: str,
+        where: str = "",
+        label: str = "ExecStart",
+        settings: tuple[EnvSetting, ...] = (),
+        unset: tuple[str, ...] = (),
+    ) -> Word:
+        word = super().__new__(cls, text)
+        word.where, word.label, word.settings, word.unset = where, label, settings, unset
+        return word
+
+    def __reduce__(self) -> tuple[Any, ...]:  # a copy (pickle, deepcopy) keeps where the word came from
+        return Word, (str(self), self.where, self.label, self.settings, self.unset)
+
+    @property
+    def exec_line(self) -> str:
+        return f"{self.label} ({self.where})" if self.where else self.label
+
+
+def origin_of(word: str) -> str:
+    """Where a served word came from, for findings: the env file line or `Environment=` line that set the variable
+    in it (and the Exec line that names it), else the Exec line it is written in."""
+    if not isinstance(word, Word):
+        return ""
+    parts = [s.describe() for s in word.settings]
+    parts += [
+        f"`${{{name}}}` is set by no Environment= or EnvironmentFile=, so systemd expands it to nothing"
+        for name in word.unset
+    ]
+    if not parts:
+        return f"written in {word.exec_line}"
+    return "; ".join(parts) + f", expanded in {word.exec_line}"
+
+
+def edit_place(word: str, default: str) -> str:
+    """Where to edit so that this served word changes: the variable's line, else its Exec line, else `default`."""
+    if not isinstance(word, Word):
+        return default
+    if word.settings:
+        return ", ".join(s.edit() for s in word.settings)
+    if word.unset:
+        return (
+            f"an `Environment={word.unset[0]}=…` line (or the unit's EnvironmentFile=) to set "
+            f"{', '.join(word.unset)}, or the value itself in {word.exec_line}"
+        )
+    return word.exec_line if word.where else default
+
+
+def _replace_env(word: str, env: dict[str, EnvSetting]) -> tuple[str, list[EnvSetting], list[str]]:
+    """systemd's replace_env_full() with no flags (src/basic/env-util.c): `${NAME}` anywhere in a word is replaced
+    by the value (nothing when unset, or when NAME is not a valid name), `$$` is one `$`, a bare `$NAME` inside a word
+    and `${NAME:-x}` stay as written. Returns the word, the settings used and the valid names found unset."""
+    WORD, CURLY, VARIABLE = range(3)
+    state, start = WORD, 0
+    out: list[str] = []
+    used: list[EnvSetting] = []
+    unset: list[str] = []
+    for i, c in enumerate(word):
+        if state == WORD:
+            if c == "$":
+                state = CURLY
+        elif state == CURLY:
+            if c == "{":
+                out.append(word[start : i - 1])
+                start, state = i - 1, VARIABLE
+            elif c == "$":
+                out.append(word[start:i])
+                start, state = i + 1, WORD
+            else:
+                state = WORD
+        elif state == VARIABLE:
+            if c == "}":
+                name = word[start + 2 : i]
+                if name in env:
+                    out.append(env[name].value)
+                    used.append(env[name])
+                elif env_name_is_valid(name):
+                    unset.append(name)
+                start, state = i + 1, WORD
+            elif c == ":":  # ${NAME:-default} is not supported on command lines: left as written
+                state = WORD
+    out.append(word[start:])
+    return "".join(out), used, unset
+
+
+def expand_argv(
+    argv: list[str], env: dict[str, EnvSetting], where: str = "", label: str = "ExecStart"
+) -> tuple[list[Word], list[str]]:
+    """An Exec line's words as systemd runs them: systemd.service(5), "Command lines", done as replace_env_argv()
+    (src/basic/env-util.c; src/core/execute.c calls it before exec): a word that is `$NAME` becomes the value split
+    at whitespace (quotes in the value group and are removed; unset: no word at all), any other word has each
+    `${NAME}` replaced in place (one word, even with spaces in the value), `$$` is a literal `$`. Returns the words
+    and the variables named that nothing sets (systemd expands them to nothing)."""
+    words: list[Word] = []
+    unset: list[str] = []
+    for arg in argv:
+        if arg.startswith("$") and arg[1:2] not in ("{", "$"):
+            name = arg[1:]
+            if name in env:
+                split, _ = extract_words(env[name].value, relax=True)
+                words.extend(Word(w, where, label, (env[name],)) for w in split)
+            elif env_name_is_valid(name):
+                unset.append(name)
+            continue
+        text, used, missing = _replace_env(arg, env)
+        words.append(Word(text, where, label, tuple(used), tuple(missing)))
+        unset.extend(missing)
+    return words, list(dict.fromkeys(unset))
