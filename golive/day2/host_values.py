@@ -19,6 +19,7 @@ from golive.profile.recipe import (
     dram_pin,
     restart_does,
     restart_settings,
+    running_image_not_pinned,
     span,
     start_limit_does,
     start_limit_settings,
@@ -208,10 +209,11 @@ def capture_host(collect: Collector, host: Host, station: Station, observed: Obs
         collect.add(
             "image", "architecture", image.architecture or None, ask, said=f"runs an {image.architecture} image"
         )
-        if run.image.digest and run.image.digest not in image.digests():
+        wanted = running_image_not_pinned(run, recipe.image.digest, image.digests())
+        if wanted is not None:
             collect.capture.cannot_keep.append(
                 f"container {running.name} runs {sorted(image.digests()) or 'an image with no digest'}, not the "
-                f"{run.image.digest} its unit pins — restart it (`systemctl restart {service.unit}`) before capturing"
+                f"{wanted} its unit pins — restart it (`systemctl restart {service.unit}`) before capturing"
             )
     observed.flags = parse_serve_args(running.args if running else run.args)
     observed.flags_source = f"docker inspect {running.name} Args" if running else f"ExecStart of {service.unit}"

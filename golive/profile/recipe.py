@@ -58,6 +58,19 @@ def dram_pin(profile: Profile, run: DockerRun, container: ContainerFacts | None)
     return DramPin(node, tuple(sorted(set(values))))
 
 
+# --- the image: pinned, and the one that runs ----------------------------------------------------------------------
+
+
+def running_image_not_pinned(run: DockerRun, pin: str | None, running_digests: set[str]) -> str | None:
+    """The digest the running container should run where it runs another image: the unit's pin (its docker run line's
+    `@sha256:`), else the profile's `image.digest` [000]. None where it runs the pinned image, or nothing is pinned
+    (the pin check fails that station on its own)."""
+    wanted = run.image.digest or pin
+    if wanted and wanted not in running_digests:
+        return wanted
+    return None
+
+
 # --- docker: systemd owns restarts -----------------------------------------------------------------------------------
 
 RUN_LINE = "docker run line"

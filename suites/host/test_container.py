@@ -22,7 +22,14 @@ from golive.facts.vllm import (
     served_host,
     speculative_tokens,
 )
-from golive.profile.recipe import RUN_LINE, docker_restart_policy, dram_node, dram_pin, pinned_flags
+from golive.profile.recipe import (
+    RUN_LINE,
+    docker_restart_policy,
+    dram_node,
+    dram_pin,
+    pinned_flags,
+    running_image_not_pinned,
+)
 
 if TYPE_CHECKING:
     from golive.facts.docker import DockerRun
@@ -159,10 +166,10 @@ def test_running_container_runs_pinned_image(
         fix=f"`systemctl start {service.unit}` and read `journalctl -u {service.unit}`",
     )
     assert container is not None  # require() ended the check otherwise
-    wanted = docker_run.image.digest or profile.image.digest
     running = facts.image(container.image_id)
+    wanted = running_image_not_pinned(docker_run, profile.image.digest, running.digests())
     require(
-        wanted in running.digests(),
+        wanted is None,
         found=f"container {container.name} runs image {container.image_id[:19]}… with digests "
         f"{sorted(running.digests()) or 'none'} (started as {container.config_image})",
         recipe=f"the running image is {profile.image.repository}@{wanted}, the one the unit pins [000]",

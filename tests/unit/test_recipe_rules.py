@@ -32,6 +32,7 @@ from golive.profile.recipe import (
     kv_capacity_tokens,
     pinned_flags,
     restart_problems,
+    running_image_not_pinned,
     start_limit_problems,
     unit_not_enabled,
 )
@@ -413,3 +414,21 @@ def test_kv_capacity_check_and_capture_decide_by_the_same_rule(info, broken, spy
     assert (short is not None) is broken
     assert (found is not None) is broken and (not broken or short in (found or ""))
     assert bool(_said(result, "(endpoint.kv_cache_tokens_floor,")) is broken, result.review
+
+
+@pytest.mark.parametrize(
+    ("unit_pin", "profile_pin", "running", "wanted"),
+    [
+        ("sha256:aaa", None, {"sha256:aaa"}, None),  # the unit's pin runs
+        ("sha256:aaa", "sha256:bbb", {"sha256:aaa"}, None),  # the unit's pin decides (the pin check compares the two)
+        ("sha256:aaa", None, {"sha256:old"}, "sha256:aaa"),  # a re-pushed tag: an older image still runs
+        (None, "sha256:bbb", {"sha256:bbb"}, None),  # a tag in the unit: the profile's pin runs
+        (None, "sha256:bbb", set(), "sha256:bbb"),  # an image with no digest at all
+        (None, None, {"sha256:old"}, None),  # nothing pinned: the pin check fails that station instead
+    ],
+)
+def test_running_image_not_pinned(unit_pin, profile_pin, running, wanted):
+    """The check (test_running_container_runs_pinned_image) and capture (host_values) ask this one rule."""
+    image = "vllm/vllm-openai" + (f"@{unit_pin}" if unit_pin else ":latest")
+    run = parse_run(["/usr/bin/docker", "run", "--rm", "--name", "glm53-flash", image, "--model", "/m"])
+    assert running_image_not_pinned(run, profile_pin, running) == wanted
