@@ -13,6 +13,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import httpx
 
@@ -21,7 +22,7 @@ from golive.endpoint.levels import LevelResult
 from golive.endpoint.load_batch import Slo, lanes, run_level, summarize
 from golive.endpoint.load_request import RequestTiming, Workload, sentences_for
 from golive.endpoint.target import EndpointTarget
-from golive.endpoint.timeline import LEVEL, PRIMING, ROUND, WARMUP, Batch, PathProbe, Stream
+from golive.endpoint.timeline import LEVEL, PRIMING, ROUND, WARMUP, Batch, Buffering, PathProbe, Stream, buffering
 from golive.endpoint.timeline import batch_of as batch_record
 from golive.endpoint.tls import trusting
 
@@ -39,6 +40,12 @@ class Sweep:
 
     def at(self, concurrency: int) -> LevelResult | None:
         return next((lv for lv in self.levels if lv.concurrency == concurrency), None)
+
+    @cached_property
+    def buffered(self) -> Buffering | None:
+        """Whether the streams arrived buffered (golive.endpoint.timeline.buffering), decided once for every check
+        that reads it, after the sweep."""
+        return buffering(self.batches)
 
     def as_dict(self) -> dict:
         return {"levels": [lv.as_dict() for lv in self.levels], "not_run": self.not_run, "refused": self.refused}

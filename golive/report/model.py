@@ -286,7 +286,7 @@ class EstimatePart(Record):
 
 
 class ProbeRecord(Record):
-    """One station's endpoint timed before the first check (golive.run.estimate.probe_endpoint)."""
+    """One station's endpoint timed before the first check (golive.run.probe.probe_endpoint)."""
 
     station: str
     ttft_s: float | None = Field(default=None, description="a short streamed answer's first token")

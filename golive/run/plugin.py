@@ -28,8 +28,9 @@ from golive.report import keys
 from golive.report import writer as report_writer
 from golive.report.baseline import load_baseline
 from golive.report.results import Recorder
-from golive.run.estimate import PROBE_TIMEOUT_S, estimate, probe_stations
+from golive.run.estimate import estimate
 from golive.run.outcomes import record_outcome
+from golive.run.probe import PROBE_TIMEOUT_S, probe_stations
 from golive.run.progress import Progress, raise_interrupt
 from golive.run.scope import MARKER_HELP, layer_scope, layers_asked, suites_dir
 from golive.run.session import (

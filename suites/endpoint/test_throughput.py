@@ -143,7 +143,7 @@ def _gate(load: Load, swept: Sweep, field: str, what: str) -> gates.Gate:
     users = 1 if field.startswith("single_user") else gates.gate_concurrency(load)
     levels = [_level(swept, 1)] if users != 1 and field.endswith("_ratio") else []
     levels.append(_level(swept, users))
-    if field in LATENCY and timeline.buffering(swept.batches) is not None:
+    if field in LATENCY and swept.buffered is not None:
         pytest.skip(BUFFERED.format(check=BUFFERING_CHECK))
     measured = gates.gate(load, swept.levels, field)
     if measured is None or measured.value is None:
@@ -540,7 +540,7 @@ def test_stream_is_not_buffered(swept: Sweep, load: Load, record_metric: RecordM
         requests=streams,
         passed=bunched < timeline.BUFFERED_SHARE * streams,
     )
-    held = timeline.buffering(swept.batches)
+    held = swept.buffered
     require(
         held is None,
         found=held.found() if held else "",
@@ -563,7 +563,7 @@ def test_latency_is_vllms_own(
     them is reported as the path's, not vLLM's [field practice]."""
     if swept.path is None:
         pytest.skip("not checked: no 1-user batch was measured (see the sweep check)")
-    if timeline.buffering(swept.batches) is not None:
+    if swept.buffered is not None:
         pytest.skip(BUFFERED.format(check=BUFFERING_CHECK))
     frozen = [
         stall
@@ -597,7 +597,7 @@ def test_sweep_never_stalls(swept: Sweep, load: Load) -> None:
     (thresholds: docs/metrics.md) [field practice]."""
     if not swept.batches:
         pytest.skip("not checked: the sweep sent no batch (see the sweep check)")
-    found = timeline.stalls(swept.batches, buffered=timeline.buffering(swept.batches) is not None, stall_s=load.stall_s)
+    found = timeline.stalls(swept.batches, buffered=swept.buffered is not None, stall_s=load.stall_s)
     require(
         not found,
         found=f"{len(found)} stall(s) in the sweep: "

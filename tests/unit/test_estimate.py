@@ -19,15 +19,14 @@ from golive.run.estimate import (
     RECIPE_LONG_PREFILL_TOK_S,
     REPORTS_S,
     Estimate,
-    Probe,
     Speeds,
     duration,
     estimate,
     level_speed,
-    probe_endpoint,
     scaling,
     sweep_seconds,
 )
+from golive.run.probe import Probe, probe_endpoint
 
 REFERENCE = load_profile("reference-cpu").profile  # levels 1, 2, 4, 8 (gate 8); 3 repeats, ≥ 12; 1 warm-up; 7 rounds
 GB300 = load_profile("glm-5.3-flash-gb300").profile
