@@ -116,6 +116,8 @@ def xdist_group_of(item: pytest.Item) -> str:
         return xdist_schedule.STATIONS
     if NETNS_FIXTURES & set(getattr(item, "fixturenames", ())):
         return "netns-pairs"
+    if item.nodeid.startswith("tests/real_station/"):  # one real station for the session (its conftest)
+        return "real-station"
     if item.get_closest_marker("fuzz"):  # no shared fixture, minutes at depth: each fills whichever worker is free
         return item.nodeid
     return item.nodeid.split("::")[0]

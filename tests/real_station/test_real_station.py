@@ -2,9 +2,9 @@
 the recipe's unit, drop-in and prestart, and vLLM's CPU build serving the reference model in the container systemd
 started (testbed/golive_testbed/realstation.py, `golive station up|down`).
 
-One station for the module (up ~2 min with the root file system cached, ~1.5-3 min more the first time: debootstrap);
-the tests run in file order on one xdist worker (their module is their group): healthy host layer, host and endpoint
-in one report, one broken station (a `systemctl edit` drop-in), and last `down`, which must leave nothing behind.
+One station for the session (tests/real_station/conftest.py; up ~2 min with the root file system cached, ~1.5-3 min
+more the first time: debootstrap), shared with the other modules here: healthy host layer, host and endpoint in one
+report, one broken station (a `systemctl edit` drop-in), and last `down`, which must leave nothing behind.
 The preflight tests (not root, a package missing: one line each) need no station.
 Needs root and `apt-get install -y docker.io systemd-container debootstrap docker-registry openssh-client`
 (scripts/setup.sh); skipped elsewhere, a failure under GOLIVE_REQUIRE_E2E=1 (CI).
@@ -13,55 +13,17 @@ Needs root and `apt-get install -y docker.io systemd-container debootstrap docke
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e import skip_e2e
-from golive_run import Run, check_name, golive_run
+from golive_run import golive_run
 
 from golive_testbed import realstation
 from golive_testbed.realstation_files import UNIT
 
+from .common import NAME, TIMINGS, assert_go, outcomes
+
 slow = pytest.mark.slow  # the station's tests (minutes); the two preflight tests below take milliseconds
-NAME = "golive-selftest"
-TIMINGS: dict[str, float] = {}
-
-
-@pytest.fixture(scope="module")
-def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("real-station-state")
-
-
-@pytest.fixture(scope="module")
-def station(state_dir: Path) -> Iterator[realstation.Record]:
-    try:
-        realstation.preflight()
-    except realstation.StationError as exc:
-        skip_e2e(str(exc))
-    started = time.monotonic()
-    record = realstation.up(NAME, state_dir=state_dir, say=lambda text: print(f"[real station] {text}"))
-    TIMINGS["up_s"] = time.monotonic() - started
-    print(f"[real station] up: {record.timings}")
-    try:
-        yield record
-    finally:
-        realstation.down(NAME, state_dir)  # a no-op once test_down_leaves_nothing took it down
-
-
-def _outcomes(run: Run, layer: str) -> dict[str, dict]:
-    return {check_name(c): c for c in run.checks if c["layer"] == layer}
-
-
-def _assert_go(run: Run, layers: tuple[str, ...]) -> None:
-    assert run.code == 0 and run.results.get("verdict") == "pass", run.output[-6000:]
-    for layer in layers:
-        checks = _outcomes(run, layer)
-        assert checks, f"no {layer} check ran:\n{run.output[-3000:]}"
-        odd = {name: c["outcome"] for name, c in checks.items() if c["outcome"] not in ("passed", "not_applicable")}
-        assert not odd, odd
-        unexplained = [name for name, c in checks.items() if c["outcome"] == "not_applicable" and not c["message"]]
-        assert not unexplained, unexplained
 
 
 @slow
@@ -71,8 +33,8 @@ def test_host_layer_is_go_on_the_real_station(station, tmp_path):
     started = time.monotonic()
     run = golive_run(station.inventory, tmp_path / "out", "-m", "host", timeout=300)
     TIMINGS["host_run_s"] = time.monotonic() - started
-    _assert_go(run, ("host",))
-    checks = _outcomes(run, "host")
+    assert_go(run, ("host",))
+    checks = outcomes(run, "host")
     for name in (
         "test_unit_restarts_on_failure_after_delay",
         "test_unit_caps_starts_per_interval",
@@ -103,7 +65,7 @@ def test_host_and_endpoint_in_one_report_is_go(station, tmp_path):
     started = time.monotonic()
     run = golive_run(station.inventory, tmp_path / "out", "-m", "host or endpoint", timeout=900)
     TIMINGS["host_and_endpoint_run_s"] = time.monotonic() - started
-    _assert_go(run, ("host", "endpoint"))
+    assert_go(run, ("host", "endpoint"))
 
 
 @slow
@@ -124,6 +86,7 @@ def test_restart_always_drop_in_fails_naming_its_file_and_line(station, tmp_path
 
 
 @slow
+@pytest.mark.ends_station
 def test_down_leaves_nothing(station, state_dir):
     """`down`: the station powered off, dockerd and the registry stopped, mounts undone, the scratch directory gone,
     the ports closed; the cached root file system stays."""
