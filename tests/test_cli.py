@@ -84,7 +84,9 @@ def test_demo_with_a_dead_reference_station_is_incomplete(tmp_path):
     with socket.socket() as taken:  # bound, not listening: the launcher refuses the port, requests are refused
         taken.bind(("127.0.0.1", 0))
         port = taken.getsockname()[1]
-        result = golive("demo", "-o", tmp_path, "-q", timeout=600, env={"GOLIVE_DEMO_PORT": str(port)})
+        result = golive(
+            "demo", "--targets", "bundled", "-o", tmp_path, "-q", timeout=600, env={"GOLIVE_DEMO_PORT": str(port)}
+        )
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     assert "endpoint layer not checked:" in output and "verdict: INCOMPLETE" in output

@@ -41,7 +41,8 @@ def test_demo_help_lists_options_and_the_port(tmp_path):
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())
     assert "--output DIR, -o DIR report folder (default: reports)" in text, text
-    assert "--keep leave the reference station running afterwards" in text, text
+    assert "--keep leave the station running afterwards" in text, text
+    assert "--targets {auto,real-station,bundled}" in text and "a real station where this machine can run one" in text
     assert f"127.0.0.1:{DEMO_PORT} (GOLIVE_DEMO_PORT sets the port)" in text, text
     assert "Any other argument is passed to pytest" in text, text
 
@@ -78,3 +79,37 @@ def test_ci_doc_installs_the_wheel_not_a_package_no_index_has():
             continue
         assert f"golive-{version}-py3-none-any.whl" in args or f"golive=={version}" in args, args
     assert "--index-url" in doc and "scripts/wheel-check.sh" in doc
+
+
+def test_demo_without_a_real_station_says_why_in_one_line_and_takes_the_bundled_targets(monkeypatch, capsys):
+    """auto: where a real station cannot run (here: not root), one line saying why, then the bundled targets."""
+    from golive_testbed import demo, realstation
+
+    monkeypatch.setattr(realstation.os, "geteuid", lambda: 1000)
+    assert demo.choose_targets("auto") == "bundled"
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and said.startswith("golive demo: no real station on this machine (a real station "), (
+        said
+    )
+    assert said.rstrip().endswith("; checking the bundled targets instead"), said
+    assert demo.choose_targets("bundled") == "bundled"
+
+
+def test_demo_asked_for_a_real_station_where_none_can_run_is_one_line(tmp_path, monkeypatch, capsys):
+    """--targets real-station where one cannot run (here: not root) exits 1 with one line, nothing started."""
+    from golive.cli import main
+    from golive_testbed import realstation
+
+    monkeypatch.setattr(realstation.os, "geteuid", lambda: 1000)
+    code = main(["demo", "--targets", "real-station", "-o", str(tmp_path / "out")])
+    said = capsys.readouterr().err
+    assert code == 1 and said.count("\n") == 1, said
+    assert said.startswith("golive: demo: a real station needs root"), said
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_auto_takes_the_real_station_where_it_can_run(monkeypatch):
+    from golive_testbed import demo, realstation
+
+    monkeypatch.setattr(realstation, "preflight", lambda: None)
+    assert demo.choose_targets("auto") == "real-station" == demo.choose_targets("real-station")

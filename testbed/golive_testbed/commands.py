@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from golive.cli import _fail, arguments_refused, report_folder_problem
 from golive.core.verdict import EXIT_USAGE
+from golive_testbed.realstation_host import StationError
 
 # golive_testbed.reference.launcher.DEFAULT_PORT, not imported: that pulls httpx into every `golive` start
 REFERENCE_PORT = 8765
@@ -63,21 +64,31 @@ class _HelpWithVariants(argparse.Action):
 
 
 def add_demo(sub: Subcommands) -> None:
-    from golive_testbed.demo import DEMO_PORT
+    from golive_testbed.demo import DEMO_PORT, DEMO_STATION, TARGETS
 
     demo = sub.add_parser(
         "demo",
-        help="bring up the bundled reference station and station trees, run, report",
-        description="Check golive's bundled targets end to end: the healthy GB300 station tree (host layer, through "
-        f"chroot: needs root) and the real vLLM reference station (endpoint layer), started on "
-        f"127.0.0.1:{DEMO_PORT} (GOLIVE_DEMO_PORT sets the port) and stopped afterwards. Any other "
-        "argument is passed to pytest (-k, -x, -m …).",
+        help="bring up a real station (or the bundled targets), run every layer, report",
+        description="Check golive's bundled targets end to end, into one report. Where this machine can run one (root "
+        "and the testbed's packages), a real station: systemd 252 as PID 1 in systemd-nspawn, a real Docker engine "
+        "and registry, sshd, the recipe's unit and prestart, vLLM's CPU build serving in the container (host and "
+        f"endpoint layers; named {DEMO_STATION}: GOLIVE_DEMO_STATION sets the name), beside the healthy GB300 station "
+        "tree (host layer, through chroot). Elsewhere the GB300 tree and the reference station (real vLLM on CPU, "
+        f"endpoint layer) on 127.0.0.1:{DEMO_PORT} (GOLIVE_DEMO_PORT sets the port). Targets are stopped afterwards. "
+        "Any other argument is passed to pytest (-k, -x, -m …).",
+    )
+    demo.add_argument(
+        "--targets",
+        choices=TARGETS,
+        default="auto",
+        help="auto: a real station where this machine can run one, else the bundled targets (default: %(default)s)",
     )
     demo.add_argument("--output", "-o", default="reports", metavar="DIR", help="report folder (default: %(default)s)")
     demo.add_argument(
         "--keep",
         action="store_true",
-        help="leave the reference station running afterwards (stop it with `golive reference down`)",
+        help="leave the station running afterwards (stop it with `golive station down --name NAME`, or kill the "
+        "reference station's pid the demo prints)",
     )
     demo.set_defaults(func=cmd_demo)
 
@@ -120,7 +131,10 @@ def cmd_demo(ns: argparse.Namespace, extra: list[str]) -> int:
             inventory = write_inventory(Path(scratch), None, f"http://127.0.0.1:{DEMO_PORT}/v1")
             if arguments_refused(inventory, extra, "golive demo"):
                 return EXIT_USAGE
-    return run_demo(Path(ns.output), extra, keep=ns.keep)
+    try:
+        return run_demo(Path(ns.output), extra, keep=ns.keep, targets=ns.targets)
+    except StationError as exc:  # --targets real-station where none can run: one line
+        return _fail(f"demo: {exc}", code=1)
 
 
 def cmd_reference(ns: argparse.Namespace, extra: list[str]) -> int:

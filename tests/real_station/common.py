@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from golive_run import Run, check_name
 
 NAME = "golive-selftest"
 TIMINGS: dict[str, float] = {}  # printed by test_down_leaves_nothing: what the station cost this session
+DEMO: dict[str, Any] = {}  # the session's `golive demo` that brought the station up: its process ("proc") and "out"
 
 
 def outcomes(run: Run, layer: str) -> dict[str, dict]:

@@ -12,29 +12,34 @@ Needs root and `apt-get install -y docker.io systemd-container debootstrap docke
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
-from golive_run import golive_run
+from golive_run import Run, check_name, golive_run
 
 from golive_testbed import realstation
 from golive_testbed.realstation_files import UNIT
 
-from .common import NAME, TIMINGS, assert_go, outcomes
+from .common import DEMO, NAME, TIMINGS, assert_go
 
 slow = pytest.mark.slow  # the station's tests (minutes); the two preflight tests below take milliseconds
 
 
+def _demo_run() -> Run:
+    proc, out = DEMO["proc"], DEMO["out"]
+    return Run(proc, out, json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {})
+
+
 @slow
-def test_host_layer_is_go_on_the_real_station(station, tmp_path):
+def test_host_layer_is_go_on_the_real_station(station):
     """Every host check passes against real systemd, Docker and sshd; the GPU checks do not apply (no GPU), the
-    rest read the real thing: the drop-in's ExecStart, the RepoDigest pin, the prestart, the start limit."""
-    started = time.monotonic()
-    run = golive_run(station.inventory, tmp_path / "out", "-m", "host", timeout=300)
-    TIMINGS["host_run_s"] = time.monotonic() - started
-    assert_go(run, ("host",))
-    checks = outcomes(run, "host")
+    rest read the real thing: the drop-in's ExecStart, the RepoDigest pin, the prestart, the start limit. Read from
+    the session's demo run (tests/real_station/conftest.py), which checked this station's host layer over ssh."""
+    run = _demo_run()
+    assert run.results, run.output[-6000:]
+    checks = {check_name(c): c for c in run.checks if c["layer"] == "host" and c["station"] == NAME}
     for name in (
         "test_unit_restarts_on_failure_after_delay",
         "test_unit_caps_starts_per_interval",
@@ -57,15 +62,29 @@ def test_host_layer_is_go_on_the_real_station(station, tmp_path):
         assert checks[name]["outcome"] == "not_applicable", checks[name]
     # the pin is the registry's real digest of the image the container runs
     assert station.digest in (run.out / "go-live.md").read_text(), run.output[-2000:]
+    assert not {n: c["outcome"] for n, c in checks.items() if c["outcome"] not in ("passed", "not_applicable")}
 
 
 @slow
-def test_host_and_endpoint_in_one_report_is_go(station, tmp_path):
-    """The served endpoint of the same station, in the same run: the reference model answers as the recipe asks."""
-    started = time.monotonic()
-    run = golive_run(station.inventory, tmp_path / "out", "-m", "host or endpoint", timeout=900)
-    TIMINGS["host_and_endpoint_run_s"] = time.monotonic() - started
+def test_demo_checks_one_real_station_host_and_endpoint_into_one_go_report(station):
+    """`golive demo` where a real station can run: it says which targets it used, brings the station up, checks its
+    host layer over ssh and the endpoint it serves under one station name, beside the GB300 tree, and every output
+    says GO (terminal, go-live.md, results.json, JUnit, HTML)."""
+    run = _demo_run()
+    said, out = run.output, run.out
+    assert run.code == 0, said[-6000:]
+    assert f"golive demo: targets: real station {NAME} (systemd 252 in systemd-nspawn" in said, said[:3000]
+    assert f"real station {NAME} left up; take it down with: golive station down --name {NAME}" in said
     assert_go(run, ("host", "endpoint"))
+    layers = {(c["station"], c["layer"]) for c in run.checks if c["outcome"] == "passed"}
+    assert {(NAME, "host"), (NAME, "endpoint"), ("gb300-tree", "host")} <= layers, layers
+    # one station: the served flags golive read from the real container are the endpoint's station's
+    flags = run.check("test_served_flags_match_profile", NAME)
+    assert flags["outcome"] == "passed" and run.check("test_models_lists_served_name", NAME)["outcome"] == "passed"
+    assert "verdict: GO" in said and "**GO**" in (out / "go-live.md").read_text()
+    assert 'name="golive_verdict" value="GO"' in (out / "junit.xml").read_text()
+    assert "GO" in (out / "go-live.html").read_text()
+    assert station.digest in (out / "go-live.md").read_text()
 
 
 @slow
