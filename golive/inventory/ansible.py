@@ -88,8 +88,9 @@ def expand(source: AnsibleStations, relative_to: Path) -> list[Station]:
     stations = []
     for host in group_hosts(inventory, source.group):
         fields = source.model_dump(exclude={"ansible_inventory", "group"}, exclude_none=True)
-        if source.endpoint:
-            fields["endpoint"] = source.endpoint.replace("{host}", host)
+        for key in ("endpoint", "vllm_endpoint"):  # each host's own server
+            if fields.get(key):
+                fields[key] = fields[key].replace("{host}", host)
         try:
             stations.append(Station(name=host, host=host_spec(host, inventory), **fields))
         except ValidationError as exc:

@@ -58,6 +58,31 @@ def test_each_host_of_the_group_becomes_a_station(tmp_path):
     assert (stations[0].role, stations[0].host) == ("a", "local://")
 
 
+def test_hosts_behind_a_gateway_keep_the_gateway_keys(tmp_path):
+    """A group of stations each behind its own gateway: every key a listed station takes, `{host}` in both URLs."""
+    write(tmp_path, "hosts.yml", HOSTS)
+    path = inventory(
+        tmp_path,
+        "  - {ansible_inventory: hosts.yml, group: gpu_stations, endpoint: 'http://{host}:4000/v1',\n"
+        "     gateway: litellm, gateway_health: /health/readiness, vllm_endpoint: 'http://{host}:8888/v1',\n"
+        "     ssh_config: ssh_config}\n",
+    )
+    gpu = load_inventory(path).inventory.stations[1]
+    assert (gpu.gateway, gpu.gateway_health, gpu.ssh_config) == ("litellm", "/health/readiness", "ssh_config")
+    assert (gpu.endpoint, gpu.vllm_endpoint) == ("http://gpu-02:4000/v1", "http://gpu-02:8888/v1")
+
+
+def test_a_gateway_health_that_is_not_a_path_names_the_host(tmp_path):
+    write(tmp_path, "hosts.yml", HOSTS)
+    path = inventory(
+        tmp_path,
+        "  - {ansible_inventory: hosts.yml, group: gpu_stations, endpoint: 'http://{host}:4000/v1',\n"
+        "     gateway_health: health}\n",
+    )
+    message = error_of(path)
+    assert "gateway_health 'health' is a path on the gateway" in message and "gpu-01" in message, message
+
+
 def test_the_host_spec_reaches_the_host_through_testinfras_ansible_backend(tmp_path):
     import testinfra
 
