@@ -361,6 +361,11 @@ class AnsibleStations(Strict):
     profile: str | None = None
     production: bool = False
     tls_ca_file: str | None = None
+    ssh_config: str | None = None
+    # a gateway in front of each host's vLLM, as Station's (`{host}` in vllm_endpoint is the host's name)
+    gateway: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
+    gateway_health: str | None = None
+    vllm_endpoint: str | None = None
 
 
 class Inventory(Strict):
