@@ -268,7 +268,10 @@ def build_parser() -> _Parser:
     prof.add_argument("action", choices=["show", "list", "capture"])
     prof.add_argument("name", nargs="?", help="show: a profile name or file; capture: the inventory")
     prof.add_argument("--station", help="capture: the inventory's station to read (default: its only station)")
-    prof.add_argument("--recipe", help="capture: extend this shipped recipe (default: the one the station fits best)")
+    prof.add_argument(
+        "--recipe",
+        help="capture: extend this shipped recipe or profile file (default: the shipped one the station fits best)",
+    )
     prof.add_argument("--output", "-o", help="capture: the site profile to write")
     prof.set_defaults(func=cmd_profile)
 

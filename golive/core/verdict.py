@@ -82,25 +82,39 @@ def exit_code(verdict_: str) -> int:
 
 
 class Finding(Failed):
-    """A failed check, with its parts as data: they travel to results.json and the report as fields."""
+    """A failed check, with its parts as data: they travel to results.json and the report as fields.
 
-    def __init__(self, found: str, recipe: str, fix: str):
+    `flags` names the served vLLM flags (`max-num-seqs`) the check found wrong; `suspects` the served flags whose
+    wrong value would explain what an endpoint check found (a batch held at 1: `max-num-seqs`). Where one failed
+    check's flags meet another's suspects on the same station, the reports tie the two as one root cause
+    (golive.report.causes)."""
+
+    def __init__(self, found: str, recipe: str, fix: str, flags: Iterable[str] = (), suspects: Iterable[str] = ()):
         self.found, self.recipe, self.fix = (printable(clipped(cite(str(part)))) for part in (found, recipe, fix))
         self.sources = sources_in(found, recipe, fix)
+        self.flags, self.suspects = sorted(set(flags)), sorted(set(suspects))
         super().__init__(f"Found: {self.found}\nRecipe: {self.recipe}\nDo: {self.fix}", pytrace=False)
 
     def as_dict(self) -> dict:
-        return {"found": self.found, "recipe": self.recipe, "fix": self.fix, "sources": self.sources}
+        said = {"found": self.found, "recipe": self.recipe, "fix": self.fix, "sources": self.sources}
+        return (
+            said
+            | ({"flags": self.flags} if self.flags else {})
+            | ({"suspects": self.suspects} if self.suspects else {})
+        )
 
 
 class NotApplicable(Skipped):
     """The profile and the station say this check cannot apply here (listed in the report with the reason)."""
 
 
-def require(ok: bool, *, found: str, recipe: str, fix: str) -> None:
-    """Fail the check with what was found, what the recipe says and what to do, unless `ok`."""
+def require(
+    ok: bool, *, found: str, recipe: str, fix: str, flags: Iterable[str] = (), suspects: Iterable[str] = ()
+) -> None:
+    """Fail the check with what was found, what the recipe says and what to do, unless `ok`; `flags` and `suspects`
+    as Finding says (the served vLLM flags found wrong, or that would explain it)."""
     if not ok:
-        raise Finding(found, recipe, fix)
+        raise Finding(found, recipe, fix, flags, suspects)
 
 
 def not_applicable(reason: str) -> NoReturn:

@@ -71,8 +71,16 @@ def _capture(loaded: golive_config.LoadedInventory, station_name: str | None, re
             EXIT_USAGE,
         )
     recipes = {name: golive_config.load_profile(name).profile for name in golive_config.shipped_profiles()}
+    if recipe and recipe not in recipes and Path(recipe).is_file():  # a site's own base profile, as extends: takes
+        recipe = str(Path(recipe).resolve())
+        try:
+            recipes[recipe] = golive_config.load_profile(Path(recipe)).profile
+        except golive_config.ConfigError as exc:
+            raise CaptureError(f"--recipe {recipe}: {exc}", EXIT_USAGE) from None
     if recipe and recipe not in recipes:  # before the station is read: a usage error, said at once
-        raise CaptureError(f"--recipe {recipe}: not a shipped recipe ({', '.join(recipes)})", EXIT_USAGE)
+        raise CaptureError(
+            f"--recipe {recipe}: not a shipped recipe ({', '.join(recipes)}) nor a profile file", EXIT_USAGE
+        )
     observed = Observed(pair=is_pair(stations))
     read_endpoint(loaded, station, observed)
     host = connect_host(loaded, station) if station.host else None

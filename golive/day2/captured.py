@@ -64,8 +64,8 @@ class Observed:
     pair: bool = False  # the inventory has two stations, roles a and b
 
 
-def shown(value: object) -> str:
-    """A value as the review list says it: on/off, 0.94, 1,048,576."""
+def shown(value: object, key: str = "") -> str:
+    """A value as the review list says it: on/off, 0.94, 1,048,576; a port as a port (46381)."""
     if value is True:
         return "on"
     if value is False:
@@ -73,7 +73,7 @@ def shown(value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, int):
-        return f"{value:,}" if value >= 10000 else str(value)
+        return f"{value:,}" if value >= 10000 and not key.endswith("port") else str(value)
     return str(value)
 
 
@@ -135,8 +135,8 @@ class Collector:
             return
         self.capture.values.append(Value(section, key, value, source, said))
         if want is not None:
-            how = said or f"has {section}.{key} {shown(value)}"
+            how = said or f"has {section}.{key} {shown(value, key)}"
             self.capture.review.append(
-                f"this station {how}; the recipe says {shown(want)} — keep? ({section}.{key}, read from {source})"
+                f"this station {how}; the recipe says {shown(want, key)} — keep? ({section}.{key}, read from {source})"
                 + "".join(f"; {d}" for d in does or [])
             )

@@ -79,7 +79,7 @@ def capture_flags(collect: Collector, observed: Observed) -> None:
         except (ValueError, FactError):
             collect.capture.cannot_keep.append(f"--{flag} {raw!r} is not a value vLLM accepts ({source})")
             continue
-        amount = "" if isinstance(value, bool) else f" {shown(value)}"
+        amount = "" if isinstance(value, bool) else f" {shown(value, key)}"
         collect.add("vllm", key, value, source, said=f"serves --{flag}{amount}")
     if collect.recipe.vllm.host is not None or "host" in flags:
         collect.add("vllm", "host", served_host(flags), source, said=f"binds --host {served_host(flags)}")
@@ -222,6 +222,22 @@ def capture_host(collect: Collector, host: Host, station: Station, observed: Obs
     model = model if isinstance(model, str) else None
     if model:
         path = _checkpoint_on_host(model, [v for v in run.values("-v", "--volume") if v])
+        if path and not host.file(path).is_directory:
+            # a -v source is a path on the Docker engine's machine: where the engine is not the station's own (a
+            # DOCKER_HOST, a bound socket), it is no folder here; the profile's path, where it is one, is read instead
+            known = recipe.checkpoint.path
+            collect.capture.cannot_keep.append(
+                f"--model {model} is mounted from {path} (-v in ExecStart of {service.unit}), which is not a folder "
+                f"on {station.name}: the Docker engine runs elsewhere? — "
+                + (
+                    f"the checkpoint was read from the profile's checkpoint.path, {known}"
+                    if known and host.file(known).is_directory
+                    else "set checkpoint.path by hand"
+                )
+            )
+            if known and host.file(known).is_directory:
+                capture_checkpoint(collect, host, station, recipe)
+            path = None
         if path:
             collect.add(
                 "checkpoint",

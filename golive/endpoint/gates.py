@@ -1,22 +1,26 @@
 """The sweep's gates as data: each bound of a profile's `load.floors` at its level, the measured value, its interval and
 what the interval decides; and the shape of the throughput curve with the cause it usually has.
 
-Pure functions of the sweep's level results (golive.endpoint.levels.LevelResult) and the profile's `load` section, so
-the load generator can ask, level by level, whether more requests would decide a floor (`undecided`).
+Every gate reads the median of its rounds (one value per measured batch of its level; the ratios one per ratio round)
+with the order-statistic interval of that median (golive.endpoint.uncertainty.Rounds): rounds, not requests, are the
+unit, so the interval covers the station's run-to-run variation. Pure functions of the sweep's level results
+(golive.endpoint.levels.LevelResult) and the profile's `load` section, so the load generator can ask, level by level,
+whether more rounds would decide a floor (`undecided`).
 """
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 from golive.endpoint.levels import LevelResult
 from golive.endpoint.uncertainty import (
     Decision,
     Interval,
+    Rounds,
     against_ceiling,
     against_floor,
-    median_interval,
+    interval_text,
+    protecting,
     ratio_interval,
 )
 from golive.profile.schema import Load
@@ -33,17 +37,42 @@ class Gate:
     interval: Interval | None
     bound: float  # the floor (or ceiling) after load.tolerance
     requests: int
-    rounds: int | None = None  # a ratio read from ratio rounds: how many
+    rounds: int | None = None  # how many rounds the value is the median of (None: a number read whole, the peak's)
+    spread: Rounds | None = None  # the rounds themselves: their interval, whether they are unstable
 
     @property
     def ceiling(self) -> bool:
         return self.field in CEILINGS
 
     @property
-    def decision(self) -> Decision:
+    def unstable(self) -> bool:
+        return self.spread is not None and self.spread.unstable
+
+    @property
+    def settled(self) -> Decision:
+        """What the interval alone decides: passes when it clears the bound, fails when it lies beyond, else
+        undecided. While undecided the sweep adds rounds within the profile's bounds (`undecided`): with 9 or more
+        rounds the interval no longer reaches the single most extreme round, so one round that met other work on the
+        machine does not decide a gate."""
         if self.value is None:
             return Decision.UNDECIDED
         return against_ceiling(self.interval, self.bound) if self.ceiling else against_floor(self.interval, self.bound)
+
+    @property
+    def decision(self) -> Decision:
+        """The verdict once no more rounds come: `settled`, except where it is still undecided and the rounds are
+        unstable: then the bound that protects the operator decides (the low end for a floor, the high end for a
+        ceiling), since rounds were measured beyond the bound and more rounds did not settle a station that moves."""
+        judged = self.settled
+        if judged is Decision.UNDECIDED and self.unstable:
+            return protecting(self.interval, self.bound, self.ceiling)
+        return judged
+
+    def said(self, spec: str = ",.4g", unit: str = "") -> str:
+        """How sure the value is, in words (golive.endpoint.uncertainty.Rounds.said)."""
+        if self.spread is not None:
+            return self.spread.said(spec, unit)
+        return f"{interval_text(self.interval, spec)}, {self.requests} requests"
 
 
 def gate_concurrency(load: Load) -> int:
@@ -58,51 +87,59 @@ def bound(load: Load, field: str) -> float | None:
     return value * (1 + load.tolerance) if field in CEILINGS else value * (1 - load.tolerance)
 
 
-def _ci(values: list[float] | None) -> Interval | None:
-    return None if values is None else (values[0], values[1])
-
-
 def _ratio(top: float | None, bottom: float | None) -> float | None:
     return None if top is None or not bottom else top / bottom
 
 
-def _median_of(rounds: list[float]) -> tuple[float | None, Interval | None]:
-    """A ratio from its rounds: their median, and the bootstrap interval of that median (None with one round)."""
-    return (statistics.median(rounds) if rounds else None), median_interval(rounds)
+def level_rounds(level: LevelResult, field: str) -> Rounds | None:
+    """A level's number as its rounds: the per-batch values the sweep recorded; a row without them (not made by the
+    sweep) is one round of its own value."""
+    recorded = getattr(level, f"{field}_rounds")
+    if recorded is not None:
+        return Rounds.of(recorded)
+    value = getattr(level, field)
+    return None if value is None else Rounds((value,))
+
+
+Found = tuple[str, float | None, Interval | None, Rounds | None]
+
+
+def _of(field: str, rounds: Rounds | None) -> Found:
+    return (field, None, None, None) if rounds is None else (field, rounds.median, rounds.interval, rounds)
 
 
 def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list[Gate]:
-    """The gates this level decides (those the profile sets a number for)."""
-    found: list[tuple[str, float | None, Interval | None]] = []
+    """The gates this level decides (those the profile sets a number for), each the median of its rounds."""
+    found: list[Found] = []
     if level.concurrency == 1:
         found += [
-            ("single_user_decode_tok_s", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
-            ("single_user_ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci)),
+            _of("single_user_decode_tok_s", level_rounds(level, "per_user_tok_s_p50")),
+            _of("single_user_ttft_p50_s", level_rounds(level, "ttft_p50_s")),
         ]
     if level.concurrency == gate_concurrency(load):
         found += [
-            ("aggregate_tok_s", level.aggregate_tok_s, _ci(level.aggregate_tok_s_ci)),
-            ("per_user_tok_s_p50", level.per_user_tok_s_p50, _ci(level.per_user_tok_s_p50_ci)),
-            ("ttft_p50_s", level.ttft_p50_s, _ci(level.ttft_p50_s_ci)),
-            ("goodput_share", level.goodput_share, _ci(level.goodput_share_ci)),
+            _of(field, level_rounds(level, field))
+            for field in ("aggregate_tok_s", "per_user_tok_s_p50", "ttft_p50_s", "goodput_share")
         ]
         one = level if level.concurrency == 1 else next((lv for lv in earlier if lv.concurrency == 1), None)
         if level.scaling_rounds:
             found += [
-                ("scaling_ratio", *_median_of(level.scaling_rounds)),
-                ("per_user_ratio", *_median_of([r for r in level.per_user_rounds or [] if r is not None])),
+                _of("scaling_ratio", Rounds.of(level.scaling_rounds)),
+                _of("per_user_ratio", Rounds.of(level.per_user_rounds)),
             ]
-        elif one is not None:  # no rounds (load.ratio_rounds 0, or the bounds ran out first): the pooled levels
+        elif one is not None:  # no ratio rounds (load.ratio_rounds 0, or the bounds ran out first): the pooled levels
+            aggregate = _ratio(level.aggregate_tok_s, one.aggregate_tok_s)
             found += [
                 (
                     "scaling_ratio",
-                    _ratio(level.aggregate_tok_s, one.aggregate_tok_s),
+                    aggregate,
                     ratio_interval(
                         level.aggregate_tok_s,
-                        _ci(level.aggregate_tok_s_ci),
+                        _rounds_ci(level, "aggregate_tok_s"),
                         one.aggregate_tok_s,
-                        _ci(one.aggregate_tok_s_ci),
+                        _rounds_ci(one, "aggregate_tok_s"),
                     ),
+                    None,
                 )
             ]
             if level.per_user_tok_s_p50 is not None and one.per_user_tok_s_p50 is not None:
@@ -112,33 +149,77 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
                         _ratio(level.per_user_tok_s_p50, one.per_user_tok_s_p50),
                         ratio_interval(
                             level.per_user_tok_s_p50,
-                            _ci(level.per_user_tok_s_p50_ci),
+                            _rounds_ci(level, "per_user_tok_s_p50"),
                             one.per_user_tok_s_p50,
-                            _ci(one.per_user_tok_s_p50_ci),
+                            _rounds_ci(one, "per_user_tok_s_p50"),
                         ),
+                        None,
                     )
                 ]
             else:
-                found += [("per_user_ratio", None, None)]
+                found += [("per_user_ratio", None, None, None)]
     gates = []
-    for field, value, interval in found:
+    for field, value, interval, rounds in found:
         limit = bound(load, field)
         if limit is not None:
-            rounds = len(level.scaling_rounds) if field in RATIOS and level.scaling_rounds else None
             gates.append(
-                Gate(field, level.concurrency, value, interval, limit, level.requests - level.failures, rounds)
+                Gate(
+                    field,
+                    level.concurrency,
+                    value,
+                    interval,
+                    limit,
+                    level.requests - level.failures,
+                    None if rounds is None else rounds.n,
+                    rounds,
+                )
             )
     return gates
+
+
+def _rounds_ci(level: LevelResult, field: str) -> Interval | None:
+    """A level's number's interval from its rounds; a row the sweep did not make (no `*_rounds`) gives its `*_ci`."""
+    if getattr(level, f"{field}_rounds") is None:
+        ci: list[float] | None = getattr(level, f"{field}_ci")
+        return None if ci is None else (ci[0], ci[1])
+    rounds = level_rounds(level, field)
+    return None if rounds is None else rounds.interval
 
 
 RATIOS = {"scaling_ratio", "per_user_ratio"}
 
 
+def peak(load: Load, levels: list[LevelResult]) -> Gate | None:
+    """The best aggregate of the sweep against peak_tok_s: of the levels whose rounds give an interval, the one whose
+    interval's low end is highest (the level that best shows the peak); without any, the highest median (undecided:
+    too few rounds). None where the profile sets no peak or no level had a successful request."""
+    limit = bound(load, "peak_tok_s")
+    ran = [(lv, r) for lv in levels if lv.requests > lv.failures and (r := level_rounds(lv, "aggregate_tok_s"))]
+    if limit is None or not ran:
+        return None
+    sure = [(lv, r, r.interval) for lv, r in ran if r.interval is not None]
+    if sure:
+        best, rounds, _ = max(sure, key=lambda found: found[2][0] if found[2] else 0.0)
+    else:
+        best, rounds = max(ran, key=lambda pair: pair[1].median)
+    return Gate(
+        "peak_tok_s",
+        best.concurrency,
+        rounds.median,
+        rounds.interval,
+        limit,
+        best.requests - best.failures,
+        rounds.n,
+        rounds,
+    )
+
+
 def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> str | None:
-    """Where more requests could decide a measured gate at this level that straddles its bound: "ratio" (only ratio
-    gates: the 1-user level may be the less sure side), "level" (a gate of this level's own), None (all decided)."""
+    """Where more rounds could decide a measured gate at this level (too few rounds for an interval, or an interval
+    that straddles its bound, the rounds stable or not): "ratio" (only ratio gates: the 1-user level may be the less
+    sure side), "level" (a gate of this level's own), None (all decided)."""
     fields = {
-        g.field for g in gates_at(load, level, earlier) if g.value is not None and g.decision is Decision.UNDECIDED
+        g.field for g in gates_at(load, level, earlier) if g.value is not None and g.settled is Decision.UNDECIDED
     }
     if not fields:
         return None

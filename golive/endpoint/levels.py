@@ -31,7 +31,8 @@ class LevelResult:
     client_usage_mismatches: int  # requests whose client count differs from usage (cross-check, not a failure)
     warmup_failures: int = 0  # not measured, still a failure of the station
     errors: list[str] = field(default_factory=list)
-    # 95 % intervals (golive.endpoint.uncertainty), [low, high]; None with fewer than 2 successful requests
+    # 95 % intervals of the median of the rounds below (golive.endpoint.uncertainty.Rounds), [low, high]; None with
+    # fewer than MIN_ROUNDS rounds
     aggregate_tok_s_ci: list[float] | None = None
     per_user_tok_s_p50_ci: list[float] | None = None
     ttft_p50_s_ci: list[float] | None = None
@@ -45,6 +46,12 @@ class LevelResult:
     # at this level and a 1-user batch measured back to back: aggregate ÷ aggregate, per-user p50 ÷ per-user p50
     scaling_rounds: list[float] | None = None
     per_user_rounds: list[float | None] | None = None
+    # the level's rounds: each measured batch's own value, in the order measured (the gates read their median and its
+    # interval, golive.endpoint.uncertainty.Rounds); None for a row the sweep did not make
+    aggregate_tok_s_rounds: list[float] | None = None
+    per_user_tok_s_p50_rounds: list[float | None] | None = None
+    ttft_p50_s_rounds: list[float | None] | None = None
+    goodput_share_rounds: list[float | None] | None = None
     # the gate level only: vLLM's own count of the requests it ran and kept waiting, [running, waiting] per /metrics
     # poll during its round batches (`vllm:num_requests_running`, `vllm:num_requests_waiting`); None where /metrics
     # never reported them

@@ -25,6 +25,7 @@ from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timeline import LEVEL, PRIMING, ROUND, WARMUP, Batch, Buffering, PathProbe, Stream, buffering
 from golive.endpoint.timeline import batch_of as batch_record
 from golive.endpoint.tls import trusting
+from golive.endpoint.uncertainty import Rounds
 
 
 @dataclass
@@ -99,10 +100,12 @@ class _Measured:
     level: LevelResult
     rounds: list[tuple[LevelResult, LevelResult]] = field(default_factory=list)  # (1 user, this level) per round
     engine_samples: list[list[float]] = field(default_factory=list)
+    batch_rows: list[LevelResult] = field(default_factory=list)  # each measured batch's own row: the level's rounds
 
     def row(self, concurrency: int, slo: Slo | None) -> LevelResult:
         level = _row(concurrency, self.timings, self.warm, self.spent_s, self.batches, slo)
         level.engine_samples = self.engine_samples or None
+        _with_rounds(level, self.batch_rows)
         if self.rounds:
             level.scaling_rounds = [
                 top.aggregate_tok_s / one.aggregate_tok_s if one.aggregate_tok_s > 0 else 0.0
@@ -125,7 +128,10 @@ async def sweep_async(
 
     Then the ratio rounds, when `paired` (the gate level) and 1 user were both measured: `rounds` rounds (more while
     a ratio is undecided), each a 1-user batch and a `paired` batch back to back (the order alternating), each giving
-    one ratio. A ratio reads the median of its rounds with the bootstrap interval of that median: two batches a few
+    one ratio. A ratio reads the median of its rounds with the order-statistic interval of that median (the 1-user and
+    gate-level gates read those levels' batches the same way, one round a batch: golive.endpoint.uncertainty.Rounds;
+    their levels get no lone extra batches before the rounds, and after them more rounds, not batches, while one of
+    their floors is undecided): two batches a few
     seconds apart meet the same machine, so other work starting or stopping moves both sides of a round instead of
     one side of the ratio, and a round that met a change anyway is one outlier among the rounds (measured on this
     2-core machine with two CPU hogs: the 1-user aggregate swung 20–711 tok/s between batches, 8 users collapsed to
@@ -201,11 +207,13 @@ async def sweep_async(
             m = measured[concurrency]
             more, started, ended = await timed(kind, concurrency, batch_of(concurrency), round_)
             sent += len(more)
+            own = summarize(concurrency, more, started, ended, slo)
             m.timings += more
             m.spent_s += ended - started
             m.batches += 1
+            m.batch_rows.append(own)
             m.level = m.row(concurrency, slo)
-            return summarize(concurrency, more, started, ended, slo)
+            return own
 
         pairing = paired is not None and paired != 1 and rounds > 0
 
@@ -235,12 +243,18 @@ async def sweep_async(
                 f"{batch[paired].aggregate_tok_s:,.1f} tok/s: {_fmt(ratio, '.2f')}×"
             )
 
+        def rounds_here(concurrency: int) -> bool:
+            """Whether this level's rounds are the ratio rounds: 1 user and the gate level, interleaved."""
+            return pairing and concurrency in (1, paired)
+
         async def settle(concurrency: int) -> None:
-            """More requests while a floor read at this level is undecided: a batch of the level, or (a ratio) a
-            round, once the rounds have begun."""
+            """More rounds while a floor read at this level is undecided: a ratio round for 1 user and the gate level
+            once the rounds have begun (its batches interleave the two levels), else a batch of the level."""
             while kind := pending(concurrency):
-                if kind == "ratio":
-                    if not (pairing and concurrency == paired and measured[concurrency].rounds and room(1, paired)):
+                if kind == "ratio" or rounds_here(concurrency):
+                    assert paired is not None
+                    begun = paired in measured and measured[paired].rounds and 1 in measured
+                    if not (pairing and begun and room(1, paired)):
                         return
                     await ratio_round()
                 elif room(concurrency):
@@ -264,19 +278,40 @@ async def sweep_async(
                 warm, _, _ = await timed(WARMUP, concurrency, warmup * concurrency)
             timings, started, ended = await timed(LEVEL, concurrency, batch_of(concurrency))
             sent += len(warm) + len(timings)
-            measured[concurrency] = _Measured(
-                timings, warm, ended - started, 1, _row(concurrency, timings, warm, ended - started, 1, slo)
-            )
-            await settle(concurrency)
+            first = _row(concurrency, timings, warm, ended - started, 1, slo)
+            measured[concurrency] = _Measured(timings, warm, ended - started, 1, first)
+            measured[concurrency].batch_rows.append(summarize(concurrency, timings, started, ended, slo))
+            measured[concurrency].level = measured[concurrency].row(concurrency, slo)
+            if not (rounds_here(concurrency) and 1 in levels and paired in levels):
+                await settle(concurrency)  # 1 user and the gate level get their rounds interleaved, below
             _progress_line(progress, measured[concurrency].level)
         if pairing and 1 in measured and paired in measured:
             while len(measured[paired].rounds) < rounds and room(1, paired):
                 await ratio_round()
-            for concurrency in sorted(measured)[1:]:
+            for concurrency in sorted(measured):
                 await settle(concurrency)
     return Sweep(
         [m.level for _, m in sorted(measured.items())], not_run, batches=batches, started_at=started_at, path=path
     )
+
+
+def _with_rounds(level: LevelResult, batch_rows: list[LevelResult]) -> None:
+    """The level's rounds (one value a measured batch) and, for a level of several batches, in place of the
+    per-request intervals of the pooled requests, the order-statistic interval of their median
+    (golive.endpoint.uncertainty.Rounds; None with too few). A level of one batch keeps its requests' intervals (the
+    prefill measurement reads them); no gate reads those: the gates read the rounds."""
+    if not batch_rows:
+        return
+    level.aggregate_tok_s_rounds = [b.aggregate_tok_s for b in batch_rows if b.requests > b.failures]
+    level.per_user_tok_s_p50_rounds = [b.per_user_tok_s_p50 for b in batch_rows]
+    level.ttft_p50_s_rounds = [b.ttft_p50_s for b in batch_rows]
+    level.goodput_share_rounds = None if level.good_requests is None else [b.goodput_share for b in batch_rows]
+    if len(batch_rows) < 2:
+        return
+    for name in ("aggregate_tok_s", "per_user_tok_s_p50", "ttft_p50_s", "goodput_share"):
+        rounds = Rounds.of(getattr(level, f"{name}_rounds"))
+        interval = None if rounds is None else rounds.interval
+        setattr(level, f"{name}_ci", None if interval is None else list(interval))
 
 
 def _row(

@@ -7,6 +7,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -40,6 +41,27 @@ class NumaNode(TypedDict, total=False):
 class Shard:
     name: str
     size: int
+
+
+@dataclass
+class SavedLog:
+    """A file in the folder the prestart saves dead containers' logs into (`stat -c '%n|%s|%y'`)."""
+
+    path: str
+    size: int
+    written: str  # as stat printed it, the station's local time: 2026-12-04 23:25:47.516874436 +0000
+    written_local: datetime  # that time without its zone, to compare with systemd's timestamps
+
+
+@dataclass
+class RestartRecord:
+    """What systemd says of the unit's restarts (`systemctl show UNIT -p NRestarts -p ActiveState -p
+    ActiveExitTimestamp`): NRestarts=2, ActiveState=active, ActiveExitTimestamp=Fri 2026-12-04 23:25:46 UTC."""
+
+    n_restarts: int
+    active_state: str
+    active_exit: str  # when the unit last left `active` (its main process died, or a stop), as systemd printed it
+    active_exit_local: datetime | None  # that time without its zone (systemd prints the station's local time)
 
 
 class StationFacts:
@@ -159,6 +181,40 @@ class StationFacts:
         if not fragment:
             return self._with_environment(shown)
         return self._with_environment(shown.with_origins(self._unit_of_files([fragment, *dropins])))
+
+    @cached_property
+    def restarts(self) -> RestartRecord:
+        """The unit's restart count and when it last went down, from systemd (`systemctl show`)."""
+        props = systemd.parse_show(
+            self.run("systemctl show %s -p NRestarts -p ActiveState -p ActiveExitTimestamp", self.service.unit)
+        )
+        count = (props.get("NRestarts") or [""])[-1]
+        exited = (props.get("ActiveExitTimestamp") or [""])[-1].strip()
+        when = None
+        if exited:  # "Fri 2026-12-04 23:25:46 UTC": weekday, local date and time, the zone's abbreviation
+            try:
+                when = datetime.strptime(" ".join(exited.split()[1:3]), "%Y-%m-%d %H:%M:%S")
+            except ValueError:
+                raise FactError(f"`systemctl show` printed ActiveExitTimestamp={exited!r}: not a time") from None
+        return RestartRecord(int(count) if count.isdigit() else 0, (props.get("ActiveState") or [""])[-1], exited, when)
+
+    def saved_logs(self, folder: str) -> list[SavedLog]:
+        """The files in `folder` (not its dot files), newest first; [] when it does not exist."""
+        text = self.run(
+            "find %s -maxdepth 1 -type f ! -name '.*' -exec stat -c '%%n|%%s|%%y' {} + 2>/dev/null",
+            folder,
+            ok_rcs=(0, 1),
+        )
+        logs = []
+        for line in text.splitlines():
+            path, size, written = (line.rsplit("|", 2) + ["", ""])[:3]
+            try:  # "2026-12-04 23:25:47.516874436 +0000": local date and time (to the second), then the offset
+                local = datetime.strptime(" ".join(written.split()[:2]).split(".")[0], "%Y-%m-%d %H:%M:%S")
+            except ValueError:
+                continue
+            if size.isdigit():
+                logs.append(SavedLog(path, int(size), re.sub(r"\.\d+", "", written, count=1), local))
+        return sorted(logs, key=lambda log: (log.written_local, log.path), reverse=True)
 
     @cached_property
     def docker_run(self) -> docker.DockerRun | None:

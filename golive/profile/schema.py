@@ -166,6 +166,17 @@ class LoadPrefill(Strict):
     reference_source: str | None = None  # where the reference numbers were measured (checkpoint, hardware)
 
 
+class LoadPrefillStall(Strict):
+    """Running streams while one long prompt is prefilled (golive.endpoint.prefill_stall): `streams` answers decode,
+    one salted `prompt_tokens` prompt arrives beside them; with chunked prefill on they keep decoding."""
+
+    # the long prompt, by the server's /tokenize: at least 4 × the served --max-num-batched-tokens (vLLM's default 2,048
+    # on CPU, 8,192 on H100/H200, 16,384 on 160 GB+ GPUs) so that one chunk is a small share of its prefill; None: not
+    # checked (not applicable)
+    prompt_tokens: int | None = Field(default=None, ge=1)
+    streams: int = Field(default=3, ge=1)  # decoding while it is prefilled
+
+
 class Load(Strict):
     """The throughput workload and its floors; golive never exceeds the bounds (max_*)."""
 
@@ -190,6 +201,7 @@ class Load(Strict):
     floors: LoadFloors = LoadFloors()
     slo: LoadSlo = LoadSlo()
     prefill: LoadPrefill = LoadPrefill()
+    prefill_stall: LoadPrefillStall = LoadPrefillStall()
 
     @property
     def gate_level(self) -> int:
@@ -213,6 +225,11 @@ class Load(Strict):
         if max(self.concurrency) > self.max_concurrency or min(self.concurrency) < 1:
             raise ValueError(
                 f"concurrency levels {self.concurrency} must lie in 1..max_concurrency ({self.max_concurrency})"
+            )
+        if self.prefill_stall.streams + 1 > self.max_concurrency:
+            raise ValueError(
+                f"prefill_stall.streams {self.prefill_stall.streams} and its long prompt exceed max_concurrency "
+                f"({self.max_concurrency})"
             )
         if self.gate_concurrency is not None and self.gate_concurrency not in self.concurrency:
             raise ValueError(f"gate_concurrency {self.gate_concurrency} is not one of the levels {self.concurrency}")

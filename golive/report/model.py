@@ -17,10 +17,13 @@ Ctrl-C or SIGTERM), so a reader tells "not reached" from "could not be checked" 
 other key and its shape is schema 3's (but `profile`, null rather than {} where a run had no inventory). Files of
 schema 2 and 3 read into this model: their checks get the id derived from nodeid and station, `stopped_by` is null.
 
-Added within schema 4: `estimate` says how it was made: `probes` (each station's endpoint timed before the first check:
-TTFT, decode and prefill tok/s, or why not), `limit_s` (every budget added up: the hard stop) and each part's
-`limit_s`; `expected_s` is now this run as the probe found the stations and `upper_s` the probe's speeds at a
-pessimistic factor (golive.run.estimate), no longer the floors' time and the budgets' sum.
+Added within schema 4: a finding's `flags` (the served vLLM flags a check found wrong) and `suspects` (those whose
+wrong value would explain what it found); where they meet on one station, `same_cause` (a line) and
+`same_cause_checks` (ids) tie the two findings as one root cause (golive.report.causes). `estimate` says how it
+was made: `probes` (each station's endpoint timed before the first check: TTFT, decode and prefill tok/s, or why not),
+`limit_s` (every budget added up: the hard stop) and each part's `limit_s`; `expected_s` is now this run as the probe
+found the stations and `upper_s` the probe's speeds at a pessimistic factor (golive.run.estimate), no longer the
+floors' time and the budgets' sum.
 
 schema 3 (golive 0.3): the concurrency sweep is its own list, `sweep`, one row per station and level ({station,
 concurrency, requests, failures, aggregate_tok_s, …}: golive.endpoint.levels.LevelResult's fields); the schema 2
@@ -115,6 +118,16 @@ class Finding(Record):
     recipe: str
     fix: str
     sources: list[str] = Field(default_factory=list, description="the recipes the three lines cite")
+    flags: list[str] = Field(default_factory=list, description="the served vLLM flags the check found wrong")
+    suspects: list[str] = Field(
+        default_factory=list, description="the served vLLM flags whose wrong value would explain what it found"
+    )
+    same_cause: str = Field(
+        default="", description="the failed checks of this station with the same root cause, and which (a line)"
+    )
+    same_cause_checks: list[str] = Field(
+        default_factory=list, description="their ids: a flag one check found wrong explains what the others found"
+    )
 
 
 class WaiverRecord(Record):
@@ -167,6 +180,12 @@ class Metric(Record):
     passed: bool = True
     interval: list[float] | None = Field(default=None, description="95 % [low, high]; null: a single reading")
     requests: int | None = Field(default=None, description="how many requests the value and its interval stand on")
+    rounds: int | None = Field(
+        default=None, description="how many rounds the value is the median of; its interval is theirs (null: none)"
+    )
+    unstable: str | None = Field(
+        default=None, description="where the rounds disagree (pyperf's check): their range and spread; else null"
+    )
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -207,6 +226,10 @@ class SweepRow(Record):
     batches: int = 1
     scaling_rounds: list[float] | None = None
     per_user_rounds: list[float | None] | None = None
+    aggregate_tok_s_rounds: list[float] | None = None
+    per_user_tok_s_p50_rounds: list[float | None] | None = None
+    ttft_p50_s_rounds: list[float | None] | None = None
+    goodput_share_rounds: list[float | None] | None = None
     engine_samples: list[list[float]] | None = None
 
     @classmethod

@@ -33,6 +33,7 @@ from golive.core.verdict import verdict as verdict_of
 from golive.endpoint.levels import LevelResult
 from golive.inventory.loader import LoadedInventory
 from golive.report import keys
+from golive.report.causes import tie
 from golive.report.model import (
     SCHEMA,
     BaselineDiff,
@@ -184,6 +185,7 @@ class Recorder:
         for outcome in (NOT_CHECKED, NOT_APPLICABLE):
             for reason, records in grouped_by_reason(self.of(outcome)).items():
                 lines.append(f"  {outcome.replace('_', ' ')} ({len(records)}): {reason}")
+        lines += [f"  {cause.line()}" for cause in tie([c.model_copy(deep=True) for c in self.checks.values()])]
         return lines
 
     def results(self, interrupted: bool = False) -> Results:
@@ -227,7 +229,7 @@ class Recorder:
                 interrupted=interrupted,
             ),
             recipes=RECIPES,
-            checks=[record.model_copy(deep=True) for record in self.checks.values()],
+            checks=tied([record.model_copy(deep=True) for record in self.checks.values()]),
             metrics=[metric.model_copy() for metric in self.metrics],
             sweep=[point.row() for point in self.sweep],
             baseline=self.baseline,
@@ -264,6 +266,12 @@ def grouped_by_reason(records: list[CheckRecord]) -> dict[str, list[CheckRecord]
     for record in records:
         groups[record.message.splitlines()[0] if record.message else "(no reason given)"].append(record)
     return dict(groups)
+
+
+def tied(checks: list[CheckRecord]) -> list[CheckRecord]:
+    """The checks with one root cause tied in their findings (golive.report.causes)."""
+    tie(checks)
+    return checks
 
 
 def _now() -> str:

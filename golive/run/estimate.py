@@ -15,10 +15,10 @@ The three figures:
   ÷ the probe's speed (an answer's tokens ÷ its time) scaled to each level by the profile's model of scaling (the
   floors' shape from 1 user to the gate level and the peak, never below the scaling-ratio floor), plus a first token
   per batch; the batteries and every other endpoint check are answers of `ANSWER_TOKENS` at the probe's speed; the
-  needles and the prefill check are their prompts at the probe's prefill speed (fitted through its two prompts: a
-  long prompt is slower per token); a host or cluster check is `HOST_CHECK_S`; golive itself is the time already
-  spent before the first check (start, collection, the probe) and `REPORTS_S`. Where nothing was measured, the
-  floors' speeds stand in: the time of a station exactly at its floors.
+  needles, the prefill check and the prefill-stall check are their prompts at the probe's prefill speed (fitted
+  through its two prompts: a long prompt is slower per token); a host or cluster check is `HOST_CHECK_S`; golive
+  itself is the time already spent before the first check (start, collection, the probe) and `REPORTS_S`. Where
+  nothing was measured, the floors' speeds stand in: the time of a station exactly at its floors.
 - **at most** (`upper_s`): the same at the probe's speeds × 1 / `PESSIMISM` (a station that turns out that much
   slower than its probe, or decides a floor only after extra batches), each part capped by its budget. It is at most
   `PESSIMISM` × the expected time, by construction; it is not a promise about a station that stops answering.
@@ -280,6 +280,12 @@ def estimate(
             )
             seconds = speeds.ttft_s + ANSWER_TOKENS * users / speed if speed else speeds.answer_s
             result.add("other endpoint checks", seconds, load.max_duration_s, nodeid)
+        elif module == "test_prefill.py" and load is not None and load.prefill_stall.prompt_tokens:
+            # one round (streams started, the long prompt prefilled beside them, a few tokens more); a second only
+            # where the first froze
+            long_prompt = min(load.prefill_stall.prompt_tokens, profile.vllm.max_model_len)
+            seconds = speeds.prefill_s(long_prompt) + speeds.answer_s
+            result.add("prefill stall", seconds, 2 * (timeout + seconds), nodeid)
         elif module == "test_long_context.py":
             prompt = profile.vllm.max_model_len * profile.endpoint.needle_fraction_of_context
             result.add("needles", speeds.prefill_s(prompt) + speeds.answer_s, timeout, nodeid)

@@ -49,6 +49,8 @@ class RecordMetric(Protocol):
         interval: tuple[float, float] | None = None,
         requests: int | None = None,
         passed: bool | None = None,
+        rounds: int | None = None,
+        unstable: str | None = None,
     ) -> bool: ...
 
 
@@ -327,6 +329,8 @@ def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
         interval: tuple[float, float] | None = None,
         requests: int | None = None,
         passed: bool | None = None,
+        rounds: int | None = None,
+        unstable: str | None = None,
     ) -> bool:
         """`passed` given: the check's own judgement (an interval against its bound); else value against bound."""
         if passed is None:
@@ -340,6 +344,8 @@ def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
             passed=passed,
             interval=None if interval is None else list(interval),
             requests=requests,
+            rounds=rounds,
+            unstable=unstable,
         )
         # plain data on the report: it crosses pytest-xdist; the Recorder makes it a Metric again
         request.node.user_properties.append((keys.METRIC, metric.as_dict()))

@@ -36,7 +36,13 @@ PROBE_PREFILL_TOKENS = (1024, 4096)  # the prefill prompts' tokens, about (each 
 # checks that send one request per battery case: module → the battery's size (read once, lazily)
 BATTERY_MODULES = {"test_tools.py": "tool", "test_agent.py": "agent"}
 # the checks whose time is the station's speed: only where one is selected is the station probed
-SPEED_MODULES = {"test_throughput.py", "test_long_context.py", "test_correctness_under_load.py", *BATTERY_MODULES}
+SPEED_MODULES = {
+    "test_throughput.py",
+    "test_long_context.py",
+    "test_prefill.py",
+    "test_correctness_under_load.py",
+    *BATTERY_MODULES,
+}
 
 
 @dataclass(frozen=True)
@@ -202,7 +208,7 @@ def probe_stations(
         module = item.path.name if hasattr(item, "path") else ""
         if station is None or layer_of(item) != "endpoint" or module not in SPEED_MODULES:
             continue
-        if module == "test_long_context.py" or item.name.startswith("test_prefill_speed"):
+        if module in ("test_long_context.py", "test_prefill.py") or item.name.startswith("test_prefill_speed"):
             long_prompts.add(station.name)
         profile = loaded.profile_of(station).profile
         if station.name not in stations and layer_scope("endpoint", station, profile, profile.name) is None:

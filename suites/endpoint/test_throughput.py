@@ -1,10 +1,12 @@
 """Throughput floors: the recipe's measured go-live numbers, one concurrency sweep, each gate against its floor [000].
 
 Metric definitions: docs/metrics.md. The sweep runs once per station (salted prompts, fixed answer length, warm-up
-excluded) within the profile's load bounds; every check below reads its level of that one sweep. Each number carries a
-95 % interval (golive.endpoint.uncertainty): a floor passes when the interval clears it, fails when the interval lies
-below it; in between the sweep adds requests within load.max_requests / max_duration_s, and a floor still undecided
-after that is not checked (the run is INCOMPLETE, never GO).
+excluded) within the profile's load bounds; every check below reads its level of that one sweep. Each number is the
+median of its rounds with their 95 % interval (golive.endpoint.uncertainty.Rounds): a floor passes when the interval
+clears it, fails when the interval lies below it; in between the sweep adds rounds within load.max_requests /
+max_duration_s, and a floor still undecided after that (or with too few rounds for an interval) is not checked (the run
+is INCOMPLETE, never GO). Rounds that disagree (pyperf's check) are reported unstable, and their gate is judged on the
+interval's protecting end.
 """
 
 from __future__ import annotations
@@ -112,10 +114,9 @@ UNMEASURABLE = {
     "goodput_share": "no successful request",
 }
 UNDECIDED = (
-    "undecided: {what} at {users} users is {value} ({interval}, {requests}), which straddles the "
-    "{kind} {bound}; the sweep added requests up to the profile's bounds (load.max_requests "
-    "{max_requests}, load.max_duration_s {max_duration_s:g} s) and still could not tell: raise them, or "
-    "measure on a quieter station"
+    "undecided: {what} at {users} users is {value} ({interval}), which {straddles} the {kind} {bound}; the sweep "
+    "added rounds up to the profile's bounds (load.max_requests {max_requests}, load.max_duration_s "
+    "{max_duration_s:g} s) and still could not tell: raise them, or measure on a quieter station"
 )
 
 
@@ -165,6 +166,8 @@ def _judge(
         interval=gate.interval,
         requests=gate.requests,
         passed=gate.decision is Decision.PASSES,
+        rounds=gate.rounds,
+        unstable=gate.spread.range_text(",.4g", unit) if gate.spread is not None and gate.unstable else None,
     )
     if gate.decision is Decision.UNDECIDED:
         pytest.skip(
@@ -172,13 +175,21 @@ def _judge(
                 what=what,
                 users=gate.concurrency,
                 value=f"{gate.value:,.4g}",
-                interval=interval_text(gate.interval),
+                interval=gate.said(",.4g", unit),
+                straddles="cannot be judged against" if gate.interval is None else "straddles",
                 kind=kind,
-                requests=f"{gate.rounds} rounds" if gate.rounds else f"{gate.requests} requests",
                 bound=f"{gate.bound:,.4g}",
                 max_requests=load.max_requests,
                 max_duration_s=load.max_duration_s,
             )
+        )
+    if gate.decision is Decision.FAILS and gate.unstable:
+        end = "high" if gate.ceiling else "low"
+        finding["found"] += (
+            f"; judged on the interval's {end} end because the rounds disagree (pyperf's check: their standard "
+            f"deviation above 10 % of their mean, or one 50 % away from it): in some rounds the station was beyond "
+            f"its {kind}, and more rounds of a station that moves do not settle it. Find what else runs on the "
+            f"station (another workload, throttling) and re-run the go-live"
         )
     require(gate.decision is Decision.PASSES, **finding)
 
@@ -195,13 +206,13 @@ def _path_first(swept: Sweep) -> str:
     )
 
 
-def _measured_at(gate: gates.Gate, spec: str = ",.4g") -> str:
-    if gate.rounds:
-        return (
-            f"{format(gate.value, spec)} (median of {gate.rounds} rounds of 1 and {gate.concurrency} users back "
-            f"to back, {interval_text(gate.interval)})"
-        )
-    return f"{format(gate.value, spec)} ({interval_text(gate.interval)}, {gate.requests} requests)"
+def _measured_at(gate: gates.Gate, spec: str = ",.4g", unit: str = "") -> str:
+    """The value and how sure it is: "2,518 (median of 8 rounds, 95 % CI 2,350–2,987; unstable (…))"; the ratios
+    say how their rounds were made."""
+    said = gate.said(spec, unit)
+    if gate.field in gates.RATIOS and gate.rounds:
+        said = said.replace(" rounds", f" rounds of 1 and {gate.concurrency} users back to back", 1)
+    return f"{format(gate.value, spec)} ({said})"
 
 
 def _rounds(swept: Sweep, users: int) -> str:
@@ -211,10 +222,19 @@ def _rounds(swept: Sweep, users: int) -> str:
     return " (rounds: " + ", ".join(f"{r:.2f}×" for r in level.scaling_rounds) + ")"
 
 
-def _workload(load: Load, concurrency: int) -> str:
+def _workload(load: Load, concurrency: int, swept: Sweep | None = None) -> str:
+    """The workload as sent: the prompt's size as the server counted it (usage.prompt_tokens, the level's median),
+    where the level ran; the profile's design otherwise."""
+    level = swept.at(concurrency) if swept is not None else None
+    counted = level.prompt_tokens_p50 if level is not None else None
+    prompt = (
+        f"{counted:,.0f}-token salted prompts (usage.prompt_tokens, median; {load.prompt_tokens} asked)"
+        if counted is not None
+        else f"~{load.prompt_tokens}-token salted prompts"
+    )
     return (
-        f"{concurrency} in flight, ~{load.prompt_tokens}-token salted prompts, {load.output_tokens}-token answers, "
-        f"{load.repeats} × {concurrency} requests after warm-up"
+        f"{concurrency} in flight, {prompt}, {load.output_tokens}-token answers, "
+        f"rounds of {max(load.repeats * concurrency, load.min_requests)} requests after warm-up"
     )
 
 
@@ -265,7 +285,7 @@ def test_single_user_decode_meets_floor(
         "single-user decode speed",
         found=f"1 user decodes at {_measured_at(gate)} tok/s (p50), below the floor {gate.bound:,.1f} tok/s",
         recipe=f"1 user {load.floors.single_user_decode_tok_s:g} tok/s, less {load.tolerance:.0%} tolerance "
-        f"({_workload(load, 1)}) {profile.cited}",
+        f"({_workload(load, 1, swept)}) {profile.cited}",
         fix=CAUSES,
     )
 
@@ -308,7 +328,7 @@ def test_aggregate_throughput_meets_floor(
         "aggregate throughput",
         found=f"{users} users get {_measured_at(gate, ',.1f')} tok/s aggregate, below the floor {gate.bound:,.1f}",
         recipe=f"{load.floors.aggregate_tok_s:,g} tok/s aggregate at {users} users, less {load.tolerance:.0%} "
-        f"({_workload(load, users)}) {profile.cited}",
+        f"({_workload(load, users, swept)}) {profile.cited}",
         fix=CAUSES,
     )
 
@@ -363,15 +383,9 @@ def test_peak_throughput_meets_floor(swept: Sweep, load: Load, profile: Profile,
         not_applicable("the profile sets no load floor peak_tok_s")
     top = max(load.concurrency)
     top_level = _level(swept, top)
-    best = max(swept.levels, key=lambda lv: lv.aggregate_tok_s)
-    gate = gates.Gate(
-        "peak_tok_s",
-        best.concurrency,
-        best.aggregate_tok_s,
-        None if best.aggregate_tok_s_ci is None else (best.aggregate_tok_s_ci[0], best.aggregate_tok_s_ci[1]),
-        floor,
-        best.requests - best.failures,
-    )
+    gate = gates.peak(load, swept.levels)
+    assert gate is not None  # the top level ran: at least one level has a successful request
+    best = swept.at(gate.concurrency) or top_level
     _judge(
         gate,
         load,
@@ -453,6 +467,7 @@ def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profil
         f"recipe serves {cap or 'its default'}); a KV cache too small for {batch} sequences caps it too "
         f"(the vLLM log's 'Maximum concurrency' line, --gpu-memory-utilization, --max-model-len), as does "
         f"--max-num-batched-tokens below {batch} prompts; then re-run the go-live",
+        suspects=("max-num-seqs", "max-num-batched-tokens", "gpu-memory-utilization", "max-model-len"),
     )
 
 

@@ -118,15 +118,17 @@ def test_container_not_pinned_to_dram_node(
     dram = dram_node(profile)
     pin = dram_pin(profile, docker_run, facts.container)
     origin, place = _origin_and_place(facts, service.unit, _option_words(facts, "--cpuset-mems"))
+    container = facts.container
+    seen = [f"docker run --cpuset-mems {v}" for v in docker_run.values("--cpuset-mems") if v]
+    if container is not None and container.cpuset_mems:  # what Docker applied to the container that runs now
+        seen.append(f"docker inspect {container.name} HostConfig.CpusetMems {container.cpuset_mems!r}")
     require(
         pin is None,
-        found=f"{pin}{origin}",
+        found=f"{pin} ({'; '.join(seen)}){origin}",
         recipe=f"I/O jobs get node {dram}; the serving container gets the whole machine — pinned to node {dram} "
         f"CUDA init fails with Error 802 [000]",
-        fix="remove `--cpuset-mems` from "
-        + (place if origin else f"the docker run line of {service.unit}")
-        + f" ({_reload(service.unit)}); keep `numactl --membind={dram}` for downloads and copies "
-        f"only",
+        fix=f"remove `--cpuset-mems` from {place}, then {_reload(service.unit)}; keep `numactl --membind={dram}` "
+        f"for downloads and copies only",
     )
 
 
@@ -146,9 +148,8 @@ def test_image_pinned_by_digest(facts: StationFacts, docker_run: DockerRun, prof
         image.digest == pin,
         found=f"the unit runs {image}" + ("" if image.digest else " (a tag: it moves under you)") + origin,
         recipe=f"{profile.image.repository}@{pin} [000]",
-        fix=f"reference the image as {profile.image.repository}@{pin} in {place}"
-        + (f" and {_reload(service.unit)}" if origin else "")
-        + "; if you upgraded on purpose, re-run the whole suite and then update image.digest in the profile",
+        fix=f"reference the image as {profile.image.repository}@{pin} in {place}, then {_reload(service.unit)}"
+        "; if you upgraded on purpose, re-run the whole suite and then update image.digest in the profile",
     )
 
 
@@ -168,13 +169,23 @@ def test_running_container_runs_pinned_image(
     assert container is not None  # require() ended the check otherwise
     running = facts.image(container.image_id)
     wanted = running_image_not_pinned(docker_run, profile.image.digest, running.digests())
+    tag = docker_run.image if docker_run.image.digest is None else None  # a restart runs what the tag names now
+    moved = tag is not None and str(tag) in running.repo_tags
     require(
         wanted is None,
         found=f"container {container.name} runs image {container.image_id[:19]}… with digests "
-        f"{sorted(running.digests()) or 'none'} (started as {container.config_image})",
-        recipe=f"the running image is {profile.image.repository}@{wanted}, the one the unit pins [000]",
-        fix=f"`systemctl restart {service.unit}` so the pinned image runs (the prestart saves the old "
-        f"container's logs first)",
+        f"{sorted(running.digests()) or 'none'} (started as {container.config_image}"
+        + (f"; the tag {tag} names this image now: it was re-pushed or re-pulled" if moved else "")
+        + ")",
+        recipe=f"the running image is {profile.image.repository}@{wanted}, the one the "
+        f"{'profile' if tag else 'unit'} pins [000]",
+        fix=(
+            f"a restart alone runs the tag {tag} again: reference the image as {profile.image.repository}@{wanted} "
+            f"in {_exec_start(facts, service.unit)} (test_image_pinned_by_digest), then {_reload(service.unit)}"
+            if tag
+            else f"`systemctl restart {service.unit}` so the pinned image runs"
+        )
+        + " (the prestart saves the old container's logs first)",
     )
 
 
@@ -303,6 +314,7 @@ def test_served_flags_are_accepted_by_vllm(
         places[origins.place(refusal.flag) if refusal.flag else origins.default] = None
     require(
         not refused,
+        flags=[refusal.flag for refusal in refused if refusal.flag],
         found=f"vLLM would refuse the served arguments ({source}): " + "; ".join(lines),
         recipe="vLLM starts with the recipe's flags; a value its parser refuses ends `vllm serve` at once [000]",
         fix=f"correct the value in {', '.join(places)} as vLLM spells it (lowercase "
@@ -336,6 +348,7 @@ def test_served_flags_match_profile(
         image_digest=docker_run.image.digest,
     )
     wrong: list[str] = []
+    wrong_flags: list[str] = []  # the flags of `wrong`: what an endpoint check they explain is tied to
     unreadable: list[str] = []
     places: dict[str, None] = {}  # where to edit, in order, once each
     for flag, want in pinned_flags(profile).items():
@@ -351,6 +364,7 @@ def test_served_flags_match_profile(
                 + (f" — {origins.twice(flag, repeated[flag])}" if flag in repeated else "")
                 + (origins.stale(flag, got) if args is not docker_run.args else "")
             )
+            wrong_flags.append(flag)
             places[origins.place(flag)] = None
     want_tokens = profile.vllm.speculative_num_tokens
     if want_tokens is not None and speculative_tokens(served) != want_tokens:
@@ -362,6 +376,7 @@ def test_served_flags_match_profile(
                 else " (no --speculative-config)"
             )
         )
+        wrong_flags.append("speculative-config")
         places[origins.place("speculative-config")] = None
     host = served_host(served)
     if profile.vllm.host is not None and host != profile.vllm.host:
@@ -369,9 +384,11 @@ def test_served_flags_match_profile(
             f"--host: {host}{' (vLLM default: every interface)' if 'host' not in served else ''}, "
             f"recipe {profile.vllm.host}"
         )
+        wrong_flags.append("host")
         places[origins.place("host")] = None
     require(
         not wrong,
+        flags=wrong_flags,
         found=f"served flags differ ({source}): " + "; ".join(wrong),
         recipe="the served flags are the recipe's; parser names are pinned to the vLLM build [000]",
         fix=f"fix the flags in {', '.join(places) or origins.default}"

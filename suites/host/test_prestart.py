@@ -180,3 +180,70 @@ def test_prestart_saves_logs_before_removing_container(facts: StationFacts, serv
             fix=f"in {service.prestart}, redirect `docker logs {container}` into {service.log_dir}/<timestamp>.log "
             f"(or set service.log_dir in your site profile to where you keep them)",
         )
+
+
+def _saved_logs_folder(facts: StationFacts, service: Service) -> str | None:
+    """Where dead containers' logs are kept: the profile's log_dir, else the folder the prestart's `docker logs`
+    writes into (when the script names it)."""
+    if service.log_dir:
+        return service.log_dir.rstrip("/") or "/"
+    commands = facts.prestart.commands
+    targets = [
+        t
+        for c in commands
+        if service.container in c.docker_targets("logs")
+        for op, t in c.redirects
+        if op in (">", ">>", ">|", "&>")
+    ]
+    folder = targets[0].rsplit("/", 1)[0] if targets and "/" in targets[0] else ""
+    return folder if folder.startswith("/") and "$" not in folder else None
+
+
+def test_prestart_saved_the_dead_containers_logs(
+    facts: StationFacts, service: Service, record_finding: RecordFinding
+) -> None:
+    """After systemd restarted the unit, the logs of the container that died are kept: the prestart of the restart
+    saved them into the log dir before `docker rm` (a file written since the unit last went down) [000]."""
+    folder = _saved_logs_folder(facts, service)
+    if folder is None:
+        not_applicable(
+            f"neither the profile (service.log_dir) nor {service.prestart}'s `docker logs` redirect names the folder "
+            f"the logs are saved into"
+        )
+    if not facts.systemd_running:
+        not_applicable("systemd is not PID 1 on the station: no restart count to read")
+    record = facts.restarts
+    logs = facts.saved_logs(folder)
+    newest = (
+        f"newest {logs[0].path} ({logs[0].size:,} bytes, written {logs[0].written})" if logs else "no file there yet"
+    )
+    if record.n_restarts == 0:
+        not_applicable(
+            f"{service.unit} has not been restarted by systemd (NRestarts=0): no dead container's logs to look "
+            f"for; the prestart saves them into {folder} ({newest})"
+        )
+    if record.active_state not in ("active", "activating", "reloading") or record.active_exit_local is None:
+        not_applicable(
+            f"{service.unit} is {record.active_state or 'not running'} after {record.n_restarts} restart(s): not "
+            f"started again since its container last went down"
+            + (f" (at {record.active_exit})" if record.active_exit else "")
+            + f", so that container's logs are still with Docker (`docker logs {service.container}`) until the "
+            f"next start's prestart saves them into {folder} ({newest})"
+        )
+    fresh = [log for log in logs if log.written_local >= record.active_exit_local]
+    require(
+        bool(fresh),
+        found=f"systemd restarted {service.unit} {record.n_restarts} time(s), the last after it went down at "
+        f"{record.active_exit}, but {folder} holds no file written since ({newest}): the dead container's logs "
+        f"were not kept",
+        recipe="the prestart saves the previous container's logs before `docker rm` on every start, restarts "
+        "included: the crash evidence survives the restart [000]",
+        fix=f"read the prestart's output at that start (`journalctl -u {service.unit}`); make {service.prestart} "
+        f"write `docker logs {service.container}` into {folder} (a folder that exists and is writable) before it "
+        f"removes the container",
+    )
+    record_finding(
+        f"systemd restarted {service.unit} {record.n_restarts} time(s); the logs of the container that went down at "
+        f"{record.active_exit} were saved to {fresh[0].path} ({fresh[0].size:,} bytes, written "
+        f"{fresh[0].written})"
+    )

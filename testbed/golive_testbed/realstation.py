@@ -21,7 +21,6 @@ import fcntl
 import json
 import os
 import secrets
-import shlex
 import shutil
 import subprocess
 import sys
@@ -55,6 +54,7 @@ from golive_testbed.realstation_host import (
     tail,
     wait_for,
 )
+from golive_testbed.realstation_variants import VARIANTS, apply_variant, revert_variant
 
 if TYPE_CHECKING:
     from golive_testbed.commands import Subcommands
@@ -80,10 +80,6 @@ ROOTFS_BUILD = "1"  # bump when the root file system's build changes: a new tarb
 IMAGE_BUILD = "4"  # bump when the serving image's file system changes
 CACHE_DIR = Path(os.environ.get("GOLIVE_TESTBED_CACHE") or Path.home() / ".cache/golive-testbed")
 SCRATCH_BASE = Path(os.environ.get("GOLIVE_STATION_SCRATCH") or "/var/tmp")
-VARIANTS = {
-    "healthy": "the recipe's unit, drop-in and prestart: every host check passes or does not apply",
-    "restart-always-drop-in": "`systemctl edit` adds Restart=always in glm53-flash.service.d/override.conf",
-}
 
 
 # --- what this machine must have ---------------------------------------------------------------------------------
@@ -485,37 +481,12 @@ def _wait_serving(record: Record, deadline: float) -> None:
         time.sleep(1)
 
 
-def apply_variant(record: Record, variant: str) -> None:
-    """Break the running station the way the variant says (the station stays up)."""
-    from golive_testbed import realstation_files as files
-
-    if variant == "restart-always-drop-in":
-        editor = "/root/golive-edit-restart-always.sh"
-        # systemctl edit wants a terminal: script(1) gives it one
-        edit = f"SYSTEMD_EDITOR={editor} systemctl edit {files.UNIT}"
-        ssh(
-            record,
-            f"cat > {editor} && chmod 0755 {editor} && script -qec {shlex.quote(edit)} /dev/null >/dev/null"
-            f" && rm {editor}",
-            stdin=files.EDIT_RESTART_ALWAYS,
-        )
-    elif variant != "healthy":
-        raise StationError(f"unknown variant '{variant}'; the variants are: {', '.join(VARIANTS)}")
-
-
-def revert_variant(record: Record) -> None:
-    """Undo apply_variant: the override drop-in removed, systemd reloaded (the testbed's drop-in stays)."""
-    from golive_testbed import realstation_files as files
-
-    ssh(record, f"rm -f /etc/systemd/system/{files.UNIT}.d/override.conf && systemctl daemon-reload")
-
-
 # --- `golive station` --------------------------------------------------------------------------------------------
 
 
 def add_station(sub: Subcommands) -> None:
     """Entry point (group golive.commands): the `station` subcommand."""
-    variants = "\n".join(f"  {name:<24} {what}" for name, what in VARIANTS.items())
+    variants = "\n".join(f"  {name:<24} {v.what}" for name, v in VARIANTS.items())
     cmd = sub.add_parser(
         "station",
         help="bring a real station up or down (systemd, Docker, registry, sshd, vLLM on CPU; root)",

@@ -226,12 +226,16 @@ Host 127.0.0.1
     LogLevel ERROR
 """
 
-# `systemctl edit glm53-flash.service` with this as the editor: it writes Restart=always between the markers systemd
-# 252 puts in the file it opens, as an operator does; systemctl saves that as override.conf and reloads.
-EDIT_RESTART_ALWAYS = r"""#!/bin/sh
-# SYSTEMD_EDITOR for `systemctl edit`: add the lines below the "Anything between here" marker
-sed -i '/^### Anything between here/a [Service]\nRestart=always' "$1"
-"""
+
+def systemctl_editor(lines: str) -> str:
+    """A SYSTEMD_EDITOR for `systemctl edit UNIT` (golive_testbed.realstation_variants): it writes `lines` below the
+    "### Anything between here" marker systemd 252 puts in the file it opens, as an operator types them; systemctl
+    then saves that as override.conf and reloads."""
+    text = lines.replace("\\", "\\\\").replace("\n", "\\n")
+    return (
+        '#!/bin/sh\n# SYSTEMD_EDITOR for `systemctl edit`: add the lines below the "Anything between here" marker\n'
+        f"sed -i '/^### Anything between here/a {text}' \"$1\"\n"
+    )
 
 
 def write_station_files(

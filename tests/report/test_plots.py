@@ -114,7 +114,9 @@ def test_results_json_carries_the_sweep_as_rows_that_read_back():
         "passed",
         "interval",
         "requests",
-    }  # schema 2's fields, and the interval it stands on
+        "rounds",
+        "unstable",
+    }  # schema 2's fields, the interval it stands on, and the rounds it is the median of (issue 28)
 
 
 def test_markdown_has_the_sweep_table():

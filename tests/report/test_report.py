@@ -76,7 +76,7 @@ def test_failed_run_renders_verdict_fix_list_and_table(tmp_path):
     # pytest-html builds the results table with JavaScript: rows exist only if the page really rendered
     assert dom.count('<tbody class="results-table-row failed"') == 1
     rows = ('<tbody class="results-table-row passed"', '<tbody class="results-table-row skipped"')
-    assert sum(dom.count(row) for row in rows) == 18
+    assert sum(dom.count(row) for row in rows) == len(run.checks) - 1 >= 18  # every other host check, one row each
     junit = (tmp_path / "junit.xml").read_text()
     assert 'failures="1"' in junit and "holds 150.0 GiB of page cache" in junit
 

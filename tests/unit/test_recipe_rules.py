@@ -432,3 +432,14 @@ def test_running_image_not_pinned(unit_pin, profile_pin, running, wanted):
     image = "vllm/vllm-openai" + (f"@{unit_pin}" if unit_pin else ":latest")
     run = parse_run(["/usr/bin/docker", "run", "--rm", "--name", "glm53-flash", image, "--model", "/m"])
     assert running_image_not_pinned(run, profile_pin, running) == wanted
+
+
+def test_capture_review_says_a_port_as_a_port_and_a_size_with_separators():
+    from golive.day2.captured import shown
+
+    assert (shown(46381, "port"), shown(1048576, "max_model_len"), shown(0.94), shown(True)) == (
+        "46381",
+        "1,048,576",
+        "0.94",
+        "on",
+    )

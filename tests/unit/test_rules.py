@@ -44,6 +44,7 @@ SECTION_OF_FIXTURE = {
 NOT_APPLICABLE_WHEN_UNSET = {
     "test_hbm_node_page_cache_is_near_empty": {"numa"},
     "test_kv_cache_capacity_meets_floor": {"endpoint.kv_cache_tokens_floor"},
+    "test_streams_keep_decoding_during_long_prefill": {"load", "load.prefill_stall.prompt_tokens"},
     "test_reasoning_arrives_separately_from_content": {"vllm.reasoning_parser"},
     "test_reasoning_effort_levels_accepted": {"endpoint.reasoning_effort_levels"},
     "test_tool_calls_and_arithmetic_stay_correct_under_load": {"load"},

@@ -54,6 +54,10 @@ VARIANTS: dict[str, Variant] = {
     "no-prefix-caching": Variant(
         "prefix caching off", drop=("--enable-prefix-caching",), add={"--no-enable-prefix-caching": None}
     ),
+    # a long prompt prefilled in one step: running streams get no token until it ends (golive.endpoint.prefill_stall)
+    "no-chunked-prefill": Variant(
+        "chunked prefill off", drop=("--enable-chunked-prefill",), add={"--no-enable-chunked-prefill": None}
+    ),
     "api-key-required": Variant("/v1 needs a bearer key", api_key=API_KEY),
     # batching capped: the sweep's scaling gates must fail with "flat from 1 user" / "stops rising at 2 users"
     "max-num-seqs-1": Variant("one sequence at a time: no batching", add={"--max-num-seqs": "1"}),

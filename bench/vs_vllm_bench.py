@@ -1,0 +1,204 @@
+"""Benchmark: golive's load generator against `vllm bench serve`, interleaved, on the reference station (issue 28
+item 2).
+
+    .venv/bin/python bench/vs_vllm_bench.py [--port 8796] [--rounds 6] [--out bench/results/vs-vllm-bench.json]
+
+One reference station, started once, held to the reference profile's workload (golive/profile/profiles/
+reference-cpu.yaml `load`: every level of `concurrency`, `output_tokens` with ignore_eos, `repeats` × C requests a
+level and at least `min_requests`, `warmup` × C warm-up requests before each). Each round runs every level with both
+clients back to back, the client order alternating and the level order reversing between rounds, so neither client
+always meets the machine first. golive runs its own sweep for one level (golive.endpoint.load.sweep_async: warm-up,
+one measured batch); vLLM's client runs as vLLM documents it, `vllm bench serve`, through the testbed's command
+(`python -m golive_testbed.vllm_cli bench serve`), with the same number of prompts and `--num-warmups C`.
+
+The same workload: vLLM's random dataset is sized so the server counts the same prompt tokens as golive's prompts
+(usage.prompt_tokens; both clients' counts are recorded), the same answer length, the same concurrency.
+
+Reported per level and metric (output tok/s; TTFT p50): each client's median over the rounds, golive ÷ vLLM, and
+whether golive's interval (the order-statistic 95 % interval of its rounds' median, as the gates read it:
+golive.endpoint.uncertainty.Rounds) contains vLLM's median. The goals: the ratio within ±5 % at every level, and
+containment in ≥ 90 % of the cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from golive.endpoint.load import SweepPlan, sweep_async
+from golive.endpoint.load_request import Workload
+from golive.endpoint.target import EndpointTarget
+from golive.endpoint.uncertainty import Rounds
+from golive.inventory.loader import load_profile
+from golive_testbed.reference.launcher import ReferenceStation
+from golive_testbed.reference.model import SERVED_NAME
+
+REPO = Path(__file__).resolve().parents[1]
+METRICS = ("aggregate_tok_s", "ttft_p50_s")
+
+
+def template_tokens(root: str) -> int:
+    """The chat template's own tokens around an empty user message (/tokenize)."""
+    response = httpx.post(
+        root + "/tokenize",
+        json={"model": SERVED_NAME, "messages": [{"role": "user", "content": ""}], "add_generation_prompt": True},
+    )
+    return int(response.json()["count"])
+
+
+def golive_level(base_url: str, workload: Workload, level: int, requests: int, warmup: int) -> dict:
+    plan = SweepPlan((level,), repeats=1, warmup=warmup, max_duration_s=3600, min_requests=requests)
+    row = asyncio.run(sweep_async(EndpointTarget(base_url), workload, plan)).levels[0]
+    return {
+        "aggregate_tok_s": row.aggregate_tok_s,
+        "ttft_p50_s": row.ttft_p50_s,
+        "requests": row.requests,
+        "failures": row.failures,
+        "prompt_tokens_p50": row.prompt_tokens_p50,
+        "duration_s": row.duration_s,
+    }
+
+
+def vllm_level(port: int, model_dir: Path, level: int, requests: int, input_len: int, output_len: int) -> dict:
+    """`vllm bench serve`, the command as vLLM documents it, one level."""
+    with tempfile.TemporaryDirectory(prefix="vllm-bench-") as out:
+        command = [
+            sys.executable,
+            "-m",
+            "golive_testbed.vllm_cli",
+            "bench",
+            "serve",
+            *("--backend", "openai-chat", "--endpoint", "/v1/chat/completions"),
+            *("--host", "127.0.0.1", "--port", str(port), "--model", SERVED_NAME, "--tokenizer", str(model_dir)),
+            *("--dataset-name", "random", "--random-input-len", str(input_len)),
+            *("--random-output-len", str(output_len), "--ignore-eos"),
+            *("--num-prompts", str(requests), "--max-concurrency", str(level), "--request-rate", "inf"),
+            *("--num-warmups", str(level), "--seed", str(int(time.time()))),
+            *("--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50", "--disable-tqdm"),
+            *("--save-result", "--result-dir", out, "--result-filename", "result.json"),
+        ]
+        subprocess.run(command, check=True, stdout=sys.stderr, stderr=sys.stderr, timeout=900)
+        result = json.loads((Path(out) / "result.json").read_text())
+    return {
+        "aggregate_tok_s": result["output_throughput"],
+        "ttft_p50_s": result["median_ttft_ms"] / 1000,
+        "requests": result["completed"] + result["failed"],
+        "failures": result["failed"],
+        "prompt_tokens_p50": result["total_input_tokens"] / max(result["completed"], 1),
+        "duration_s": result["duration"],
+    }
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def summary(rows: list[dict], levels: list[int]) -> dict:
+    """Per level and metric: each client's median over the rounds, golive ÷ vLLM, golive's interval (its rounds'
+    order-statistic interval) and whether it contains vLLM's median."""
+    out: dict = {}
+    for level in levels:
+        mine = [r for r in rows if r["level"] == level]
+        out[level] = {}
+        for metric in METRICS:
+            ours = Rounds.of([r["golive"][metric] for r in mine])
+            theirs = Rounds.of([r["vllm"][metric] for r in mine])
+            assert ours is not None and theirs is not None
+            interval = ours.interval
+            out[level][metric] = {
+                "golive_median": ours.median,
+                "golive_interval": interval,
+                "golive_unstable": ours.instability(",.4g").removeprefix("; "),
+                "vllm_median": theirs.median,
+                "vllm_rounds": list(theirs.values),
+                "golive_rounds": list(ours.values),
+                "ratio": ours.median / theirs.median,
+                "within_5_percent": abs(ours.median / theirs.median - 1) <= 0.05,
+                "contains": None if interval is None else interval[0] <= theirs.median <= interval[1],
+            }
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=8796)
+    parser.add_argument("--rounds", type=int, default=6, help="≥ 6: an interval of golive's median needs 6 rounds")
+    parser.add_argument("--profile", default="reference-cpu")
+    parser.add_argument("--out", type=Path, default=REPO / "bench/results/vs-vllm-bench.json")
+    args = parser.parse_args()
+    load = load_profile(args.profile).profile.load
+    assert load is not None
+    levels = sorted(set(load.concurrency))
+    started, load_before = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), load_average()
+    rows: list[dict] = []
+    with ReferenceStation(port=args.port) as station:
+        root = station.base_url.removesuffix("/v1")
+        workload = Workload(model=SERVED_NAME, prompt_tokens=load.prompt_tokens, output_tokens=load.output_tokens)
+        # golive's prompt as the server counts it, then vLLM's random prompt sized to the same count
+        probe = golive_level(station.base_url, workload, 1, 4, 1)
+        counted = round(probe["prompt_tokens_p50"] or load.prompt_tokens)
+        input_len = max(counted - template_tokens(root), 1)
+        print(f"golive's prompt: {counted} tokens counted by the server; vLLM random-input-len {input_len}", flush=True)
+        loads = [load_average()]
+        for round_ in range(args.rounds):
+            order = ["golive", "vllm"] if round_ % 2 == 0 else ["vllm", "golive"]
+            for level in levels if round_ % 2 == 0 else list(reversed(levels)):
+                requests = max(load.repeats * level, load.min_requests)
+                row: dict = {"round": round_, "level": level, "order": order}
+                for client in order:
+                    if client == "golive":
+                        row[client] = golive_level(station.base_url, workload, level, requests, load.warmup)
+                    else:
+                        row[client] = vllm_level(
+                            station.port, station.model_dir, level, requests, input_len, load.output_tokens
+                        )
+                rows.append(row)
+                print(
+                    f"round {round_} c={level}: golive {row['golive']['aggregate_tok_s']:.1f} tok/s "
+                    f"TTFT {row['golive']['ttft_p50_s'] * 1e3:.1f} ms (prompt {row['golive']['prompt_tokens_p50']}) | "
+                    f"vllm {row['vllm']['aggregate_tok_s']:.1f} tok/s TTFT {row['vllm']['ttft_p50_s'] * 1e3:.1f} ms "
+                    f"(prompt {row['vllm']['prompt_tokens_p50']:.1f}) | load {load_average()}",
+                    flush=True,
+                )
+            loads.append(load_average())
+    table = summary(rows, levels)
+    cases = [m["contains"] for lv in table.values() for m in lv.values()]
+    result = {
+        "started": started,
+        "ended": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "load_average_before": load_before,
+        "load_average_per_round": loads,
+        "workload": {
+            "levels": levels,
+            "output_tokens": load.output_tokens,
+            "prompt_tokens_counted": counted,
+            "vllm_random_input_len": input_len,
+        },
+        "rounds": args.rounds,
+        "summary": table,
+        "contained": f"{sum(c is True for c in cases)} of {len(cases)}",
+        "rows": rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, default=str))
+    for level, metrics in table.items():
+        for metric, m in metrics.items():
+            print(
+                f"c={level} {metric}: golive {m['golive_median']:.4g} {m['golive_interval']} vllm "
+                f"{m['vllm_median']:.4g}: ratio {m['ratio']:.3f}, contains {m['contains']} {m['golive_unstable']}"
+            )
+    print(f"golive's interval contains vLLM's median: {result['contained']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""Broken real stations: each variant breaks one host rule of a running station the way an operator really does it,
+and `revert_variant` puts the healthy station back.
+
+    apply_variant(record, "docker-restart-always")          # edit the run line, daemon-reload, restart the unit
+    revert_variant(record)                                  # the healthy files back; the container serving again
+
+A break in the unit's settings is a `systemctl edit` drop-in (override.conf, written by systemd 252 itself), a
+`systemctl disable`, or an edit of the prestart script; a break that lives in the container (docker's --restart and
+--cpuset-mems, the image, a served vLLM flag) edits the docker run line in the drop-in that sets it (testbed.conf)
+and restarts the unit, so systemd's prestart removes the old container and the new one is what Docker reports; a
+re-pushed tag is a changed image built and pushed to the station's registry under the serving tag. Each variant names
+the checks it fails (`breaks`): tests/real_station/test_broken_real_station.py holds every variant to that.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from golive_testbed import realstation_files as files
+from golive_testbed.realstation_host import Record, StationError, docker, http_status, ssh
+
+UNIT_DIR = f"/etc/systemd/system/{files.UNIT}.d"
+SERVING_DROPIN = f"{UNIT_DIR}/{files.DROPIN}"  # the drop-in with the docker run line
+OVERRIDE = f"{UNIT_DIR}/override.conf"  # what `systemctl edit` writes
+TAG = "cpu"  # the serving image's tag in the station's registry (realstation._build_image pushes it)
+REPUSHED_LABEL = "org.golive.testbed.repushed"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way the station is (mis)set: what an operator did, and the host checks it fails."""
+
+    what: str
+    breaks: tuple[str, ...] = ()  # the checks it fails; the endpoint's ones are in `endpoint_breaks`
+    recreates: bool = False  # the break lives in the container: the unit is restarted, a new container runs
+    endpoint_breaks: tuple[str, ...] = ()
+
+
+VARIANTS = {
+    "healthy": Variant("the recipe's unit, drop-in and prestart: every host check passes or does not apply"),
+    "restart-always-drop-in": Variant(
+        "`systemctl edit` adds Restart=always in glm53-flash.service.d/override.conf",
+        ("test_unit_restarts_on_failure_after_delay",),
+    ),
+    "start-limit-burst-raised": Variant(
+        "`systemctl edit` raises StartLimitBurst to 10 in [Unit] of override.conf",
+        ("test_unit_caps_starts_per_interval",),
+    ),
+    "prestart-errors-ignored": Variant(
+        "`systemctl edit` makes it ExecStartPre=-/usr/local/sbin/glm53-flash-prestart.sh (failure ignored)",
+        ("test_prestart_is_what_the_unit_runs_before_start",),
+    ),
+    "unit-disabled": Variant("`systemctl disable glm53-flash.service`", ("test_unit_is_enabled_and_active",)),
+    "prestart-without-drop": Variant(
+        "the prestart's `echo 1 > /proc/sys/vm/drop_caches` line deleted (sync stays)",
+        ("test_prestart_syncs_then_drops_page_cache",),
+    ),
+    "docker-restart-always": Variant(
+        "`--restart always` added to the docker run line (testbed.conf); the unit restarted",
+        ("test_docker_has_no_restart_policy",),
+        recreates=True,
+    ),
+    "cpuset-mems-dram": Variant(
+        "`--cpuset-mems 0` (the DRAM node) added to the docker run line; the unit restarted",
+        ("test_container_not_pinned_to_dram_node",),
+        recreates=True,
+    ),
+    "image-by-tag": Variant(
+        f"the docker run line names the image by its tag (:{TAG}) instead of its digest; the unit restarted",
+        ("test_image_pinned_by_digest",),
+        recreates=True,
+    ),
+    "tag-repushed": Variant(
+        f"the run line names the tag :{TAG}, a changed image is pushed under that tag; the unit restarted: the "
+        f"container runs an image that is not the pin",
+        ("test_image_pinned_by_digest", "test_running_container_runs_pinned_image"),
+        recreates=True,
+    ),
+    "max-num-seqs-1": Variant(
+        "the docker run line serves --max-num-seqs 1 (recipe 16); the unit restarted",
+        ("test_served_flags_match_profile",),
+        recreates=True,
+        endpoint_breaks=("test_gate_level_is_never_held_back",),
+    ),
+}
+
+
+# --- how an operator breaks it -----------------------------------------------------------------------------------
+
+
+def _systemctl_edit(record: Record, lines: str) -> None:
+    """`systemctl edit UNIT` with an editor that writes `lines` below systemd's "Anything between here" marker, as an
+    operator types them: systemctl saves the result as override.conf and reloads (script(1) gives it a terminal)."""
+    editor = "/root/golive-edit.sh"
+    edit = f"SYSTEMD_EDITOR={editor} systemctl edit {files.UNIT}"
+    ssh(
+        record,
+        f"cat > {editor} && chmod 0755 {editor} && script -qec {shlex.quote(edit)} /dev/null >/dev/null && rm {editor}",
+        stdin=files.systemctl_editor(lines),
+    )
+
+
+def _edit_run_line(record: Record, sed: str) -> None:
+    """Edit the docker run line where it is set (the serving drop-in) with `sed -i`, then daemon-reload."""
+    ssh(record, f"sed -i {shlex.quote(sed)} {SERVING_DROPIN} && systemctl daemon-reload")
+
+
+def _repository(record: Record) -> str:
+    return record.image.split("@", 1)[0]
+
+
+def _repush_tag(record: Record) -> None:
+    """Build a changed image on the pinned one (a label: new config, new digest) and push it under the serving tag,
+    from inside the station, as an upstream re-push of the tag arrives."""
+    repo = _repository(record)
+    dockerfile = f"FROM {record.image}\nLABEL {REPUSHED_LABEL}={int(time.time())}\n"
+    ssh(
+        record,
+        f"docker build -q -t {repo}:{TAG} - >/dev/null && docker push {repo}:{TAG} >/dev/null",
+        stdin=dockerfile,
+        timeout=180,
+    )
+
+
+def _by_tag(record: Record, repushed: bool) -> None:
+    """The docker run line names the serving tag instead of the digest; with `repushed`, a changed image is pushed
+    under that tag first."""
+    if repushed:
+        _repush_tag(record)
+    _edit_run_line(record, f"s|{record.image}|{_repository(record)}:{TAG}|")
+
+
+_BREAKS: dict[str, Callable[[Record], object]] = {
+    "restart-always-drop-in": lambda r: _systemctl_edit(r, "[Service]\nRestart=always"),
+    "start-limit-burst-raised": lambda r: _systemctl_edit(r, "[Unit]\nStartLimitBurst=10"),
+    "prestart-errors-ignored": lambda r: _systemctl_edit(
+        r, f"[Service]\nExecStartPre=\nExecStartPre=-{files.PRESTART}"
+    ),
+    "unit-disabled": lambda r: ssh(r, f"systemctl disable --quiet {files.UNIT}"),
+    "prestart-without-drop": lambda r: ssh(
+        r, f"sed -i '/^echo 1 > \\/proc\\/sys\\/vm\\/drop_caches$/d' {files.PRESTART}"
+    ),
+    "docker-restart-always": lambda r: _edit_run_line(r, f"s|--name {files.CONTAINER} |&--restart always |"),
+    "cpuset-mems-dram": lambda r: _edit_run_line(r, f"s|--name {files.CONTAINER} |&--cpuset-mems 0 |"),
+    "image-by-tag": lambda r: _by_tag(r, repushed=False),
+    "tag-repushed": lambda r: _by_tag(r, repushed=True),
+    "max-num-seqs-1": lambda r: _edit_run_line(r, r"s|--max-num-seqs [0-9]*|--max-num-seqs 1|"),
+}
+
+
+def apply_variant(record: Record, variant: str, serving: bool = True, timeout: float = 300) -> None:
+    """Break the running station the way the variant says (the station stays up). A variant that lives in the
+    container restarts the unit and waits for the new container: serving (GET /health 200) when `serving`, else only
+    running (what `docker inspect` reports needs no serving vLLM)."""
+    if variant not in VARIANTS:
+        raise StationError(f"unknown variant '{variant}'; the variants are: {', '.join(VARIANTS)}")
+    if variant == "healthy":
+        return
+    _BREAKS[variant](record)
+    if VARIANTS[variant].recreates:
+        _restart(record, serving, timeout)
+
+
+# --- back to healthy -------------------------------------------------------------------------------------------------
+
+
+def revert_variant(record: Record, serving: bool = True, timeout: float = 300) -> None:
+    """Undo any variant, from what the station has (not from what was applied): override.conf removed, the serving
+    drop-in and the prestart as `up` wrote them, the unit enabled, the serving tag on the pinned image again (the
+    re-pushed image removed), systemd reloaded; where the container differs from what the healthy unit runs, the
+    unit restarted. With `serving` it returns once vLLM serves again."""
+    healthy_dropin = files.serving_dropin(record.image, record.serve_port, record.root)
+    recreate = _restore(record, SERVING_DROPIN, healthy_dropin)
+    _restore(record, files.PRESTART, files.PRESTART_SCRIPT, mode="0755")
+    recreate = _restore_tag(record) or recreate
+    ssh(record, f"rm -f {OVERRIDE} && systemctl enable --quiet {files.UNIT} && systemctl daemon-reload")
+    if recreate or not _container_is_healthy(record):
+        _restart(record, serving, timeout)
+    elif serving:
+        _wait_serving(record, time.monotonic() + timeout)
+
+
+def _restore(record: Record, path: str, text: str, mode: str = "0644") -> bool:
+    """Write `text` to the station's `path` where it differs; True when it did."""
+    if (record.root / path.lstrip("/")).read_text() == text:
+        return False
+    ssh(record, f"cat > {path} && chmod {mode} {path}", stdin=text)
+    return True
+
+
+def _restore_tag(record: Record) -> bool:
+    """The serving tag back on the pinned image in the engine and the registry, the re-pushed image removed; True when
+    the tag had moved."""
+    repo = _repository(record)
+    pinned = docker(record, "image", "inspect", "--format", "{{.Id}}", record.image).stdout.strip()
+    tagged = docker(record, "image", "inspect", "--format", "{{.Id}}", f"{repo}:{TAG}", check=False).stdout.strip()
+    if tagged == pinned:
+        return False
+    docker(record, "tag", pinned, f"{repo}:{TAG}")
+    docker(record, "push", f"{repo}:{TAG}", timeout=180)
+    repushed = docker(record, "images", "-q", "--filter", f"label={REPUSHED_LABEL}").stdout.split()
+    for image in dict.fromkeys(repushed):
+        docker(record, "rmi", "-f", image, check=False)
+    return True
+
+
+def _container(record: Record) -> dict | None:
+    """`docker inspect` of the serving container; None when there is none."""
+    done = docker(record, "inspect", files.CONTAINER, check=False)
+    if done.returncode != 0:
+        return None
+    found = json.loads(done.stdout)
+    return found[0] if found else None
+
+
+def _container_is_healthy(record: Record) -> bool:
+    """The container runs what the healthy unit starts: the pinned image, no restart policy, no cpuset, the flags."""
+    c = _container(record)
+    if c is None or not c["State"]["Running"]:
+        return False
+    host = c["HostConfig"]
+    return (
+        c["Config"]["Image"] == record.image
+        and (host.get("RestartPolicy") or {}).get("Name") in ("no", "")
+        and not host.get("CpusetMems")
+        and c["Args"][1:] == files.serve_flags(record.serve_port)
+    )
+
+
+def _restart(record: Record, serving: bool, timeout: float) -> None:
+    """`systemctl restart` the unit (after `reset-failed`: every start counts against its StartLimitBurst=3 per hour,
+    a manual one too) and wait for the new container to run, and with `serving` to serve."""
+    deadline = time.monotonic() + timeout
+    old = _container(record)
+    if old is not None and old["State"]["Running"] and not serving_now(record):
+        # a vLLM still starting runs as the container's PID 1 without a SIGTERM handler: the unit's `docker stop`
+        # would wait its 10 s for nothing
+        docker(record, "stop", "-t", "1", files.CONTAINER, check=False)
+    ssh(record, f"systemctl reset-failed {files.UNIT}; systemctl restart {files.UNIT}", timeout=timeout)
+    while True:
+        c = _container(record)
+        if c is not None and c["State"]["Running"] and (old is None or c["Id"] != old["Id"]):
+            break
+        if time.monotonic() > deadline:
+            state = ssh(record, f"systemctl is-active {files.UNIT}", check=False).stdout.strip()
+            raise StationError(f"no new {files.CONTAINER} container ran after `systemctl restart` ({state})")
+        time.sleep(0.5)
+    if serving:
+        _wait_serving(record, deadline)
+
+
+def _wait_serving(record: Record, deadline: float) -> None:
+    from golive_testbed.realstation import _wait_serving as wait  # the same wait as `up`'s (a cycle at import time)
+
+    wait(record, deadline)
+
+
+def serving_now(record: Record) -> bool:
+    """GET /health answers 200."""
+    return http_status(f"http://127.0.0.1:{record.serve_port}/health") == 200
