@@ -215,7 +215,9 @@ async def sweep_async(
             m.level = m.row(concurrency, slo)
             return own
 
-        pairing = paired is not None and paired != 1 and rounds > 0
+        # ratio rounds only where both their levels run (a production station's refused peak level may be the gate
+        # level: then 1 user gets lone batches while a floor of its own is undecided)
+        pairing = paired is not None and paired != 1 and rounds > 0 and paired in levels and 1 in levels
 
         async def extend_watched(concurrency: int, round_: int) -> LevelResult:
             """A batch with vLLM's running and waiting counts polled beside it (the batch check reads them)."""

@@ -65,6 +65,7 @@ def test_streams_keep_decoding_during_long_prefill(
     rounds = [j for j in plan.judged if isinstance(j, Freeze)]
     require(
         not verdict.frozen,
+        suspects=("enable-chunked-prefill", "max-num-batched-tokens"),  # the host's served-flag finding: same cause
         found=verdict.said()
         + (f"; every one of {len(rounds)} rounds froze ({_shares(rounds)})" if len(rounds) > 1 else ""),
         recipe=f"chunked prefill on: running streams keep decoding while a long prompt is prefilled, a chunk a step "

@@ -153,9 +153,17 @@ def _gate(load: Load, swept: Sweep, field: str, what: str) -> gates.Gate:
 
 
 def _judge(
-    gate: gates.Gate, load: Load, record_metric: RecordMetric, name: str, unit: str, what: str, **finding: str
+    gate: gates.Gate,
+    load: Load,
+    record_metric: RecordMetric,
+    name: str,
+    unit: str,
+    what: str,
+    suspects: tuple[str, ...] = (),
+    **finding: str,
 ) -> None:
-    """Record the gate's number with its interval; fail, pass or (undecided) leave it not checked."""
+    """Record the gate's number with its interval; fail, pass or (undecided) leave it not checked. `suspects`: the
+    served flags whose wrong value would explain a failure (tied to the host's served-flag finding: same cause)."""
     assert gate.value is not None  # _gate() skips a gate it could not measure; the peak is always measured
     kind = "ceiling" if gate.ceiling else "floor"
     record_metric(
@@ -188,10 +196,10 @@ def _judge(
         finding["found"] += (
             f"; judged on the interval's {end} end because the rounds disagree (pyperf's check: their standard "
             f"deviation above 10 % of their mean, or one 50 % away from it): in some rounds the station was beyond "
-            f"its {kind}, and more rounds of a station that moves do not settle it. Find what else runs on the "
-            f"station (another workload, throttling) and re-run the go-live"
+            f"its {kind}, and the rounds added within the profile's bounds did not settle it. Find what else runs on "
+            f"the station (another workload, throttling) and re-run the go-live"
         )
-    require(gate.decision is Decision.PASSES, **finding)
+    require(gate.decision is Decision.PASSES, suspects=suspects, **finding)
 
 
 def _path_first(swept: Sweep) -> str:
@@ -416,6 +424,7 @@ def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile,
         f"scaling_ratio_at_{users}",
         "×",
         "the aggregate's scaling",
+        suspects=("max-num-seqs", "max-num-batched-tokens"),
         found=f"the aggregate at {users} users is {_measured_at(gate, '.2f')}× the single user's, below the "
         f"floor {gate.bound:.2f}×{_rounds(swept, users)}; aggregate tok/s by users: {shape.described()}; it "
         f"stops rising at "

@@ -44,3 +44,24 @@ def test_other_stations_other_flags_and_passed_checks_are_not_tied():
     ]
     assert tie(checks) == []
     assert all(c.finding and not c.finding.same_cause and not c.finding.same_cause_checks for c in checks)
+
+
+def test_every_endpoint_check_names_suspects_the_host_check_can_find_wrong():
+    """Each `suspects=` in suites/endpoint names vLLM flags as the served-flag check spells them (dashes), at least one
+    of them a flag the profile pins (golive.profile.recipe.VLLM_FLAGS), so a tie with the host finding can happen."""
+    import ast
+    from pathlib import Path
+
+    from golive.profile.recipe import VLLM_FLAGS
+
+    suites = Path(__file__).resolve().parents[2] / "suites" / "endpoint"
+    declared: dict[str, list[str]] = {}
+    for path in sorted(suites.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.keyword) and node.arg == "suspects" and isinstance(node.value, ast.Tuple):
+                names = [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                declared[f"{path.name}:{node.value.lineno}"] = names
+    assert {where.split(":")[0] for where in declared} >= {"test_throughput.py", "test_prefill.py"}, declared
+    for where, names in declared.items():
+        assert names and all(n == n.lower() and "_" not in n and not n.startswith("-") for n in names), where
+        assert set(names) & set(VLLM_FLAGS.values()), f"{where}: no suspect the host check can find wrong: {names}"
