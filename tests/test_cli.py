@@ -304,10 +304,12 @@ def test_run_help_says_pytest_arguments_pass_through():
     assert result.returncode == 0 and "passes through to pytest" in " ".join(result.stdout.split())
 
 
-def test_unknown_marker_is_a_usage_error_and_writes_no_report(tmp_path):
-    result = golive("run", str(HEALTHY), "-o", str(tmp_path / "out"), "-m", "host or hots")
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_unknown_marker_is_a_usage_error_and_writes_no_report(tmp_path, xdist):
+    """With -n too: xdist's controller collects nothing, so the typo is caught before its workers start."""
+    result = golive("run", str(HEALTHY), "-o", str(tmp_path / "out"), "-m", "host or hots", *xdist)
     assert result.returncode == 4, result.stdout + result.stderr
-    assert "no check carries the marker(s) hots" in result.stderr
+    assert "no check carries the marker(s) hots" in result.stderr and "INTERNALERROR" not in result.stdout
     assert not list((tmp_path / "out").glob("*")), "a usage error writes no report"
     assert "no check selected" not in result.stdout
 

@@ -126,23 +126,42 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Before any check runs: a run that selected nothing writes and claims no report, and an `-m` naming a marker
-    no check carries (a typo that would select nothing) is a usage error; otherwise how long the selected checks
-    should take (golive.run.estimate: each station's endpoint probed for a few seconds, at most a tenth of
-    --max-run-time), said once and handed to the progress lines."""
+@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers: a typo is one line, with or without -n
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """An `-m` naming a marker no check carries (a typo that would select nothing) is a usage error, said before
+    anything is collected or run, and no report is written or claimed."""
     config = session.config
-    loaded = inventory(config)
-    if loaded is None or hasattr(config, "workerinput"):
+    if inventory(config) is None or hasattr(config, "workerinput"):
         return
     unknown = _unknown_markers(config)
-    if unknown or not session.items:
-        report_writer.write_nothing(config)
     if unknown:
+        report_writer.write_nothing(config)
         raise pytest.UsageError(
             f"-m {config.option.markexpr!r}: no check carries the marker(s) {', '.join(unknown)}; "
             f"golive's markers: {', '.join([*MARKER_HELP, 'perf', 'quality'])}"
         )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Under -n, xdist's controller collects nothing (its workers do, then it schedules their nodeids): golive collects
+    the checks here too, so that the estimate and its probe happen once, on the controller, before any worker runs a
+    check, and the reports carry them as a run without -n does. xdist's own pytest_collection follows."""
+    config = session.config
+    if inventory(config) is not None and config.pluginmanager.hasplugin("dsession"):
+        session.perform_collect()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before any check runs: a run that selected nothing writes and claims no report; otherwise how long the
+    selected checks should take (golive.run.estimate: each station's endpoint probed for a few seconds, at most a
+    tenth of --max-run-time), said once and handed to the progress lines."""
+    config = session.config
+    loaded = inventory(config)
+    if loaded is None or hasattr(config, "workerinput"):
+        return
+    if not session.items:
+        report_writer.write_nothing(config)
     if not session.items or config.getoption("collectonly", False):
         return
     bound = config.getoption("golive_max_run_time")

@@ -195,7 +195,7 @@ def down(name: str = "station", state_dir: Path = STATE_DIR, timeout: float = 60
     for mount in sorted(_mounts_under(scratch), key=len, reverse=True):
         if subprocess.run(["umount", mount], capture_output=True, check=False).returncode != 0:
             subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
-    if record.mounted_nspawn_run and not _other_stations(state_dir, name) and is_mountpoint(NSPAWN_RUN):
+    if record.mounted_nspawn_run and not _nspawn_running() and is_mountpoint(NSPAWN_RUN):
         subprocess.run(["umount", str(NSPAWN_RUN)], capture_output=True, check=False)
         with contextlib.suppress(OSError):
             NSPAWN_RUN.rmdir()  # up made it (empty now); nspawn makes it again where it needs it
@@ -260,11 +260,14 @@ def leftovers(record: Record) -> list[str]:
     return found
 
 
-def _other_stations(state_dir: Path, name: str) -> bool:
-    for path in Path(state_dir).glob("real-station-*.json"):
-        other = load(path.stem.removeprefix("real-station-"), state_dir)
-        if other is not None and other.name != name and alive(other.pids.get("nspawn"), other.scratch):
-            return True
+def _nspawn_running() -> bool:
+    """Whether any systemd-nspawn still runs on this machine (another station, recorded in any state directory, or
+    not golive's at all): the tmpfs under /run/systemd/nspawn is theirs too, so it stays mounted. This station's own
+    nspawn has exited by the time `down` asks."""
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            if comm.read_text().strip() == "systemd-nspawn":
+                return True
     return False
 
 

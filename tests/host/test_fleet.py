@@ -52,3 +52,29 @@ def test_two_stations_in_parallel_one_report(tmp_path):
     assert "GO-LIVE: NO-GO" in (out / "go-live.html").read_text()
     record = (out / "go-live.md").read_text()
     assert "### gb300-a" in record and "### gb300-b" in record and record.count("## Fix before go-live (1)") == 1
+    assert "| station profiles |" not in record  # one profile: said once
+    # xdist's controller collects too: the estimate is made once, before any check, and every report carries it
+    assert f"{2 * host_checks} checks should take about" in output, output[:3000]
+    assert results["estimate"]["actual_s"] > 0
+    assert "| time | took " in record and "golive: took " in output
+
+
+def test_stations_held_to_different_profiles_say_each_in_the_record(tmp_path):
+    """The record's header names the inventory's profile and, where stations differ from it, each station's own."""
+    from golive_testbed.targets import build_station_trees
+
+    trees = build_station_trees()
+    inventory = tmp_path / "fleet.yaml"
+    site = REPO / "fixtures/profiles/gb300-site.yaml"  # extends the recipe under the recipe's name: told by its hash
+    inventory.write_text(
+        "profile: glm-5.3-flash-gb300\nstations:\n"
+        f"  - {{name: gb300-a, host: 'chroot://{trees['gb300-healthy']}', profile: '{site}'}}\n"
+        f"  - {{name: gb300-b, host: 'chroot://{trees['gb300-healthy']}'}}\n"
+    )
+    run = golive_run(inventory, tmp_path / "out", "-m", "host")
+    record = (tmp_path / "out" / "go-live.md").read_text()
+    [row] = [line for line in record.splitlines() if line.startswith("| station profiles |")]
+    own = {s["name"]: s["profile_sha256"] for s in run.results["stations"]}
+    assert own["gb300-a"] != run.results["profile"]["sha256"] == own["gb300-b"], own
+    assert f"gb300-a: glm-5.3-flash-gb300 (sha256:{own['gb300-a'][:12]})" in row, row
+    assert f"gb300-b: glm-5.3-flash-gb300 (sha256:{own['gb300-b'][:12]})" in row, row
