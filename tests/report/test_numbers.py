@@ -3,7 +3,8 @@
 
 import json
 
-from golive.endpoint.levels import LevelResult
+from level_rows import level_row
+
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
 from golive.report.model import BaselineDiff
@@ -41,26 +42,7 @@ def numbers_recorder() -> Recorder:
     recorder.sweep.append(
         SweepPoint(
             "a",
-            LevelResult(
-                concurrency=4,
-                requests=12,
-                failures=0,
-                duration_s=10.0,
-                output_tokens=2794,
-                aggregate_tok_s=AGGREGATE,
-                per_user_tok_s_p50=None,
-                ttft_p50_s=0.0612345,
-                ttft_p99_s=None,
-                ttft_mean_s=None,
-                ttfo_p50_s=None,
-                itl_p50_s=None,
-                itl_mean_s=None,
-                tpot_p50_s=None,
-                e2e_p50_s=None,
-                e2e_mean_s=None,
-                prompt_tokens_p50=None,
-                client_usage_mismatches=0,
-            ),
+            level_row(4, AGGREGATE, requests=12, output_tokens=2794, per_user_tok_s_p50=None, ttft_p50_s=0.0612345),
         )
     )
     recorder.baseline = BaselineDiff.model_validate(

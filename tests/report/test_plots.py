@@ -5,6 +5,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from level_rows import level_row
 
 from golive.endpoint.levels import LevelResult
 from golive.report.html import summary_html
@@ -19,25 +20,12 @@ STATIONS = ("gb300-a", "station <b>&amp; b")  # a station name with markup stays
 
 
 def level(users: int, tok_s: float, ttft: float) -> LevelResult:
-    return LevelResult(
-        concurrency=users,
+    return level_row(
+        users,
+        tok_s,
         requests=users * 2,
-        failures=0,
-        duration_s=10.0,
-        output_tokens=int(tok_s * 10),
-        aggregate_tok_s=tok_s,
         per_user_tok_s_p50=None,
         ttft_p50_s=ttft,
-        ttft_p99_s=None,
-        ttft_mean_s=None,
-        ttfo_p50_s=None,
-        itl_p50_s=None,
-        itl_mean_s=None,
-        tpot_p50_s=None,
-        e2e_p50_s=None,
-        e2e_mean_s=None,
-        prompt_tokens_p50=None,
-        client_usage_mismatches=0,
         aggregate_tok_s_ci=[tok_s * 0.95, tok_s * 1.05],
         ttft_p50_s_ci=[ttft * 0.9, ttft * 1.2],
     )

@@ -5,6 +5,7 @@ import math
 import statistics
 
 import pytest
+from level_rows import level_row
 
 from golive.endpoint import gates
 from golive.endpoint.levels import LevelResult
@@ -149,25 +150,11 @@ def test_ratio_interval_adds_the_two_errors_in_quadrature():
 def level(users: int, aggregate: float, per_user: float | None = None, spread: float = 0.05) -> LevelResult:
     per_user = aggregate / users if per_user is None else per_user
     ci = lambda v: [v * (1 - spread), v * (1 + spread)]  # noqa: E731
-    return LevelResult(
-        concurrency=users,
+    return level_row(
+        users,
+        aggregate,
         requests=4 * users,
-        failures=0,
-        duration_s=10.0,
-        output_tokens=int(aggregate * 10),
-        aggregate_tok_s=aggregate,
         per_user_tok_s_p50=per_user,
-        ttft_p50_s=0.1,
-        ttft_p99_s=None,
-        ttft_mean_s=None,
-        ttfo_p50_s=None,
-        itl_p50_s=None,
-        itl_mean_s=None,
-        tpot_p50_s=None,
-        e2e_p50_s=None,
-        e2e_mean_s=None,
-        prompt_tokens_p50=None,
-        client_usage_mismatches=0,
         aggregate_tok_s_ci=ci(aggregate),
         per_user_tok_s_p50_ci=ci(per_user),
         ttft_p50_s_ci=[0.09, 0.11],

@@ -9,6 +9,7 @@ import math
 import statistics
 
 import pytest
+from level_rows import level_row
 
 from golive.endpoint import gates
 from golive.endpoint.levels import LevelResult
@@ -183,28 +184,4 @@ def test_the_sweep_row_carries_its_rounds_and_their_interval():
 
 
 def row(users: int, aggregate: float = 100.0, **rounds: list[float]) -> LevelResult:
-    level = LevelResult(
-        concurrency=users,
-        requests=3 * users,
-        failures=0,
-        duration_s=10.0,
-        output_tokens=int(aggregate * 10),
-        aggregate_tok_s=aggregate,
-        per_user_tok_s_p50=aggregate / users,
-        ttft_p50_s=0.1,
-        ttft_p99_s=None,
-        ttft_mean_s=None,
-        ttfo_p50_s=None,
-        itl_p50_s=None,
-        itl_mean_s=None,
-        tpot_p50_s=None,
-        e2e_p50_s=None,
-        e2e_mean_s=None,
-        prompt_tokens_p50=None,
-        client_usage_mismatches=0,
-        good_requests=3 * users,
-        goodput_share=1.0,
-    )
-    for name, values in rounds.items():
-        setattr(level, name, values)
-    return level
+    return level_row(users, aggregate, good_requests=3 * users, goodput_share=1.0, **rounds)
