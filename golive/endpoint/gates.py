@@ -20,7 +20,6 @@ from golive.endpoint.uncertainty import (
     against_ceiling,
     against_floor,
     interval_text,
-    protecting,
     ratio_interval,
 )
 from golive.profile.schema import Load
@@ -49,24 +48,16 @@ class Gate:
         return self.spread is not None and self.spread.unstable
 
     @property
-    def settled(self) -> Decision:
-        """What the interval alone decides: passes when it clears the bound, fails when it lies beyond, else
-        undecided. While undecided the sweep adds rounds within the profile's bounds (`undecided`): with 9 or more
-        rounds the interval no longer reaches the single most extreme round, so one round that met other work on the
-        machine does not decide a gate."""
+    def decision(self) -> Decision:
+        """Judged on the interval, the bound that protects the operator first: a floor passes only when the interval's
+        low end clears it (a ceiling: its high end) and fails only when the whole interval lies beyond; in between
+        undecided: the sweep adds rounds within the profile's bounds (`undecided`; from 9 rounds on the interval no
+        longer reaches the single most extreme round, so one round that met other work does not decide), and a gate
+        still undecided is not checked, never GO and never NO-GO. Unstable rounds are said with their spread; they
+        widen the interval and decide nothing by themselves."""
         if self.value is None:
             return Decision.UNDECIDED
         return against_ceiling(self.interval, self.bound) if self.ceiling else against_floor(self.interval, self.bound)
-
-    @property
-    def decision(self) -> Decision:
-        """The verdict once no more rounds come: `settled`, except where it is still undecided and the rounds are
-        unstable: then the bound that protects the operator decides (the low end for a floor, the high end for a
-        ceiling), since rounds were measured beyond the bound and more rounds did not settle a station that moves."""
-        judged = self.settled
-        if judged is Decision.UNDECIDED and self.unstable:
-            return protecting(self.interval, self.bound, self.ceiling)
-        return judged
 
     def said(self, spec: str = ",.4g", unit: str = "") -> str:
         """How sure the value is, in words (golive.endpoint.uncertainty.Rounds.said)."""
@@ -219,7 +210,7 @@ def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> str
     that straddles its bound, the rounds stable or not): "ratio" (only ratio gates: the 1-user level may be the less
     sure side), "level" (a gate of this level's own), None (all decided)."""
     fields = {
-        g.field for g in gates_at(load, level, earlier) if g.value is not None and g.settled is Decision.UNDECIDED
+        g.field for g in gates_at(load, level, earlier) if g.value is not None and g.decision is Decision.UNDECIDED
     }
     if not fields:
         return None

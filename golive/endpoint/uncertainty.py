@@ -13,11 +13,12 @@ is no interval, and the number says so ("5 rounds: too few for an interval") ins
 **Unstable**: pyperf's `check` (https://pyperf.readthedocs.io/en/latest/cli.html#pyperf-check) warns when the standard
 deviation is greater than 10 % of the mean, or the minimum or maximum is 50 % away from the mean; hyperfine warns
 "Statistical outliers were detected. Consider re-running this benchmark on a quiet system". Rounds that do either are
-*unstable*: the number is reported with the rounds' range and spread (max ÷ min − 1). A gate whose interval straddles
-its bound first gets more rounds, unstable or not (within the profile's bounds; from 9 rounds on, the interval leaves
-out the single most extreme round, so one round that met other work does not decide); if it still straddles and the
-rounds are unstable, it is judged on the bound that protects the operator (the interval's low end for a floor, its
-high end for a ceiling): rounds were measured beyond the bound, and more did not settle a station that moves.
+*unstable*: the number is reported with the rounds' range and spread (max ÷ min − 1). Every gate is judged on the bound
+that protects the operator: a floor passes only when the interval's low end clears it (a ceiling: its high end). A gate
+whose interval straddles its bound gets more rounds, unstable or not (within the profile's bounds; from 9 rounds on the
+interval leaves out the single most extreme round, so one round that met other work does not decide); one that still
+straddles is not checked (INCOMPLETE, with the rounds and their spread): unstable rounds keep a station from GO, but
+only an interval wholly beyond the bound says NO-GO.
 
 Per-request intervals (below: bootstrap over a level's requests) describe one batch only: three runs of one quiet
 station gave 2,518, 2,350 and 2,987 tok/s, each interval excluding the others (issue 28). They remain for the sweep
@@ -211,16 +212,6 @@ def against_ceiling(interval: Interval | None, ceiling: float) -> Decision:
     if interval[1] <= ceiling:
         return Decision.PASSES
     return Decision.FAILS if interval[0] > ceiling else Decision.UNDECIDED
-
-
-def protecting(interval: Interval | None, limit: float, ceiling: bool) -> Decision:
-    """An unstable number judged on the bound that protects the operator: a floor passes only when the interval's low
-    end clears it and fails otherwise; a ceiling mirrored. No interval: undecided."""
-    if interval is None:
-        return Decision.UNDECIDED
-    if ceiling:
-        return Decision.PASSES if interval[1] <= limit else Decision.FAILS
-    return Decision.PASSES if interval[0] >= limit else Decision.FAILS
 
 
 def interval_text(interval: Interval | None, spec: str = ",.4g") -> str:

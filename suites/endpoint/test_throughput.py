@@ -5,8 +5,7 @@ excluded) within the profile's load bounds; every check below reads its level of
 median of its rounds with their 95 % interval (golive.endpoint.uncertainty.Rounds): a floor passes when the interval
 clears it, fails when the interval lies below it; in between the sweep adds rounds within load.max_requests /
 max_duration_s, and a floor still undecided after that (or with too few rounds for an interval) is not checked (the run
-is INCOMPLETE, never GO). Rounds that disagree (pyperf's check) are reported unstable, and their gate is judged on the
-interval's protecting end.
+is INCOMPLETE, never GO). Rounds that disagree (pyperf's check) are reported unstable, with their spread.
 """
 
 from __future__ import annotations
@@ -190,14 +189,13 @@ def _judge(
                 max_requests=load.max_requests,
                 max_duration_s=load.max_duration_s,
             )
-        )
-    if gate.decision is Decision.FAILS and gate.unstable:
-        end = "high" if gate.ceiling else "low"
-        finding["found"] += (
-            f"; judged on the interval's {end} end because the rounds disagree (pyperf's check: their standard "
-            f"deviation above 10 % of their mean, or one 50 % away from it): in some rounds the station was beyond "
-            f"its {kind}, and the rounds added within the profile's bounds did not settle it. Find what else runs on "
-            f"the station (another workload, throttling) and re-run the go-live"
+            + (
+                "; the rounds are unstable (pyperf's check: their standard deviation above 10 % of their mean, or "
+                "one 50 % away from it): the station moved while it was measured; find what else runs on it "
+                "(another workload, throttling)"
+                if gate.unstable
+                else ""
+            )
         )
     require(gate.decision is Decision.PASSES, suspects=suspects, **finding)
 
