@@ -44,7 +44,6 @@ from golive_testbed.realstation_host import (
     free_port,
     http_status,
     is_mountpoint,
-    last_lines,
     leftovers,
     load,
     run,
@@ -53,11 +52,14 @@ from golive_testbed.realstation_host import (
     ssh,
     tail,
     wait_for,
+    wait_serving,
 )
 from golive_testbed.realstation_variants import VARIANTS, apply_variant, revert_variant
 
 if TYPE_CHECKING:
-    from golive_testbed.commands import Subcommands
+    from typing import TypeAlias
+
+    Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]  # as golive_testbed.commands has it
 
 __all__ = ["Record", "StationError", "down", "leftovers", "load", "ssh", "up", "apply_variant", "revert_variant"]
 
@@ -258,7 +260,7 @@ def up(
         _boot(record, state_dir)
         record.timings["boot_to_ssh_s"] = time.monotonic() - step
         step = time.monotonic()
-        _wait_serving(record, t0 + timeout)
+        wait_serving(record, t0 + timeout)
         record.timings["serving_s"] = time.monotonic() - step
         if variant != "healthy":
             apply_variant(record, variant)
@@ -448,37 +450,6 @@ def _boot(record: Record, state_dir: Path) -> None:
         record,
         "nspawn",
     )
-
-
-def _wait_serving(record: Record, deadline: float) -> None:
-    """GET /health 200 from the container systemd started; fail early when the unit or the container fails."""
-    from golive_testbed import realstation_files as files
-
-    url = f"http://127.0.0.1:{record.serve_port}/health"
-    last_look = 0.0
-    while http_status(url) != 200:
-        now = time.monotonic()
-        if not alive(record.pids.get("nspawn"), record.scratch):
-            raise StationError(f"the station powered off while starting: {last_lines(record, 'nspawn')}")
-        if now - last_look > 5:
-            last_look = now
-            state = ssh(record, f"systemctl is-active {files.UNIT}", check=False, timeout=15).stdout.strip()
-            inspect = docker(
-                record, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", files.CONTAINER, check=False
-            )
-            status = inspect.stdout.split()
-            if state == "failed" or (status and status[0] == "exited"):
-                logs = docker(record, "logs", files.CONTAINER, check=False)
-                (record.dir / "container.log").write_text(logs.stdout + logs.stderr)
-                errors = [line for line in (logs.stdout + logs.stderr).splitlines() if "Error" in line]
-                tail = " | ".join(errors[:2] + (logs.stdout + logs.stderr).strip().splitlines()[-1:])
-                raise StationError(
-                    f"{files.UNIT} is {state}, container {files.CONTAINER} {' '.join(status) or 'absent'}: {tail}"
-                )
-        if now > deadline:
-            listing = " ".join(docker(record, "ps", "-a", check=False).stdout.split())
-            raise StationError(f"vLLM in the station did not serve {url} in time; containers: {listing[-200:]}")
-        time.sleep(1)
 
 
 # --- `golive station` --------------------------------------------------------------------------------------------

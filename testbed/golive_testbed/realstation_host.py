@@ -373,3 +373,34 @@ def tail(path: Path, lines: int = 5) -> str:
 def last_lines(record: Record, label: str) -> str:
     log = record.dir / f"{label}.log"
     return f"{' | '.join(tail(log, 3).splitlines()) or 'no output'}; log {log}"
+
+
+def wait_serving(record: Record, deadline: float) -> None:
+    """GET /health 200 from the container systemd started; fail early when the unit or the container fails."""
+    from golive_testbed import realstation_files as files  # the unit's and container's names
+
+    url = f"http://127.0.0.1:{record.serve_port}/health"
+    last_look = 0.0
+    while http_status(url) != 200:
+        now = time.monotonic()
+        if not alive(record.pids.get("nspawn"), record.scratch):
+            raise StationError(f"the station powered off while starting: {last_lines(record, 'nspawn')}")
+        if now - last_look > 5:
+            last_look = now
+            state = ssh(record, f"systemctl is-active {files.UNIT}", check=False, timeout=15).stdout.strip()
+            inspect = docker(
+                record, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", files.CONTAINER, check=False
+            )
+            status = inspect.stdout.split()
+            if state == "failed" or (status and status[0] == "exited"):
+                logs = docker(record, "logs", files.CONTAINER, check=False)
+                (record.dir / "container.log").write_text(logs.stdout + logs.stderr)
+                errors = [line for line in (logs.stdout + logs.stderr).splitlines() if "Error" in line]
+                tail = " | ".join(errors[:2] + (logs.stdout + logs.stderr).strip().splitlines()[-1:])
+                raise StationError(
+                    f"{files.UNIT} is {state}, container {files.CONTAINER} {' '.join(status) or 'absent'}: {tail}"
+                )
+        if now > deadline:
+            listing = " ".join(docker(record, "ps", "-a", check=False).stdout.split())
+            raise StationError(f"vLLM in the station did not serve {url} in time; containers: {listing[-200:]}")
+        time.sleep(1)

@@ -21,12 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from golive_testbed import realstation_files as files
-from golive_testbed.realstation_host import Record, StationError, docker, http_status, ssh
+from golive_testbed.realstation_host import Record, StationError, docker, http_status, ssh, wait_serving
 
 UNIT_DIR = f"/etc/systemd/system/{files.UNIT}.d"
 SERVING_DROPIN = f"{UNIT_DIR}/{files.DROPIN}"  # the drop-in with the docker run line
 OVERRIDE = f"{UNIT_DIR}/override.conf"  # what `systemctl edit` writes
-TAG = "cpu"  # the serving image's tag in the station's registry (realstation._build_image pushes it)
+TAG = "cpu"  # the serving image's tag in the station's registry (the station's `up` builds and pushes it)
 REPUSHED_LABEL = "org.golive.testbed.repushed"
 
 
@@ -181,7 +181,7 @@ def revert_variant(record: Record, serving: bool = True, timeout: float = 300) -
     if recreate or not _container_is_healthy(record):
         _restart(record, serving, timeout)
     elif serving:
-        _wait_serving(record, time.monotonic() + timeout)
+        wait_serving(record, time.monotonic() + timeout)
 
 
 def _restore(record: Record, path: str, text: str, mode: str = "0644") -> bool:
@@ -250,13 +250,7 @@ def _restart(record: Record, serving: bool, timeout: float) -> None:
             raise StationError(f"no new {files.CONTAINER} container ran after `systemctl restart` ({state})")
         time.sleep(0.5)
     if serving:
-        _wait_serving(record, deadline)
-
-
-def _wait_serving(record: Record, deadline: float) -> None:
-    from golive_testbed.realstation import _wait_serving as wait  # the same wait as `up`'s (a cycle at import time)
-
-    wait(record, deadline)
+        wait_serving(record, deadline)
 
 
 def serving_now(record: Record) -> bool:
