@@ -48,6 +48,7 @@ from golive_testbed.realstation_host import (
     load,
     run,
     save,
+    serving_now,
     spawn,
     ssh,
     tail,
@@ -527,7 +528,7 @@ def cmd_station(ns: argparse.Namespace, extra: list[str]) -> int:
                 print(f"golive: no station {ns.name} (none recorded in {state})")
                 return 3
             running = {label: alive(pid, found.scratch) for label, pid in found.pids.items()}
-            serving = http_status(f"http://127.0.0.1:{found.serve_port}/health") == 200
+            serving = serving_now(found)
             print(
                 f"golive: station {found.name} ({found.variant}): "
                 + ", ".join(f"{label} {'running' if up_ else 'stopped'}" for label, up_ in running.items())

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from golive_testbed.realstation_files import CONTAINER, UNIT
-from golive_testbed.realstation_host import Record, StationError, docker, free_port, http_status, ssh
+from golive_testbed.realstation_host import Record, StationError, docker, free_port, http_status, serving_now, ssh
 
 T = TypeVar("T")
 TEST_DROPIN = f"/run/systemd/system/{UNIT}.d/zz-golive-test-restart-sec.conf"
@@ -95,12 +95,7 @@ def restore(record: Record, timeout: float = 600) -> float:
         f"systemctl is-active --quiet {UNIT} || systemctl start {UNIT}",
         timeout=120,
     )
-    wait(
-        f"{UNIT} serving again",
-        lambda: http_status(f"http://127.0.0.1:{record.serve_port}/health") == 200,
-        timeout,
-        every=1,
-    )
+    wait(f"{UNIT} serving again", lambda: serving_now(record), timeout, every=1)
     return time.monotonic() - started
 
 

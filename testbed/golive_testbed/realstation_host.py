@@ -375,13 +375,17 @@ def last_lines(record: Record, label: str) -> str:
     return f"{' | '.join(tail(log, 3).splitlines()) or 'no output'}; log {log}"
 
 
+def serving_now(record: Record) -> bool:
+    """vLLM in the station answers GET /health with 200."""
+    return http_status(f"http://127.0.0.1:{record.serve_port}/health") == 200
+
+
 def wait_serving(record: Record, deadline: float) -> None:
     """GET /health 200 from the container systemd started; fail early when the unit or the container fails."""
     from golive_testbed import realstation_files as files  # the unit's and container's names
 
-    url = f"http://127.0.0.1:{record.serve_port}/health"
     last_look = 0.0
-    while http_status(url) != 200:
+    while not serving_now(record):
         now = time.monotonic()
         if not alive(record.pids.get("nspawn"), record.scratch):
             raise StationError(f"the station powered off while starting: {last_lines(record, 'nspawn')}")
@@ -402,5 +406,8 @@ def wait_serving(record: Record, deadline: float) -> None:
                 )
         if now > deadline:
             listing = " ".join(docker(record, "ps", "-a", check=False).stdout.split())
-            raise StationError(f"vLLM in the station did not serve {url} in time; containers: {listing[-200:]}")
+            raise StationError(
+                f"vLLM in the station did not serve http://127.0.0.1:{record.serve_port}/health in time; containers: "
+                f"{listing[-200:]}"
+            )
         time.sleep(1)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from golive_testbed import realstation_files as files
-from golive_testbed.realstation_host import Record, StationError, docker, http_status, ssh, wait_serving
+from golive_testbed.realstation_host import Record, StationError, docker, serving_now, ssh, wait_serving
 
 UNIT_DIR = f"/etc/systemd/system/{files.UNIT}.d"
 SERVING_DROPIN = f"{UNIT_DIR}/{files.DROPIN}"  # the drop-in with the docker run line
@@ -251,8 +251,3 @@ def _restart(record: Record, serving: bool, timeout: float) -> None:
         time.sleep(0.5)
     if serving:
         wait_serving(record, deadline)
-
-
-def serving_now(record: Record) -> bool:
-    """GET /health answers 200."""
-    return http_status(f"http://127.0.0.1:{record.serve_port}/health") == 200
