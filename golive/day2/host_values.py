@@ -226,16 +226,17 @@ def capture_host(collect: Collector, host: Host, station: Station, observed: Obs
             # a -v source is a path on the Docker engine's machine: where the engine is not the station's own (a
             # DOCKER_HOST, a bound socket), it is no folder here; the profile's path, where it is one, is read instead
             known = recipe.checkpoint.path
+            readable = bool(known) and host.file(known).is_directory
             collect.capture.cannot_keep.append(
                 f"--model {model} is mounted from {path} (-v in ExecStart of {service.unit}), which is not a folder "
                 f"on {station.name}: the Docker engine runs elsewhere? — "
                 + (
                     f"the checkpoint was read from the profile's checkpoint.path, {known}"
-                    if known and host.file(known).is_directory
+                    if readable
                     else "set checkpoint.path by hand"
                 )
             )
-            if known and host.file(known).is_directory:
+            if readable:
                 capture_checkpoint(collect, host, station, recipe)
             path = None
         if path:

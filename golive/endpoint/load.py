@@ -284,7 +284,7 @@ async def sweep_async(
             measured[concurrency] = _Measured(timings, warm, ended - started, 1, first)
             measured[concurrency].batch_rows.append(summarize(concurrency, timings, started, ended, slo))
             measured[concurrency].level = measured[concurrency].row(concurrency, slo)
-            if not (rounds_here(concurrency) and 1 in levels and paired in levels):
+            if not rounds_here(concurrency):
                 await settle(concurrency)  # 1 user and the gate level get their rounds interleaved, below
             _progress_line(progress, measured[concurrency].level)
         if pairing and 1 in measured and paired in measured:

@@ -59,8 +59,10 @@ def tie(checks: list[CheckRecord]) -> list[SameCause]:
             if other is check or other.station != check.station or not shared:
                 continue
             flagged, explained = ties.setdefault((check.station, shared), ([], []))
-            flagged.extend(c for c in (other,) if c not in flagged)
-            explained.extend(c for c in (check,) if c not in explained)
+            if other not in flagged:
+                flagged.append(other)
+            if check not in explained:
+                explained.append(check)
     found = [SameCause(station, flags, tuple(f), tuple(e)) for (station, flags), (f, e) in ties.items()]
     for cause in found:
         for check in cause.explained:

@@ -138,6 +138,11 @@ def _line_or_where(command: ShellCommand, service: Service) -> str:
     return f"line {command.line}" if command.origin == service.prestart and not command.via else command.where()
 
 
+def _written_to(command: ShellCommand) -> list[str]:
+    """The files a command's output is redirected into (`>`, `>>`, `>|`, `&>`): where a `docker logs` saves them."""
+    return [target for op, target in command.redirects if op in (">", ">>", ">|", "&>")]
+
+
 def test_prestart_saves_logs_before_removing_container(facts: StationFacts, service: Service) -> None:
     """The prestart saves the previous container's logs into the log dir BEFORE `docker rm` erases them [000]."""
     commands = facts.prestart.commands
@@ -171,7 +176,7 @@ def test_prestart_saves_logs_before_removing_container(facts: StationFacts, serv
     )
     if service.log_dir:
         save = commands[saves[0]]
-        targets = [t for op, t in save.redirects if op in (">", ">>", ">|", "&>")]
+        targets = _written_to(save)
         require(
             any(t.startswith(service.log_dir.rstrip("/") + "/") for t in targets),
             found=f"{save.where()} saves the logs to {targets[0] if targets else 'nowhere (no redirect)'}, "
@@ -188,13 +193,7 @@ def _saved_logs_folder(facts: StationFacts, service: Service) -> str | None:
     if service.log_dir:
         return service.log_dir.rstrip("/") or "/"
     commands = facts.prestart.commands
-    targets = [
-        t
-        for c in commands
-        if service.container in c.docker_targets("logs")
-        for op, t in c.redirects
-        if op in (">", ">>", ">|", "&>")
-    ]
+    targets = [t for c in commands if service.container in c.docker_targets("logs") for t in _written_to(c)]
     folder = targets[0].rsplit("/", 1)[0] if targets and "/" in targets[0] else ""
     return folder if folder.startswith("/") and "$" not in folder else None
 
