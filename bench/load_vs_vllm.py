@@ -199,6 +199,14 @@ def aiperf_level(
     }
 
 
+def scripted_truth(level: int, output_tokens: int, ttft_ms: float, itl_ms: list[float]) -> dict:
+    """What the scripted server (`paced`) sends: the first token `ttft_ms` after the request, then the gaps of
+    `itl_ms` in turn; tok/s is C answers' tokens over one answer's time (a client's own time between answers not
+    counted), so it is the ceiling a perfect client would read."""
+    answer_s = (ttft_ms + sum(itl_ms[i % len(itl_ms)] for i in range(output_tokens - 1))) / 1000
+    return {"aggregate_tok_s": level * output_tokens / answer_s, "ttft_p50_s": ttft_ms / 1000}
+
+
 def pin(process_group: int, cpu: int) -> None:
     """Every thread of every process in the group onto one core (util-linux `taskset -a`)."""
     for entry in Path("/proc").iterdir():
@@ -236,6 +244,16 @@ def main() -> int:
         "of a CPU-bound server",
     )
     parser.add_argument(
+        "--role-with-first-token",
+        action="store_true",
+        help="scripted: the role chunk goes out with the first token, as vLLM sends it, so every client's TTFT is "
+        "the first token's (by default it goes with the headers and `vllm bench serve` times that chunk)",
+    )
+    parser.add_argument("--ttft-ms", type=float, default=30.0, help="scripted: the first token's delay")
+    parser.add_argument(
+        "--itl-ms", type=float, nargs="+", default=None, help="scripted: the gaps between tokens, in turn"
+    )
+    parser.add_argument(
         "--pin",
         nargs=2,
         type=int,
@@ -244,6 +262,10 @@ def main() -> int:
         "client's own CPU use then cannot slow the server it measures (AIPerf runs 8 processes)",
     )
     args = parser.parse_args()
+    sys.path.insert(0, str(REPO / "bench"))
+    from scripted_stream import ITL_PATTERN_MS
+
+    itl_ms = args.itl_ms or list(ITL_PATTERN_MS)
     rows = []
     clients = ["golive", "vllm"] + (["aiperf"] if args.aiperf.exists() else [])
     if "aiperf" not in clients:
@@ -255,10 +277,14 @@ def main() -> int:
         if args.server == "scripted":
             global MODEL
             MODEL = "scripted"
-            sys.path.insert(0, str(REPO / "bench"))
             from stream_truth import Server
 
-            server = stack.enter_context(Server("--script", "paced"))
+            server = stack.enter_context(
+                Server(
+                    *("--script", "paced", "--ttft-ms", str(args.ttft_ms), "--itl-ms", *map(str, itl_ms)),
+                    *(["--role-with-first-token"] if args.role_with_first_token else []),
+                )
+            )
             port, base_url, model_dir = server.port, server.url + "/v1", default_model_dir()
         else:
             # pinned to one core, the engine gets one OpenMP thread bound to it: two spinning threads on one core crawl
@@ -295,7 +321,11 @@ def main() -> int:
                         )
                 rows.append(row)
                 print(" | ".join(line), flush=True)
-    summary = {"server": args.server, "pinned (server cpu, client cpu)": args.pin}
+    summary = {
+        "server": args.server,
+        "pinned (server cpu, client cpu)": args.pin,
+        "role_with_first_token": args.role_with_first_token,
+    }
     for level in args.levels:
         mine = [r for r in rows if r["level"] == level]
         keys = [k for k in mine[0] if k.startswith("ratio_")]
@@ -307,6 +337,12 @@ def main() -> int:
             }
             for k in keys
         }
+        for client in clients:  # each client's own medians, and against the truth where it is known
+            for metric in ("aggregate_tok_s", "ttft_p50_s"):
+                summary[level][f"{client}_{metric}_median"] = statistics.median(r[client][metric] for r in mine)
+                if args.server == "scripted":
+                    truth = scripted_truth(level, args.output_tokens, args.ttft_ms, itl_ms)[metric]
+                    summary[level][f"{client}_{metric}_vs_truth"] = summary[level][f"{client}_{metric}_median"] / truth
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps({"rows": rows, "summary": summary, "args": {k: str(v) for k, v in vars(args).items()}}, indent=1)

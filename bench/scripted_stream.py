@@ -5,6 +5,10 @@ way vLLM streams. Each generated token is one SSE event; the server reads `time.
 shared across processes on Linux) just before the write that puts it on the socket, and keeps those times per request,
 keyed by the salt golive puts first in every prompt. `GET /truth` hands them over (and forgets them).
 
+`--role-with-first-token` writes the role chunk in the same write as the first token, as vLLM's serving_chat does (it
+yields the role chunk on the engine's first output); by default it goes with the response headers, as some servers
+send it, which `vllm bench serve` then times as the first token (docs/metrics.md).
+
 Two scripts:
 - `paced`: each stream on its own timer, first token after `ttft_ms`, then gaps cycling through `itl_ms` (a fixed,
   uneven pattern, so a generator that smooths or rounds is caught).
@@ -29,12 +33,22 @@ ITL_PATTERN_MS = (4.0, 9.0, 2.5, 13.0, 6.0, 3.0, 21.0, 5.0)
 class Stream:
     def __init__(self, writer: asyncio.StreamWriter, salt: str, tokens: int):
         self.writer, self.salt, self.left = writer, salt, tokens
+        self.before_first = b""  # what goes out with the first event (the role chunk, --role-with-first-token)
         self.done = asyncio.get_running_loop().create_future()
 
 
 class ScriptedServer:
-    def __init__(self, script: str, ttft_ms: float, itl_ms: tuple[float, ...], step_ms: float, tokens_per_event: int):
+    def __init__(
+        self,
+        script: str,
+        ttft_ms: float,
+        itl_ms: tuple[float, ...],
+        step_ms: float,
+        tokens_per_event: int,
+        role_with_first_token: bool = False,
+    ):
         self.script, self.ttft_ms, self.itl_ms = script, ttft_ms, itl_ms
+        self.role_with_first_token = role_with_first_token
         self.step_ms, self.tokens_per_event = step_ms, tokens_per_event
         self.truth: dict[str, list[float]] = {}
         self.requests = 0
@@ -88,9 +102,10 @@ class ScriptedServer:
         # golive's prompts start with its salt; other clients' requests are kept by their order
         salt = content[1:13] if content.startswith("[") else f"request-{self.requests}"
         tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        role = _chunk({"role": "assistant", "content": ""})
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-            + _chunk({"role": "assistant", "content": ""})
+            + (b"" if self.role_with_first_token else role)
         )
         sent = self.truth.setdefault(salt, [])
         if self.script == "paced":
@@ -99,10 +114,12 @@ class ScriptedServer:
             for i in range(tokens):
                 await asyncio.sleep(max(0.0, due - time.perf_counter()))
                 sent.append(time.perf_counter())
-                writer.write(self.token_event)
+                first = i == 0 and self.role_with_first_token
+                writer.write(role + self.token_event if first else self.token_event)
                 due += self.itl_ms[i % len(self.itl_ms)] / 1000
         else:
             stream = Stream(writer, salt, tokens)
+            stream.before_first = role if self.role_with_first_token else b""
             self.open.append(stream)
             self.wake.set()
             await stream.done
@@ -121,7 +138,8 @@ class ScriptedServer:
                 due = clock()
             for stream in self.open:
                 self.truth[stream.salt].append(clock())  # each event's own send time: a burst takes a while
-                stream.writer.write(event)
+                stream.writer.write(stream.before_first + event)
+                stream.before_first = b""
                 stream.left -= per_event
                 if stream.left <= 0:
                     stream.done.set_result(None)
@@ -166,7 +184,9 @@ def _json(writer: asyncio.StreamWriter, value, status: str = "200 OK") -> None:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    server = ScriptedServer(args.script, args.ttft_ms, tuple(args.itl_ms), args.step_ms, args.tokens_per_event)
+    server = ScriptedServer(
+        args.script, args.ttft_ms, tuple(args.itl_ms), args.step_ms, args.tokens_per_event, args.role_with_first_token
+    )
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024)
     print(listener.sockets[0].getsockname()[1], flush=True)
     if args.script == "stepped":
@@ -182,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--itl-ms", type=float, nargs="+", default=list(ITL_PATTERN_MS))
     parser.add_argument("--step-ms", type=float, default=0.0)
     parser.add_argument("--tokens-per-event", type=int, default=1)
+    parser.add_argument("--role-with-first-token", action="store_true", help="as vLLM: the role chunk with token 1")
     args = parser.parse_args(argv)
     try:
         asyncio.run(serve(args))

@@ -1,18 +1,25 @@
 """Benchmark: golive's load generator against `vllm bench serve`, interleaved, on the reference station (issue 28
 item 2).
 
-    .venv/bin/python bench/vs_vllm_bench.py [--port 8796] [--rounds 6] [--out bench/results/vs-vllm-bench.json]
+    .venv/bin/python bench/vs_vllm_bench.py [--rounds 6] [--prompts golive|random] [--prompt-tokens N]
+                                            [--output-tokens N] [--min-requests N] [--out FILE]
 
 One reference station, started once, held to the reference profile's workload (golive/profile/profiles/
 reference-cpu.yaml `load`: every level of `concurrency`, `output_tokens` with ignore_eos, `repeats` × C requests a
-level and at least `min_requests`, `warmup` × C warm-up requests before each). Each round runs every level with both
-clients back to back, the client order alternating and the level order reversing between rounds, so neither client
-always meets the machine first. golive runs its own sweep for one level (golive.endpoint.load.sweep_async: warm-up,
-one measured batch); vLLM's client runs as vLLM documents it, `vllm bench serve`, through the testbed's command
-(`python -m golive_testbed.vllm_cli bench serve`), with the same number of prompts and `--num-warmups C`.
+level and at least `min_requests`, `warmup` × C warm-up requests before each); `--prompt-tokens`, `--output-tokens`
+and `--min-requests` change the sizes, for both clients alike. Each round runs every level with both clients back to
+back, the client order alternating and the level order reversing between rounds, so neither client always meets the
+machine first. golive runs its own sweep for one level (golive.endpoint.load.sweep_async: warm-up, one measured
+batch); vLLM's client runs as vLLM documents it, `vllm bench serve`, through the testbed's command
+(`python -m golive_testbed.vllm_cli bench serve`), with the same number of prompts, by default without its warm-up
+and ready check: both send the first prompt of its dataset, which its measured run then sends again, a prefix-cache
+hit that changed its first batch (docs/metrics.md); `--vllm-warmups` keeps them.
 
-The same workload: vLLM's random dataset is sized so the server counts the same prompt tokens as golive's prompts
-(usage.prompt_tokens; both clients' counts are recorded), the same answer length, the same concurrency.
+The same workload: by default vLLM's client sends golive's own prompts (a `custom` dataset of load_request.prompt
+texts, each with a fresh salt, sent as the user message), greedy (`--temperature 0`, as golive's requests; vLLM's
+client otherwise leaves the temperature to the server), the same answer length with ignore_eos, the same concurrency.
+`--prompts random` sends vLLM's random token ids instead, sized so the server counts as many prompt tokens as for
+golive's (usage.prompt_tokens; both clients' counts are recorded).
 
 Reported per level and metric (output tok/s; TTFT p50): each client's median over the rounds, golive ÷ vLLM, and
 whether golive's interval (the order-statistic 95 % interval of its rounds' median, as the gates read it:
@@ -30,12 +37,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from golive.endpoint.load import SweepPlan, sweep_async
-from golive.endpoint.load_request import Workload
+from golive.endpoint.load_request import Workload, prompt, sentences_for
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.uncertainty import Rounds
 from golive.inventory.loader import load_profile
@@ -55,6 +64,16 @@ def template_tokens(root: str) -> int:
     return int(response.json()["count"])
 
 
+def golive_sentences(root: str, workload: Workload) -> int:
+    """The filler sentences golive's own sweep puts in each prompt (load_request.sentences_for)."""
+
+    async def ask() -> int:
+        async with httpx.AsyncClient() as client:
+            return await sentences_for(client, root, workload, {})
+
+    return asyncio.run(ask())
+
+
 def golive_level(base_url: str, workload: Workload, level: int, requests: int, warmup: int) -> dict:
     plan = SweepPlan((level,), repeats=1, warmup=warmup, max_duration_s=3600, min_requests=requests)
     row = asyncio.run(sweep_async(EndpointTarget(base_url), workload, plan)).levels[0]
@@ -68,24 +87,60 @@ def golive_level(base_url: str, workload: Workload, level: int, requests: int, w
     }
 
 
-def vllm_level(port: int, model_dir: Path, level: int, requests: int, input_len: int, output_len: int) -> dict:
-    """`vllm bench serve`, the command as vLLM documents it, one level."""
-    with tempfile.TemporaryDirectory(prefix="vllm-bench-") as out:
-        command = [
-            sys.executable,
-            "-m",
-            "golive_testbed.vllm_cli",
-            "bench",
-            "serve",
-            *("--backend", "openai-chat", "--endpoint", "/v1/chat/completions"),
-            *("--host", "127.0.0.1", "--port", str(port), "--model", SERVED_NAME, "--tokenizer", str(model_dir)),
-            *("--dataset-name", "random", "--random-input-len", str(input_len)),
-            *("--random-output-len", str(output_len), "--ignore-eos"),
-            *("--num-prompts", str(requests), "--max-concurrency", str(level), "--request-rate", "inf"),
-            *("--num-warmups", str(level), "--seed", str(int(time.time()))),
-            *("--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50", "--disable-tqdm"),
-            *("--save-result", "--result-dir", out, "--result-filename", "result.json"),
+@dataclass
+class Prompts:
+    """What vLLM's client sends. `golive`: golive's own prompts (load_request.prompt: a fresh salt first, the same
+    filler sentences), as a `custom` dataset sent as the user message (`--skip-chat-template`): the same text the
+    server templates and counts for golive's requests. `random`: vLLM's random token ids, `input_len` of them before the
+    template, sized to golive's count."""
+
+    kind: str
+    sentences: int
+    input_len: int
+
+    def dataset(self, path: Path, requests: int, output_len: int) -> list[str]:
+        if self.kind == "random":
+            return ["--dataset-name", "random", "--random-input-len", str(self.input_len)] + [
+                "--random-output-len",
+                str(output_len),
+            ]
+        lines = (json.dumps({"prompt": prompt(self.sentences, uuid.uuid4().hex[:12])}) for _ in range(requests))
+        path.write_text("\n".join(lines) + "\n")
+        return ["--dataset-name", "custom", "--dataset-path", str(path), "--skip-chat-template"] + [
+            "--custom-output-len",
+            str(output_len),
         ]
+
+
+def vllm_command(
+    port: int, model_dir: Path, level: int, requests: int, output_len: int, prompts: Prompts, out: Path, warmups: bool
+) -> list[str]:
+    """`vllm bench serve` as vLLM documents it (the testbed's command), one level, greedy as golive's requests are,
+    its result (`--save-detailed`: each request's times too) saved as out/result.json; with `warmups`, its ready check
+    and C warm-ups as well. Without them by default: both send the dataset's first prompt, which the measured run then
+    sends again, a prefix-cache hit (vllm/benchmarks/serve.py `test_input`); the server is warm from the other
+    client's level just before."""
+    warm = ["--num-warmups", str(level)] if warmups else ["--num-warmups", "0", "--ready-check-timeout-sec", "0"]
+    return [
+        *(sys.executable, "-m", "golive_testbed.vllm_cli", "bench", "serve"),
+        *("--backend", "openai-chat", "--endpoint", "/v1/chat/completions"),
+        *("--host", "127.0.0.1", "--port", str(port), "--model", SERVED_NAME, "--tokenizer", str(model_dir)),
+        *prompts.dataset(out / "prompts.jsonl", requests, output_len),
+        *("--ignore-eos", "--temperature", "0"),
+        *("--num-prompts", str(requests), "--max-concurrency", str(level), "--request-rate", "inf"),
+        *warm,
+        *("--seed", str(int(time.time()))),
+        *("--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50", "--disable-tqdm"),
+        *("--save-result", "--save-detailed", "--result-dir", str(out), "--result-filename", "result.json"),
+    ]
+
+
+def vllm_level(
+    port: int, model_dir: Path, level: int, requests: int, output_len: int, prompts: Prompts, warmups: bool = False
+) -> dict:
+    """One level of `vllm bench serve` (vllm_command), its numbers."""
+    with tempfile.TemporaryDirectory(prefix="vllm-bench-") as out:
+        command = vllm_command(port, model_dir, level, requests, output_len, prompts, Path(out), warmups)
         subprocess.run(command, check=True, stdout=sys.stderr, stderr=sys.stderr, timeout=900)
         result = json.loads((Path(out) / "result.json").read_text())
     return {
@@ -134,32 +189,52 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=6, help="≥ 6: an interval of golive's median needs 6 rounds")
     parser.add_argument("--profile", default="reference-cpu")
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/vs-vllm-bench.json")
+    parser.add_argument("--prompt-tokens", type=int, help="the prompt as the server counts it (default: the profile's)")
+    parser.add_argument("--output-tokens", type=int, help="answer length, ignore_eos (default: the profile's)")
+    parser.add_argument(
+        "--min-requests", type=int, help="measured requests a level, at least (default: the profile's min_requests)"
+    )
+    parser.add_argument(
+        "--prompts",
+        choices=("golive", "random"),
+        default="golive",
+        help="what vLLM's client sends: golive's own prompts (the same text), or vLLM's random ids sized to golive's",
+    )
+    parser.add_argument(
+        "--vllm-warmups",
+        action="store_true",
+        help="vLLM's client with its ready check and C warm-ups (they cache its first measured prompt; without them "
+        "its first requests open their connections inside the measured run)",
+    )
     args = parser.parse_args()
     load = load_profile(args.profile).profile.load
     assert load is not None
+    prompt_tokens = args.prompt_tokens or load.prompt_tokens
+    output_tokens = args.output_tokens or load.output_tokens
+    min_requests = args.min_requests or load.min_requests
     levels = sorted(set(load.concurrency))
     started, load_before = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), load_average()
     rows: list[dict] = []
     with ReferenceStation(port=args.port) as station:
         root = station.base_url.removesuffix("/v1")
-        workload = Workload(model=SERVED_NAME, prompt_tokens=load.prompt_tokens, output_tokens=load.output_tokens)
-        # golive's prompt as the server counts it, then vLLM's random prompt sized to the same count
+        workload = Workload(model=SERVED_NAME, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+        # golive's prompt as the server counts it; vLLM's client gets the same prompts, or random ones of that count
         probe = golive_level(station.base_url, workload, 1, 4, 1)
-        counted = round(probe["prompt_tokens_p50"] or load.prompt_tokens)
-        input_len = max(counted - template_tokens(root), 1)
-        print(f"golive's prompt: {counted} tokens counted by the server; vLLM random-input-len {input_len}", flush=True)
+        counted = round(probe["prompt_tokens_p50"] or prompt_tokens)
+        prompts = Prompts(args.prompts, golive_sentences(root, workload), max(counted - template_tokens(root), 1))
+        print(f"golive's prompt: {counted} tokens counted by the server; vLLM's client: {prompts}", flush=True)
         loads = [load_average()]
         for round_ in range(args.rounds):
             order = ["golive", "vllm"] if round_ % 2 == 0 else ["vllm", "golive"]
             for level in levels if round_ % 2 == 0 else list(reversed(levels)):
-                requests = max(load.repeats * level, load.min_requests)
+                requests = max(load.repeats * level, min_requests)
                 row: dict = {"round": round_, "level": level, "order": order}
                 for client in order:
                     if client == "golive":
                         row[client] = golive_level(station.base_url, workload, level, requests, load.warmup)
                     else:
                         row[client] = vllm_level(
-                            station.port, station.model_dir, level, requests, input_len, load.output_tokens
+                            station.port, station.model_dir, level, requests, output_tokens, prompts, args.vllm_warmups
                         )
                 rows.append(row)
                 print(
@@ -179,9 +254,14 @@ def main() -> int:
         "load_average_per_round": loads,
         "workload": {
             "levels": levels,
-            "output_tokens": load.output_tokens,
+            "output_tokens": output_tokens,
+            "requests_per_level": {level: max(load.repeats * level, min_requests) for level in levels},
             "prompt_tokens_counted": counted,
-            "vllm_random_input_len": input_len,
+            "vllm_prompts": args.prompts,
+            "golive_filler_sentences": prompts.sentences,
+            "vllm_random_input_len": prompts.input_len if args.prompts == "random" else None,
+            "temperature": 0,
+            "vllm_warmups": args.vllm_warmups,
         },
         "rounds": args.rounds,
         "summary": table,

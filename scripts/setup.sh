@@ -47,7 +47,7 @@ fi
 # Two distributions: golive (the product, what operators install) and golive-testbed (reference station, station
 # trees, demo; from this checkout only). The check also catches an older checkout's install (no golive.suites), and
 # one from before the gateway test's LiteLLM (the `test` extra; its console script, not an import: that takes seconds).
-if ! .venv/bin/python -c "import golive.suites, golive_testbed.commands, matplotlib, vllm, testinfra, pytest_html, build, hypothesis, ansible" >/dev/null 2>&1 \
+if ! .venv/bin/python -c "import golive.suites, golive_testbed.commands, matplotlib, vllm, pandas, testinfra, pytest_html, build, hypothesis, ansible" >/dev/null 2>&1 \
    || [ ! -x .venv/bin/ruff ] || [ ! -x .venv/bin/mypy ] || [ ! -x .venv/bin/litellm ]; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test,lint]' -e './testbed[reference]'
 fi
