@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from golive_testbed.realstation_host import (
     DOCKER,
     NSPAWN_RUN,
+    NSPAWN_RUN_MARK,
     STATE_DIR,
     Record,
     StationError,
@@ -424,6 +425,7 @@ def _boot(record: Record, state_dir: Path) -> None:
     if not is_mountpoint(NSPAWN_RUN):
         NSPAWN_RUN.mkdir(parents=True, exist_ok=True)
         run(["mount", "-t", "tmpfs", "tmpfs", str(NSPAWN_RUN)])
+        NSPAWN_RUN_MARK.write_text(f"mounted by golive's testbed for station {record.name}\n")
         record.mounted_nspawn_run = True
         save(record, state_dir)
     spawn(

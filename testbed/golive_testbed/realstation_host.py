@@ -24,6 +24,7 @@ from pathlib import Path
 DOCKER = "/usr/bin/docker"
 STATE_DIR = Path(os.environ.get("GOLIVE_STATE_DIR") or Path.home() / ".cache/golive")
 NSPAWN_RUN = Path("/run/systemd/nspawn")  # nspawn wants it; where PID 1 is not systemd, a tmpfs here (the note)
+NSPAWN_RUN_MARK = NSPAWN_RUN / ".golive-testbed-tmpfs"  # in the tmpfs a station mounted: any station's down may take it
 
 
 class StationError(RuntimeError):
@@ -195,7 +196,10 @@ def down(name: str = "station", state_dir: Path = STATE_DIR, timeout: float = 60
     for mount in sorted(_mounts_under(scratch), key=len, reverse=True):
         if subprocess.run(["umount", mount], capture_output=True, check=False).returncode != 0:
             subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
-    if record.mounted_nspawn_run and not _nspawn_running() and is_mountpoint(NSPAWN_RUN):
+    deadline = time.monotonic() + 15  # this station's nspawn may still be tearing down: it must not count as another
+    while _processes_under(scratch) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _nspawn_run_is_ours(record) and not _nspawn_running() and is_mountpoint(NSPAWN_RUN):
         subprocess.run(["umount", str(NSPAWN_RUN)], capture_output=True, check=False)
         with contextlib.suppress(OSError):
             NSPAWN_RUN.rmdir()  # up made it (empty now); nspawn makes it again where it needs it
@@ -250,7 +254,7 @@ def leftovers(record: Record) -> list[str]:
     found += [f"mount {m}" for m in _mounts_under(record.scratch)]
     if Path(record.scratch).exists():
         found.append(f"directory {record.scratch}")
-    if record.mounted_nspawn_run and is_mountpoint(NSPAWN_RUN):
+    if _nspawn_run_is_ours(record) and is_mountpoint(NSPAWN_RUN) and not _nspawn_running():
         found.append(f"mount {NSPAWN_RUN}")
     for port in (record.ssh_port, record.serve_port, record.registry_port):
         with socket.socket() as s:
@@ -262,13 +266,21 @@ def leftovers(record: Record) -> list[str]:
 
 def _nspawn_running() -> bool:
     """Whether any systemd-nspawn still runs on this machine (another station, recorded in any state directory, or
-    not golive's at all): the tmpfs under /run/systemd/nspawn is theirs too, so it stays mounted. This station's own
-    nspawn has exited by the time `down` asks."""
-    for comm in Path("/proc").glob("[0-9]*/comm"):
-        with contextlib.suppress(OSError):
-            if comm.read_text().strip() == "systemd-nspawn":
+    not golive's at all): the tmpfs under /run/systemd/nspawn is theirs too, so it stays mounted. A zombie has
+    exited; `down` waits for this station's own nspawn before it asks."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            text = stat.read_text()
+            comm, state = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()[0]
+            if comm == "systemd-nspawn" and state != "Z":
                 return True
     return False
+
+
+def _nspawn_run_is_ours(record: Record) -> bool:
+    """The tmpfs under /run/systemd/nspawn is a station's to take down: this one mounted it, or another station did
+    (its mark), which left it mounted because this one's nspawn still ran: the last station down takes it."""
+    return record.mounted_nspawn_run or NSPAWN_RUN_MARK.exists()
 
 
 def alive(pid: int | None, scratch: str) -> bool:
