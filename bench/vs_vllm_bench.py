@@ -2,7 +2,7 @@
 item 2).
 
     .venv/bin/python bench/vs_vllm_bench.py [--rounds 6] [--prompts golive|random] [--prompt-tokens N]
-                                            [--output-tokens N] [--min-requests N] [--out FILE]
+                                            [--output-tokens N] [--min-requests N] [--vllm-warmups] [--out FILE]
 
 One reference station, started once, held to the reference profile's workload (golive/profile/profiles/
 reference-cpu.yaml `load`: every level of `concurrency`, `output_tokens` with ignore_eos, `repeats` × C requests a
@@ -100,16 +100,12 @@ class Prompts:
 
     def dataset(self, path: Path, requests: int, output_len: int) -> list[str]:
         if self.kind == "random":
-            return ["--dataset-name", "random", "--random-input-len", str(self.input_len)] + [
-                "--random-output-len",
-                str(output_len),
-            ]
+            size = [str(self.input_len), "--random-output-len", str(output_len)]
+            return ["--dataset-name", "random", "--random-input-len", *size]
         lines = (json.dumps({"prompt": prompt(self.sentences, uuid.uuid4().hex[:12])}) for _ in range(requests))
         path.write_text("\n".join(lines) + "\n")
-        return ["--dataset-name", "custom", "--dataset-path", str(path), "--skip-chat-template"] + [
-            "--custom-output-len",
-            str(output_len),
-        ]
+        dataset = ["--dataset-name", "custom", "--dataset-path", str(path), "--skip-chat-template"]
+        return [*dataset, "--custom-output-len", str(output_len)]
 
 
 def vllm_command(
