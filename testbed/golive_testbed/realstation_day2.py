@@ -72,15 +72,26 @@ def container_running(record: Record) -> bool:
 
 def kill_container(record: Record, timeout: float = 120) -> dict[str, str]:
     """Wait until systemd's container runs, `docker kill` it through the station's engine, and wait until systemd
-    has acted on it: NRestarts one higher, or the unit `failed` (the start limit). Returns NRestarts, ActiveState
-    and Result after."""
-    wait(f"container {CONTAINER} running", lambda: container_running(record), timeout)
+    has acted on it: the unit `failed` (the start limit), or NRestarts one higher and the restart job past its
+    start-limit test. Returns NRestarts, ActiveState, SubState and Result after."""
+    try:
+        wait(f"container {CONTAINER} running", lambda: container_running(record), timeout)
+    except StationError as gone:  # say what systemd did instead: a failed prestart, the start limit, …
+        shown = unit_show(record, "NRestarts", "ActiveState", "SubState", "Result")
+        journal = ssh(record, f"journalctl -u {UNIT} --no-pager -n 25", check=False).stdout
+        raise StationError(f"{gone}; {UNIT}: {shown}; its journal:\n{journal}") from gone
     before = restarts(record)
     docker(record, "kill", CONTAINER)
 
     def acted() -> dict[str, str] | None:
-        shown = unit_show(record, "NRestarts", "ActiveState", "Result")
-        return shown if int(shown["NRestarts"]) > before or shown["ActiveState"] == "failed" else None
+        shown = unit_show(record, "NRestarts", "ActiveState", "SubState", "Result")
+        if shown["ActiveState"] == "failed":
+            return shown
+        # systemd counts NRestarts when it queues the restart job and stays in `auto-restart` (252; 254 adds
+        # `auto-restart-queued`) until the job runs: only then does the start limit let it start or fail the unit
+        # (service_enter_restart, service_start in src/core/service.c)
+        settled = not shown["SubState"].startswith("auto-restart")
+        return shown if int(shown["NRestarts"]) > before and settled else None
 
     return wait(f"systemd acting on the killed {CONTAINER}", acted, timeout)
 
