@@ -62,6 +62,12 @@ class DockerRun:
     def values(self, *names: str) -> list[str | None]:
         return [value for name, value in self.options if name in names]
 
+    @property
+    def removes_on_exit(self) -> bool:
+        """`--rm` (the last one given wins; `--rm=false` is off: a boolean flag read with Go's strconv.ParseBool)."""
+        given = self.values("--rm")
+        return bool(given) and (given[-1] is None or given[-1] in ("1", "t", "T", "true", "TRUE", "True"))
+
 
 def is_docker_run(argv: list[str] | tuple[str, ...]) -> bool:
     if not argv or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nerdctl"):
@@ -116,6 +122,7 @@ class ContainerFacts:
     status: str
     pid: int
     command: list[str] = field(default_factory=list)  # what the container runs: Path, then Args
+    auto_remove: bool = False  # HostConfig.AutoRemove: created with `--rm`, docker deletes it when it exits
 
 
 def _inspect_objects(text: str, what: str) -> list[dict]:
@@ -155,6 +162,7 @@ def parse_container_inspect(text: str) -> ContainerFacts:
         running=bool(state.get("Running")),
         status=state.get("Status", ""),
         pid=int(state.get("Pid") or 0),
+        auto_remove=host.get("AutoRemove") is True,
     )
 
 

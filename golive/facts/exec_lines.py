@@ -4,24 +4,28 @@ unit file (config_parse_exec: prefixes, words, specifiers), then expanded in the
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from golive.facts import FactError
-from golive.facts.systemd_env import EnvSetting, env_name_is_valid, extract_words
+from golive.facts.systemd_env import WHITESPACE, EnvSetting, env_name_is_valid, extract_first_word, extract_words
 from golive.facts.unit_files import Value, unit_specifiers
 
 
 @dataclass(frozen=True)
 class ExecCommand:
-    argv: list[str]  # after UnitFacts.with_environment: the words systemd runs (Word: each knows where it came from)
+    # the program systemd executes, then its arguments; after UnitFacts.with_environment, the words as systemd runs
+    # them (Word: each knows where it came from)
+    argv: list[str]
     ignore_errors: bool = False
     where: str = ""  # the unit file (or drop-in) and line that set it, where known
     expand_env: bool = True  # False for the `:` prefix (ExecStartEx `flags=no-env-expand`): no $VAR substitution
     written: tuple[str, ...] | None = None  # the words as written, before the expansion (None: not expanded)
     unset: tuple[str, ...] = ()  # variables the line names that nothing sets: systemd expands them to nothing
+    argv0: str | None = None  # `@`: the argv[0] the program is given, when it is not the program's path
 
     @property
     def path(self) -> str:
@@ -40,11 +44,16 @@ def parse_show_exec(value: str) -> list[ExecCommand]:
     commands = []
     for match in _SHOW_EXEC.finditer(value):
         ignore = match["ign"] == "yes" or "ignore-failure" in (match["flags"] or "")
+        argv, argv0 = _split_argv(match["argv"]), None
+        path = match["path"]
+        if argv and path and posixpath.normpath(argv[0]) != posixpath.normpath(path):  # `@`: argv[0] is not the program
+            argv0, argv = argv[0], [path, *argv[1:]]
         commands.append(
             ExecCommand(
-                argv=_split_argv(match["argv"]),
+                argv=argv,
                 ignore_errors=ignore,
                 expand_env="no-env-expand" not in (match["flags"] or ""),
+                argv0=argv0,
             )
         )
     if value.strip() and not commands:
@@ -60,19 +69,68 @@ def _split_argv(text: str) -> list[str]:
         return text.split()
 
 
-def parse_unit_exec(value: str, unit: str | None = None) -> ExecCommand:
-    """An Exec line of a unit file as src/core/load-fragment.c config_parse_exec reads it: leading `-@:+!` prefixes
-    are flags, not the command (`:`: no $VAR expansion); words by extract_first_word(EXTRACT_UNQUOTE|
-    EXTRACT_CUNESCAPE) (`"a\\tb"` is a, tab, b), each with its specifiers resolved (`unit_specifiers`, `unit`: the
-    unit's name). A line systemd would reject as a whole (a bad escape) is split as a shell would."""
-    prefix = value[: len(value) - len(value.lstrip("-@:+!"))]
-    words, error = extract_words(value[len(prefix) :], cunescape=True)
-    argv = _split_argv(value[len(prefix) :]) if error else words
+def parse_unit_exec(value: str, unit: str | None = None) -> list[ExecCommand]:
+    """An Exec line of a unit file as src/core/load-fragment.c config_parse_exec reads it: one or more commands, a
+    word `;` alone (unquoted, or first of a command) ending one and starting the next, and a word `\\;` alone being a
+    literal `;` (as `find -exec` wants). Each command: leading `-@:+!` prefixes of its first word are flags, not the
+    program (`-`: failure ignored, `:`: no $VAR expansion, `@`: the next word is argv[0], not the program); words by
+    extract_first_word_and_warn(EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE) (`"a\\tb"` is a, tab, b; an unknown escape such
+    as grep's `\\d` is kept as written, with systemd's warning "Ignoring unknown escape sequences"), each with its
+    specifiers resolved (`unit_specifiers`, `unit`: the unit's name). A command systemd would reject (an unbalanced
+    quote) is split as a shell would, from there to the end of the line, so the rest is not lost."""
+    where = value.where if isinstance(value, Value) else ""
+    commands: list[ExecCommand] = []
+    i, n = 0, len(value)
+    while i < n:
+        start = i
+        first, i, error = extract_first_word(value, i, cunescape=True, unescape_relax=True)
+        if error:  # systemd rejects the line; read on as a shell would, so the rest is not lost
+            commands.append(_command(_split_argv(value[start:]), where, unit))
+            break
+        if first is None:
+            break
+        if first == ";":  # an empty command: `;` first, or twice in a row
+            continue
+        words = [first]
+        while True:
+            while i < n and value[i] in WHITESPACE:
+                i += 1
+            if i >= n:
+                break
+            if value[i] == ";" and value[i + 1 : i + 2] in ("", *WHITESPACE):
+                i += 1
+                break
+            if value[i : i + 2] == "\\;" and value[i + 2 : i + 3] in ("", *WHITESPACE):
+                words.append(";")
+                i += 2
+                continue
+            start = i
+            word, i, error = extract_first_word(value, i, cunescape=True, unescape_relax=True)
+            if error:
+                words += _split_argv(value[start:])
+                i = n
+                break
+            if word is None:
+                break
+            words.append(word)
+        commands.append(_command(words, where, unit))
+    return commands
+
+
+def _command(words: list[str], where: str, unit: str | None) -> ExecCommand:
+    """One command of an Exec line: its prefixes read off the first word, `@`'s argv[0] kept aside."""
+    first = words[0] if words else ""
+    prefix = first[: len(first) - len(first.lstrip("-@:+!"))]
+    words = [first[len(prefix) :], *words[1:]]
+    argv0 = None
+    if "@" in prefix and len(words) > 1:  # the program, then the argv[0] it is given
+        argv0 = unit_specifiers(words.pop(1), unit)
     return ExecCommand(
-        argv=[unit_specifiers(word, unit) for word in argv],
+        argv=[unit_specifiers(word, unit) for word in words],
         ignore_errors="-" in prefix,
-        where=value.where if isinstance(value, Value) else "",
+        where=where,
         expand_env=":" not in prefix,
+        argv0=argv0,
     )
 
 

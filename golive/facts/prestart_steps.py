@@ -250,6 +250,11 @@ class ShellCommand:
     def program(self) -> str:
         return self.argv[0].rsplit("/", 1)[-1] if self.argv else ""
 
+    @property
+    def runs(self) -> list[str]:
+        """The command it runs: `exec docker run …` and `sudo docker rm …` run docker (_unwrap)."""
+        return _unwrap(list(self.argv))
+
     # --- what a command does, in the terms the recipe uses ----------------------------------------------------------
 
     def drops_page_cache(self) -> bool:
@@ -285,12 +290,16 @@ class ShellCommand:
         return self.program == "sync" and len(self.argv) == 1
 
     def docker_verb(self) -> tuple[str, list[str]] | None:
-        """("logs", [args]) for `docker logs …` / `docker container logs …`; None for anything else."""
-        if self.program not in ("docker", "podman", "nerdctl"):
+        """("logs", [args]) for `docker logs …` / `docker container logs …`; None for anything else. `docker
+        container remove` is `rm` (its alias)."""
+        argv = self.runs
+        if not argv or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nerdctl"):
             return None
-        args = list(self.argv[1:])
+        args = argv[1:]
         if args and args[0] == "container":
             args = args[1:]
+            if args[:1] == ["remove"]:
+                args = ["rm", *args[1:]]
         return (args[0], args[1:]) if args else None
 
     def docker_targets(self, verb: str) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from golive.facts.bash_exits import _shebang_errexit
 from golive.facts.bash_files import _interpreter, inline_script
 from golive.facts.bash_reader import _Walker
-from golive.facts.bash_walk import Reader, _Context
+from golive.facts.bash_walk import SHELLS, Reader, _Context
 from golive.facts.prestart_steps import Script, ShellCommand
 
 
@@ -47,3 +47,33 @@ def parse_script(text: str, origin: str = "script", read: Reader | None = None) 
     unparsed = walker.read_text(text)
     walker.finish()
     return Script(commands=walker.commands, unparsed_lines=unparsed, findings=ctx.findings)
+
+
+def script_run_by(argv: list[str] | tuple[str, ...], read: Reader) -> tuple[str, Script] | None:
+    """The shell script a command runs, read from the station with `read`: `/path/run.sh …` whose `#!` line names a
+    shell, or `bash /path/run.sh …`; its path and its commands (the files it sources or runs read too). None for
+    anything else: a binary, a `python3` script, `sh -c '…'` (commands_of reads that), a file that is not there."""
+    if not argv:
+        return None
+    program = argv[0].rsplit("/", 1)[-1]
+    if program in SHELLS:
+        rest = list(argv[1:])
+        while rest and rest[0].startswith("-") and rest[0] not in ("-c", "--"):
+            rest = rest[1:]  # `bash -e run.sh`
+        rest = rest[1:] if rest[:1] == ["--"] else rest
+        if not rest or rest[0] == "-c":
+            return None
+        path, named_shell = rest[0], True
+    else:
+        path, named_shell = argv[0], False
+    if not path.startswith("/"):
+        return None
+    try:
+        text = read(path)
+    except UnicodeDecodeError:  # a binary: not a script
+        return None
+    if text is None:
+        return None
+    if not named_shell and _interpreter(text) not in SHELLS:
+        return None
+    return path, parse_script(text, origin=path, read=read)

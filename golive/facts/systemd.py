@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from golive.facts import FactError
 from golive.facts.exec_lines import ExecCommand, Word, expand_argv, parse_show_exec, parse_unit_exec
@@ -78,6 +79,16 @@ def parse_show(text: str) -> dict[str, list[str]]:
     return props
 
 
+# the Exec settings golive reads, and the UnitFacts field each fills, in the order systemd runs them
+EXEC_KEYS = {
+    "ExecStartPre": "exec_start_pre",
+    "ExecStart": "exec_start",
+    "ExecStartPost": "exec_start_post",
+    "ExecStop": "exec_stop",
+    "ExecStopPost": "exec_stop_post",
+}
+
+
 @dataclass
 class UnitFacts:
     """What the restart/prestart/start checks need, whichever source it came from."""
@@ -90,6 +101,10 @@ class UnitFacts:
     exec_start_pre: list[ExecCommand] = field(default_factory=list)
     exec_start: list[ExecCommand] = field(default_factory=list)
     exec_start_post: list[ExecCommand] = field(default_factory=list)
+    # run when the service stops, after a crash too (systemd.service(5): "the stop operation is always performed if
+    # the service started successfully, even if the processes in the service terminated on their own")
+    exec_stop: list[ExecCommand] = field(default_factory=list)
+    exec_stop_post: list[ExecCommand] = field(default_factory=list)
     enabled: str | None = None
     active: str | None = None
     # where each setting was made: "Restart" → "/etc/systemd/system/x.service.d/override.conf:2"; a key reset by an
@@ -144,14 +159,15 @@ class UnitFacts:
         # the file line of each variable: the last line that sets the name to the value systemd holds
         lines = {(s.name, s.value): s.where for s in other.environment}
         files = {ref.path: ref.where for ref in other.environment_files}
+        execs: dict[str, Any] = {
+            attr: located(getattr(self, attr), getattr(other, attr)) for attr in EXEC_KEYS.values()
+        }
         return replace(
             self,
             set_at=other.set_at,
             files=other.files,
             emptied=other.emptied,
-            exec_start_pre=located(self.exec_start_pre, other.exec_start_pre),
-            exec_start=located(self.exec_start, other.exec_start),
-            exec_start_post=located(self.exec_start_post, other.exec_start_post),
+            **execs,
             environment=[replace(s, where=s.where or lines.get((s.name, s.value), "")) for s in self.environment],
             environment_files=[replace(r, where=r.where or files.get(r.path, "")) for r in self.environment_files],
             env_notes=[*self.env_notes, *other.env_notes],
@@ -210,14 +226,8 @@ class UnitFacts:
                     out.append(replace(command, argv=list(words), written=tuple(command.argv), unset=tuple(unset)))
             return out
 
-        return replace(
-            self,
-            env=env,
-            env_notes=list(dict.fromkeys(notes)),
-            exec_start_pre=expanded(self.exec_start_pre, "ExecStartPre"),
-            exec_start=expanded(self.exec_start, "ExecStart"),
-            exec_start_post=expanded(self.exec_start_post, "ExecStartPost"),
-        )
+        execs: dict[str, Any] = {attr: expanded(getattr(self, attr), key) for key, attr in EXEC_KEYS.items()}
+        return replace(self, env=env, env_notes=list(dict.fromkeys(notes)), **execs)
 
 
 def unit_from_show(props: dict[str, list[str]]) -> UnitFacts:
@@ -247,6 +257,8 @@ def unit_from_show(props: dict[str, list[str]]) -> UnitFacts:
         exec_start_pre=execs("ExecStartPre"),
         exec_start=execs("ExecStart"),
         exec_start_post=execs("ExecStartPost"),
+        exec_stop=execs("ExecStop"),
+        exec_stop_post=execs("ExecStopPost"),
         enabled=one("UnitFileState"),
         active=one("ActiveState"),
         environment=parse_show_environment(" ".join(props.get("Environment", []))),
@@ -308,7 +320,11 @@ def unit_from_file(
         EnvFileRef(v[1:] if v.startswith("-") else str(v), v.startswith("-"), v.where)
         for v in service.get("EnvironmentFile", [])
     ]
-    for key in ("ExecStartPre", "ExecStart", "ExecStartPost"):
+
+    def commands(key: str) -> list[ExecCommand]:
+        return [command for value in service.get(key, []) for command in parse_unit_exec(value, name)]
+
+    for key in EXEC_KEYS:
         values = service.get(key)
         if values and values[-1].line:
             set_at[key] = values[-1].where
@@ -321,9 +337,11 @@ def unit_from_file(
         restart_sec_s=parse_timespan(restart_sec) if restart_sec else _DEFAULT_RESTART_SEC,
         start_limit_burst=_int(burst) if burst else _DEFAULT_START_LIMIT_BURST,
         start_limit_interval_s=parse_timespan(interval) if interval else _DEFAULT_START_LIMIT_INTERVAL,
-        exec_start_pre=[parse_unit_exec(v, name) for v in service.get("ExecStartPre", [])],
-        exec_start=[parse_unit_exec(v, name) for v in service.get("ExecStart", [])],
-        exec_start_post=[parse_unit_exec(v, name) for v in service.get("ExecStartPost", [])],
+        exec_start_pre=commands("ExecStartPre"),
+        exec_start=commands("ExecStart"),
+        exec_start_post=commands("ExecStartPost"),
+        exec_stop=commands("ExecStop"),
+        exec_stop_post=commands("ExecStopPost"),
         enabled=None if enabled is None else ("enabled" if enabled else "disabled"),
         active=active,
         set_at=set_at,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from golive.facts.unit_files import unit_specifiers
 
-_WHITESPACE = " \t\n\r"
+WHITESPACE = " \t\n\r"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # src/basic/escape.c cunescape_one: the C escapes systemd's unit file parser decodes with EXTRACT_CUNESCAPE
 _C_ESCAPES = {
@@ -89,48 +89,67 @@ def extract_words(text: str, *, cunescape: bool = False, relax: bool = False) ->
     the error that stopped it (unbalanced quote, bad escape) — systemd keeps the words before it — or None; with
     `relax` (EXTRACT_RELAX) an unbalanced quote or trailing backslash ends the last word instead."""
     words: list[str] = []
-    i, n = 0, len(text)
+    i = 0
     while True:
-        while i < n and text[i] in _WHITESPACE:
-            i += 1
-        if i >= n:
-            return words, None
-        word: list[str] = []
-        quote = ""
-        while i < n:
-            c = text[i]
-            if c == "\\":
-                if i + 1 >= n:
-                    if relax:
-                        i += 1
-                        break
-                    return words, "a trailing backslash"
-                if cunescape:
-                    decoded, used = _cunescape_one(text, i + 1)
-                    if decoded is None:
-                        return words, f"unknown escape sequence \\{text[i + 1]}"
-                    word.append(decoded)
-                    i += 1 + used
-                else:
-                    word.append(text[i + 1])
-                    i += 2
-            elif quote:
-                if c == quote:
-                    quote = ""
-                else:
+        word, i, error = extract_first_word(text, i, cunescape=cunescape, relax=relax)
+        if error or word is None:
+            return words, error
+        words.append(word)
+
+
+def extract_first_word(
+    text: str, i: int = 0, *, cunescape: bool = False, relax: bool = False, unescape_relax: bool = False
+) -> tuple[str | None, int, str | None]:
+    """One step of `extract_words` from text[i:]: the word (None at the end of the text), where the next step starts,
+    and the error that stopped it, if any. `unescape_relax` (EXTRACT_UNESCAPE_RELAX) keeps an unknown escape, and an
+    unquoted trailing backslash, as written."""
+    n = len(text)
+    while i < n and text[i] in WHITESPACE:
+        i += 1
+    if i >= n:
+        return None, i, None
+    word: list[str] = []
+    quote = ""
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            if i + 1 >= n:
+                if unescape_relax and (not quote or relax):
                     word.append(c)
-                i += 1
-            elif c in "'\"":
-                quote = c
-                i += 1
-            elif c in _WHITESPACE:
-                break
+                    i += 1
+                    break
+                if relax:
+                    i += 1
+                    break
+                return None, i, "a trailing backslash"
+            if cunescape:
+                decoded, used = _cunescape_one(text, i + 1)
+                if decoded is None and unescape_relax:
+                    decoded, used = text[i : i + 2], 1
+                if decoded is None:
+                    return None, i, f"unknown escape sequence \\{text[i + 1]}"
+                word.append(decoded)
+                i += 1 + used
+            else:
+                word.append(text[i + 1])
+                i += 2
+        elif quote:
+            if c == quote:
+                quote = ""
             else:
                 word.append(c)
-                i += 1
-        if quote and not relax:
-            return words, f"unbalanced {quote}"
-        words.append("".join(word))
+            i += 1
+        elif c in "'\"":
+            quote = c
+            i += 1
+        elif c in WHITESPACE:
+            break
+        else:
+            word.append(c)
+            i += 1
+    if quote and not relax:
+        return None, i, f"unbalanced {quote}"
+    return "".join(word), i, None
 
 
 def _cunescape_one(text: str, i: int) -> tuple[str | None, int]:
@@ -200,7 +219,7 @@ def parse_env_file(text: str, path: str, via: str = "") -> tuple[list[EnvSetting
         if state == PRE_KEY:
             if c in "#;":
                 state = COMMENT
-            elif c not in _WHITESPACE:
+            elif c not in WHITESPACE:
                 state, key, value, key_ws, start = KEY, [c], [], -1, pos
         elif state == KEY:
             if c in "\n\r":
@@ -208,7 +227,7 @@ def parse_env_file(text: str, path: str, via: str = "") -> tuple[list[EnvSetting
             elif c == "=":
                 state, value_ws = PRE_VALUE, -1
             else:
-                if c not in _WHITESPACE:
+                if c not in WHITESPACE:
                     key_ws = -1
                 elif key_ws < 0:
                     key_ws = len(key)
@@ -223,7 +242,7 @@ def parse_env_file(text: str, path: str, via: str = "") -> tuple[list[EnvSetting
                 state = DQ
             elif c == "\\":
                 state = VALUE_ESCAPE
-            elif c not in _WHITESPACE:
+            elif c not in WHITESPACE:
                 state = VALUE
                 value.append(c)
         elif state == VALUE:
@@ -235,7 +254,7 @@ def parse_env_file(text: str, path: str, via: str = "") -> tuple[list[EnvSetting
             elif c == "\\":
                 state, value_ws = VALUE_ESCAPE, -1
             else:
-                if c not in _WHITESPACE:
+                if c not in WHITESPACE:
                     value_ws = -1
                 elif value_ws < 0:
                     value_ws = len(value)
@@ -293,7 +312,7 @@ def _posix_words(text: str) -> list[str]:
     i, n = 0, len(text)
     while i < n:
         c = text[i]
-        if c in _WHITESPACE:
+        if c in WHITESPACE:
             if word is not None:
                 words.append("".join(word))
                 word = None

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -16,11 +16,13 @@ from golive.profile.recipe import dram_node
 from golive.profile.schema import Profile, Service, Station
 
 if TYPE_CHECKING:
+    from golive.facts.exec_lines import ExecCommand
     from golive.inventory.connection import StationHost
 
 UNIT_DIRS = unit_files.UNIT_DIRS
 QUERY_GPU = ["index", "name", "pci.bus_id", "memory.used", "memory.total"]
 QUERY_APPS = ["pid", "process_name", "gpu_bus_id", "used_gpu_memory"]
+SCRIPT_MAX_BYTES = 256 * 1024  # a file an Exec line runs is read as a script up to this size; a program is larger
 
 
 @dataclass
@@ -69,6 +71,7 @@ class StationFacts:
 
     def __init__(self, host: StationHost, station: Station, profile: Profile) -> None:
         self.host, self.station, self.profile = host, station, profile
+        self._scripts: dict[str, str | None] = {}  # read_script's answers, by path
 
     # --- plumbing -----------------------------------------------------------------------------------------------------
 
@@ -218,12 +221,41 @@ class StationFacts:
 
     @cached_property
     def docker_run(self) -> docker.DockerRun | None:
-        """The `docker run` that the unit's ExecStart performs (directly or through `sh -c`)."""
+        """The `docker run` that the unit's ExecStart performs: directly, through `sh -c`, or in a shell script it
+        runs (docker_run_script)."""
         for command in self.unit.exec_start:
             for candidate in shell.commands_of(command.argv, origin="ExecStart"):
                 if docker.is_docker_run(candidate.argv):
                     return docker.parse_run(candidate.argv)
+        script = self.docker_run_script
+        return docker.parse_run(script.argv) if script is not None else None
+
+    @cached_property
+    def docker_run_script(self) -> prestart_steps.ShellCommand | None:
+        """The `docker run` in a shell script that ExecStart runs (`ExecStart=/usr/local/bin/glm53-flash-run.sh`
+        with `exec docker run …` in it), its words as bash would pass them, with its file and line; None where
+        ExecStart's own words are the docker run, or no script of ExecStart's runs one (a line that never runs does
+        not count)."""
+        for command in self.unit.exec_start:
+            if any(docker.is_docker_run(c.argv) for c in shell.commands_of(command.argv, origin="ExecStart")):
+                return None
+            found = shell.script_run_by(command.argv, self.read_script)
+            if found is None:
+                continue
+            for candidate in found[1].commands:
+                if docker.is_docker_run(candidate.runs) and not candidate.never_runs:
+                    return replace(candidate, argv=tuple(candidate.runs))
         return None
+
+    def docker_run_place(self) -> str:
+        """Where to edit the docker run line, for a Do: `ExecStart of UNIT (FILE:LINE)`, a drop-in's if one set it,
+        or the script's file and line when ExecStart runs a script that runs it."""
+        unit = self.service.unit
+        script = self.docker_run_script
+        if script is not None:
+            return f"{script.where()} (the `docker run` that ExecStart of {unit} runs)"
+        where = self.unit.set_at.get("ExecStart")
+        return f"ExecStart of {unit}" + (f" ({where})" if where else "")
 
     # --- prestart -----------------------------------------------------------------------------------------------------
 
@@ -247,13 +279,57 @@ class StationFacts:
         # read=: the files it sources or runs are read the same way, read-only
         return shell.parse_script(self.prestart_text, origin=self.service.prestart, read=self.read)
 
+    def read_script(self, path: str) -> str | None:
+        """A file's text when it can be a script: at most SCRIPT_MAX_BYTES (a program such as /usr/bin/docker is not
+        read whole to find out) and text; None otherwise."""
+        if path not in self._scripts:
+            f = self.host.file(path)
+            text = None
+            if f.exists and f.is_file and f.size <= SCRIPT_MAX_BYTES:
+                try:
+                    text = f.content_string
+                except UnicodeDecodeError:  # a small binary
+                    text = None
+            self._scripts[path] = text
+        return self._scripts[path]
+
+    def exec_line_commands(self, key: str, command: ExecCommand) -> list[prestart_steps.ShellCommand]:
+        """One Exec line's command, what it runs inline (`sh -c`), and the commands of the shell script it runs
+        (`ExecStopPost=/usr/local/bin/cleanup.sh`), in order; named by its setting and the unit file line."""
+        origin = f"{key} of {self.service.unit}" + (f" ({command.where})" if command.where else "")
+        commands = shell.commands_of(command.argv, origin=origin)
+        script = shell.script_run_by(command.argv, self.read_script)
+        return commands + (script[1].commands if script is not None else [])
+
+    def unit_commands(self, key: str) -> list[prestart_steps.ShellCommand]:
+        """The commands of one Exec setting (`ExecStop`, …), in order (exec_line_commands)."""
+        return [
+            c for command in getattr(self.unit, systemd.EXEC_KEYS[key]) for c in self.exec_line_commands(key, command)
+        ]
+
+    def prestart_sequence(self) -> list[prestart_steps.ShellCommand]:
+        """What systemd runs before the container's start, in order: every ExecStartPre= line, one after the other
+        (systemd.service(5)), with the prestart script's own commands in place of the line that runs it. Where no
+        line runs it, its commands come first: test_prestart_is_what_the_unit_runs_before_start says so, once."""
+        sequence: list[prestart_steps.ShellCommand] = []
+        placed = False
+        for command in self.unit.exec_start_pre:
+            if not placed and self.service.prestart in command.argv:
+                sequence.extend(self.prestart.commands)
+                placed = True
+                continue
+            sequence.extend(self.exec_line_commands("ExecStartPre", command))
+        return sequence if placed else [*self.prestart.commands, *sequence]
+
     def start_sequence(self) -> list[prestart_steps.ShellCommand]:
-        """What one start attempt runs, in order: the prestart's commands, ExecStart, ExecStartPost."""
-        sequence = list(self.prestart.commands)
-        for label, commands in (("ExecStart", self.unit.exec_start), ("ExecStartPost", self.unit.exec_start_post)):
-            for command in commands:
-                sequence.extend(shell.commands_of(command.argv, origin=f"{label} of {self.service.unit}"))
-        return sequence
+        """What one start attempt runs, in order: the ExecStartPre lines (the prestart's commands), ExecStart,
+        ExecStartPost."""
+        return [*self.prestart_sequence(), *self.unit_commands("ExecStart"), *self.unit_commands("ExecStartPost")]
+
+    def between_containers(self) -> list[prestart_steps.ShellCommand]:
+        """What runs from a container's end to the next one's start, in order: ExecStop= and ExecStopPost= (after a
+        crash too: systemd.service(5), ExecStop=), then the ExecStartPre lines with the prestart's commands."""
+        return [*self.unit_commands("ExecStop"), *self.unit_commands("ExecStopPost"), *self.prestart_sequence()]
 
     # --- docker -------------------------------------------------------------------------------------------------------
 

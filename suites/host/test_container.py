@@ -40,22 +40,18 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.host
 
 
-def _exec_start(facts: StationFacts, unit_name: str) -> str:
-    """`ExecStart of UNIT (FILE:LINE)`: where to edit the docker run line, a drop-in's if one set it."""
-    where = facts.unit.set_at.get("ExecStart")
-    return f"ExecStart of {unit_name}" + (f" ({where})" if where else "")
-
-
 def _reload(unit_name: str) -> str:
     return f"`systemctl daemon-reload && systemctl restart {unit_name}`"
 
 
 def _run_words(facts: StationFacts) -> list[str]:
-    """The docker run line's words as systemd runs them (exec_lines.Word: each knows the line that set it)."""
+    """The docker run line's words as systemd runs them (exec_lines.Word: each knows the line that set it), or as
+    bash passes them where ExecStart runs a script that runs it."""
     for command in facts.unit.exec_start:
         if docker.is_docker_run(command.argv):
             return command.argv
-    return []
+    script = facts.docker_run_script
+    return list(script.argv) if script is not None else []
 
 
 def _via_env(word: str) -> bool:
@@ -74,14 +70,14 @@ def _option_words(facts: StationFacts, *names: str) -> list[str]:
     return found
 
 
-def _origin_and_place(facts: StationFacts, unit_name: str, words: list[str]) -> tuple[str, str]:
+def _origin_and_place(facts: StationFacts, words: list[str]) -> tuple[str, str]:
     """(` (set by …)` for a finding, where to edit) for docker run words: the env file or Environment= line of a
     variable in them, else the ExecStart line."""
     env_words = [w for w in words if _via_env(w)]
     if not env_words:
-        return "", _exec_start(facts, unit_name)
+        return "", facts.docker_run_place()
     origins = dict.fromkeys(exec_lines.origin_of(w) for w in env_words)
-    places = dict.fromkeys(exec_lines.edit_place(w, _exec_start(facts, unit_name)) for w in env_words)
+    places = dict.fromkeys(exec_lines.edit_place(w, facts.docker_run_place()) for w in env_words)
     return f" ({'; '.join(origins)})", ", ".join(places)
 
 
@@ -93,7 +89,7 @@ def docker_run(facts: StationFacts, service: Service) -> DockerRun:
         found=f"ExecStart of {service.unit} does not run `docker run`: "
         f"{[' '.join(c.argv) for c in facts.unit.exec_start]}",
         recipe="systemd starts the vLLM container with `docker run` in ExecStart [000]",
-        fix=f"make {_exec_start(facts, service.unit)} the recipe's `docker run … IMAGE@sha256:… --model …` line",
+        fix=f"make {facts.docker_run_place()} the recipe's `docker run … IMAGE@sha256:… --model …` line",
     )
     assert run is not None  # require() ended the check otherwise
     return run
@@ -102,7 +98,7 @@ def docker_run(facts: StationFacts, service: Service) -> DockerRun:
 def test_docker_has_no_restart_policy(facts: StationFacts, docker_run: DockerRun, service: Service) -> None:
     """Docker has no --restart flag: systemd owns restarts, so the prestart runs on every attempt [000]."""
     policy = docker_restart_policy(docker_run, facts.container)
-    origin, place = _origin_and_place(facts, service.unit, _option_words(facts, "--restart"))
+    origin, place = _origin_and_place(facts, _option_words(facts, "--restart"))
     require(
         policy is None,
         found=policy.said(origin if policy.where == RUN_LINE else "") if policy else "",
@@ -117,7 +113,7 @@ def test_container_not_pinned_to_dram_node(
     """The vLLM container is NOT confined to the DRAM node (confined there, CUDA init fails with Error 802) [000]."""
     dram = dram_node(profile)
     pin = dram_pin(profile, docker_run, facts.container)
-    origin, place = _origin_and_place(facts, service.unit, _option_words(facts, "--cpuset-mems"))
+    origin, place = _origin_and_place(facts, _option_words(facts, "--cpuset-mems"))
     container = facts.container
     seen = [f"docker run --cpuset-mems {v}" for v in docker_run.values("--cpuset-mems") if v]
     if container is not None and container.cpuset_mems:  # what Docker applied to the container that runs now
@@ -136,7 +132,7 @@ def test_image_pinned_by_digest(facts: StationFacts, docker_run: DockerRun, prof
     """The image is referenced by @sha256 digest, the one the profile pins [000][002]."""
     image = docker_run.image
     pin = profile.image.digest
-    origin, place = _origin_and_place(facts, service.unit, [w for w in _run_words(facts) if w == str(image)])
+    origin, place = _origin_and_place(facts, [w for w in _run_words(facts) if w == str(image)])
     require(
         pin is not None,
         found=f"the unit runs {image}; the profile pins no digest",
@@ -181,7 +177,7 @@ def test_running_container_runs_pinned_image(
         f"{'profile' if tag else 'unit'} pins [000]",
         fix=(
             f"a restart alone runs the tag {tag} again: reference the image as {profile.image.repository}@{wanted} "
-            f"in {_exec_start(facts, service.unit)} (test_image_pinned_by_digest), then {_reload(service.unit)}"
+            f"in {facts.docker_run_place()} (test_image_pinned_by_digest), then {_reload(service.unit)}"
             if tag
             else f"`systemctl restart {service.unit}` so the pinned image runs"
         )
@@ -227,7 +223,8 @@ def _served(facts: StationFacts, docker_run: DockerRun, service: Service, statio
     container = facts.container
     if station.phase == "serving" and container is not None and container.running:
         return container.args, f"docker inspect {container.name} Args"
-    return docker_run.args, f"ExecStart of {service.unit}"
+    script = facts.docker_run_script
+    return docker_run.args, f"ExecStart of {service.unit}" if script is None else script.where()
 
 
 class _Origins:
@@ -235,9 +232,8 @@ class _Origins:
     (exec_lines.Word), so a value read from an EnvironmentFile= or an Environment= line names that file and line, and
     the Do edits it there; a value written in ExecStart points at ExecStart, as before."""
 
-    def __init__(self, facts: StationFacts, docker_run: DockerRun, service: Service) -> None:
-        self.unit_name = service.unit
-        self.default = _exec_start(facts, self.unit_name)
+    def __init__(self, facts: StationFacts, docker_run: DockerRun) -> None:
+        self.default = facts.docker_run_place()
         self.args = docker_run.args
         self.uses = flag_uses(docker_run.args)
         self.notes = facts.unit.env_notes
@@ -305,7 +301,7 @@ def test_served_flags_are_accepted_by_vllm(
     refuses stops `vllm serve` before it serves [000][002]."""
     args, source = _served(facts, docker_run, service, station)
     refused = refused_args(args)
-    origins = _Origins(facts, docker_run, service)
+    origins = _Origins(facts, docker_run)
     lines: list[str] = []
     places: dict[str, None] = {}  # where to edit, in order, once each
     for refusal in refused:
@@ -337,7 +333,7 @@ def test_served_flags_match_profile(
     twice (vLLM keeps the last). A value set through the unit's environment names the file and line that set it."""
     args, source = _served(facts, docker_run, service, station)
     served = parse_serve_args(args)
-    origins = _Origins(facts, docker_run, service)
+    origins = _Origins(facts, docker_run)
     repeated = repeated_flags(args)
     record_provenance(
         served_args=served,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from golive.core.verdict import not_applicable, require
+from golive.facts import FactError
 
 if TYPE_CHECKING:
     from golive.facts.prestart_steps import ShellCommand
@@ -102,10 +103,11 @@ def test_prestart_syncs_then_drops_page_cache(
         fix="; ".join(f.fix() for f in unread) + (f"; or {fix}" if unread else fix),
     )
     first_drop = drops[0]
+    started_at = sequence[starts[0]].where() if starts else ""
     require(
         not starts or first_drop < starts[0],
         found=f"the page cache is dropped at {sequence[first_drop].where()} AFTER the container starts at "
-        f"{sequence[starts[0]].where()}: vLLM has already allocated its KV cache against a full page cache",
+        f"{started_at}: vLLM has already allocated its KV cache against a full page cache",
         recipe=recipe,
         fix=fix,
     )
@@ -144,17 +146,43 @@ def _written_to(command: ShellCommand) -> list[str]:
 
 
 def test_prestart_saves_logs_before_removing_container(facts: StationFacts, service: Service) -> None:
-    """The prestart saves the previous container's logs into the log dir BEFORE `docker rm` erases them [000]."""
-    commands = facts.prestart.commands
+    """The prestart saves the previous container's logs into the log dir BEFORE `docker rm` erases them, and nothing
+    removes the dead container first: no `docker run --rm`, no `docker rm` in ExecStop=/ExecStopPost= (they run after
+    a crash too) or in an ExecStartPre= line before the prestart [000]."""
     container = service.container
+    recipe = (
+        "save the previous container's logs before `docker rm`, on every path that removes it, and remove it "
+        "nowhere else: the crash evidence goes with it [000]"
+    )
+    run = facts.docker_run
+    try:
+        running = facts.container
+    except FactError:  # the engine could not say: the run line decides alone
+        running = None
+    if (run is not None and run.removes_on_exit) or (running is not None and running.auto_remove):
+        where = facts.docker_run_place()
+        require(
+            False,
+            found=(
+                f"{where} runs `docker run --rm`"
+                if run is not None and run.removes_on_exit
+                else f"the running {container} was created with --rm (docker inspect: HostConfig.AutoRemove=true)"
+            )
+            + f": docker deletes {container} the moment it exits, logs included, before the prestart can save them",
+            recipe=recipe,
+            fix=f"remove `--rm` from {where}, then `systemctl daemon-reload && systemctl restart {service.unit}`: "
+            f"the prestart removes the dead container once its logs are saved",
+        )
+    commands = facts.between_containers()
     removes = [i for i, c in enumerate(commands) if container in c.docker_targets("rm")]
     saves = [i for i, c in enumerate(commands) if container in c.docker_targets("logs")]
     if not removes:
-        not_applicable(f"{service.prestart} never removes {container}; nothing to lose")
+        not_applicable(f"nothing from {service.unit}'s stop to its next start removes {container}; nothing to lose")
     # every removal must have a save that ran on every path to it (a save in a branch the removal is outside does not)
     unsaved = [r for r in removes if not any(commands[s].always_runs_before(commands[r], commands) for s in saves)]
     first = unsaved[0] if unsaved else removes[0]
     earlier = [s for s in saves if s < first]
+    in_unit = commands[first].origin.startswith("Exec")  # an Exec line of the unit, not a line of a script
     require(
         not unsaved,
         found=(
@@ -165,14 +193,19 @@ def test_prestart_saves_logs_before_removing_container(facts: StationFacts, serv
                 if earlier
                 else f"before saving logs (first `docker logs` at {_line_or_where(commands[saves[0]], service)})"
                 if saves
-                else "and never saves the container's logs"
+                else "and nothing saves the container's logs"
                 + "".join(f"; {f.describe()}" for f in facts.prestart.findings if not f.never)
             )
         ),
-        recipe="save the previous container's logs before `docker rm`, on every path that removes it: the crash "
-        "evidence goes with it [000]",
-        fix=f"in {service.prestart}, run `docker logs {container} > {service.log_dir or '<log dir>'}/"
-        f"<timestamp>.log 2>&1` before `docker rm {container}`, unconditionally where the removal is",
+        recipe=recipe,
+        fix=(
+            f"delete that line ({commands[first].where()}), then `systemctl daemon-reload`: the prestart removes "
+            f"{container} after saving its logs"
+            + ("" if saves else f"; and in {service.prestart}, run `docker logs {container}` before `docker rm`")
+            if in_unit
+            else f"in {service.prestart}, run `docker logs {container} > {service.log_dir or '<log dir>'}/"
+            f"<timestamp>.log 2>&1` before `docker rm {container}`, unconditionally where the removal is"
+        ),
     )
     if service.log_dir:
         save = commands[saves[0]]

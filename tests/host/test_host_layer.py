@@ -89,7 +89,29 @@ MESSAGES = {
         "runs `docker rm -f glm53-flash` but the save at line 27 may not run",
         "on the right of `&&`",
     ],
+    # nothing else removes the dead container first: an Exec line of the unit, or docker itself (--rm)
+    "docker-rm-before-prestart": [
+        "ExecStartPre of glm53-flash.service (/etc/systemd/system/glm53-flash.service:16) runs `/usr/bin/docker rm -f "
+        "glm53-flash` before saving logs (first `docker logs` at line 2",
+        "Do: delete that line (ExecStartPre of glm53-flash.service (/etc/systemd/system/glm53-flash.service:16)), then "
+        "`systemctl daemon-reload`: the prestart removes glm53-flash after saving its logs",
+    ],
+    "docker-rm-in-exec-stop-post": [
+        "ExecStopPost of glm53-flash.service (/etc/systemd/system/glm53-flash.service:37) runs `/usr/bin/docker rm "
+        "glm53-flash` before saving logs",
+        "remove it nowhere else: the crash evidence goes with it [single-station recipe]",
+    ],
+    "docker-run-rm": [
+        "ExecStart of glm53-flash.service (/etc/systemd/system/glm53-flash.service:19) runs `docker run --rm`: "
+        "docker deletes glm53-flash the moment it exits",
+        "Do: remove `--rm` from ExecStart of glm53-flash.service",
+    ],
     "docker-restart-always": ["docker restart policy 'always'", "Do: remove `--restart=…`"],
+    "wrapper-script-restart-always": [
+        "docker restart policy 'always'",
+        "Do: remove `--restart=…` from /usr/local/bin/glm53-flash-run.sh:11 (the `docker run` that ExecStart of "
+        "glm53-flash.service runs)",
+    ],
     "docker-cpuset-mems-0": ["confined to memory node(s) 0", "Error 802"],
     "image-by-tag": ["vllm/vllm-openai:nightly-aarch64 (a tag: it moves under you)"],
     "image-wrong-digest": [

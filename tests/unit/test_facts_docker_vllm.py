@@ -53,6 +53,21 @@ def test_run_splits_options_image_args():
     assert run.args == ["--model", "/models/x", "--enable-prefix-caching"]
 
 
+@pytest.mark.parametrize(
+    "options, removes",
+    [
+        (["--rm"], True),
+        (["--rm=true"], True),
+        (["--rm=1"], True),
+        (["--rm=false"], False),  # Go's strconv.ParseBool: a boolean flag switched off
+        (["--rm", "--rm=false"], False),  # the last one given wins
+        ([], False),
+    ],
+)
+def test_run_removes_on_exit_as_docker_reads_rm(options, removes):
+    assert parse_run(["docker", "run", *options, "--name", "x", "img"]).removes_on_exit is removes
+
+
 def test_run_without_image():
     with pytest.raises(FactError, match="no image"):
         parse_run(["docker", "run", "--name", "x"])
@@ -88,6 +103,10 @@ INSPECT = [
 def test_container_inspect():
     c = parse_container_inspect(json.dumps(INSPECT))
     assert (c.name, c.running, c.pid, c.restart_policy) == ("glm53-flash", True, 41873, "no")
+    assert c.auto_remove is False
+    removing = json.loads(json.dumps(INSPECT))
+    removing[0]["HostConfig"]["AutoRemove"] = True
+    assert parse_container_inspect(json.dumps(removing)).auto_remove is True
     assert c.command == ["vllm", "serve", "--port", "8888"] and c.args == ["--port", "8888"]
 
 

@@ -625,3 +625,25 @@ def test_an_exit_trap_runs_last_and_says_so():
     child = parse_script("bash /c.sh\necho after\n", "/p.sh", read={"/c.sh": f"trap '{DROP}' EXIT\n"}.get)
     assert [c.argv[0] for c in child.commands] == ["bash", "trap", "echo", "echo"]  # the child's trap: as it exits
     assert child.commands[2].drops_page_cache() and child.commands[2].always_runs
+
+
+@pytest.mark.parametrize(
+    "argv, removes",
+    [
+        (["docker", "rm", "-f", "glm53-flash"], True),
+        (["/usr/bin/docker", "container", "rm", "glm53-flash"], True),
+        (["docker", "container", "remove", "glm53-flash"], True),  # `rm`'s alias (docker container remove --help)
+        (["docker", "stop", "glm53-flash"], False),
+        (["docker", "rm", "-f", "other"], False),
+    ],
+)
+def test_every_spelling_of_docker_rm_removes_the_container(argv, removes):
+    [command] = commands_of(argv, origin="ExecStopPost of glm53-flash.service")
+    assert ("glm53-flash" in command.docker_targets("rm")) is removes
+
+
+def test_docker_through_exec_or_sudo_is_docker():
+    """`exec docker run …` (a wrapper script's last line) and `sudo docker rm …` run docker (bash(1) `exec`)."""
+    [run] = parse_script("exec /usr/bin/docker run --name x img\n", "run.sh").commands
+    [rm] = parse_script("sudo -E docker rm -f x\n", "s.sh").commands
+    assert run.docker_verb() == ("run", ["--name", "x", "img"]) and rm.docker_targets("rm") == ["x"]

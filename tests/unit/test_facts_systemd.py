@@ -121,7 +121,77 @@ def test_empty_assignment_resets_list():
 
 
 def test_exec_prefixes():
-    assert parse_unit_exec("-@/bin/x arg0 y").argv == ["/bin/x", "arg0", "y"]
+    [command] = parse_unit_exec("-@/bin/x arg0 y")
+    assert (command.argv, command.argv0, command.ignore_errors) == (["/bin/x", "y"], "arg0", True)
+
+
+# TEST(config_parse_exec) in systemd's src/test/test-load-fragment.c, case by case: (the Exec value, each command as
+# (the program, the argv[0] given with `@` or None, the arguments, failure ignored))
+CONFIG_PARSE_EXEC = [
+    ("-@/RValue argv0 r1 ; /goo/goo boo", [("/RValue", "argv0", ["r1"], True), ("/goo/goo", None, ["boo"], False)]),
+    (
+        "-@/RValue argv0 r1 ; ; /goo/goo boo",  # two semicolons in a row
+        [("/RValue", "argv0", ["r1"], True), ("/goo/goo", None, ["boo"], False)],
+    ),
+    ("-@/RValue argv0 r1 ; ", [("/RValue", "argv0", ["r1"], True)]),  # trailing semicolon
+    ("-@/RValue argv0 r1 ;", [("/RValue", "argv0", ["r1"], True)]),  # trailing semicolon, no whitespace
+    ("-@/RValue argv0 r1 ';'", [("/RValue", "argv0", ["r1", ";"], True)]),  # in single quotes: a word
+    ("/bin/find \\;", [("/bin/find", None, [";"], False)]),  # escaped semicolon
+    ("/sbin/find \\; /x", [("/sbin/find", None, [";", "/x"], False)]),
+    ("/sbin/find \\;x", [("/sbin/find", None, ["\\;x"], False)]),  # part of a word: an unknown escape, kept
+    ("/bin/find \\073", [("/bin/find", None, [";"], False)]),  # encoded semicolon
+    ('/bin/find ";"', [("/bin/find", None, [";"], False)]),  # quoted semicolon
+    ('/sbin/find ";" /x', [("/sbin/find", None, [";", "/x"], False)]),
+    ('"/PATH WITH SPACES/daemon" -1 -2', [("/PATH WITH SPACES/daemon", None, ["-1", "-2"], False)]),
+    ("\"/PATH\\sWITH\\sSPACES/daemon\" '-1 -2'", [("/PATH WITH SPACES/daemon", None, ["-1 -2"], False)]),
+    ("@/RValue///slashes2 ///argv0 r1", [("/RValue///slashes2", "///argv0", ["r1"], False)]),  # honour_argv0
+    ("-@/RValue///slashes3 argv0a r1", [("/RValue///slashes3", "argv0a", ["r1"], True)]),
+    ("@-/RValue///slashes4 argv0b r1", [("/RValue///slashes4", "argv0b", ["r1"], True)]),
+    ("/bin/grep '\\w+\\K'", [("/bin/grep", None, ["\\w+\\K"], False)]),  # quoted backslashes: kept as written
+    # golive's own: the docker idiom before a prestart, and a regex outside quotes ("Ignoring unknown escape")
+    (
+        "-/usr/bin/docker rm -f glm53-flash ; /usr/local/sbin/glm53-flash-prestart.sh",
+        [
+            ("/usr/bin/docker", None, ["rm", "-f", "glm53-flash"], True),
+            ("/usr/local/sbin/glm53-flash-prestart.sh", None, [], False),
+        ],
+    ),
+    ("/bin/grep -P \\d+ /x", [("/bin/grep", None, ["-P", "\\d+", "/x"], False)]),
+]
+
+
+@pytest.mark.parametrize("line, commands", CONFIG_PARSE_EXEC, ids=[line for line, _ in CONFIG_PARSE_EXEC])
+def test_exec_lines_split_as_config_parse_exec_does(line, commands):
+    """A word `;` alone separates commands, `\\;` alone is a literal `;`, `@` gives argv[0] apart from the program,
+    an unknown escape is kept as written (extract_first_word_and_warn retries with EXTRACT_UNESCAPE_RELAX)."""
+    got = [(c.path, c.argv0, c.argv[1:], c.ignore_errors) for c in parse_unit_exec(line)]
+    assert got == commands
+
+
+def test_a_semicolon_line_is_two_commands_each_where_it_was_written():
+    """In a unit file, both commands of one ExecStartPre= line keep its file:line, and `systemctl show`'s two
+    entries for them find it (with_origins)."""
+    text = (
+        "[Service]\nExecStartPre=-/usr/bin/docker rm -f x ; /usr/local/sbin/p.sh\nExecStart=@/usr/bin/docker d run x\n"
+    )
+    unit_file = "/etc/systemd/system/x.service"
+    files = unit_from_file(parse_unit_file(text, unit_file), True, "active", files=[unit_file])
+    assert [(c.argv, c.where) for c in files.exec_start_pre] == [
+        (["/usr/bin/docker", "rm", "-f", "x"], f"{unit_file}:2"),
+        (["/usr/local/sbin/p.sh"], f"{unit_file}:2"),
+    ]
+    shown = unit_from_show(
+        parse_show(
+            "Id=x.service\n"
+            "ExecStartPre={ path=/usr/bin/docker ; argv[]=/usr/bin/docker rm -f x ; ignore_errors=yes ; start_time=[n/a] }\n"
+            "ExecStartPre={ path=/usr/local/sbin/p.sh ; argv[]=/usr/local/sbin/p.sh ; ignore_errors=no ; start_time=[n/a] }\n"
+            "ExecStart={ path=/usr/bin/docker ; argv[]=d run x ; ignore_errors=no ; start_time=[n/a] }\n"
+        )
+    ).with_origins(files)
+    assert [c.where for c in shown.exec_start_pre] == [f"{unit_file}:2", f"{unit_file}:2"]
+    assert [(c.argv, c.argv0, c.where) for c in shown.exec_start] == [
+        (["/usr/bin/docker", "run", "x"], "d", f"{unit_file}:3")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -137,7 +207,7 @@ def test_exec_prefixes():
 )
 def test_unit_exec_prefixes(line, ignored):
     """`-` (in any position among the prefixes) makes systemd ignore the command's failure; the others do not."""
-    command = parse_unit_exec(line)
+    [command] = parse_unit_exec(line)
     assert command.ignore_errors is ignored and command.path.startswith("/")
 
 
@@ -556,7 +626,7 @@ def test_env_file_globs_take_every_match_in_order():
         None,
         None,
         environment_files=[EnvFileRef("/etc/default/glm53-*.env", False, "/u:3")],
-        exec_start=[parse_unit_exec("/bin/x ${A}")],
+        exec_start=parse_unit_exec("/bin/x ${A}"),
     )
     files = {"/etc/default/glm53-a.env": "A=1\n", "/etc/default/glm53-b.env": "A=2\n"}
     expanded = unit.with_environment(files.get, lambda pattern: sorted(files))

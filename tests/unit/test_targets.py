@@ -14,7 +14,7 @@ import pytest
 import yaml
 from e2e import REQUIRE_E2E, needs_chroot, skip_e2e
 
-from golive.facts import docker, systemd, unit_files
+from golive.facts import docker, shell, systemd, unit_files
 from golive_testbed import targets
 from golive_testbed.targets import TargetsError, build_station_trees, load_variants
 
@@ -376,7 +376,11 @@ def expanded_exec_start(tree: Path) -> list[str]:
         f = tree / path.lstrip("/")
         return f.read_text() if f.is_file() else None
 
-    return [str(word) for word in unit.with_environment(read).exec_start[-1].argv]
+    argv = [str(word) for word in unit.with_environment(read).exec_start[-1].argv]
+    found = None if docker.is_docker_run(argv) else shell.script_run_by(argv, read)
+    if found is not None:  # ExecStart runs a script: its `exec docker run …`, as bash passes it
+        return next(c.runs for c in found[1].commands if docker.is_docker_run(c.runs))
+    return argv
 
 
 @needs_busybox
@@ -397,6 +401,7 @@ def test_docker_recordings_match_the_unit_files(trees):
         restart = docker.parse_run(argv).values("--restart")  # `--restart no` is Docker's default, said out loud
         assert c["HostConfig"]["RestartPolicy"]["Name"] == (restart[-1] if restart else "no"), name
         assert (c["HostConfig"]["CpusetMems"] != "") == ("--cpuset-mems" in argv), name
+        assert c["HostConfig"]["AutoRemove"] is docker.parse_run(argv).removes_on_exit, name
         images = [json.loads(f.read_text())[0] for f in (tree / REC).glob("docker-image-inspect*.json")]
         (image,) = [i for i in images if i["Id"] == c["Image"]]
         ref = c["Config"]["Image"]
