@@ -112,6 +112,8 @@ class UnitFacts:
     set_at: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # the unit file, then the drop-ins systemd applied, in order
     emptied: frozenset[str] = frozenset()  # keys whose set_at is an empty assignment (`ExecStartPre=`) that reset them
+    # keys written where systemd does not know them, so it ignores them: "StartLimitIntervalSec" → "FILE:LINE"
+    misplaced: dict[str, str] = field(default_factory=dict)
     # Environment= as systemd holds it (drop-ins merged, the last assignment of a name wins) and EnvironmentFile=
     environment: list[EnvSetting] = field(default_factory=list)
     environment_files: list[EnvFileRef] = field(default_factory=list)
@@ -130,6 +132,11 @@ class UnitFacts:
             return f"emptied by `{key}=` at {self.set_at[key]}"
         if key in self.set_at:
             return f"set at {self.set_at[key]}"
+        if key in self.misplaced:
+            return (
+                f"systemd's default: the `{key}=` at {self.misplaced[key]} is in [Service], where systemd does not "
+                f"know it and ignores it (it belongs in [Unit])"
+            )
         return f"systemd's default: not set in {' or '.join(self.files) or 'the unit'}"
 
     def fix_at(self, key: str, unit: str, setting: str) -> str:
@@ -167,6 +174,7 @@ class UnitFacts:
             set_at=other.set_at,
             files=other.files,
             emptied=other.emptied,
+            misplaced=other.misplaced,
             **execs,
             environment=[replace(s, where=s.where or lines.get((s.name, s.value), "")) for s in self.environment],
             environment_files=[replace(r, where=r.where or files.get(r.path, "")) for r in self.environment_files],
@@ -289,25 +297,27 @@ def unit_from_file(
     set_at: dict[str, str] = {}
     emptied: set[str] = set()
 
-    def last(section: dict[str, list[Value]], *keys: str) -> Value | None:
-        for key in keys:
-            if section.get(key):
-                return section[key][-1]
-        return None
+    order = {path: i for i, path in enumerate(files or [])}
+
+    def latest(*spellings: tuple[dict[str, list[Value]], str]) -> Value | None:
+        """A setting's value: the last assignment systemd reads, under any of its names (StartLimitBurst= in
+        [Unit], its legacy alias in [Service]: each stores into the same field, so the one read last wins)."""
+        values = [section[key][-1] for section, key in spellings if section.get(key)]
+        return max(values, key=lambda v: (order.get(v.path, 0), v.line), default=None)
 
     def note(name: str, value: Value | None) -> str | None:
         if value is not None and value.line:
             set_at[name] = value.where
         return value
 
-    restart_sec = note("RestartSec", last(service, "RestartSec"))
-    # StartLimitInterval= in [Service] is the pre-230 spelling systemd still accepts
+    restart_sec = note("RestartSec", latest((service, "RestartSec")))
+    # StartLimitInterval= and StartLimitBurst= in [Service] are the pre-230 spellings systemd still accepts
     interval = note(
         "StartLimitIntervalSec",
-        last(unit, "StartLimitIntervalSec", "StartLimitInterval") or last(service, "StartLimitInterval"),
+        latest((unit, "StartLimitIntervalSec"), (unit, "StartLimitInterval"), (service, "StartLimitInterval")),
     )
-    burst = note("StartLimitBurst", last(unit, "StartLimitBurst") or last(service, "StartLimitBurst"))
-    restart = note("Restart", last(service, "Restart"))
+    burst = note("StartLimitBurst", latest((unit, "StartLimitBurst"), (service, "StartLimitBurst")))
+    restart = note("Restart", latest((service, "Restart")))
     environment: dict[str, EnvSetting] = {}
     notes: list[str] = []
     for value in service.get("Environment", []):
@@ -347,6 +357,9 @@ def unit_from_file(
         set_at=set_at,
         files=list(files or []),
         emptied=frozenset(emptied),
+        # [Unit]-only names in [Service]: load-fragment-gperf keeps only the legacy Service.StartLimitInterval= and
+        # Service.StartLimitBurst= there, so `StartLimitIntervalSec=` in [Service] is an unknown key
+        misplaced={k: service[k][-1].where for k in ("StartLimitIntervalSec",) if service.get(k) and k not in set_at},
         environment=list(environment.values()),
         environment_files=env_files,
         env_notes=notes,

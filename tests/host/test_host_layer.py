@@ -145,6 +145,12 @@ MESSAGES = {
         "Recipe: Restart=on-failure, RestartSec=60 s [single-station recipe]",
         "Do: set `RestartSec=60` in /etc/systemd/system/glm53-flash.service (line 37)",
     ],
+    "start-limit-interval-in-service": [
+        "StartLimitIntervalSec=10 s (systemd's default: the `StartLimitIntervalSec=` at "
+        "/etc/systemd/system/glm53-flash.service:13 is in [Service], where systemd does not know it and ignores it "
+        "(it belongs in [Unit])",
+        "Do: in [Unit]: set `StartLimitIntervalSec=3600` in /etc/systemd/system/glm53-flash.service",
+    ],
     "start-limit-both-keys-differ": [
         "StartLimitBurst=5 (set at /etc/systemd/system/glm53-flash.service:10) within StartLimitIntervalSec=10 s "
         "(set at /etc/systemd/system/glm53-flash.service:9",

@@ -363,6 +363,40 @@ def test_the_effective_unit_and_where_each_value_was_set(dropins, restart, delay
     assert unit.dropins == [p for p, _ in dropins]
 
 
+@pytest.mark.parametrize(
+    "dropin, burst, at",
+    [
+        ("[Service]\nStartLimitBurst=10\n", 10, f"{E}/{D}/a.conf:2"),  # the legacy [Service] name, read last: wins
+        ("[Unit]\nStartLimitBurst=4\n", 4, f"{E}/{D}/a.conf:2"),
+        ("[Service]\nRestart=always\n", 3, f"{E}/glm53-flash.service:2"),  # the unit file's, untouched
+    ],
+)
+def test_a_setting_under_its_legacy_name_wins_when_read_last(dropin, burst, at):
+    """StartLimitBurst= in [Service] is the pre-230 name of [Unit]'s: systemd's load-fragment gperf table stores
+    both into the unit's start rate limit as it reads them, so a drop-in's, read after the unit file, wins."""
+    files = [FRAGMENT, (f"{E}/{D}/a.conf", dropin)]
+    sections, cleared = merge_unit_files(files)
+    unit = unit_from_file(sections, enabled=True, active="active", cleared=cleared, files=[p for p, _ in files])
+    assert (unit.start_limit_burst, unit.set_at.get("StartLimitBurst")) == (burst, at)
+
+
+def test_start_limit_interval_sec_in_service_is_ignored_and_the_finding_says_where():
+    """`StartLimitIntervalSec=` has no [Service] entry in systemd's load-fragment gperf table (only the legacy
+    `StartLimitInterval=` has): an unknown key, ignored; the interval stays systemd's default, and says why."""
+    files = [FRAGMENT, (f"{E}/{D}/a.conf", "[Service]\nStartLimitIntervalSec=1h\n")]
+    sections, cleared = merge_unit_files(files)
+    unit = unit_from_file(sections, enabled=True, active="active", cleared=cleared, files=[p for p, _ in files])
+    assert unit.start_limit_interval_s == 10 and "StartLimitIntervalSec" not in unit.set_at
+    assert unit.origin("StartLimitIntervalSec") == (
+        f"systemd's default: the `StartLimitIntervalSec=` at {E}/{D}/a.conf:2 is in [Service], where systemd does "
+        "not know it and ignores it (it belongs in [Unit])"
+    )
+    legacy = [FRAGMENT, (f"{E}/{D}/a.conf", "[Service]\nStartLimitInterval=1h\n")]
+    sections, cleared = merge_unit_files(legacy)
+    unit = unit_from_file(sections, enabled=True, active="active", cleared=cleared, files=[p for p, _ in legacy])
+    assert unit.start_limit_interval_s == 3600 and unit.origin("StartLimitIntervalSec") == f"set at {E}/{D}/a.conf:2"
+
+
 def test_a_finding_points_at_the_file_that_set_the_value():
     files = [FRAGMENT, (f"{E}/{D}/override.conf", "[Service]\nRestart=always\n")]
     sections, cleared = merge_unit_files(files)
