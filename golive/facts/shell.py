@@ -26,9 +26,12 @@ def commands_of(argv: list[str] | tuple[str, ...], origin: str, line: int = 0) -
     return [command] + (parse_script(inner, origin=f"{command.where()} (-c)").commands if inner else [])
 
 
-def parse_script(text: str, origin: str = "script", read: Reader | None = None) -> Script:
-    """Every simple command in execution order; functions expanded where called; simple $VARs substituted; each with
-    the conditions under which it may not run.
+def parse_script(
+    text: str, origin: str = "script", read: Reader | None = None, env: dict[str, str] | None = None
+) -> Script:
+    """Every simple command in execution order; functions expanded where called; simple $VARs substituted (`env`: the
+    environment the script starts with, e.g. the one systemd gives the unit's commands); each with the conditions
+    under which it may not run.
 
     With `read` (a station path → its text, None when it is not a file there), the files the script sources or runs
     are read too (see golive.facts.bash_files): their commands in place, with their own file and line, and a finding
@@ -44,12 +47,15 @@ def parse_script(text: str, origin: str = "script", read: Reader | None = None) 
         shell=shell,
         errexit=f"the `#!` line's -e ({origin}:1)" if _shebang_errexit(text) else "",
     )
+    walker.env.update(env or {})
     unparsed = walker.read_text(text)
     walker.finish()
     return Script(commands=walker.commands, unparsed_lines=unparsed, findings=ctx.findings)
 
 
-def script_run_by(argv: list[str] | tuple[str, ...], read: Reader) -> tuple[str, Script] | None:
+def script_run_by(
+    argv: list[str] | tuple[str, ...], read: Reader, env: dict[str, str] | None = None
+) -> tuple[str, Script] | None:
     """The shell script a command runs, read from the station with `read`: `/path/run.sh …` whose `#!` line names a
     shell, or `bash /path/run.sh …`; its path and its commands (the files it sources or runs read too). None for
     anything else: a binary, a `python3` script, `sh -c '…'` (commands_of reads that), a file that is not there."""
@@ -76,4 +82,4 @@ def script_run_by(argv: list[str] | tuple[str, ...], read: Reader) -> tuple[str,
         return None
     if not named_shell and _interpreter(text) not in SHELLS:
         return None
-    return path, parse_script(text, origin=path, read=read)
+    return path, parse_script(text, origin=path, read=read, env=env)

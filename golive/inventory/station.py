@@ -239,7 +239,7 @@ class StationFacts:
         for command in self.unit.exec_start:
             if any(docker.is_docker_run(c.argv) for c in shell.commands_of(command.argv, origin="ExecStart")):
                 return None
-            found = shell.script_run_by(command.argv, self.read_script)
+            found = shell.script_run_by(command.argv, self.read_script, self.unit_environment)
             if found is None:
                 continue
             for candidate in found[1].commands:
@@ -276,8 +276,20 @@ class StationFacts:
                 f"prestart script {self.service.prestart} does not exist",
                 fix=f"install the recipe's prestart script as {self.service.prestart} (mode 0755)",
             )
-        # read=: the files it sources or runs are read the same way, read-only
-        return shell.parse_script(self.prestart_text, origin=self.service.prestart, read=self.read)
+        # read=: the files it sources or runs are read the same way, read-only; env=: what systemd starts it with
+        return shell.parse_script(
+            self.prestart_text, origin=self.service.prestart, read=self.read, env=self.unit_environment
+        )
+
+    @property
+    def unit_environment(self) -> dict[str, str]:
+        """The environment systemd starts the unit's commands with (Environment=, EnvironmentFile=): a script they
+        run sees these variables. None known where the unit cannot be read (its own check says why)."""
+        try:
+            env = self.unit.env
+        except FactError:
+            return {}
+        return {name: setting.value for name, setting in env.items()}
 
     def read_script(self, path: str) -> str | None:
         """A file's text when it can be a script: at most SCRIPT_MAX_BYTES (a program such as /usr/bin/docker is not
@@ -298,7 +310,7 @@ class StationFacts:
         (`ExecStopPost=/usr/local/bin/cleanup.sh`), in order; named by its setting and the unit file line."""
         origin = f"{key} of {self.service.unit}" + (f" ({command.where})" if command.where else "")
         commands = shell.commands_of(command.argv, origin=origin)
-        script = shell.script_run_by(command.argv, self.read_script)
+        script = shell.script_run_by(command.argv, self.read_script, self.unit_environment)
         return commands + (script[1].commands if script is not None else [])
 
     def unit_commands(self, key: str) -> list[prestart_steps.ShellCommand]:

@@ -647,3 +647,13 @@ def test_docker_through_exec_or_sudo_is_docker():
     [run] = parse_script("exec /usr/bin/docker run --name x img\n", "run.sh").commands
     [rm] = parse_script("sudo -E docker rm -f x\n", "s.sh").commands
     assert run.docker_verb() == ("run", ["--name", "x", "img"]) and rm.docker_targets("rm") == ["x"]
+
+
+def test_a_script_sees_the_environment_it_starts_with():
+    """Variables systemd passes (Environment=, EnvironmentFile=) are set when the script starts: bash expands them."""
+    text = '#!/bin/bash\nexec docker run --name "$NAME" "$IMAGE" --max-model-len "${LEN}"\n'
+    [bare] = parse_script(text, "run.sh").commands
+    env = {"NAME": "glm53-flash", "IMAGE": "img@sha256:a", "LEN": "1048576"}
+    [run] = parse_script(text, "run.sh", env=env).commands
+    assert run.runs == ["docker", "run", "--name", "glm53-flash", "img@sha256:a", "--max-model-len", "1048576"]
+    assert bare.runs != run.runs  # without it, nothing to substitute
