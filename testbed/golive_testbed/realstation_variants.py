@@ -54,6 +54,15 @@ VARIANTS = {
         "`systemctl edit` makes it ExecStartPre=-/usr/local/sbin/glm53-flash-prestart.sh (failure ignored)",
         ("test_prestart_is_what_the_unit_runs_before_start",),
     ),
+    "docker-rm-before-prestart": Variant(
+        "`systemctl edit` puts the docker idiom `-/usr/bin/docker rm -f glm53-flash ;` in front of the prestart on its "
+        "ExecStartPre= line (a lone `;` starts a second command)",
+        ("test_prestart_saves_logs_before_removing_container",),
+    ),
+    "docker-rm-after-stop": Variant(
+        "`systemctl edit` adds ExecStopPost=-/usr/bin/docker rm glm53-flash (it runs after a crash too)",
+        ("test_prestart_saves_logs_before_removing_container",),
+    ),
     "unit-disabled": Variant("`systemctl disable glm53-flash.service`", ("test_unit_is_enabled_and_active",)),
     "prestart-without-drop": Variant(
         "the prestart's `echo 1 > /proc/sys/vm/drop_caches` line deleted (sync stays)",
@@ -139,6 +148,12 @@ _BREAKS: dict[str, Callable[[Record], object]] = {
     "start-limit-burst-raised": lambda r: _systemctl_edit(r, "[Unit]\nStartLimitBurst=10"),
     "prestart-errors-ignored": lambda r: _systemctl_edit(
         r, f"[Service]\nExecStartPre=\nExecStartPre=-{files.PRESTART}"
+    ),
+    "docker-rm-before-prestart": lambda r: _systemctl_edit(
+        r, f"[Service]\nExecStartPre=\nExecStartPre=-/usr/bin/docker rm -f {files.CONTAINER} ; {files.PRESTART}"
+    ),
+    "docker-rm-after-stop": lambda r: _systemctl_edit(
+        r, f"[Service]\nExecStopPost=-/usr/bin/docker rm {files.CONTAINER}"
     ),
     "unit-disabled": lambda r: ssh(r, f"systemctl disable --quiet {files.UNIT}"),
     "prestart-without-drop": lambda r: ssh(

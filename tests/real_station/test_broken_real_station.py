@@ -68,6 +68,22 @@ HOST_BREAKS: dict[str, Expected] = {
             (f"remove the `-` in front of `ExecStartPre={PRESTART}` in {D}/override.conf (line 3)",),
         )
     },
+    # real systemd 252 splits the `;` line into two ExecStartPre entries; golive finds the line in override.conf
+    "docker-rm-before-prestart": lambda s: {
+        "test_prestart_saves_logs_before_removing_container": Said(
+            (
+                f"ExecStartPre of {UNIT} ({D}/override.conf:3) runs `/usr/bin/docker rm -f {CONTAINER}` before saving "
+                f"logs (first `docker logs` at line ",
+            ),
+            (f"delete that line (ExecStartPre of {UNIT} ({D}/override.conf:3))", "daemon-reload"),
+        )
+    },
+    "docker-rm-after-stop": lambda s: {
+        "test_prestart_saves_logs_before_removing_container": Said(
+            (f"ExecStopPost of {UNIT} ({D}/override.conf:2) runs `/usr/bin/docker rm {CONTAINER}` before saving",),
+            (f"delete that line (ExecStopPost of {UNIT} ({D}/override.conf:2))",),
+        )
+    },
     "unit-disabled": lambda s: {
         "test_unit_is_enabled_and_active": Said((f"{UNIT} is disabled",), (f"systemctl enable {UNIT}",))
     },
