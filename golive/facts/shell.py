@@ -62,6 +62,8 @@ def script_run_by(
     if not argv:
         return None
     program = argv[0].rsplit("/", 1)[-1]
+    if program in ("docker", "podman", "nerdctl"):  # read by their arguments (docker_verb), never as a file
+        return None
     if program in SHELLS:
         rest = list(argv[1:])
         while rest and rest[0].startswith("-") and rest[0] not in ("-c", "--"):

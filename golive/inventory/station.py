@@ -295,11 +295,12 @@ class StationFacts:
         """A file's text when it can be a script: at most SCRIPT_MAX_BYTES (a program such as /usr/bin/docker is not
         read whole to find out) and text; None otherwise."""
         if path not in self._scripts:
-            f = self.host.file(path)
+            found = self.host.run(f"stat -Lc '%F %s' {shlex.quote(path)}")  # one command: kind and size
+            kind, _, size = found.stdout.strip().rpartition(" ")
             text = None
-            if f.exists and f.is_file and f.size <= SCRIPT_MAX_BYTES:
+            if found.rc == 0 and kind == "regular file" and size.isdigit() and int(size) <= SCRIPT_MAX_BYTES:
                 try:
-                    text = f.content_string
+                    text = self.host.file(path).content_string
                 except UnicodeDecodeError:  # a small binary
                     text = None
             self._scripts[path] = text
