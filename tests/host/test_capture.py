@@ -72,6 +72,17 @@ def test_healthy_tree_captures_into_a_profile_that_goes_live(trees, tmp_path):
     assert '"verdict": "pass"' in (out / "results.json").read_text()
 
 
+@pytest.mark.parametrize("variant", ["docker-rm-before-prestart", "docker-run-in-wrapper-script"])
+def test_capture_reads_the_prestart_and_run_line_where_they_are(trees, tmp_path, variant):
+    """The prestart is the script an ExecStartPre line runs, not the `docker rm` in front of it; the docker run line
+    may be in a script ExecStart runs: both captured as the recipe's, so nothing to review."""
+    site = tmp_path / "site.yaml"
+    captured = golive("profile", "capture", str(INVENTORIES / f"{variant}.yaml"), "-o", str(site))
+    assert captured.returncode == 0, captured.stderr
+    assert "Review: nothing differs from the recipe." in captured.stdout, captured.stdout
+    assert '  digest: "sha256:adfb5fb0' in site.read_text()
+
+
 @pytest.mark.parametrize("variant", sorted(REVIEW))
 def test_broken_tree_capture_names_the_broken_value(trees, tmp_path, variant):
     site = tmp_path / "site.yaml"
