@@ -199,8 +199,8 @@ def test_prestart_saves_logs_before_removing_container(facts: StationFacts, serv
         ),
         recipe=recipe,
         fix=(
-            f"delete that line ({commands[first].where()}), then `systemctl daemon-reload`: the prestart removes "
-            f"{container} after saving its logs"
+            f"remove `{commands[first].text()}` from {commands[first].where()}, then `systemctl daemon-reload`: "
+            f"the prestart removes {container} after saving its logs"
             + ("" if saves else f"; and in {service.prestart}, run `docker logs {container}` before `docker rm`")
             if in_unit
             else f"in {service.prestart}, run `docker logs {container} > {service.log_dir or '<log dir>'}/"

@@ -93,8 +93,9 @@ MESSAGES = {
     "docker-rm-before-prestart": [
         "ExecStartPre of glm53-flash.service (/etc/systemd/system/glm53-flash.service:16) runs `/usr/bin/docker rm -f "
         "glm53-flash` before saving logs (first `docker logs` at line 2",
-        "Do: delete that line (ExecStartPre of glm53-flash.service (/etc/systemd/system/glm53-flash.service:16)), then "
-        "`systemctl daemon-reload`: the prestart removes glm53-flash after saving its logs",
+        "Do: remove `/usr/bin/docker rm -f glm53-flash` from ExecStartPre of glm53-flash.service "
+        "(/etc/systemd/system/glm53-flash.service:16), then `systemctl daemon-reload`: the prestart removes "
+        "glm53-flash after saving its logs",
     ],
     "docker-rm-in-exec-stop-post": [
         "ExecStopPost of glm53-flash.service (/etc/systemd/system/glm53-flash.service:37) runs `/usr/bin/docker rm "

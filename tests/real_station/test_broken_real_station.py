@@ -75,13 +75,13 @@ HOST_BREAKS: dict[str, Expected] = {
                 f"ExecStartPre of {UNIT} ({D}/override.conf:3) runs `/usr/bin/docker rm -f {CONTAINER}` before saving "
                 f"logs (first `docker logs` at line ",
             ),
-            (f"delete that line (ExecStartPre of {UNIT} ({D}/override.conf:3))", "daemon-reload"),
+            (f"remove `/usr/bin/docker rm -f {CONTAINER}` from ExecStartPre of {UNIT} ({D}/override.conf:3)",),
         )
     },
     "docker-rm-after-stop": lambda s: {
         "test_prestart_saves_logs_before_removing_container": Said(
             (f"ExecStopPost of {UNIT} ({D}/override.conf:2) runs `/usr/bin/docker rm {CONTAINER}` before saving",),
-            (f"delete that line (ExecStopPost of {UNIT} ({D}/override.conf:2))",),
+            (f"remove `/usr/bin/docker rm {CONTAINER}` from ExecStopPost of {UNIT} ({D}/override.conf:2)",),
         )
     },
     "unit-disabled": lambda s: {
