@@ -107,6 +107,8 @@ class UnitFacts:
     exec_stop_post: list[ExecCommand] = field(default_factory=list)
     enabled: str | None = None
     active: str | None = None
+    # `systemctl show`'s NeedDaemonReload=: the files changed since systemd loaded them (None: not read from show)
+    need_daemon_reload: bool | None = None
     # where each setting was made: "Restart" → "/etc/systemd/system/x.service.d/override.conf:2"; a key reset by an
     # empty assignment → where the reset is; a key set nowhere is absent (systemd's default)
     set_at: dict[str, str] = field(default_factory=dict)
@@ -269,6 +271,7 @@ def unit_from_show(props: dict[str, list[str]]) -> UnitFacts:
         exec_stop_post=execs("ExecStopPost"),
         enabled=one("UnitFileState"),
         active=one("ActiveState"),
+        need_daemon_reload={"yes": True, "no": False}.get(one("NeedDaemonReload") or ""),
         environment=parse_show_environment(" ".join(props.get("Environment", []))),
         environment_files=parse_show_env_files(props.get("EnvironmentFiles", [])),
     )
@@ -371,3 +374,34 @@ def _int(value: str) -> int:
         return int(value)
     except ValueError:
         raise FactError(f"{getattr(value, 'where', '')}: not a number: {value!r}") from None
+
+
+def unit_differences(loaded: UnitFacts, on_disk: UnitFacts) -> list[str]:
+    """What the unit files say now that the unit systemd loaded does not (NeedDaemonReload=yes), in the settings golive
+    reads: `Restart=always on disk (FILE:LINE), on-failure as loaded`, an Exec line added or changed."""
+    out = []
+    settings = [
+        ("Restart", loaded.restart, on_disk.restart),
+        ("RestartSec", loaded.restart_sec_s, on_disk.restart_sec_s),
+        ("StartLimitBurst", loaded.start_limit_burst, on_disk.start_limit_burst),
+        ("StartLimitIntervalSec", loaded.start_limit_interval_s, on_disk.start_limit_interval_s),
+    ]
+    for key, was, now in settings:
+        if was is not None and now is not None and was != now:
+            at = f" ({on_disk.set_at[key]})" if key in on_disk.set_at else ""
+            out.append(f"{key}={_shown(now)} on disk{at}, {_shown(was)} as loaded")
+    for key, attr in EXEC_KEYS.items():
+        was_lines = [" ".join(map(str, c.written or c.argv)) for c in getattr(loaded, attr)]
+        now_lines = [" ".join(map(str, c.written or c.argv)) for c in getattr(on_disk, attr)]
+        if was_lines != now_lines:
+            at = f" ({on_disk.set_at[key]})" if key in on_disk.set_at else ""
+            out.append(f"{key} on disk{at}: {now_lines or 'none'}; as loaded: {was_lines or 'none'}")
+    added = [f for f in on_disk.files if f not in loaded.files]
+    if added and loaded.files:
+        out.append(f"not loaded yet: {', '.join(added)}")
+    return out
+
+
+def _shown(value: object) -> str:
+    """A setting as golive holds it: a time span (seconds, a float) with its unit."""
+    return f"{value:g} s" if isinstance(value, float) else str(value)

@@ -1,4 +1,4 @@
-"""The systemd unit owns the container: restart policy, start cap, enabled [000].
+"""The systemd unit owns the container: restart policy, start cap, enabled, loaded as its files say [000].
 
 The unit is read as systemd runs it: the unit file with its drop-ins (`systemctl edit` writes
 /etc/systemd/system/UNIT.d/override.conf), and each finding names the file and line that set the value. A value that
@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from golive.core.verdict import require
+from golive.core.verdict import not_applicable, require
+from golive.facts import FactError
+from golive.facts.systemd import unit_differences
 from golive.profile.origins import sourced
 from golive.profile.recipe import (
     UnitSetting,
@@ -110,3 +112,24 @@ def test_unit_is_enabled_and_active(facts: StationFacts, service: Service, stati
             recipe="before go-live the unit is stopped cleanly, not failed [000]",
             fix=f"read `journalctl -u {service.unit}`, fix the cause, then `systemctl reset-failed {service.unit}`",
         )
+
+
+def test_unit_runs_as_its_files_say(facts: StationFacts, service: Service) -> None:
+    """systemd runs the unit as its files say now: an edit of the unit or a drop-in is loaded (`systemctl
+    daemon-reload`), so the unit golive checks is the one the next start and the next boot run [000]."""
+    if not facts.systemd_running:
+        not_applicable("systemd is not PID 1 here: golive reads the unit files, which is what systemd loads at start")
+    unit = facts.unit
+    if unit.need_daemon_reload is None:
+        raise FactError(f"`systemctl show {service.unit}` printed no NeedDaemonReload=: golive cannot tell")
+    changed = unit_differences(unit, facts.unit_from_files) if unit.need_daemon_reload else []
+    require(
+        not unit.need_daemon_reload,
+        found=f"{service.unit}'s files changed since systemd loaded them (`systemctl show`: NeedDaemonReload=yes): "
+        f"systemd still runs the unit as loaded, and that is what golive checked; "
+        + ("; ".join(changed) if changed else "no setting golive reads differs on disk"),
+        recipe="the restart policy, its cap and the prestart live in one readable unit file, and the unit that runs "
+        "is that file [000]",
+        fix=f"`systemctl daemon-reload` (a `systemctl restart {service.unit}` then applies it to the running "
+        f"service), then run golive again",
+    )

@@ -63,6 +63,11 @@ VARIANTS = {
         "`systemctl edit` adds ExecStopPost=-/usr/bin/docker rm glm53-flash (it runs after a crash too)",
         ("test_prestart_saves_logs_before_removing_container",),
     ),
+    "dropin-not-reloaded": Variant(
+        "override.conf written with Restart=always by hand (an editor, config management), no `systemctl "
+        "daemon-reload`: systemd runs the unit as loaded",
+        ("test_unit_runs_as_its_files_say",),
+    ),
     "unit-disabled": Variant("`systemctl disable glm53-flash.service`", ("test_unit_is_enabled_and_active",)),
     "prestart-without-drop": Variant(
         "the prestart's `echo 1 > /proc/sys/vm/drop_caches` line deleted (sync stays)",
@@ -155,6 +160,7 @@ _BREAKS: dict[str, Callable[[Record], object]] = {
     "docker-rm-after-stop": lambda r: _systemctl_edit(
         r, f"[Service]\nExecStopPost=-/usr/bin/docker rm {files.CONTAINER}"
     ),
+    "dropin-not-reloaded": lambda r: ssh(r, f"cat > {OVERRIDE}", stdin="[Service]\nRestart=always\n"),
     "unit-disabled": lambda r: ssh(r, f"systemctl disable --quiet {files.UNIT}"),
     "prestart-without-drop": lambda r: ssh(
         r, f"sed -i '/^echo 1 > \\/proc\\/sys\\/vm\\/drop_caches$/d' {files.PRESTART}"

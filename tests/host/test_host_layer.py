@@ -22,6 +22,7 @@ HOST_CHECKS = {
     "test_unit_restarts_on_failure_after_delay",
     "test_unit_caps_starts_per_interval",
     "test_unit_is_enabled_and_active",
+    "test_unit_runs_as_its_files_say",
     "test_docker_has_no_restart_policy",
     "test_container_not_pinned_to_dram_node",
     "test_image_pinned_by_digest",
@@ -145,6 +146,11 @@ MESSAGES = {
         "pause)",
         "Recipe: Restart=on-failure, RestartSec=60 s [single-station recipe]",
         "Do: set `RestartSec=60` in /etc/systemd/system/glm53-flash.service (line 37)",
+    ],
+    "unit-edited-not-reloaded": [
+        "glm53-flash.service's files changed since systemd loaded them (`systemctl show`: NeedDaemonReload=yes)",
+        "Restart=always on disk (/etc/systemd/system/glm53-flash.service:36), on-failure as loaded",
+        "Do: `systemctl daemon-reload`",
     ],
     "start-limit-interval-in-service": [
         "StartLimitIntervalSec=10 s (systemd's default: the `StartLimitIntervalSec=` at "

@@ -84,6 +84,17 @@ HOST_BREAKS: dict[str, Expected] = {
             (f"remove `/usr/bin/docker rm {CONTAINER}` from ExecStopPost of {UNIT} ({D}/override.conf:2)",),
         )
     },
+    # systemd 252's own NeedDaemonReload=yes: a drop-in it has not loaded
+    "dropin-not-reloaded": lambda s: {
+        "test_unit_runs_as_its_files_say": Said(
+            (
+                "NeedDaemonReload=yes",
+                f"Restart=always on disk ({D}/override.conf:2), on-failure as loaded",
+                f"not loaded yet: {D}/override.conf",
+            ),
+            ("`systemctl daemon-reload`",),
+        )
+    },
     "unit-disabled": lambda s: {
         "test_unit_is_enabled_and_active": Said((f"{UNIT} is disabled",), (f"systemctl enable {UNIT}",))
     },

@@ -93,9 +93,17 @@ class FakeFacts:
     prestart_text: str | None = None
     container_name: str = SERVICE.container
 
+    docker_run_script: None = None  # the docker run line is ExecStart's own
+
     @property
     def docker_run(self) -> DockerRun | None:
         return parse_run(self.unit.exec_start[0].argv)
+
+    def docker_run_place(self) -> str:
+        return f"ExecStart of {SERVICE.unit}"
+
+    def read_script(self, path: str) -> str | None:
+        return self.prestart_text if path == SERVICE.prestart else None
 
 
 def facts_of(s: Setup) -> FakeFacts:
