@@ -87,7 +87,22 @@ UNRECORDED = {
     "ExecMainExitTimestamp",
 }
 REAL_SHOWS = sorted(REAL.glob("systemctl-show-*.txt"))
-REAL_ORDER = list(dict.fromkeys(k for path in REAL_SHOWS for k, _ in show_lines(path)))
+
+
+def _merged_order(paths: list[Path]) -> list[str]:
+    """Every key the real recordings print, in systemd's order: a key one recording has and another lacks goes right
+    after the key it follows in the recording that has it (ExecStopPost= after ExecStopEx=)."""
+    order: list[str] = []
+    for path in paths:
+        before = None
+        for key in dict.fromkeys(k for k, _ in show_lines(path)):
+            if key not in order:
+                order.insert(order.index(before) + 1 if before is not None else 0, key)
+            before = key
+    return order
+
+
+REAL_ORDER = _merged_order(REAL_SHOWS)
 
 
 def shape(value: str) -> str:
@@ -274,3 +289,26 @@ def test_the_container_runs_an_image_that_is_recorded():
         image = docker.parse_image_inspect((folder / "docker-image-inspect.json").read_text())
         assert image.id == container.image_id, folder
         assert docker.ImageRef.parse(container.config_image).digest in image.digests(), folder
+
+
+def test_real_systemd_splits_a_semicolon_line_and_reports_what_it_has_not_loaded():
+    """What systemd 252 printed for three operator edits (fixtures/recorded/real-station/PROVENANCE.md), read by
+    golive: the `;` line as two commands with their own `-`, ExecStopPost=, and NeedDaemonReload=yes with the loaded
+    Restart= (not the file's)."""
+    semicolon = _real_unit("semicolon")
+    assert [(c.argv, c.ignore_errors) for c in semicolon.exec_start_pre] == [
+        (["/usr/bin/docker", "rm", "-f", "glm53-flash"], True),
+        (["/usr/local/sbin/glm53-flash-prestart.sh"], False),
+    ]
+    stop_post = _real_unit("exec-stop-post")
+    assert [(c.argv, c.ignore_errors) for c in stop_post.exec_stop_post] == [
+        (["/usr/bin/docker", "rm", "glm53-flash"], True)
+    ]
+    assert [c.argv for c in stop_post.exec_stop] == [["/usr/bin/docker", "stop", "glm53-flash"]]
+    loaded = _real_unit("not-reloaded")
+    assert (loaded.need_daemon_reload, loaded.restart) == (True, "on-failure")
+    assert semicolon.need_daemon_reload is False and stop_post.need_daemon_reload is False
+
+
+def _real_unit(variant: str) -> systemd.UnitFacts:
+    return systemd.unit_from_show(systemd.parse_show((REAL / f"systemctl-show-glm53-flash-{variant}.txt").read_text()))
