@@ -32,6 +32,7 @@ _RUN_FLAGS = {
     "--use-api-socket",
 }
 _SHORT_FLAG_LETTERS = set("dit")  # combinable: -it, -dit
+CLIS = ("docker", "podman", "nerdctl")  # container engines' command-line tools that take docker's verbs
 
 
 @dataclass
@@ -70,7 +71,7 @@ class DockerRun:
 
 
 def is_docker_run(argv: list[str] | tuple[str, ...]) -> bool:
-    if not argv or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nerdctl"):
+    if not argv or argv[0].rsplit("/", 1)[-1] not in CLIS:
         return False
     rest = list(argv[1:])
     return rest[:1] == ["run"] or rest[:2] == ["container", "run"]

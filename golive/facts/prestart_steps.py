@@ -9,6 +9,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from golive.facts import docker
+
 MAX_DEPTH = 8  # files sourced or run inside one another, the prestart included
 
 
@@ -293,7 +295,7 @@ class ShellCommand:
         """("logs", [args]) for `docker logs …` / `docker container logs …`; None for anything else. `docker
         container remove` is `rm` (its alias)."""
         argv = self.runs
-        if not argv or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nerdctl"):
+        if not argv or argv[0].rsplit("/", 1)[-1] not in docker.CLIS:
             return None
         args = argv[1:]
         if args and args[0] == "container":

@@ -12,6 +12,7 @@ stops it where `set -e` does (golive.facts.bash_exits). The commands and their g
 
 from __future__ import annotations
 
+from golive.facts import docker
 from golive.facts.bash_exits import _shebang_errexit
 from golive.facts.bash_files import _interpreter, inline_script
 from golive.facts.bash_reader import _Walker
@@ -62,7 +63,7 @@ def script_run_by(
     if not argv:
         return None
     program = argv[0].rsplit("/", 1)[-1]
-    if program in ("docker", "podman", "nerdctl"):  # read by their arguments (docker_verb), never as a file
+    if program in docker.CLIS:  # read by their arguments (docker_verb), never as a file
         return None
     if program in SHELLS:
         rest = list(argv[1:])

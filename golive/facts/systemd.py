@@ -379,6 +379,13 @@ def _int(value: str) -> int:
 def unit_differences(loaded: UnitFacts, on_disk: UnitFacts) -> list[str]:
     """What the unit files say now that the unit systemd loaded does not (NeedDaemonReload=yes), in the settings golive
     reads: `Restart=always on disk (FILE:LINE), on-failure as loaded`, an Exec line added or changed."""
+
+    def at(key: str) -> str:
+        return f" ({on_disk.set_at[key]})" if key in on_disk.set_at else ""
+
+    def lines(unit: UnitFacts, attr: str) -> list[str]:  # the words as written: both sides before expansion
+        return [" ".join(map(str, c.written or c.argv)) for c in getattr(unit, attr)]
+
     out = []
     settings = [
         ("Restart", loaded.restart, on_disk.restart),
@@ -388,14 +395,11 @@ def unit_differences(loaded: UnitFacts, on_disk: UnitFacts) -> list[str]:
     ]
     for key, was, now in settings:
         if was is not None and now is not None and was != now:
-            at = f" ({on_disk.set_at[key]})" if key in on_disk.set_at else ""
-            out.append(f"{key}={_shown(now)} on disk{at}, {_shown(was)} as loaded")
+            out.append(f"{key}={_shown(now)} on disk{at(key)}, {_shown(was)} as loaded")
     for key, attr in EXEC_KEYS.items():
-        was_lines = [" ".join(map(str, c.written or c.argv)) for c in getattr(loaded, attr)]
-        now_lines = [" ".join(map(str, c.written or c.argv)) for c in getattr(on_disk, attr)]
+        was_lines, now_lines = lines(loaded, attr), lines(on_disk, attr)
         if was_lines != now_lines:
-            at = f" ({on_disk.set_at[key]})" if key in on_disk.set_at else ""
-            out.append(f"{key} on disk{at}: {now_lines or 'none'}; as loaded: {was_lines or 'none'}")
+            out.append(f"{key} on disk{at(key)}: {now_lines or 'none'}; as loaded: {was_lines or 'none'}")
     added = [f for f in on_disk.files if f not in loaded.files]
     if added and loaded.files:
         out.append(f"not loaded yet: {', '.join(added)}")

@@ -220,32 +220,42 @@ class StationFacts:
         return sorted(logs, key=lambda log: (log.written_local, log.path), reverse=True)
 
     @cached_property
-    def docker_run(self) -> docker.DockerRun | None:
-        """The `docker run` that the unit's ExecStart performs: directly, through `sh -c`, or in a shell script it
-        runs (docker_run_script)."""
+    def _docker_run_found(self) -> tuple[list[str], prestart_steps.ShellCommand | None] | None:
+        """The `docker run` the unit's ExecStart performs: its words, and where ExecStart runs a shell script that runs
+        it (`ExecStart=/usr/local/bin/glm53-flash-run.sh` with `exec docker run …` in it) that script's command, as
+        bash would pass its words, with its file and line. ExecStart's own words (directly or through `sh -c`) come
+        first; a script's line that never runs does not count. None when neither runs one."""
         for command in self.unit.exec_start:
             for candidate in shell.commands_of(command.argv, origin="ExecStart"):
                 if docker.is_docker_run(candidate.argv):
-                    return docker.parse_run(candidate.argv)
-        script = self.docker_run_script
-        return docker.parse_run(script.argv) if script is not None else None
+                    return list(candidate.argv), None
+        for command in self.unit.exec_start:
+            found = shell.script_run_by(command.argv, self.read_script, self.unit_environment)
+            for candidate in found[1].commands if found is not None else []:
+                if docker.is_docker_run(candidate.runs) and not candidate.never_runs:
+                    return candidate.runs, replace(candidate, argv=tuple(candidate.runs))
+        return None
 
     @cached_property
+    def docker_run(self) -> docker.DockerRun | None:
+        """The `docker run` that the unit's ExecStart performs: directly, through `sh -c`, or in a shell script it
+        runs (docker_run_script)."""
+        found = self._docker_run_found
+        return docker.parse_run(found[0]) if found is not None else None
+
+    @property
+    def docker_run_words(self) -> list[str]:
+        """The docker run line's words as systemd runs them (exec_lines.Word: each knows the line that set it), or as
+        bash passes them where ExecStart runs a script that runs it; [] when there is none."""
+        found = self._docker_run_found
+        return found[0] if found is not None else []
+
+    @property
     def docker_run_script(self) -> prestart_steps.ShellCommand | None:
-        """The `docker run` in a shell script that ExecStart runs (`ExecStart=/usr/local/bin/glm53-flash-run.sh`
-        with `exec docker run …` in it), its words as bash would pass them, with its file and line; None where
-        ExecStart's own words are the docker run, or no script of ExecStart's runs one (a line that never runs does
-        not count)."""
-        for command in self.unit.exec_start:
-            if any(docker.is_docker_run(c.argv) for c in shell.commands_of(command.argv, origin="ExecStart")):
-                return None
-            found = shell.script_run_by(command.argv, self.read_script, self.unit_environment)
-            if found is None:
-                continue
-            for candidate in found[1].commands:
-                if docker.is_docker_run(candidate.runs) and not candidate.never_runs:
-                    return replace(candidate, argv=tuple(candidate.runs))
-        return None
+        """The `docker run` in a shell script that ExecStart runs, with its file and line; None where ExecStart's own
+        words are the docker run, or nothing runs one."""
+        found = self._docker_run_found
+        return found[1] if found is not None else None
 
     def docker_run_place(self) -> str:
         """Where to edit the docker run line, for a Do: `ExecStart of UNIT (FILE:LINE)`, a drop-in's if one set it,

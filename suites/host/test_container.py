@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from golive.core.verdict import not_applicable, require
-from golive.facts import docker, exec_lines
+from golive.facts import exec_lines
 from golive.facts.vllm import (
     ALL_INTERFACES,
     VALUE_TYPES,
@@ -44,23 +44,13 @@ def _reload(unit_name: str) -> str:
     return f"`systemctl daemon-reload && systemctl restart {unit_name}`"
 
 
-def _run_words(facts: StationFacts) -> list[str]:
-    """The docker run line's words as systemd runs them (exec_lines.Word: each knows the line that set it), or as
-    bash passes them where ExecStart runs a script that runs it."""
-    for command in facts.unit.exec_start:
-        if docker.is_docker_run(command.argv):
-            return command.argv
-    script = facts.docker_run_script
-    return list(script.argv) if script is not None else []
-
-
 def _via_env(word: str) -> bool:
     return isinstance(word, exec_lines.Word) and bool(word.settings or word.unset)
 
 
 def _option_words(facts: StationFacts, *names: str) -> list[str]:
     """The docker run words of these options and their values (`--restart always`, `--restart=always`)."""
-    words = _run_words(facts)
+    words = facts.docker_run_words
     found = []
     for i, word in enumerate(words):
         if word in names and i + 1 < len(words):
@@ -132,7 +122,7 @@ def test_image_pinned_by_digest(facts: StationFacts, docker_run: DockerRun, prof
     """The image is referenced by @sha256 digest, the one the profile pins [000][002]."""
     image = docker_run.image
     pin = profile.image.digest
-    origin, place = _origin_and_place(facts, [w for w in _run_words(facts) if w == str(image)])
+    origin, place = _origin_and_place(facts, [w for w in facts.docker_run_words if w == str(image)])
     require(
         pin is not None,
         found=f"the unit runs {image}; the profile pins no digest",

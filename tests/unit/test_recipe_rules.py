@@ -99,6 +99,10 @@ class FakeFacts:
     def docker_run(self) -> DockerRun | None:
         return parse_run(self.unit.exec_start[0].argv)
 
+    @property
+    def docker_run_words(self) -> list[str]:
+        return self.unit.exec_start[0].argv
+
     def docker_run_place(self) -> str:
         return f"ExecStart of {SERVICE.unit}"
 
