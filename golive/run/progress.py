@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from golive.core.secrets import hide_password, scrub
+from golive.endpoint.bounded import stop_requests
 from golive.profile.rules import duration
 
 BOUND_SIGNAL = signal.SIGUSR1
@@ -28,7 +29,10 @@ UNNAMED_CHECK_S = 1.0  # a check the estimate did not name (golive.run.estimate.
 
 
 def raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    """A signal handler that ends the run as Ctrl-C does (pytest's interrupt path writes every report)."""
+    """A signal handler that ends the run as Ctrl-C does (pytest's interrupt path writes every report), every request
+    in flight abandoned first, in whichever thread it waits (golive.endpoint.bounded.stop_requests): the main thread
+    joining a thread pool or an event loop's executor is not held up by a station that keeps answering."""
+    stop_requests()
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
@@ -85,7 +89,8 @@ class Progress:
             if self._finishing:
                 return
             self.bound_reached = True
-            self._say(f"golive: {self.reason}: stopping the running check, writing the reports (INCOMPLETE)")
+            self._say(f"golive: {self.reason}: stopping the running check, writing the reports")
+            stop_requests()  # now, from this thread: the main thread may be waiting on another one's request
             signal.pthread_kill(main, BOUND_SIGNAL)  # a blocking read wakes, then pytest's Ctrl-C path: the reports
 
     @pytest.hookimpl(wrapper=True)
