@@ -83,6 +83,11 @@ class TooDeep(ValueError):
     """JSON nested deeper than the cap: refused before Python's parser would recurse that deep."""
 
 
+def seconds(value: float) -> str:
+    """A time as an operator reads it: 8 s, 3.9 s."""
+    return f"{value:.0f} s" if value >= 10 or value == int(value) else f"{value:.1f} s"
+
+
 def size(count: int) -> str:
     """A byte count as an operator reads it: 16 MiB, 512 KiB, 900 bytes."""
     for unit, factor in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1024)):
@@ -119,13 +124,13 @@ _deadline = _Deadline()
 
 
 @contextlib.contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """The requests this thread makes inside end within `seconds`, whatever the server does (an inner deadline may
+def deadline(limit: float) -> Iterator[None]:
+    """The requests this thread makes inside end within `limit`, whatever the server does (an inner deadline may
     only be shorter)."""
     before = (_deadline.at, _deadline.seconds)
-    at = time.monotonic() + seconds
+    at = time.monotonic() + limit
     if _deadline.at is None or at < _deadline.at:
-        _deadline.at, _deadline.seconds = at, seconds
+        _deadline.at, _deadline.seconds = at, limit
     try:
         yield
     finally:
@@ -133,14 +138,14 @@ def deadline(seconds: float) -> Iterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def deadline_async(seconds: float) -> AsyncIterator[None]:
+async def deadline_async(limit: float) -> AsyncIterator[None]:
     """`deadline` for a coroutine's requests (asyncio cancels what is in flight): BoundError once it passed."""
     try:
-        async with asyncio.timeout(seconds):
+        async with asyncio.timeout(limit):
             yield
     except TimeoutError:
         raise BoundError(
-            f"the answer did not end within its deadline of {seconds:g} s",
+            f"the answer did not end within its deadline of {seconds(limit)}",
             "the server answers too slowly or never ends its answer: check its log",
             timed_out=True,
         ) from None
@@ -155,7 +160,7 @@ def _left(until: float | None) -> float | None:
     ends = [t for t in (until, _deadline.at) if t is not None]
     if _deadline.at is not None and now >= _deadline.at:
         raise BoundError(
-            f"the answer did not end within its deadline of {_deadline.seconds:g} s",
+            f"the answer did not end within its deadline of {seconds(_deadline.seconds)}",
             "the server answers too slowly or never ends its answer: check its log (the deadline is the profile's "
             "endpoint.request_timeout_s for a generation, light_timeout_s for anything else)",
             timed_out=True,

@@ -139,8 +139,7 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
             "golive follows no redirect (another origin's answer is not this station's, and the key stays with its "
             "origin): give the inventory the URL that answers itself"
         )
-        where = response.headers.get("location")
-        what += f": a redirect to {printable(' '.join(where.split()))[:200]!r}" if where else ": a redirect"
+        what += f": {redirect_to(response.headers.get('location'))}"
     else:
         hint = "check that the endpoint URL points at a healthy vLLM server (its log says why it answers this way)"
     url = _without_query(str(response.request.url))
@@ -151,10 +150,17 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
         what,
         hint,
         status=status,
-        message=body_message(response),
+        message=redirect_to(response.headers.get("location")) if response.is_redirect else body_message(response),
         content_type=kind,
         first_bytes=_first_bytes(response),
     )
+
+
+def redirect_to(location: str | None) -> str:
+    """A redirect as golive's lines name it (golive follows none)."""
+    if not location:
+        return "a redirect (golive follows none)"
+    return f"a redirect to {printable(' '.join(location.split()))[:200]!r} (golive follows none)"
 
 
 def _without_query(url: str) -> str:

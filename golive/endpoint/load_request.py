@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from golive.endpoint.bounded import DEFAULT_CAPS, BoundError, Caps, Events, aread_body, deadline_async, loads
+from golive.endpoint.errors import redirect_to
 from golive.endpoint.longctx import filler
 from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
 
@@ -234,6 +235,9 @@ def read_timeline(attempt: Attempt, workload: Workload) -> RequestTiming:
     timing = RequestTiming(sent=attempt.sent, salt=attempt.salt, error=attempt.error)
     response = attempt.response
     if response is None:
+        return timing
+    if 300 <= response.status < 400:
+        timing.error = f"HTTP {response.status}: {redirect_to(response.location)}"
         return timing
     if response.status != 200:
         timing.error = f"HTTP {response.status}: {response.text()}"

@@ -45,6 +45,7 @@ class StreamedResponse:
     end: float | None = None  # arrival of the response's last byte
     kept: int = 0  # bytes kept so far (with PIECE_OVERHEAD a piece): the response's budget counts them
     events: int = 0  # `data:` fields seen so far
+    location: str | None = None  # a redirect's Location header (golive follows none: the request's error names it)
 
     def text(self, limit: int = 200) -> str:
         head, kept = [], 0
@@ -92,6 +93,10 @@ class _Reader(asyncio.Protocol):
             self._fail(StreamError(f"the answer is not HTTP/1.1 ({exc}); first bytes: {data[:80]!r}"))
 
     # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == b"location":
+            self.response.location = value[:300].decode(errors="replace")
+
     def on_headers_complete(self) -> None:
         self.response.status = self._parser.get_status_code()
 
