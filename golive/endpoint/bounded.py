@@ -118,6 +118,7 @@ def stopping() -> bool:
 class _Deadline(threading.local):
     at: float | None = None  # time.monotonic() by which this thread's request must end; None: only its timeouts
     seconds: float = 0.0
+    answered = False  # a byte of this request's answer came (else its deadline reads as the read timeout's line)
 
 
 _deadline = _Deadline()
@@ -127,14 +128,15 @@ _deadline = _Deadline()
 def deadline(limit: float) -> Iterator[None]:
     """The requests this thread makes inside end within `limit`, whatever the server does (an inner deadline may
     only be shorter)."""
-    before = (_deadline.at, _deadline.seconds)
+    before = (_deadline.at, _deadline.seconds, _deadline.answered)
     at = time.monotonic() + limit
     if _deadline.at is None or at < _deadline.at:
         _deadline.at, _deadline.seconds = at, limit
+    _deadline.answered = False
     try:
         yield
     finally:
-        _deadline.at, _deadline.seconds = before
+        _deadline.at, _deadline.seconds, _deadline.answered = before
 
 
 @contextlib.asynccontextmanager
@@ -151,25 +153,35 @@ async def deadline_async(limit: float) -> AsyncIterator[None]:
         ) from None
 
 
-def _left(until: float | None) -> float | None:
-    """Seconds left before this read must give up (its own timeout or the thread's deadline); BoundError when the run
-    stops or the deadline has passed."""
+def _past_deadline() -> BoundError:
+    return BoundError(
+        f"the answer did not end within its deadline of {seconds(_deadline.seconds)}",
+        "the server answers too slowly or never ends its answer: check its log (the deadline is the profile's "
+        "endpoint.request_timeout_s for a generation, light_timeout_s for anything else)",
+        timed_out=True,
+    )
+
+
+def _left(until: float | None, timeout: type[Exception]) -> float | None:
+    """Seconds left before this socket operation must give up (its own timeout, or the thread's deadline); `timeout`
+    raised once its own has passed, BoundError once the run stops or the deadline has passed. A deadline that passes
+    before any byte of the answer came is the operation's own timeout (the server never answered: httpx's line)."""
     if _STOP.is_set():
         raise Stopped()
     now = time.monotonic()
-    ends = [t for t in (until, _deadline.at) if t is not None]
+    if until is not None and now >= until:
+        raise timeout("timed out")
     if _deadline.at is not None and now >= _deadline.at:
-        raise BoundError(
-            f"the answer did not end within its deadline of {seconds(_deadline.seconds)}",
-            "the server answers too slowly or never ends its answer: check its log (the deadline is the profile's "
-            "endpoint.request_timeout_s for a generation, light_timeout_s for anything else)",
-            timed_out=True,
-        )
-    return None if not ends else max(min(ends) - now, 0.0)
+        if not _deadline.answered:
+            raise timeout("timed out")
+        raise _past_deadline()
+    ends = [t for t in (until, _deadline.at) if t is not None]
+    return None if not ends else min(ends) - now
 
 
 class _GuardedStream(httpcore.NetworkStream):
-    """A socket whose every read waits at most SLICE_S, then looks at the stop and the thread's deadline again."""
+    """A socket whose every read waits at most SLICE_S, then looks at the stop and the thread's deadline again (a
+    read that timed out has consumed nothing: it is simply made again)."""
 
     def __init__(self, inner: httpcore.NetworkStream):
         self._inner = inner
@@ -177,17 +189,18 @@ class _GuardedStream(httpcore.NetworkStream):
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         until = None if timeout is None else time.monotonic() + timeout
         while True:
-            left = _left(until)
+            left = _left(until, httpcore.ReadTimeout)
             try:
-                return self._inner.read(max_bytes, SLICE_S if left is None else min(left, SLICE_S))
+                data = self._inner.read(max_bytes, SLICE_S if left is None else min(left, SLICE_S))
             except httpcore.ReadTimeout:
-                if until is not None and time.monotonic() >= until:
-                    raise  # the read timeout of httpx itself: the server fell silent
+                continue  # _left decides whether a timeout or the deadline has passed
+            _deadline.answered = True
+            return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         # a write is not sliced (a timed-out send may have sent part of it): it waits at most its own timeout
-        left = _left(None if timeout is None else time.monotonic() + timeout)
-        self._inner.write(buffer, left if left is not None else timeout)
+        left = _left(None if timeout is None else time.monotonic() + timeout, httpcore.WriteTimeout)
+        self._inner.write(buffer, left)
 
     def close(self) -> None:
         self._inner.close()
@@ -195,7 +208,7 @@ class _GuardedStream(httpcore.NetworkStream):
     def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
-        left = _left(None if timeout is None else time.monotonic() + timeout)
+        left = _left(None if timeout is None else time.monotonic() + timeout, httpcore.ConnectTimeout)
         return _GuardedStream(self._inner.start_tls(ssl_context, server_hostname, left))
 
     def get_extra_info(self, info: str) -> Any:
@@ -214,7 +227,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        left = _left(None if timeout is None else time.monotonic() + timeout)
+        left = _left(None if timeout is None else time.monotonic() + timeout, httpcore.ConnectTimeout)
         return _GuardedStream(self._inner.connect_tcp(host, port, left, local_address, socket_options))
 
     def sleep(self, seconds: float) -> None:
