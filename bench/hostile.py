@@ -225,9 +225,10 @@ def disk_case(work: Path, only: set[str]) -> list[dict]:
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
     try:
         (full / "ballast").write_bytes(bytes(40 * 1024))
+        (work / "site.yaml").write_text(SITE.format(timeout=5))
         with HostileStation("healthy", key=SECRET) as station:
             (work / "inventory.yaml").write_text(
-                f"profile: glm-5.3-flash-gb300\nstations:\n  - {{name: s, endpoint: '{station.url}', "
+                f"profile: site.yaml\nstations:\n  - {{name: s, endpoint: '{station.url}', "
                 f"api_key_env: {KEY_ENV}}}\n"
             )
             run = measured(

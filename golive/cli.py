@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import sys
+import time
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -14,7 +16,7 @@ import yaml
 
 from golive import __version__
 from golive.core.secrets import scrub
-from golive.core.verdict import EXIT_CODES, EXIT_USAGE, printable
+from golive.core.verdict import EXIT_CODES, EXIT_INCOMPLETE, EXIT_USAGE, printable
 from golive.inventory import loader as golive_config
 from golive.run.scope import suites_dir
 
@@ -128,6 +130,21 @@ def _leave_if_stuck(code: int, grace_s: float = 2.0) -> None:
 def run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str = "golive run") -> int:
     """Run the checklist against the inventory; the exit code is the verdict's (README: exit codes). A usage error
     (a report folder golive cannot write, an argument pytest refuses) is one line on stderr and exit 4."""
+    from golive.run.progress import defer_interrupt, takes_interrupts
+
+    # from here a SIGTERM or Ctrl-C ends the run with its reports (golive.run.plugin), not Python's default exit
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, defer_interrupt)
+    if takes_interrupts(before[signal.SIGINT]):
+        signal.signal(signal.SIGINT, defer_interrupt)
+    try:
+        return _run_suites(inventory, out, pytest_args, command)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str) -> int:
     import pytest
 
     problem = report_folder_problem(out)
@@ -154,6 +171,8 @@ def run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str 
     os.chdir(suites.parent)  # pytest names checks relative to where it starts: `suites/host/test_unit.py::…`
     try:
         code = int(pytest.main(args))
+    except KeyboardInterrupt:  # a signal while pytest starts or ends, outside its own interrupt path
+        code = _fail("the run was interrupted (Ctrl-C or SIGTERM) while pytest started or ended", EXIT_INCOMPLETE)
     finally:
         os.chdir(here)
         sys.stdout.flush()
@@ -207,6 +226,9 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
+    from golive.run import progress
+
+    progress.STARTED_AT = time.monotonic() - progress.process_age()  # --max-run-time counts golive's own start
     try:
         loaded = golive_config.load_inventory(Path(ns.inventory), ns.profile)
     except golive_config.ConfigError as exc:

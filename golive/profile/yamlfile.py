@@ -78,7 +78,39 @@ def read_bounded(
 
 def _depth_problem(text: str, file: str) -> str | None:
     """Where the YAML nests deeper than MAX_DEPTH (file:line and a few words), read from the parser's events: the
-    parser keeps a stack of its own, where composing would recurse once a level."""
+    parser keeps a stack of its own, where composing would recurse once a level. The scanner reads a flow collection
+    to its end before its first event, once per level: where flow brackets alone could nest too deep, the text up to
+    the bracket that would is read first, so a 100,000-level `[[[…` is refused after 65 of them."""
+    cut = _flow_cut(text)
+    if cut is not None:
+        try:
+            problem = _events_too_deep(text[:cut], file)
+        except yaml.YAMLError:  # the prefix ends mid-collection: only the whole text can tell
+            problem = None
+        if problem:
+            return problem
+    return _events_too_deep(text, file)
+
+
+_QUOTED = re.compile(r"'[^'\n]*'|\"(?:[^\"\\\n]|\\.)*\"")
+_FLOW_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _flow_cut(text: str) -> int | None:
+    """Just past the first bracket at which flow brackets (quoted text aside) nest deeper than MAX_DEPTH; None where
+    they never do. An upper bound on flow nesting: a bracket inside a plain scalar counts too."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    masked = _QUOTED.sub(lambda m: "_" * len(m[0]), text)
+    depth = 0
+    for at, char in enumerate(masked):
+        depth += _FLOW_STEP.get(char, 0)
+        if depth > MAX_DEPTH:
+            return at + 1
+    return None
+
+
+def _events_too_deep(text: str, file: str) -> str | None:
     depth = 0
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
@@ -112,25 +144,46 @@ def load_yaml(path: Path) -> Located:
         raise ConfigError(f"{path}:{line}: YAML syntax error: character {exc.character:#06x} is not allowed") from None
     if node is None:
         raise ConfigError(f"{path}: file is empty")
+    _refuse_expansion(node, str(path))
     located = Located(data=None)
     located.data = _construct(node, (), str(path), located.where, located.comments, _Expansion())
     return located
 
 
+def _refuse_expansion(root: yaml.Node, file: str) -> None:
+    """ConfigError where the file's aliases expand to more than MAX_VALUES values (a "billion laughs" file: a few
+    hundred bytes, billions of values), counted on the composed graph before anything is built (each node once: an
+    alias is the node it names); the line named is the node whose expansion passes the bound and whose parts each
+    do not."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            parts = [p for pair in node.value for p in pair] if isinstance(node, yaml.MappingNode) else node.value
+            children = parts if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) else []
+            sizes[id(node)] = 1 + sum(size(child) for child in children)  # recursion: at most MAX_DEPTH deep
+        return sizes[id(node)]
+
+    node = root
+    if size(node) <= MAX_VALUES:
+        return
+    while True:
+        parts = [p for pair in node.value for p in pair] if isinstance(node, yaml.MappingNode) else node.value
+        larger = next((child for child in parts if size(child) > MAX_VALUES), None)
+        if larger is None:
+            break
+        node = larger
+    raise ConfigError(
+        f"{file}:{node.start_mark.line + 1}: expands to {size(node):,} values, more than golive reads "
+        f"({MAX_VALUES:,}: aliases that repeat aliases, a YAML bomb)"
+    )
+
+
 class _Expansion:
-    """How many values a file's aliases have expanded to so far: past MAX_VALUES, one line (billion laughs)."""
+    """What building one file's values shares: one constructor for its scalars (a new one each costs ~15 µs)."""
 
     def __init__(self) -> None:
-        self.values = 0
-        self.scalars = yaml.SafeLoader("")  # one constructor for the file's scalars (a new one each costs ~15 µs)
-
-    def count(self, node: yaml.Node, file: str) -> None:
-        self.values += 1
-        if self.values > MAX_VALUES:
-            raise ConfigError(
-                f"{file}:{node.start_mark.line + 1}: expands to more than {MAX_VALUES:,} values (aliases that repeat "
-                f"aliases: a YAML bomb); golive reads no file that large"
-            )
+        self.scalars = yaml.SafeLoader("")
 
 
 _REST_OF_LINE = re.compile(r"[^\n\r\x85\u2028\u2029\x00]*")  # YAML's line breaks, and the reader's end
@@ -152,7 +205,6 @@ def _line_comment(key_node: yaml.Node, value_node: yaml.Node) -> str | None:
 def _construct(
     node: yaml.Node, at: Path_, file: str, where: dict, comments: dict[Path_, str], expansion: _Expansion
 ) -> Any:
-    expansion.count(node, file)
     where[at] = (file, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out = {}

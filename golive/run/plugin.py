@@ -33,7 +33,7 @@ from golive.report.results import Recorder, verdict_word
 from golive.run.estimate import estimate
 from golive.run.outcomes import record_outcome
 from golive.run.probe import PROBE_TIMEOUT_S, probe_stations
-from golive.run.progress import Progress, raise_interrupt
+from golive.run.progress import PENDING, Progress, defer_interrupt, raise_interrupt, raise_pending, takes_interrupts
 from golive.run.scope import MARKER_HELP, layer_scope, layers_asked, suites_dir
 from golive.run.session import (
     BASELINE,
@@ -116,7 +116,8 @@ def pytest_configure(config: pytest.Config) -> None:
     report_writer.configure(config, loaded)
     config.pluginmanager.register(_Recording(config), "golive-recording")
     if not hasattr(config, "workerinput"):
-        allow_requests()  # a run in a process that ran one before (pytest in-process) starts with requests allowed
+        if not PENDING:  # a run in a process that ran one before (pytest in-process) starts with requests allowed
+            allow_requests()
         _stop_cleanly_on_signals(config)
         config.pluginmanager.register(
             Progress(
@@ -151,6 +152,10 @@ def pytest_collection(session: pytest.Session) -> None:
     the checks here too, so that the estimate and its probe happen once, on the controller, before any worker runs a
     check, and the reports carry them as a run without -n does. xdist's own pytest_collection follows."""
     config = session.config
+    for sig in config.stash.get(SIGNALS_REPLACED, {}):  # from here on pytest's interrupt path writes the reports
+        signal.signal(sig, raise_interrupt)
+    if inventory(config) is not None and not hasattr(config, "workerinput"):
+        raise_pending()
     if inventory(config) is not None and config.pluginmanager.hasplugin("dsession"):
         session.perform_collect()
 
@@ -216,12 +221,14 @@ def _stop_cleanly_on_signals(config: pytest.Config) -> None:
     """SIGTERM (a CI job cancelled, `kill`, systemd stopping a timer) and Ctrl-C end the run alike: every request in
     flight abandoned in whichever thread waits on it (golive.run.progress.raise_interrupt), pytest finishes the
     session, and the reports are written with everything measured so far. SIGINT only where Python turns it into
-    Ctrl-C: a shell without job control starts background jobs with SIGINT ignored, and that stays so."""
+    Ctrl-C: a shell without job control starts background jobs with SIGINT ignored, and that stays so. Until the
+    checks are collected a signal is deferred (golive.run.progress.defer_interrupt: pytest writes no report for an
+    interrupt while it configures), then raised (`pytest_collection`)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    replaced = {signal.SIGTERM: signal.signal(signal.SIGTERM, raise_interrupt)}
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        replaced[signal.SIGINT] = signal.signal(signal.SIGINT, raise_interrupt)
+    replaced = {signal.SIGTERM: signal.signal(signal.SIGTERM, defer_interrupt)}
+    if takes_interrupts(signal.getsignal(signal.SIGINT)):
+        replaced[signal.SIGINT] = signal.signal(signal.SIGINT, defer_interrupt)
     config.stash[SIGNALS_REPLACED] = replaced
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hostile_judge import LEAKS, PEAK_RSS_MIB, checks_of, judge
 
-from golive_testbed.hostile import KEY_ENV, HostileStation, golive_command, hostile_files, measured
+from golive_testbed.hostile import KEY_ENV, HostileStation, Measured, golive_command, hostile_files, measured
 from golive_testbed.sshd import Sshd, available, loopback_sshd
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,30 +30,31 @@ def files(tmp_path_factory) -> dict[str, Path]:
     return hostile_files(tmp_path_factory.mktemp("hostile-files"))
 
 
-@pytest.fixture(scope="module")
-def start_cost(tmp_path_factory) -> float:
-    """golive's own start and one-line refusal, measured on this machine now: an inventory that does not exist."""
-    missing = tmp_path_factory.mktemp("missing") / "absent.yaml"
-    run = measured(golive_command("run", missing, "-o", missing.parent / "out"), timeout=60)
-    assert run.code == 4, run.output
-    return run.wall_s
+def _quicker(command: list[str], cwd: Path) -> Measured:
+    """The quicker of two runs of `command` (a shared machine's noise comes on top of a run, never off it)."""
+    runs = [measured(command, cwd=cwd, timeout=60) for _ in range(2)]
+    assert runs[0].code == runs[1].code, [r.output for r in runs]
+    return min(runs, key=lambda r: r.wall_s)
 
 
 @pytest.mark.parametrize(
     "name, says",
     [
-        ("billion-laughs-yaml", "laughs.yaml:1: expands to more than 100,000 values"),
+        ("billion-laughs-yaml", "laughs.yaml:6: expands to 597,871 values, more than golive reads (100,000"),
         ("deep-flow-yaml", "deep.yaml:1: nested deeper than golive reads (64 levels"),
         ("deep-block-yaml", "deep-block.yaml:65: nested deeper than golive reads (64 levels"),
         ("50mb-yaml", "big.yaml: 52,"),
         ("fifo-profile", "profile-fifo.yaml: not a regular file"),
     ],
 )
-def test_a_hostile_file_is_one_line_exit_4_at_once(tmp_path, files, start_cost, name, says):
+def test_a_hostile_file_is_one_line_exit_4_at_once(tmp_path, files, name, says):
     """A YAML bomb (7 levels of aliases in 500 bytes), 100,000 levels of flow nesting, 200 of block nesting, a
     50 MB inventory, a profile that is a FIFO (a read would never end): one line, exit 4, no report, within a second
-    of golive's own start, a few MiB of memory."""
-    run = measured(golive_command("run", files[name], "-o", tmp_path / "out"), cwd=files[name].parent, timeout=60)
+    of golive's own start (a missing inventory's run, measured beside it), a few MiB of memory."""
+    start = _quicker(golive_command("run", tmp_path / "absent.yaml", "-o", tmp_path / "out"), tmp_path)
+    assert start.code == 4, start.output
+    start_cost = start.wall_s
+    run = _quicker(golive_command("run", files[name], "-o", tmp_path / "out"), files[name].parent)
     assert run.killed_for is None and run.code == 4, run.output
     assert run.output.count("\n") == 1 and run.output.startswith("golive: ") and says in run.output, run.output
     assert not any(leak in run.output for leak in LEAKS), run.output
