@@ -1,6 +1,6 @@
 """Benchmark: golive against every hostile input, one run each, peak RSS and wall time read from its process.
 
-    .venv/bin/python bench/hostile.py [--out bench/results/hostile.json] [--before REF] [--only NAME …]
+    .venv/bin/python bench/hostile.py [--out bench/results/hostile.json] [--only NAME …]
 
 Each hostile endpoint (golive_testbed.hostile.BEHAVIOURS: a gzip bomb on /v1/models, a 50 MB model list, 100,000
 levels of JSON, a 100 MB stream line, a stream without end, an answer trickled a byte at a time, a server echoing
@@ -13,9 +13,8 @@ RSS ≤ 300 MiB and wall ≤ the run's own announced limit + 10 s in every case;
 --max-run-time and golive's own ("golive's own limits stop a run by …"), for a signal the signal's time, for a
 refused file golive's own start (a missing file, measured in the same run) + 1 s.
 
-`--before REF`: the same endpoint cases against golive at git REF (its tree exported to a temporary folder, run with
-this venv), killed at 1 GiB or 120 s: the "before" column. The machine is shared: walls move with its load, the
-ratios and the bounds hold.
+The machine is shared: walls move with its load, the bounds hold. The "before" of each case is issue 38's own
+measurement (its text), not re-run here.
 """
 
 from __future__ import annotations
@@ -89,7 +88,6 @@ def _endpoint(
     behaviour: str,
     *args: str,
     timeout: float = 5,
-    python_path: Path | None = None,
     signal_at: tuple[float, signal.Signals] | None = None,
     checks: str = CHECKS,
     basic: bool = False,
@@ -102,13 +100,12 @@ def _endpoint(
         (work / "inventory.yaml").write_text(
             f"profile: site.yaml\nstations:\n  - {{name: s, endpoint: '{url}'{key}}}\n"
         )
-        env = {KEY_ENV: SECRET} | ({"PYTHONPATH": str(python_path)} if python_path else {})
+        env = {KEY_ENV: SECRET}
         return measured(
             golive_command("run", work / "inventory.yaml", "-o", work / "out", "-m", "endpoint", "-k", checks, *args),
             env=env,
             cwd=work,
-            timeout=120 if python_path else 300,
-            rss_limit_mib=1024 if python_path else 2048,
+            timeout=300,
             signal_at=signal_at,
         )
 
@@ -151,7 +148,7 @@ def _leaks(run: Measured, out: Path) -> bool:
     return any(form in text for form in forms for text in texts)
 
 
-def endpoint_cases(work: Path, only: set[str], python_path: Path | None = None) -> list[dict]:
+def endpoint_cases(work: Path, only: set[str]) -> list[dict]:
     rows = []
     for behaviour in [b for b in BEHAVIOURS if b != "healthy"] + ["userinfo"]:
         name = f"endpoint {behaviour}"
@@ -163,7 +160,6 @@ def endpoint_cases(work: Path, only: set[str], python_path: Path | None = None) 
             "echo-auth" if behaviour == "userinfo" else behaviour,
             "--max-run-time",
             "120",
-            python_path=python_path,
             basic=behaviour == "userinfo",
         )
         own = _own_limit(run.output)
@@ -228,8 +224,7 @@ def disk_case(work: Path, only: set[str]) -> list[dict]:
         (work / "site.yaml").write_text(SITE.format(timeout=5))
         with HostileStation("healthy", key=SECRET) as station:
             (work / "inventory.yaml").write_text(
-                f"profile: site.yaml\nstations:\n  - {{name: s, endpoint: '{station.url}', "
-                f"api_key_env: {KEY_ENV}}}\n"
+                f"profile: site.yaml\nstations:\n  - {{name: s, endpoint: '{station.url}', api_key_env: {KEY_ENV}}}\n"
             )
             run = measured(
                 golive_command("run", work / "inventory.yaml", "-o", full, "-m", "endpoint", "-k", CHECKS),
@@ -293,21 +288,9 @@ def frozen_sshd_case(work: Path, only: set[str]) -> list[dict]:
     return [row]
 
 
-def before(ref: str, work: Path, only: set[str]) -> list[dict]:
-    """The endpoint cases against golive at `ref` (its tree exported, run with this venv)."""
-    tree = Path(tempfile.mkdtemp(prefix="golive-before-"))
-    try:
-        archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        return endpoint_cases(work / "before", only, python_path=tree)
-    finally:
-        shutil.rmtree(tree, ignore_errors=True)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "hostile.json")
-    parser.add_argument("--before", metavar="REF", help="also run the endpoint cases against golive at git REF")
     parser.add_argument("--only", nargs="*", default=[], help="behaviours, or: stop, files, disk, ssh")
     args = parser.parse_args(argv)
     only = set(args.only)
@@ -325,8 +308,6 @@ def main(argv: list[str] | None = None) -> None:
             "goal": {"peak_rss_mib": PEAK_RSS_GOAL_MIB, "wall": f"limit + {WALL_SLACK_S} s"},
             "rows": rows,
         }
-        if args.before:
-            result["before"] = {"ref": args.before, "rows": before(args.before, work, only)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
