@@ -226,9 +226,6 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
-    from golive.run import progress
-
-    progress.STARTED_AT = time.monotonic() - progress.process_age()  # --max-run-time counts golive's own start
     try:
         loaded = golive_config.load_inventory(Path(ns.inventory), ns.profile)
     except golive_config.ConfigError as exc:
@@ -403,6 +400,10 @@ def _add_plugin_command(parser: _Parser, sub: Any, ep: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # golive as the program (not called from another one): --max-run-time counts its own start
+        from golive.run import progress
+
+        progress.STARTED_AT = time.monotonic() - progress.process_age()
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     commands = {
