@@ -409,14 +409,15 @@ def depth_of(text: str) -> int:
     return max(accumulate(map(_STEP.__getitem__, marks)), default=0)
 
 
-def loads(data: bytes | str, max_depth: int) -> Any:
+def loads(data: bytes | str, max_depth: int, setting: str | None = "endpoint.max_json_depth") -> Any:
     """json.loads, refusing nesting past `max_depth` first (TooDeep, a ValueError) — where Python's parser would
-    recurse until RecursionError."""
+    recurse until RecursionError. `setting`: the profile key that sets the cap, named in the refusal."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     if text.count("[") + text.count("{") > max_depth:  # only then can it be too deep: one pass of counting
         found = depth_of(text)
         if found > max_depth:
-            raise TooDeep(f"JSON nested deeper than golive's cap of {max_depth} levels (endpoint.max_json_depth)")
+            named = f" ({setting})" if setting else ""
+            raise TooDeep(f"JSON nested deeper than golive's cap of {max_depth} levels{named}")
     return json.loads(text)
 
 

@@ -173,3 +173,24 @@ def test_a_frozen_sshd_ends_at_its_timeout_and_the_rest_goes_on(tmp_path):
     assert stopped and all("stopped answering over ssh" in c["message"] for c in stopped), stopped
     alive = checks_of(results, "alive")
     assert alive and all(c["outcome"] != "not_checked" for c in alive.values()), alive
+
+
+@pytest.mark.parametrize(
+    "name, write, says",
+    [
+        ("deep", lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "JSON nested deeper than golive's cap of 64"),
+        ("device", None, "/dev/zero: not a regular file"),
+    ],
+)
+def test_a_hostile_baseline_is_one_line_exit_4(tmp_path, name, write, says):
+    """`--baseline` is an input like the inventory: a results.json nested 100,000 levels deep, or /dev/zero (a read
+    that never ends): one line, exit 4, at once."""
+    baseline = Path("/dev/zero") if write is None else tmp_path / "results.json"
+    if write is not None:
+        write(baseline)
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("profile: glm-5.3-flash-gb300\nstations: [{name: a, endpoint: 'http://127.0.0.1:1/v1'}]\n")
+    run = measured(golive_command("run", inventory, "--baseline", baseline, "-o", tmp_path / "out"), timeout=60)
+    assert run.killed_for is None and run.code == 4, run.output
+    assert run.output.count("\n") == 1 and says in run.output and run.output.startswith("golive: --baseline")
+    assert run.peak_rss_mib <= FILE_PEAK_RSS_MIB, run.peak_rss_mib
