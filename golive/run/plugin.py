@@ -152,10 +152,6 @@ def pytest_collection(session: pytest.Session) -> None:
     the checks here too, so that the estimate and its probe happen once, on the controller, before any worker runs a
     check, and the reports carry them as a run without -n does. xdist's own pytest_collection follows."""
     config = session.config
-    for sig in config.stash.get(SIGNALS_REPLACED, {}):  # from here on pytest's interrupt path writes the reports
-        signal.signal(sig, raise_interrupt)
-    if inventory(config) is not None and not hasattr(config, "workerinput"):
-        raise_pending()
     if inventory(config) is not None and config.pluginmanager.hasplugin("dsession"):
         session.perform_collect()
 
@@ -168,10 +164,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     loaded = inventory(config)
     if loaded is None or hasattr(config, "workerinput"):
         return
+    for sig in config.stash.get(SIGNALS_REPLACED, {}):  # from here on pytest's interrupt path writes the reports
+        signal.signal(sig, raise_interrupt)
     if not session.items:
         report_writer.write_nothing(config)
     if not session.items or config.getoption("collectonly", False):
         return
+    raise_pending()  # a signal while golive started: every check collected is not checked, the reports say so
     bound = config.getoption("golive_max_run_time")
     probes = probe_stations(
         session.items, loaded, PROBE_TIMEOUT_S if bound is None else min(PROBE_TIMEOUT_S, bound / 10)
@@ -223,7 +222,7 @@ def _stop_cleanly_on_signals(config: pytest.Config) -> None:
     session, and the reports are written with everything measured so far. SIGINT only where Python turns it into
     Ctrl-C: a shell without job control starts background jobs with SIGINT ignored, and that stays so. Until the
     checks are collected a signal is deferred (golive.run.progress.defer_interrupt: pytest writes no report for an
-    interrupt while it configures), then raised (`pytest_collection`)."""
+    interrupt while it configures), then raised (`pytest_collection_finish`)."""
     if threading.current_thread() is not threading.main_thread():
         return
     replaced = {signal.SIGTERM: signal.signal(signal.SIGTERM, defer_interrupt)}

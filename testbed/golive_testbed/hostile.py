@@ -376,11 +376,12 @@ def measured(
     timeout: float = 300,
     rss_limit_mib: float = 2048,
     signal_at: tuple[float, signal.Signals] | None = None,
+    signal_on: tuple[str, signal.Signals] | None = None,
 ) -> Measured:
     """Run `command` to its end, reading its output as it comes; its peak RSS from os.wait4. A process past
     `rss_limit_mib` (read from /proc every 50 ms) or `timeout` is killed (`killed_for` says which): a bound that
     does not hold fails its test instead of the machine. `signal_at`: (seconds, signal) sent once that long after
-    the start."""
+    the start; `signal_on`: (text, signal) sent once the output shows that text."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")} | (env or {})
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -406,13 +407,16 @@ def measured(
         if signal_at is not None and not sent and took >= signal_at[0]:
             os.kill(proc.pid, signal_at[1])
             sent.append((round(took, 2), signal_at[1].name))
+        if signal_on is not None and not sent and signal_on[0].encode() in b"".join(chunks):
+            os.kill(proc.pid, signal_on[1])
+            sent.append((round(took, 2), signal_on[1].name))
         if killed_for is None and (rss := _rss_mib(proc.pid)) > rss_limit_mib:
             killed_for = f"RSS {rss:.0f} MiB past the harness's limit of {rss_limit_mib:g} MiB"
             os.kill(proc.pid, signal.SIGKILL)
         elif killed_for is None and took > timeout:
             killed_for = f"still running after {timeout:g} s"
             os.kill(proc.pid, signal.SIGKILL)
-        time.sleep(0.05)
+        time.sleep(0.01 if signal_on else 0.05)
     wall = time.monotonic() - started
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
     reader.join(10)

@@ -242,3 +242,22 @@ def test_a_signal_ends_the_run_while_the_sweep_waits_in_its_event_loop(tmp_path)
     results = judge(run, out, code=2, wall_s=15 + 10, secrets=[SECRET])
     stopped = checks_of(results, "keepalive")["test_sweep_runs_every_level_without_failures"]
     assert stopped["message"].endswith("was interrupted (Ctrl-C or SIGTERM) while this check ran"), stopped
+
+
+def test_a_signal_while_golive_starts_still_writes_the_reports(tmp_path):
+    """SIGTERM the moment pytest's header is out (golive configuring, no check collected yet: pytest itself writes no
+    report for an interrupt there): the signal is deferred to the collection, every report written INCOMPLETE,
+    every check not checked, exit 2."""
+    with HostileStation("healthy", key=SECRET) as station:
+        inventory = _inventory(tmp_path, {"early": station.url})
+        out = tmp_path / "out"
+        run = measured(
+            golive_command("run", inventory, "-o", out, "-m", "endpoint", "-k", CHECKS),
+            env={KEY_ENV: SECRET},
+            cwd=tmp_path,
+            timeout=120,
+            signal_on=("test session starts", signal.SIGTERM),
+        )
+    assert run.signals, run.output[-3000:]
+    results = judge(run, out, code=2, wall_s=run.signals[0][0] + 10, secrets=[SECRET])
+    assert results["checks"] and {c["outcome"] for c in results["checks"]} == {"not_checked"}, results["checks"]
