@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import sys
+import time
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -14,7 +16,7 @@ import yaml
 
 from golive import __version__
 from golive.core.secrets import scrub
-from golive.core.verdict import EXIT_CODES, EXIT_USAGE, printable
+from golive.core.verdict import EXIT_CODES, EXIT_INCOMPLETE, EXIT_USAGE, printable
 from golive.inventory import loader as golive_config
 from golive.run.scope import suites_dir
 
@@ -79,9 +81,70 @@ class _UsageLine:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+class _Scrubbed:
+    """sys.stdout or sys.stderr while pytest runs: each line scrubbed of every secret the run knows before it is
+    written (golive.core.secrets: a server's echo of the key in any form), held until its end or a flush."""
+
+    def __init__(self, stream: TextIO, secrets: list[str]):
+        self._stream, self._secrets = stream, secrets
+        self._line = ""
+
+    def write(self, text: str) -> int:
+        self._line += text
+        if "\n" in self._line:
+            done, _, self._line = self._line.rpartition("\n")
+            self._stream.write(scrub(done + "\n", self._secrets))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._line:
+            self._stream.write(scrub(self._line, self._secrets))
+            self._line = ""
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding … are the stream's
+        return getattr(self._stream, name)
+
+
+def _leave_if_stuck(code: int, grace_s: float = 2.0) -> None:
+    """After a stopped run (--max-run-time, SIGINT, SIGTERM: every report written), a thread still waiting on a
+    station (a connect or a write inside its own timeout) must not hold the exit: it is given `grace_s`, then the
+    process ends with the run's code."""
+    from golive.endpoint.bounded import stopping
+
+    if not stopping():
+        return
+    import threading
+    import time
+
+    ends = time.monotonic() + grace_s
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(ends - time.monotonic(), 0.0))
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 def run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str = "golive run") -> int:
     """Run the checklist against the inventory; the exit code is the verdict's (README: exit codes). A usage error
     (a report folder golive cannot write, an argument pytest refuses) is one line on stderr and exit 4."""
+    from golive.run.progress import defer_interrupt, takes_interrupts
+
+    # from here a SIGTERM or Ctrl-C ends the run with its reports (golive.run.plugin), not Python's default exit
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, defer_interrupt)
+    if takes_interrupts(before[signal.SIGINT]):
+        signal.signal(signal.SIGINT, defer_interrupt)
+    try:
+        return _run_suites(inventory, out, pytest_args, command)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str) -> int:
     import pytest
 
     problem = report_folder_problem(out)
@@ -101,14 +164,20 @@ def run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str 
         f"--rootdir={suites.parent}",
         *pytest_args,
     ]
-    here, stderr = os.getcwd(), sys.stderr
-    sys.stderr = errors = _UsageLine(stderr)
+    here, stdout, stderr = os.getcwd(), sys.stdout, sys.stderr
+    known = _secrets_of(inventory)
+    sys.stdout = _Scrubbed(stdout, known)  # what pytest writes, scrubbed
+    sys.stderr = errors = _UsageLine(_Scrubbed(stderr, known))  # type: ignore[arg-type]
     os.chdir(suites.parent)  # pytest names checks relative to where it starts: `suites/host/test_unit.py::…`
     try:
         code = int(pytest.main(args))
+    except KeyboardInterrupt:  # a signal while pytest starts or ends, outside its own interrupt path
+        code = _fail("the run was interrupted (Ctrl-C or SIGTERM) while pytest started or ended", EXIT_INCOMPLETE)
     finally:
         os.chdir(here)
-        sys.stderr = stderr
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = stdout, stderr
     if code == EXIT_USAGE and errors.held:
         print(printable(scrub(errors.line(command))), file=sys.stderr)
     elif errors.held:
@@ -119,7 +188,21 @@ def run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str 
         path = out / name
         if path.exists() and _stamp(path) != before[name]:  # never claim a file an earlier run left
             print(f"golive: wrote {path}")
+    _leave_if_stuck(code)
     return code
+
+
+def _secrets_of(inventory: Path) -> list[str]:
+    """Every secret of the inventory's stations, in every form (golive.core.secrets.station_secrets); [] where it
+    cannot be read (pytest says why, in one line)."""
+    from golive.core.secrets import station_secrets
+    from golive.endpoint.target import api_key_of
+
+    try:
+        loaded = golive_config.load_inventory(inventory)
+    except golive_config.ConfigError:
+        return []
+    return station_secrets(loaded.inventory.stations, api_key_of)
 
 
 def arguments_refused(inventory: Path, pytest_args: list[str], command: str) -> bool:
@@ -317,6 +400,10 @@ def _add_plugin_command(parser: _Parser, sub: Any, ep: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # golive as the program (not called from another one): --max-run-time counts its own start
+        from golive.run import progress
+
+        progress.STARTED_AT = time.monotonic() - progress.process_age()
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     commands = {

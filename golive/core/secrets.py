@@ -7,8 +7,10 @@ Two kinds of hiding, one module:
   value of a secret-looking query key (`?api_key=…`, `&token=…`, `password=`, `secret=` → `***`), an
   `Authorization:` header's value and a bearer token (`Bearer sk-…` → `Bearer ***`);
 * by value (`scrub` with the run's `known_forms`): every secret golive knows (API keys from the environment,
-  passwords in host specs, as written, percent-decoded and percent-encoded) → `[REDACTED]`, in text and in nested
-  data (`scrub_data`).
+  passwords in host specs and endpoint URLs) in every form golive itself sends it in or an output may carry it
+  (as written, percent-decoded, percent-encoded, JSON-escaped, HTML-escaped; an endpoint URL's `user:password` also
+  as the base64 of HTTP Basic) → `[REDACTED]`, in text and in nested data (`scrub_data`): text a server echoes
+  (an error body quoting the request's Authorization header) is scrubbed like golive's own.
 
 `***` keeps a shape readable (a host spec still says which user on which host); `[REDACTED]` replaces a value found
 anywhere. Shapes are hidden first, so a password in a spec reads `user:***@host` even when golive knows it too.
@@ -16,6 +18,9 @@ anywhere. Shapes are hidden first, so a password in a spec reads `user:***@host`
 
 from __future__ import annotations
 
+import base64
+import html
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
@@ -43,6 +48,8 @@ _HEADER = re.compile(
 )
 # a bearer token: letters only is an English word ("a Bearer token"), not a credential
 _BEARER = re.compile(r"(?P<head>\bbearer\s+)(?P<value>(?=[\w\-.~+/]*[\d\-.~+/_])[\w\-.~+/]{6,}=*)", re.IGNORECASE)
+# HTTP Basic's base64 token: a digit, `+`, `/` or `=` in it (letters only: "Basic configuration" is English)
+_BASIC = re.compile(r"(?P<head>\bbasic\s+)(?P<value>(?=[A-Za-z0-9+/]*[\d+/=])[A-Za-z0-9+/]{6,}={0,2})", re.IGNORECASE)
 
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -106,14 +113,40 @@ def percent_encoded(text: str) -> str:
             return quote(text, safe="", errors="surrogatepass")
 
 
+def json_escaped(text: str) -> list[str]:
+    """`text` as JSON writers put it inside a string: Python's (with and without ensure_ascii) and those that also
+    escape `/` (PHP, some proxies)."""
+    forms = {json.dumps(text, ensure_ascii=ascii)[1:-1] for ascii in (True, False)}
+    return sorted(forms | {form.replace("/", "\\/") for form in forms})
+
+
 def known_forms(secrets: Iterable[str | None]) -> list[str]:
-    """Every form a known secret may reach an output in (as written, percent-decoded, percent-encoded), longest
-    first (a secret inside a longer one is replaced after it), empty ones dropped."""
+    """Every form a known secret may reach an output in (as written, percent-decoded, percent-encoded, JSON- and
+    HTML-escaped), longest first (a secret inside a longer one is replaced after it), empty ones dropped."""
     found: set[str] = set()
     for secret in secrets:
         if secret:
-            found.update(form for form in (secret, unquote(secret), percent_encoded(secret)) if form)
+            plain = {secret, unquote(secret), percent_encoded(secret)}
+            escaped = {form for text in plain for form in (*json_escaped(text), html.escape(text))}
+            found.update(form for form in plain | escaped if form)
     return sorted(found, key=lambda s: (-len(s), s))
+
+
+def basic_forms(url: str | None) -> list[str]:
+    """The HTTP Basic token golive sends for an endpoint URL's `user:password` (golive.endpoint.target.basic_token:
+    base64 of the percent-decoded userinfo), and of the userinfo as written; [] without a password."""
+    if not url or "://" not in url:
+        return []
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return []
+    if not password:
+        return []
+    raw = parts.netloc.rpartition("@")[0]
+    pairs = {f"{unquote(user or '')}:{unquote(password)}", raw}
+    return [base64.b64encode(p.encode("utf-8", errors="surrogateescape")).decode("ascii") for p in sorted(pairs)]
 
 
 class _Specs(Protocol):
@@ -139,6 +172,7 @@ def station_secrets(stations: Iterable[S], key_of: Callable[[S], str | None]) ->
         found.append(key_of(station))
         for spec in (station.host, station.endpoint):
             found.extend(secrets_in(spec))
+        found.extend(basic_forms(station.endpoint))
     return known_forms(found)
 
 
@@ -154,6 +188,8 @@ def hide_shapes(text: str) -> str:
         text = _HEADER.sub(lambda m: f"{m['head']}{MASK}", text)
     if "bearer" in lowered:
         text = _BEARER.sub(lambda m: f"{m['head']}{MASK}", text)
+    if "basic" in lowered:
+        text = _BASIC.sub(lambda m: f"{m['head']}{MASK}", text)
     return text
 
 

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
-import openai
 from prometheus_client.parser import text_string_to_metric_families
 
 from golive.core.verdict import printable
-from golive.endpoint.errors import EndpointError, from_response, from_transport
+from golive.endpoint.bounded import (
+    BoundError,
+    Events,
+    TooDeep,
+    answered,
+    chunks,
+    deadline,
+    guarded_client,
+    loads,
+    read_body,
+)
+from golive.endpoint.errors import EndpointError, StatusError, from_bound, from_response, from_transport
 from golive.endpoint.stream import BrokenEvent, StreamedAnswer
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.tls import trusting
@@ -64,39 +74,34 @@ class ChatResult:
 
 
 class EndpointClient:
-    """One station's endpoint (its EndpointTarget). The key travels only in the Authorization header."""
+    """One station's endpoint (its EndpointTarget). The key travels only in the Authorization header.
+
+    Every request goes through one door (`_exchange`, `_chat_stream`): golive's guarded httpx client
+    (golive.endpoint.bounded), a total deadline per request (a generation `request_timeout_s`, anything else
+    `light_timeout_s`), the body read at most to the profile's caps after decompression, JSON no deeper than its cap,
+    a stream ended at its token budget plus slack, no redirect followed. Whatever a server sends ends as an answer or
+    as one EndpointError (a StatusError for a status that is not 2xx)."""
 
     def __init__(self, target: EndpointTarget):
         self.target = target
         self.base_url = target.url
         self.root = target.root
         self.timeout = target.request_timeout_s
+        self.caps = target.caps
         # generation may take `request_timeout_s`; a streamed answer may pause `stream_stall_timeout_s` between
         # chunks; nothing else waits longer than `light_timeout_s`, and no connect longer than `connect_timeout_s`
-        # openai.Timeout is the HTTP library's Timeout that this openai release types and sends with (httpx2 today)
+        self._light = httpx.Timeout(target.light_timeout_s, connect=target.connect_timeout_s)
         self._generation = httpx.Timeout(target.request_timeout_s, connect=target.connect_timeout_s)
-        self._openai_generation = openai.Timeout(target.request_timeout_s, connect=target.connect_timeout_s)
-        self._stream = openai.Timeout(
+        self._stream = httpx.Timeout(
             target.request_timeout_s, connect=target.connect_timeout_s, read=target.stream_stall_timeout_s
         )
         self.ca_file = target.ca_file
-        tls = trusting(target.ca_file)  # one trust for every client: left alone, the openai client would trust the OS
-        # the openai client insists on a key; "EMPTY" is what vLLM's docs use for an open server
-        self.openai = openai.OpenAI(
-            base_url=self.base_url,
-            api_key=target.api_key or "EMPTY",
-            timeout=self._openai_generation,
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=tls),
-        )
-        self.http = httpx.Client(
-            timeout=httpx.Timeout(target.light_timeout_s, connect=target.connect_timeout_s), verify=tls
-        )
+        self.http = guarded_client(trusting(target.ca_file), self._light)
         self.health: Health | None = None  # what probe_health found (the gateway in front, the probe that answers)
 
     @property
     def has_key(self) -> bool:
-        return bool(self.target.api_key)
+        return bool(self.target.api_key or self.target.basic)
 
     @property
     def sees_vllm(self) -> bool:
@@ -115,26 +120,37 @@ class EndpointClient:
             return self.health.url
         return (self.target.api_root if path.startswith("/v1/") else self.root) + path
 
+    def _exchange(
+        self, method: str, url: str, body: dict | None = None, with_key: bool = True, generation: bool = False
+    ) -> httpx.Response:
+        """One request and its whole answer, read within its deadline and caps (golive.endpoint.bounded): any status
+        comes back (checks judge it) but a redirect (golive follows none: a StatusError naming it); no answer, or one
+        past a bound, raises EndpointError."""
+        headers = self.target.headers() if with_key else {}
+        seconds = self.target.request_timeout_s if generation else self.target.light_timeout_s
+        try:
+            with deadline(seconds):
+                request = self.http.build_request(
+                    method, url, json=body, headers=headers, timeout=self._generation if generation else self._light
+                )
+                response = self.http.send(request, stream=True)
+                if response.is_redirect:
+                    response.close()
+                    raise from_response(answered(response, b""), f"{method} {urlsplit(url).path} answered")
+                content, _ = read_body(response, self.caps.body_bytes)
+        except httpx.HTTPError as exc:
+            raise from_transport(url, exc) from None
+        except BoundError as exc:
+            raise from_bound(url, exc) from None
+        return answered(response, content)
+
     def get(self, path: str, with_key: bool = True) -> httpx.Response:
         """Any answer comes back (checks judge the status); no answer at all raises EndpointError."""
-        headers = self.target.headers() if with_key else {}
-        url = self.url_of(path)
-        try:
-            return self.http.get(url, headers=headers)
-        except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+        return self._exchange("GET", self.url_of(path), with_key=with_key)
 
-    def post(
-        self, path: str, body: dict, with_key: bool = True, timeout: httpx.Timeout | None = None
-    ) -> httpx.Response:
-        headers = self.target.headers() if with_key else {}
-        url = self.url_of(path)
-        try:
-            return self.http.post(
-                url, json=body, headers=headers, timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
-            )
-        except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+    def post(self, path: str, body: dict, with_key: bool = True, generation: bool = False) -> httpx.Response:
+        """`generation`: the request may take `request_timeout_s` (a long prompt to count), not `light_timeout_s`."""
+        return self._exchange("POST", self.url_of(path), body, with_key, generation)
 
     def probe_health(self) -> Health:
         """The station's health, probed as what answers at the endpoint expects, without the key: vLLM's GET /health
@@ -143,10 +159,7 @@ class EndpointClient:
         No answer at all from the first probe raises EndpointError (the health check reads `unreachable`, `cut`)."""
         target = self.target
         url = self.root + "/health"  # vLLM's own: the endpoint's, or the `vllm_endpoint`'s behind a gateway
-        try:
-            first = self.http.get(url)
-        except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+        first = self._exchange("GET", url, with_key=False)
         named = f"the gateway `{target.gateway}`" if target.gateway else "a gateway"
         if target.vllm_url or first.status_code == 200:
             gateway = named if target.declares_gateway else None
@@ -156,9 +169,9 @@ class EndpointClient:
         tried = [f"GET /health HTTP {first.status_code}"]
         for path in dict.fromkeys([*([target.gateway_health] if target.gateway_health else []), *GATEWAY_PROBES]):
             try:
-                answer = self.http.get(target.api_root + path)
-            except httpx.HTTPError as exc:
-                tried.append(f"GET {path} {from_transport(target.api_root + path, exc).what}")
+                answer = self._exchange("GET", target.api_root + path, with_key=False)
+            except EndpointError as exc:
+                tried.append(f"GET {path} {exc.what}")
                 continue
             tried.append(f"GET {path} HTTP {answer.status_code}")
             if answer.status_code == 200:
@@ -176,8 +189,10 @@ class EndpointClient:
         if response.status_code != 200:
             raise from_response(response, what)
         try:
-            body = response.json()
-        except (ValueError, httpx.HTTPError):
+            body = loads(response.content, self.caps.json_depth)
+        except TooDeep as exc:
+            raise from_response(response, f"{what}: {exc}") from None
+        except ValueError:
             raise from_response(response, f"{what}: the answer is not JSON (truncated or not the OpenAI API)") from None
         if not isinstance(body, dict):
             raise from_response(response, f"{what}: the answer is JSON but not an object")
@@ -190,7 +205,7 @@ class EndpointClient:
         data = body.get("data")
         if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
             raise EndpointError(
-                self.root + "/v1/models",
+                self.target.api_root + "/v1/models",
                 "the answer has no `data` list of models",
                 "check that the endpoint URL points at a vLLM (OpenAI-compatible) server",
             )
@@ -199,65 +214,87 @@ class EndpointClient:
     def chat(
         self, model: str, messages: list[dict], *, stream: bool = False, tools: list[dict] | None = None, **params: Any
     ) -> ChatResult:
-        kwargs = dict(model=model, messages=messages, **params)
+        """One chat completion, streamed or not, as a ChatResult; a status that is not 2xx raises StatusError (checks
+        read its meaning: 400, 413 …), anything else a server may send one EndpointError. `extra_body` is merged into
+        the request as the openai client does (vLLM's own parameters: top_k …)."""
+        body: dict[str, Any] = {"model": model, "messages": messages, **params}
+        body.update(body.pop("extra_body", None) or {})
         if tools:
-            kwargs["tools"] = tools
-        if not stream:
-            try:
-                response = self.openai.chat.completions.create(**kwargs)
-            except openai.APIConnectionError as exc:  # status errors stay: checks read their meaning (400, 413 …)
-                raise from_transport(self.base_url + "/chat/completions", exc) from None
-            if not response.choices:
-                raise EndpointError(
-                    self.base_url + "/chat/completions",
-                    "the answer has no choices",
-                    "check that the endpoint URL points at a vLLM (OpenAI-compatible) server",
-                )
-            choice = response.choices[0]
-            message = choice.message
-            calls = [(c.function.name, c.function.arguments) for c in (message.tool_calls or [])]
-            return ChatResult(
-                content=message.content or "",
-                reasoning=_reasoning(message) or "",
-                tool_calls=calls,
-                finish_reason=choice.finish_reason,
-                usage=response.usage.model_dump() if response.usage else {},
-            )
-        return self._chat_stream(kwargs)
-
-    def _chat_stream(self, kwargs: dict) -> ChatResult:
-        """The streamed answer, read as raw events (golive.endpoint.stream checks each value it reads): anything a
-        server sends ends as a ChatResult or one EndpointError."""
-        import time
-
-        started = time.perf_counter()
-        answer = StreamedAnswer()
+            body["tools"] = tools
         url = self.base_url + "/chat/completions"
-        try:
-            stream = self.openai.post(
-                "/chat/completions",
-                cast_to=object,
-                stream=True,
-                stream_cls=openai.Stream[object],
-                body={**kwargs, "stream": True, "stream_options": {"include_usage": True}},
-                options={"timeout": self._stream},
-            )
-            for event in _events(stream):
-                answer.add(event, time.perf_counter() - started)
-        except (openai.APIConnectionError, httpx.HTTPError) as exc:
-            raise from_transport(url, exc) from None
-        except openai.APIStatusError:
-            raise  # checks read its meaning (400, 413 …)
-        except openai.APIError as exc:
+        if stream:
+            return self._chat_stream(url, body)
+        answer = self._json(self._exchange("POST", url, body, generation=True), "POST /v1/chat/completions")
+        if not isinstance(answer.get("choices"), list) or not answer["choices"]:
             raise EndpointError(
                 url,
-                f"the stream carried an error or a broken event ({_one_line(str(exc))})",
-                "check the server log; a proxy may be cutting or rewriting event streams",
-            ) from None
+                "the answer has no choices",
+                "check that the endpoint URL points at a vLLM (OpenAI-compatible) server",
+            )
+        folded = StreamedAnswer(whole=True)
+        try:
+            folded.add(answer, 0.0)
         except BrokenEvent as exc:
             raise EndpointError(
                 url,
-                f"the stream carried an event that is not an OpenAI chat chunk ({exc})",
+                f"the answer is not an OpenAI chat completion ({exc})",
+                "check that the endpoint URL points at a vLLM (OpenAI-compatible) server",
+            ) from None
+        return ChatResult(
+            content="".join(folded.content),
+            reasoning="".join(folded.reasoning),
+            tool_calls=folded.tool_calls(),
+            finish_reason=folded.finish_reason,
+            usage=folded.usage,
+        )
+
+    def _chat_stream(self, url: str, body: dict) -> ChatResult:
+        """The streamed answer, read as raw events (golive.endpoint.stream checks each value it reads), each line and
+        the whole stream within their caps, ended at its token budget (max_tokens + endpoint.stream_token_slack) or
+        its deadline (request_timeout_s), whichever comes first: anything a server sends ends as a ChatResult or one
+        EndpointError."""
+        started = time.perf_counter()
+        answer = StreamedAnswer()
+        budget = _token_budget(body)
+        caps = self.caps
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        try:
+            with deadline(self.target.request_timeout_s):
+                request = self.http.build_request(
+                    "POST", url, json=body, headers=self.target.headers(), timeout=self._stream
+                )
+                response = self.http.send(request, stream=True)
+                try:
+                    if not response.is_success:
+                        content, _ = (b"", False) if response.is_redirect else read_body(response, caps.body_bytes)
+                        raise from_response(answered(response, content), "POST /v1/chat/completions")
+                    events = Events(caps.event_bytes)
+                    for chunk in chunks(response, caps.body_bytes):
+                        for data in events.feed(chunk):
+                            if data.strip() == b"[DONE]":
+                                break
+                            answer.add(_event(data, caps.json_depth), time.perf_counter() - started)
+                            if budget is not None and answer.token_events > budget + caps.stream_slack:
+                                raise BoundError(
+                                    f"the stream sent {answer.token_events} events carrying tokens, past its "
+                                    f"max_tokens of {budget} and golive's slack of {caps.stream_slack} "
+                                    f"(endpoint.stream_token_slack), without finishing",
+                                    "the server does not honour max_tokens or never ends its stream: check the "
+                                    "server (vLLM honours max_tokens) or the proxy in front",
+                                )
+                        else:
+                            continue
+                        break
+                finally:
+                    response.close()
+        except httpx.HTTPError as exc:
+            raise from_transport(url, exc) from None
+        except BoundError as exc:
+            raise from_bound(url, exc) from None
+        except BrokenEvent as exc:
+            raise EndpointError(
+                url,
+                f"the stream carried an error or an event that is not an OpenAI chat chunk ({exc})",
                 "check the server log; a proxy may be cutting or rewriting event streams",
             ) from None
         if answer.finish_reason is None:
@@ -280,11 +317,7 @@ class EndpointClient:
         `vllm_endpoint`'s (a gateway lists the names it routes, not vLLM's flags)."""
         if not self.target.vllm_url:
             return self.models()
-        url = self.target.vllm_url + "/models"
-        try:
-            response = self.http.get(url, headers=self.target.headers())
-        except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+        response = self._exchange("GET", self.target.vllm_url + "/models")
         data = self._json(response, "GET /v1/models of the vLLM behind the gateway did not list models").get("data")
         return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
 
@@ -293,15 +326,15 @@ class EndpointClient:
         if not self.sees_vllm:
             return None
         try:
-            version = self.get("/version").json().get("version")
-        except (EndpointError, httpx.HTTPError, ValueError, AttributeError):
+            version = self._json(self.get("/version"), "GET /version").get("version")
+        except EndpointError:
             return None
         return version if isinstance(version, str) else None
 
     def tokenize(self, model: str, text: str) -> int:
         # a 1M-token prompt takes a while to tokenize: this call gets the generation timeout, not the light one
         response = self.post(
-            "/tokenize", {"model": model, "prompt": text, "add_special_tokens": False}, timeout=self._generation
+            "/tokenize", {"model": model, "prompt": text, "add_special_tokens": False}, generation=True
         )
         count = self._json(response, "POST /tokenize did not count tokens").get("count")
         if not isinstance(count, int):
@@ -313,41 +346,45 @@ class EndpointClient:
         response = self.get("/metrics")
         if response.status_code != 200:
             raise from_response(response, "GET /metrics did not answer")
-        return parse_metrics(response.text)
+        try:
+            return parse_metrics(response.text)
+        except ValueError:
+            raise from_response(response, "GET /metrics is not Prometheus text") from None
 
     def close(self) -> None:
         self.http.close()
-        self.openai.close()
 
 
-def _events(stream: openai.Stream[object]) -> Iterator[object]:
-    """The stream's events as decoded JSON; an event that is not valid JSON (cut in half) or not UTF-8 is an error,
-    not a crash."""
-    request = stream.response.request
+def _token_budget(body: dict) -> int | None:
+    """The tokens a request asks for at most (`max_tokens`, or `max_completion_tokens`); None where it names none."""
+    for key in ("max_tokens", "max_completion_tokens"):
+        value = body.get(key)
+        if type(value) is int and value >= 0:
+            return value
+    return None
+
+
+def _event(data: bytes, max_depth: int) -> object:
+    """One SSE event's JSON; one that is not JSON, not UTF-8, too deep, or an error the server streams is
+    BrokenEvent."""
     try:
-        yield from stream
-    except json.JSONDecodeError as exc:
-        raise openai.APIError(f"an event is not valid JSON ({exc.msg})", request=request, body=None) from None
+        event = loads(data, max_depth)
+    except TooDeep as exc:
+        raise BrokenEvent(str(exc)) from None
     except UnicodeDecodeError:
-        raise openai.APIError("an event is not UTF-8 text", request=request, body=None) from None
-    finally:
-        stream.close()
+        raise BrokenEvent("an event is not UTF-8 text") from None
+    except ValueError as exc:
+        raise BrokenEvent(f"an event is not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    if isinstance(event, dict) and event.get("error"):  # vLLM streams an error mid-answer as an event
+        error = event["error"]
+        said = error.get("message", error) if isinstance(error, dict) else error
+        raise BrokenEvent(f"the server sent an error: {_one_line(str(said))}")
+    return event
 
 
 def _one_line(text: str, limit: int = 160) -> str:
     """Server-chosen text (an error event's message) inside a one-line error: short, no line breaks, no escapes."""
     return printable(" ".join(text[:limit].split()))
-
-
-def _reasoning(message: Any) -> str | None:
-    # vLLM 0.32 says `reasoning`; older builds said `reasoning_content`: read both
-    for name in ("reasoning", "reasoning_content"):
-        value: str | None = getattr(message, name, None)
-        if value is None and getattr(message, "model_extra", None):
-            value = message.model_extra.get(name)
-        if value:
-            return value
-    return None
 
 
 def parse_metrics(text: str) -> dict[str, list[tuple[dict, float]]]:
@@ -364,10 +401,6 @@ def metric_total(samples: dict[str, list[tuple[dict[str, str], float]]], name: s
     return sum(v for lbl, v in samples.get(name, []) if all(lbl.get(k) == val for k, val in labels.items()))
 
 
-def error_body(exc: openai.APIStatusError) -> str:
-    try:
-        body = exc.response.json()
-    except (json.JSONDecodeError, ValueError):
-        return exc.response.text[:300]
-    err = body.get("error", body)
-    return err.get("message", str(err))[:300] if isinstance(err, dict) else str(err)[:300]
+def error_body(exc: StatusError) -> str:
+    """What the error answer says, in one line (its message, else its first bytes)."""
+    return exc.message

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
+from typing import Any
 
 import httpx
+
+from golive.core.verdict import printable
+from golive.endpoint.bounded import BoundError, loads
 
 try:  # the openai client makes its requests with httpx2 (a fork): its errors are the same kinds under other classes
     import httpx2
@@ -42,10 +46,12 @@ class EndpointError(Exception):
         first_bytes: str | None = None,
         unreachable: bool = False,
         cut: bool = False,
+        timed_out: bool = False,
     ):
         self.url, self.what, self.hint = url, what, hint
         self.unreachable = unreachable  # never reached (refused, DNS, connect timeout): not checked, not a verdict
         self.cut = cut  # the connection closed or reset mid-answer: the way failed, the server said nothing
+        self.timed_out = timed_out  # connected, but the answer did not come (or end) in time
         self.status, self.content_type, self.first_bytes = status, content_type, first_bytes
         super().__init__(self.found)
 
@@ -70,6 +76,17 @@ class EndpointError(Exception):
         return f"{self.found}. Do: {self.hint}"
 
 
+class StatusError(EndpointError):
+    """The endpoint answered an HTTP status that is not 2xx (a redirect included: golive follows none). Checks that
+    read a status's meaning (400 for an over-long prompt, 413 …) catch it; anywhere else it is the check's one line
+    (golive.run.outcomes). `message` is what the body says (its `error.message` or `detail`, else its first bytes)."""
+
+    def __init__(self, url: str, what: str, hint: str, *, status: int, message: str, **kwargs: Any):
+        super().__init__(url, what, hint, status=status, **kwargs)
+        self.status_code = status
+        self.message = message
+
+
 def _first_bytes(response: httpx.Response) -> str:
     try:
         raw = response.content[:FIRST_BYTES]
@@ -78,7 +95,30 @@ def _first_bytes(response: httpx.Response) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def body_message(response: httpx.Response, limit: int = 300) -> str:
+    """What an error answer says, in one line: its JSON `error.message` (OpenAI, vLLM), `detail` (FastAPI) or
+    `message`, else its first bytes; never deeper JSON than golive reads (golive.endpoint.bounded.loads)."""
+    try:
+        raw = response.content
+    except httpx.HTTPError:
+        return ""
+    try:
+        body = loads(raw[: 64 * 1024], 16)
+    except ValueError:
+        body = None
+    said: object = body
+    if isinstance(body, dict):
+        said = body.get("error", body)
+        if isinstance(said, dict):
+            said = said.get("message", said.get("detail", said))
+        elif "detail" in body and said is body:
+            said = body["detail"]
+    text = str(said) if body is not None else raw[:limit].decode("utf-8", errors="replace")
+    return printable(" ".join(text.split()))[:limit]
+
+
 def from_response(response: httpx.Response, what: str) -> EndpointError:
+    """The one line for an answer that is not what golive asked for: a StatusError where its status is not 2xx."""
     status = response.status_code
     kind = response.headers.get("content-type", "")
     if "html" in kind:
@@ -92,15 +132,50 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
         hint = "a proxy answered for a server that is down or starting: check the service and its log"
     elif status in (401, 403):
         hint = "the endpoint refused golive's credentials: set api_key_env in the inventory to the key's env var"
+    elif status == 429:
+        hint = "the endpoint limits golive's rate: give golive's key a limit that lets the profile's load through"
+    elif 300 <= status < 400:
+        hint = (
+            "golive follows no redirect (another origin's answer is not this station's, and the key stays with its "
+            "origin): give the inventory the URL that answers itself"
+        )
+        what += f": {redirect_to(response.headers.get('location'))}"
     else:
         hint = "check that the endpoint URL points at a healthy vLLM server (its log says why it answers this way)"
-    return EndpointError(
-        str(response.request.url), what, hint, status=status, content_type=kind, first_bytes=_first_bytes(response)
+    url = _without_query(str(response.request.url))
+    if response.is_success:
+        return EndpointError(url, what, hint, status=status, content_type=kind, first_bytes=_first_bytes(response))
+    return StatusError(
+        url,
+        what,
+        hint,
+        status=status,
+        message=redirect_to(response.headers.get("location")) if response.is_redirect else body_message(response),
+        content_type=kind,
+        first_bytes=_first_bytes(response),
     )
+
+
+def redirect_to(location: str | None) -> str:
+    """A redirect as golive's lines name it (golive follows none)."""
+    if not location:
+        return "a redirect (golive follows none)"
+    return f"a redirect to {printable(' '.join(location.split()))[:200]!r} (golive follows none)"
+
+
+def _without_query(url: str) -> str:
+    return url.split("?", 1)[0]
+
+
+def from_bound(url: str, exc: BoundError) -> EndpointError:
+    """A bound golive keeps (a cap, the request's deadline, the run stopping) as the request's one line."""
+    return EndpointError(url, exc.what, exc.hint, timed_out=exc.timed_out)
 
 
 def from_transport(url: str, exc: BaseException) -> EndpointError:
     """httpx / openai transport errors (connect, DNS, TLS, timeouts, cut streams) as one line, no internals."""
+    if isinstance(exc, BoundError):
+        return from_bound(url, exc)
     cause = exc.__cause__ if _openai_error(exc, "APIConnectionError") and exc.__cause__ else exc
     text = str(cause).splitlines()[0][:200] if str(cause) else ""
     if isinstance(cause, _kinds("ConnectTimeout", "PoolTimeout")):
@@ -136,4 +211,5 @@ def from_transport(url: str, exc: BaseException) -> EndpointError:
         isinstance(cause, _kinds("ConnectError")) and not what.startswith("TLS")
     )
     cut = isinstance(cause, _kinds("RemoteProtocolError", "ReadError"))
-    return EndpointError(url, what, hint, unreachable=never_reached, cut=cut)
+    timed_out = isinstance(cause, _kinds("ReadTimeout", "WriteTimeout")) or _openai_error(exc, "APITimeoutError")
+    return EndpointError(url, what, hint, unreachable=never_reached, cut=cut, timed_out=timed_out)

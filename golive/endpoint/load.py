@@ -162,15 +162,15 @@ async def sweep_async(
     async with contextlib.AsyncExitStack() as stack:
         clients = [
             await stack.enter_async_context(c)
-            for c in lanes(target.chat_url, max(levels), target.request_timeout_s, target.ca_file)
+            for c in lanes(target.chat_url, max(levels), target.request_timeout_s, target.ca_file, caps=target.caps)
         ]
         light = await stack.enter_async_context(
             httpx.AsyncClient(timeout=target.request_timeout_s, verify=trusting(target.ca_file))
         )
-        sentences = await sentences_for(light, target.root, workload, headers)
+        sentences = await sentences_for(light, target.root, workload, headers, target.caps, target.request_timeout_s)
         path = None
         if plan.probe_path:
-            path = PathProbe(round_trip_s=await round_trip(light, target.root))
+            path = PathProbe(round_trip_s=await round_trip(light, target.root, 5, target.light_timeout_s, target.caps))
         batches: list[Batch] = []
         origin, started_at = time.perf_counter(), time.time()
 

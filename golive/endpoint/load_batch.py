@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from golive.endpoint.bounded import DEFAULT_CAPS, Caps
 from golive.endpoint.levels import LevelResult
 from golive.endpoint.load_request import Attempt, RequestTiming, Workload, read_timeline, request_body, send
 from golive.endpoint.timed_http import Lane
@@ -113,12 +114,17 @@ def summarize(
 
 
 def lanes(
-    url: str, count: int, timeout_s: float, ca_file: str | None = None, clock: Clock = time.perf_counter
+    url: str,
+    count: int,
+    timeout_s: float,
+    ca_file: str | None = None,
+    clock: Clock = time.perf_counter,
+    caps: Caps = DEFAULT_CAPS,
 ) -> list[Lane]:
     """One lane (one keep-alive connection) per request in flight. One shared pool of C connections would cost
     O(C²) per request start and end (httpcore 1.0's pool bookkeeping: ~20 ms at 256 connections, the event loop
     blocked), which delays every other stream's timestamps; bench/stream_truth.py measures the difference."""
-    return [Lane(url, timeout_s, ca_file, clock) for _ in range(count)]
+    return [Lane(url, timeout_s, ca_file, clock, caps) for _ in range(count)]
 
 
 async def run_level(

@@ -14,42 +14,33 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from golive.endpoint.bounded import DEFAULT_CAPS, BoundError, Caps, Events, aread_body, deadline_async, loads
+from golive.endpoint.errors import redirect_to
 from golive.endpoint.longctx import filler
 from golive.endpoint.timed_http import Lane, StreamedResponse, StreamError
 
 
 class SseParser:
-    """Feed raw bytes with their arrival time; get back (data, time) for each complete `data:` event.
+    """Feed raw bytes with their arrival time; get back (data, time) for each complete `data:` event, no line or
+    event longer than `cap` (golive.endpoint.bounded.Events: a BoundError past it).
 
     >>> p = SseParser(); p.feed(b'data: {"a"', 1.0); p.feed(b': 1}\\n\\n', 2.0)
     [('{"a": 1}', 2.0)]
     """
 
-    def __init__(self) -> None:
-        self._buffer = b""
-        self._data: list[str] = []
+    def __init__(self, cap: int = Caps.event_bytes) -> None:
+        self._events = Events(cap)
 
     def feed(self, chunk: bytes, at: float) -> list[tuple[str, float]]:
-        events: list[tuple[str, float]] = []
-        self._buffer += chunk
-        while True:
-            cut = self._buffer.find(b"\n")
-            if cut < 0:
-                return events
-            line, self._buffer = self._buffer[:cut].rstrip(b"\r"), self._buffer[cut + 1 :]
-            if not line:  # a blank line ends the event
-                if self._data:
-                    events.append(("\n".join(self._data), at))
-                    self._data = []
-            elif line.startswith(b"data:"):
-                self._data.append(line[5:].removeprefix(b" ").decode(errors="replace"))  # bad bytes: the JSON says
-            # comments (":") and other fields (event:, id:, retry:) carry nothing we time
+        # bad bytes are replaced: the JSON then says what is wrong
+        return [(data.decode(errors="replace"), at) for data in self._events.feed(chunk)]
 
 
 @dataclass
@@ -88,12 +79,12 @@ class RequestTiming:
         return decode / (self.completion_tokens - 1) if decode > 0 else None
 
 
-def read_event(timing: RequestTiming, data: str, at: float) -> bool:
+def read_event(timing: RequestTiming, data: str, at: float, max_depth: int = Caps.json_depth) -> bool:
     """Apply one SSE event (at `at` seconds since send) to the timeline; True at [DONE]. An event that is not an
-    OpenAI chunk raises ValueError (the request's error)."""
+    OpenAI chunk (or nests deeper than `max_depth`) raises ValueError (the request's error)."""
     if data.strip() == "[DONE]":
         return True
-    chunk = _object(json.loads(data), "event")
+    chunk = _object(loads(data, max_depth), "event")
     if chunk.get("error"):
         error = chunk["error"]
         timing.error = str(error.get("message", error) if isinstance(error, dict) else error)[:300]
@@ -135,27 +126,44 @@ def prompt(sentences: int, salt: str) -> str:
     return " ".join([f"[{salt}] Continue the notes.", *filler(sentences, seed=7)])
 
 
-async def sentences_for(client: httpx.AsyncClient, root: str, workload: Workload, headers: dict) -> int:
+async def sentences_for(
+    client: httpx.AsyncClient,
+    root: str,
+    workload: Workload,
+    headers: dict,
+    caps: Caps = DEFAULT_CAPS,
+    timeout_s: float = 120,
+) -> int:
     """How many filler sentences make the request `prompt_tokens` long as the server counts it (usage.prompt_tokens,
     chat template included): two /tokenize calls on the chat messages (vLLM's), the prefix alone and with
-    SAMPLE_SENTENCES. Where the server has no /tokenize, ~10 tokens a sentence; usage reports the real count anyway."""
+    SAMPLE_SENTENCES, each read within `caps` and `timeout_s`. Where the server has no /tokenize, ~10 tokens a
+    sentence; usage reports the real count anyway."""
 
     async def count(sentences: int) -> int:
-        response = await client.post(
-            root + "/tokenize",
-            headers=headers,
-            json={
-                "model": workload.model,
-                "add_generation_prompt": True,
-                "messages": [{"role": "user", "content": prompt(sentences, uuid.uuid4().hex[:12])}],
-            },
-        )
-        return int(response.json()["count"])
+        async with deadline_async(timeout_s):
+            request = client.build_request(
+                "POST",
+                root + "/tokenize",
+                headers=headers,
+                json={
+                    "model": workload.model,
+                    "add_generation_prompt": True,
+                    "messages": [{"role": "user", "content": prompt(sentences, uuid.uuid4().hex[:12])}],
+                },
+            )
+            response = await client.send(request, stream=True)
+            try:
+                body = await aread_body(response, caps.body_bytes)
+            finally:
+                await response.aclose()
+        if response.status_code != 200:
+            raise ValueError(f"HTTP {response.status_code}")
+        return int(loads(body, caps.json_depth)["count"])
 
     try:
         overhead = await count(0)
         per_sentence = max((await count(SAMPLE_SENTENCES) - overhead) / SAMPLE_SENTENCES, 1)
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+    except (httpx.HTTPError, BoundError, ValueError, KeyError, TypeError):
         overhead, per_sentence = 0, 10
     return max(0, round((workload.prompt_tokens - overhead) / per_sentence))
 
@@ -176,6 +184,7 @@ class Attempt:
     sent: float
     response: StreamedResponse | None = None
     error: str | None = None  # the connection failed
+    caps: Caps = DEFAULT_CAPS  # the lane's: what its answer is read within (read_timeline)
 
 
 def request_body(workload: Workload, sentences: int) -> tuple[str, bytes]:
@@ -199,13 +208,26 @@ async def send(lane: Lane, prepared: tuple[str, bytes], headers: dict) -> Attemp
     """Send one streamed chat request (`request_body`'s salt and body) and wait for its whole response, parsing
     nothing: parsing it here would delay the timestamps of every other stream whose bytes arrive meanwhile."""
     salt, body = prepared
-    attempt = Attempt(salt=salt, sent=lane.clock())
+    attempt = Attempt(salt=salt, sent=lane.clock(), caps=lane.caps)
     try:
-        attempt.response = await lane.post(body, headers)
+        attempt.response = await lane.post(body, headers, max_tokens_of(body))
         attempt.sent = attempt.response.sent
     except StreamError as exc:
         attempt.error = f"StreamError: {exc}"[:300]
     return attempt
+
+
+_MAX_TOKENS = re.compile(rb'"max_tokens": ?(\d+)')
+
+
+def max_tokens_of(body: bytes) -> int | None:
+    """The `max_tokens` a request body (JSON) asks for, found without parsing it (a long prompt is megabytes): its
+    last top-level occurrence; a prompt's own text holds the word only JSON-escaped (`\\"max_tokens\\"`)."""
+    at = body.rfind(b'"max_tokens":')
+    while at > 0 and body[at - 1 : at] == b"\\":
+        at = body.rfind(b'"max_tokens":', 0, at)
+    found = _MAX_TOKENS.match(body, at) if at >= 0 else None
+    return int(found[1]) if found else None
 
 
 def read_timeline(attempt: Attempt, workload: Workload) -> RequestTiming:
@@ -214,15 +236,21 @@ def read_timeline(attempt: Attempt, workload: Workload) -> RequestTiming:
     response = attempt.response
     if response is None:
         return timing
+    if 300 <= response.status < 400:
+        timing.error = f"HTTP {response.status}: {redirect_to(response.location)}"
+        return timing
     if response.status != 200:
         timing.error = f"HTTP {response.status}: {response.text()}"
         return timing
     done = False
-    parser = SseParser()
+    parser = SseParser(attempt.caps.event_bytes)
     try:
         for arrived, piece in response.pieces:
             for data, at in parser.feed(piece, arrived):
-                done = read_event(timing, data, at - timing.sent) or done
+                done = read_event(timing, data, at - timing.sent, attempt.caps.json_depth) or done
+    except BoundError as exc:  # a line past its cap
+        timing.error = exc.what[:300]
+        return timing
     except ValueError as exc:  # an event that is not JSON or not an OpenAI chunk
         timing.error = f"{type(exc).__name__}: {exc}"[:300]
         return timing

@@ -218,8 +218,9 @@ async def _wait(ready: Callable[[], bool], until: float) -> None:
 async def _round(target: EndpointTarget, plan: Plan) -> Round:
     headers = target.headers()
     clocks = [_Counted() for _ in range(plan.streams)]
-    lanes = [Lane(target.chat_url, target.stream_stall_timeout_s, target.ca_file, clock) for clock in clocks]
-    long_lane = Lane(target.chat_url, target.request_timeout_s, target.ca_file)
+    stall, total = target.stream_stall_timeout_s, target.request_timeout_s
+    lanes = [Lane(target.chat_url, stall, target.ca_file, clock, target.caps, total) for clock in clocks]
+    long_lane = Lane(target.chat_url, target.request_timeout_s, target.ca_file, caps=target.caps)
     workload = Workload(plan.model, prompt_tokens=40, output_tokens=plan.stream_tokens)
     salt = uuid.uuid4().hex[:12]  # first: no cached block of an earlier round or check can match the long prompt
     long_body = {

@@ -1,14 +1,19 @@
 """One station's endpoint as every golive client reaches it: URL, key, trusted CA and timeouts, built once.
 
 The API key is read from the environment here and only here (the inventory names the variable, never the key); it is
-kept out of repr() so no log, report or traceback can print it.
+kept out of repr() so no log, report or traceback can print it. Credentials in the endpoint URL's userinfo
+(`http://user:secret@gw/v1`) are taken out of every URL golive requests and sent only where the key is (as HTTP
+Basic, where no key is named): the auth check's request "without a key" carries none.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit, urlunsplit
 
+from golive.endpoint.bounded import Caps
 from golive.profile.schema import Endpoint, Station
 
 
@@ -35,6 +40,15 @@ class EndpointTarget:
     gateway: str | None = None
     gateway_health: str | None = None
     vllm_url: str | None = None
+    caps: Caps = Caps()  # what golive reads of one answer at most (endpoint.max_body_bytes …)
+    basic: str | None = field(default=None, repr=False)  # `user:password` from the URL's userinfo, taken out of it
+
+    def __post_init__(self) -> None:
+        url, basic = without_userinfo(self.url)
+        vllm_url, vllm_basic = without_userinfo(self.vllm_url) if self.vllm_url else (None, None)
+        object.__setattr__(self, "url", url)
+        object.__setattr__(self, "vllm_url", vllm_url)
+        object.__setattr__(self, "basic", self.basic or basic or vllm_basic)
 
     @classmethod
     def of(cls, station: Station, limits: Endpoint, ca_file: str | None) -> EndpointTarget:
@@ -52,6 +66,7 @@ class EndpointTarget:
             connect_timeout_s=limits.connect_timeout_s,
             light_timeout_s=limits.light_timeout_s,
             stream_stall_timeout_s=limits.stream_stall_timeout_s,
+            caps=Caps.of(limits),
         )
 
     @property
@@ -75,5 +90,25 @@ class EndpointTarget:
         return self.url + "/chat/completions"
 
     def headers(self) -> dict[str, str]:
-        """The bearer header where the station has a key; {} for an open endpoint."""
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        """The bearer header where the station has a key, else HTTP Basic where the URL carried userinfo; {} for an
+        open endpoint."""
+        if self.api_key:
+            return {"Authorization": f"Bearer {self.api_key}"}
+        if self.basic:
+            return {"Authorization": f"Basic {basic_token(self.basic)}"}
+        return {}
+
+
+def basic_token(userinfo: str) -> str:
+    """HTTP Basic's token for `user:password` (RFC 7617: base64 of the UTF-8 bytes)."""
+    return base64.b64encode(userinfo.encode("utf-8", errors="surrogateescape")).decode("ascii")
+
+
+def without_userinfo(url: str) -> tuple[str, str | None]:
+    """(the URL without `user:password@`, that userinfo percent-decoded, or None where it had none)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), f"{unquote(user)}:{unquote(password)}"

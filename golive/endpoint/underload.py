@@ -136,7 +136,7 @@ async def probes_under_load(
     budget = [max_load_requests]
 
     async with httpx.AsyncClient(timeout=target.request_timeout_s, verify=trusting(target.ca_file)) as client:
-        sentences = await sentences_for(client, target.root, workload, headers)
+        sentences = await sentences_for(client, target.root, workload, headers, target.caps, target.request_timeout_s)
 
         async def worker(lane: Lane) -> None:
             nonlocal in_flight
@@ -162,7 +162,7 @@ async def probes_under_load(
                     return ProbeOutcome(p, f"{type(exc).__name__}: {str(exc)[:200]}", seen)
                 return ProbeOutcome(p, p.judge(result), seen)
 
-        own_lanes = lanes(target.chat_url, concurrency, target.request_timeout_s, target.ca_file)
+        own_lanes = lanes(target.chat_url, concurrency, target.request_timeout_s, target.ca_file, caps=target.caps)
         workers = [asyncio.create_task(worker(lane)) for lane in own_lanes]
         try:
             await started.wait()

@@ -21,10 +21,13 @@ import contextlib
 import functools
 import math
 import os
+import selectors
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -56,6 +59,14 @@ MUX_PERSIST_S = 120  # how long an idle master waits for the next command; a run
 # A unix socket's path has at most 107 bytes (unix(7) sun_path), and ssh first binds "PATH.<16 random chars>":
 # a deep $TMPDIR (pytest's, a CI runner's) would make every ssh command fail, so the socket's dir falls back to /tmp.
 MUX_PATH_MAX = 107 - 17
+# Every command ends: within COMMAND_TIMEOUT_S (its whole process group killed: `sh -c`, ssh, what they started),
+# past the longest command golive sends on purpose (the cluster layer's own `timeout 20`, a ping's count × 2 + 5 s);
+# and an ssh master whose server stops answering (a frozen sshd, a dead link) gives up after its keepalives go
+# unanswered for about the connect timeout (ServerAliveInterval × SERVER_ALIVE_COUNT): the station's commands fail
+# with ssh's own line, not checked, and the run goes on. Output past COMMAND_OUTPUT_BYTES is not read (one line).
+COMMAND_TIMEOUT_S = 60.0
+COMMAND_OUTPUT_BYTES = 16 * 2**20
+SERVER_ALIVE_COUNT = 3
 
 
 # --- the typed surface of testinfra (it ships no type information) -------------------------------------------------
@@ -183,6 +194,8 @@ class Connection:
             result = run(command, *args, **kwargs)
         except TransportError:
             raise
+        except CommandTimeout as exc:  # the way to the station, or the station itself, stopped answering
+            raise self._lost(str(exc)) from None
         except Exception as exc:
             detail = failure_of_exception(self.via, exc)
             if detail is None:
@@ -256,13 +269,88 @@ def _guarded(base: type[Any]) -> type[Any]:
     def run(self: _GuardedBackend, command: str, *args: str, **kwargs: Any) -> CommandResult:
         return self.connection.send(functools.partial(base.run, self), command, *args, **kwargs)
 
+    def run_local(self: Any, command: str, *args: str) -> CommandResult:
+        """testinfra's own run_local (every backend but paramiko's runs its commands through it), bounded."""
+        line = self.encode(self.quote(command, *args))
+        rc, stdout, stderr = run_bounded(line, COMMAND_TIMEOUT_S, COMMAND_OUTPUT_BYTES)
+        result: CommandResult = self.result(rc, line, stdout, stderr)
+        return result
+
     def run_ansible(self: _GuardedBackend, *args: Any, **kwargs: Any) -> object:
         return self.connection.send_ansible(functools.partial(base.run_ansible, self), *args, **kwargs)
 
-    methods: dict[str, Any] = {"run": run, "__module__": __name__}
+    methods: dict[str, Any] = {"run": run, "run_local": run_local, "__module__": __name__}
     if hasattr(base, "run_ansible"):
         methods["run_ansible"] = run_ansible
     return type(f"Guarded{base.__name__}", (base,), methods)
+
+
+class CommandTimeout(Exception):
+    """A command that did not end within its time (the station stopped answering, or the command hangs there)."""
+
+
+class CommandOutputTooLarge(FactError):
+    """A command printed more than golive reads."""
+
+
+def run_bounded(command: str | bytes, timeout_s: float, cap: int) -> tuple[int, bytes, bytes]:
+    """(rc, stdout, stderr) of a shell command line, as testinfra's run_local runs it, but ended within `timeout_s`
+    (CommandTimeout) and read at most to `cap` bytes of output (CommandOutputTooLarge); either way its whole process
+    group is killed, as it is when the run is interrupted while it waits."""
+    shown = command.decode(errors="replace") if isinstance(command, bytes) else command
+    proc = subprocess.Popen(
+        command,
+        shell=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group: ssh and whatever the shell started end with it
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    stdout: list[bytes] = []
+    stderr: list[bytes] = []
+    out = {proc.stdout.fileno(): stdout, proc.stderr.fileno(): stderr}
+    read = 0
+    ends = time.monotonic() + timeout_s
+    try:
+        with selectors.DefaultSelector() as selector:
+            for stream in (proc.stdout, proc.stderr):
+                selector.register(stream, selectors.EVENT_READ)
+            while selector.get_map():
+                left = ends - time.monotonic()
+                if left <= 0:
+                    raise CommandTimeout(
+                        f"`{_short(shown)}` did not end within {timeout_s:g} s (the station stopped answering, or "
+                        f"the command hangs there)"
+                    )
+                for key, _ in selector.select(min(left, 1.0)):
+                    data = os.read(key.fd, 65536)
+                    if not data:
+                        selector.unregister(key.fileobj)
+                        continue
+                    read += len(data)
+                    if read > cap:
+                        raise CommandOutputTooLarge(
+                            f"`{_short(shown)}` printed more than golive reads of one command ({cap // 2**20} MiB): "
+                            f"golive stopped reading there",
+                            fix="check what that file or command holds on the station (golive reads only)",
+                        )
+                    out[key.fd].append(data)
+        proc.wait(timeout=max(ends - time.monotonic(), 1.0))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+    return proc.returncode, b"".join(stdout), b"".join(stderr)
+
+
+def _short(command: str, limit: int = 200) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= limit else line[:limit] + " …"
 
 
 def connect(
@@ -282,9 +370,16 @@ def connect(
     if spec.startswith(MUX_SCHEMES):
         control = _control_path()
         # ssh_extra_args goes into testinfra's shell line as it is: quoted here; testinfra escapes its `%` itself
+        alive = max(1, math.ceil((connect_timeout_s or 10) / SERVER_ALIVE_COUNT))
         options["ssh_extra_args"] = " ".join(
             f"-o {shlex.quote(o)}"
-            for o in ("ControlMaster=auto", f"ControlPath={control}", f"ControlPersist={MUX_PERSIST_S}s")
+            for o in (
+                "ControlMaster=auto",
+                f"ControlPath={control}",
+                f"ControlPersist={MUX_PERSIST_S}s",
+                f"ServerAliveInterval={alive}",
+                f"ServerAliveCountMax={SERVER_ALIVE_COUNT}",
+            )
         )
     connection = Connection(spec, station, control, **options)
     if control is not None:

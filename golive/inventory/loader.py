@@ -17,7 +17,7 @@ from golive.inventory.connection import CHROOT, chroot_tree
 from golive.profile.origins import ValueOrigins, shipped_cites
 from golive.profile.schema import Inventory, Profile, Station
 from golive.profile.waivers import Waivers, load_waivers
-from golive.profile.yamlfile import ConfigError, Located, Path_, load_yaml, validate
+from golive.profile.yamlfile import ConfigError, Located, Path_, load_yaml, read_bounded, validate
 
 PROFILES_DIR = Path(__file__).parents[1] / "profile" / "profiles"
 
@@ -133,6 +133,9 @@ def _check_inventory_batteries(inventory: Inventory, path: Path, located: Locate
         load_answer_battery(battery)  # its own problems name its own file:line
 
 
+MAX_CA_FILE_BYTES = 4 * 2**20  # a CA bundle (certifi's is ~300 KiB)
+
+
 def _check_ca_files(inventory: Inventory, path: Path, located: Located, where_of: list[Path_]) -> None:
     """A site CA that golive cannot read or use is a config error (file:line) before anything runs."""
     for i, station in enumerate(inventory.stations):
@@ -141,7 +144,10 @@ def _check_ca_files(inventory: Inventory, path: Path, located: Located, where_of
         ca_file = path.parent / station.tls_ca_file
         file, line = located.where.get(where_of[i] + ("tls_ca_file",), located.where.get(where_of[i], (path, 1)))
         try:
+            read_bounded(ca_file, MAX_CA_FILE_BYTES, "a CA file")  # never /dev/zero or a FIFO handed to OpenSSL
             ssl.create_default_context(cafile=str(ca_file))
+        except ConfigError as exc:
+            problem = str(exc).removeprefix(f"{ca_file}: ").replace("file not found", "no such file")
         except ssl.SSLError:
             problem = "not a PEM CA certificate"
         except FileNotFoundError:

@@ -125,6 +125,11 @@ class Endpoint(Strict):
     stream_stall_timeout_s: float = Field(default=120, gt=0)  # longest silence between two chunks of a stream
     max_concurrency: int = Field(default=4, ge=1)  # golive never has more requests in flight than this
     baseline_tolerance_pct: float = Field(default=10, ge=0)  # --baseline: a metric moving more than this is listed
+    # what golive reads of one answer at most, after decompression (golive.endpoint.bounded): past a cap, one line
+    max_body_bytes: int = Field(default=16 * 2**20, ge=4096)  # one answer: JSON, /metrics, a whole stream
+    max_event_bytes: int = Field(default=2**20, ge=1024)  # one line or event of a stream
+    max_json_depth: int = Field(default=64, ge=8)  # nesting of any JSON answer (a chat answer nests ~6 deep)
+    stream_token_slack: int = Field(default=64, ge=0)  # token events past max_tokens before a stream is ended
 
 
 class Host(Strict):

@@ -2,12 +2,20 @@
 
 Profiles, inventories, waivers and batteries all load through here, so a typo anywhere reads
 `site.yaml:3: unknown key 'vllm.max_num_seq'; did you mean 'max_num_seqs'?`.
+
+Bounded, as every read of golive is: a file larger than MAX_FILE_BYTES (or one that is not a regular file: a FIFO,
+/dev/zero) is refused before it is read; nesting deeper than MAX_DEPTH is refused from the parser's events (no
+recursion: a 100,000-level `[[[…` is one line); aliases that expand past MAX_VALUES values (a "billion laughs" file of
+a few hundred bytes) are refused while they expand. Each is one line, file:line where there is one, in well under a
+second and a few MiB.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +25,10 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from golive.core.verdict import printable
+
+MAX_FILE_BYTES = 2 * 2**20  # a profile, inventory, waivers or battery file: a few KiB; a large battery a few 100 KiB
+MAX_DEPTH = 64  # nesting of mappings and lists (golive's own files nest 4 deep)
+MAX_VALUES = 100_000  # values once aliases are expanded (a large battery has a few thousand)
 
 
 class ConfigError(Exception):
@@ -42,17 +54,86 @@ class Located:
     comments: dict[Path_, str] = field(default_factory=dict)
 
 
-def load_yaml(path: Path) -> Located:
+def read_bounded(
+    path: Path, cap: int = MAX_FILE_BYTES, what: str = "a YAML file (profile, inventory, waivers, battery)"
+) -> bytes:
+    """The bytes of a regular file of at most `cap` bytes; ConfigError (one line) for anything else: a missing file,
+    a FIFO or device (`/dev/zero` never ends), a folder, or a larger file (read no further than `cap` + 1)."""
     try:
-        text = path.read_text()
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as stream:
+            info = os.fstat(stream.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(f"{path}: not a regular file (a folder, device or FIFO): golive reads {what}")
+            if info.st_size > cap:
+                raise ConfigError(f"{path}: {info.st_size:,} bytes; golive reads at most {cap:,} bytes of {what}")
+            data = stream.read(cap + 1)
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        line = exc.object.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x})") from None
+    if len(data) > cap:  # it grew while golive read it
+        raise ConfigError(f"{path}: golive reads at most {cap:,} bytes of {what}")
+    return data
+
+
+def _depth_problem(text: str, file: str) -> str | None:
+    """Where the YAML nests deeper than MAX_DEPTH (file:line and a few words), read from the parser's events: the
+    parser keeps a stack of its own, where composing would recurse once a level. The scanner reads a flow collection
+    to its end before its first event, once per level: where flow brackets alone could nest too deep, the text up to
+    the bracket that would is read first, so a 100,000-level `[[[…` is refused after 65 of them."""
+    cut = _flow_cut(text)
+    if cut is not None:
+        try:
+            problem = _events_too_deep(text[:cut], file)
+        except yaml.YAMLError:  # the prefix ends mid-collection: only the whole text can tell
+            problem = None
+        if problem:
+            return problem
+    return _events_too_deep(text, file)
+
+
+_QUOTED = re.compile(r"'[^'\n]*'|\"(?:[^\"\\\n]|\\.)*\"")
+_FLOW_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _flow_cut(text: str) -> int | None:
+    """Just past the first bracket at which flow brackets (quoted text aside) nest deeper than MAX_DEPTH; None where
+    they never do. An upper bound on flow nesting: a bracket inside a plain scalar counts too."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    masked = _QUOTED.sub(lambda m: "_" * len(m[0]), text)
+    depth = 0
+    for at, char in enumerate(masked):
+        depth += _FLOW_STEP.get(char, 0)
+        if depth > MAX_DEPTH:
+            return at + 1
+    return None
+
+
+def _events_too_deep(text: str, file: str) -> str | None:
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else 1
+                return f"{file}:{line}: nested deeper than golive reads ({MAX_DEPTH} levels of mappings and lists)"
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return None
+
+
+def load_yaml(path: Path) -> Located:
+    raw = read_bounded(path)
     try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x})") from None
+    try:
+        problem = _depth_problem(text, str(path))
+        if problem:
+            raise ConfigError(problem)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -63,9 +144,46 @@ def load_yaml(path: Path) -> Located:
         raise ConfigError(f"{path}:{line}: YAML syntax error: character {exc.character:#06x} is not allowed") from None
     if node is None:
         raise ConfigError(f"{path}: file is empty")
+    _refuse_expansion(node, str(path))
     located = Located(data=None)
-    located.data = _construct(node, (), str(path), located.where, located.comments)
+    located.data = _construct(node, (), str(path), located.where, located.comments, _Expansion())
     return located
+
+
+def _refuse_expansion(root: yaml.Node, file: str) -> None:
+    """ConfigError where the file's aliases expand to more than MAX_VALUES values (a "billion laughs" file: a few
+    hundred bytes, billions of values), counted on the composed graph before anything is built (each node once: an
+    alias is the node it names); the line named is the node whose expansion passes the bound and whose parts each
+    do not."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            parts = [p for pair in node.value for p in pair] if isinstance(node, yaml.MappingNode) else node.value
+            children = parts if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) else []
+            sizes[id(node)] = 1 + sum(size(child) for child in children)  # recursion: at most MAX_DEPTH deep
+        return sizes[id(node)]
+
+    node = root
+    if size(node) <= MAX_VALUES:
+        return
+    while True:
+        parts = [p for pair in node.value for p in pair] if isinstance(node, yaml.MappingNode) else node.value
+        larger = next((child for child in parts if size(child) > MAX_VALUES), None)
+        if larger is None:
+            break
+        node = larger
+    raise ConfigError(
+        f"{file}:{node.start_mark.line + 1}: expands to {size(node):,} values, more than golive reads "
+        f"({MAX_VALUES:,}: aliases that repeat aliases, a YAML bomb)"
+    )
+
+
+class _Expansion:
+    """What building one file's values shares: one constructor for its scalars (a new one each costs ~15 µs)."""
+
+    def __init__(self) -> None:
+        self.scalars = yaml.SafeLoader("")
 
 
 _REST_OF_LINE = re.compile(r"[^\n\r\x85\u2028\u2029\x00]*")  # YAML's line breaks, and the reader's end
@@ -84,7 +202,9 @@ def _line_comment(key_node: yaml.Node, value_node: yaml.Node) -> str | None:
     return rest[1:].strip() if rest.startswith("#") else None
 
 
-def _construct(node: yaml.Node, at: Path_, file: str, where: dict, comments: dict[Path_, str]) -> Any:
+def _construct(
+    node: yaml.Node, at: Path_, file: str, where: dict, comments: dict[Path_, str], expansion: _Expansion
+) -> Any:
     where[at] = (file, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out = {}
@@ -96,16 +216,16 @@ def _construct(node: yaml.Node, at: Path_, file: str, where: dict, comments: dic
             key = key_node.value
             if key in out:
                 raise ConfigError(f"{file}:{key_node.start_mark.line + 1}: duplicate key '{key}'")
-            out[key] = _construct(value_node, at + (key,), file, where, comments)
+            out[key] = _construct(value_node, at + (key,), file, where, comments, expansion)
             where[at + (key,)] = (file, key_node.start_mark.line + 1)
             comment = _line_comment(key_node, value_node)
             if comment:
                 comments[at + (key,)] = comment
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, at + (i,), file, where, comments) for i, item in enumerate(node.value)]
+        return [_construct(item, at + (i,), file, where, comments, expansion) for i, item in enumerate(node.value)]
     try:
-        return yaml.SafeLoader(" ").construct_object(node, deep=True)
+        return expansion.scalars.construct_object(node, deep=True)
     except yaml.constructor.ConstructorError as exc:  # a tag (!python/…, !foo) golive does not read
         raise ConfigError(f"{file}:{node.start_mark.line + 1}: {exc.problem}") from None
 

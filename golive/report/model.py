@@ -390,13 +390,22 @@ def _readable() -> str:
     return ", ".join(str(n) for n in READABLE_SCHEMAS[:-1]) + f" or {READABLE_SCHEMAS[-1]}"
 
 
+RESULTS_MAX_BYTES = 64 * 2**20  # a results.json golive reads back (--baseline, watch): a large run's is a few MiB
+RESULTS_MAX_DEPTH = 64
+
+
 def read_results(path: str | Path) -> Results:
     """A results.json; ValueError with one line (`PATH: …`) when it is not one this golive reads."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{path}: results file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    from golive.endpoint.bounded import loads
+    from golive.profile.yamlfile import ConfigError, read_bounded
+
+    if not Path(path).exists():
+        raise ValueError(f"{path}: results file not found")
+    try:  # an input like any other: bounded in size (a regular file) and depth
+        data = loads(read_bounded(Path(path), RESULTS_MAX_BYTES, "a results.json"), RESULTS_MAX_DEPTH, None)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"{path}: not a readable results.json ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         got = f" (got schema {data.get('schema')!r})" if isinstance(data, dict) else ""

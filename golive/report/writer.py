@@ -4,24 +4,41 @@ go-live.html (pytest-html), junit.xml (pytest's junitxml), results.json and go-l
 Nothing is written, and nothing claimed, when nothing ran: a usage error, `--collect-only`, or a selection that
 matched no check. JUnit readers see the verdict too: a not-checked check is an <error> there (a CI dashboard must not
 show an INCOMPLETE run green) and the suite carries the verdict as the property `golive_verdict`.
+
+The four are written as one: each to a temporary file beside its own (pytest-html and junitxml are pointed there),
+every secret the run knows scrubbed from each file's text (golive.core.secrets: whatever a server echoed too), then
+all renamed into place. A write that fails (ENOSPC, EIO, a folder that went away) leaves no temporary file and no
+report changed: one line says so, exit 2 (INCOMPLETE: the run's verdict reached no report).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _pytest.junitxml import mangle_test_address, xml_key
 
-from golive.core.verdict import EXIT_NOTHING_SELECTED, NOT_APPLICABLE, NOT_CHECKED, exit_code
+from golive.core.secrets import scrub
+from golive.core.verdict import EXIT_INCOMPLETE, EXIT_NOTHING_SELECTED, NOT_APPLICABLE, NOT_CHECKED, exit_code
 from golive.inventory.loader import LoadedInventory
-from golive.report.markdown import write_markdown
+from golive.report.markdown import render_markdown
 from golive.report.model import Results
 from golive.report.results import Recorder, verdict_word
+from golive.run.session import secrets
 
 REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
 INTERRUPTED_REASON = "the run was interrupted (Ctrl-C or SIGTERM)"
+PENDING = pytest.StashKey[dict[Path, Path]]()  # temporary file → the report it becomes
+FAILED_TO_WRITE = pytest.StashKey[str]()  # why the reports could not be written (its one line)
+
+
+def temporary(final: Path) -> Path:
+    """Where a report is written before it is renamed into place: beside it (the same file system), hidden."""
+    return final.with_name(f".{final.name}.{os.getpid()}.tmp")
 
 
 def output_dir(config: pytest.Config, loaded: LoadedInventory) -> Path:
@@ -47,6 +64,13 @@ def configure(config: pytest.Config, loaded: LoadedInventory) -> None:
         config.option.xmlpath = str(out / "junit.xml")
     if not config.getoption("golive_json"):
         config.option.golive_json = str(out / "results.json")
+    pending: dict[Path, Path] = {}
+    for option in ("htmlpath", "xmlpath"):  # pytest-html and junitxml write to a temporary file, renamed at the end
+        final = Path(getattr(config.option, option)).absolute()
+        pending[temporary(final)] = final
+        setattr(config.option, option, str(temporary(final)))
+    config.stash[PENDING] = pending
+    config.pluginmanager.register(_Publisher(config), "golive-publisher")
 
 
 def finish(
@@ -83,7 +107,16 @@ def finish(
         recorder.compare_with(previous, loaded.profile.profile.endpoint.baseline_tolerance_pct)
     path = config.getoption("golive_json")
     if path:
-        write_markdown(recorder.write(Path(path), interrupted=interrupted), Path(path).with_name("go-live.md"))
+        results = recorder.results(interrupted)
+        final = Path(path).absolute()
+        written = [(final, results.as_json()), (final.with_name("go-live.md"), render_markdown(results))]
+        try:
+            for report, text in written:
+                config.stash[PENDING][temporary(report)] = report
+                report.parent.mkdir(parents=True, exist_ok=True)
+                temporary(report).write_text(scrub(text, secrets(config)), encoding="utf-8")
+        except OSError as exc:
+            config.stash[FAILED_TO_WRITE] = _failure(report.parent, exc)
     verdict = recorder.verdict(interrupted)
     junit = config.stash.get(xml_key, None)
     if junit is not None:
@@ -101,18 +134,16 @@ def write_nothing(config: pytest.Config) -> None:
     """No report for a run that checked nothing: pytest-html's and junitxml's writers are unregistered (before the
     session ends: pluggy fixes a hook's callers when the hook is called)."""
     config.option.golive_json = None
+    _discard(config)
+    _unregister_writers(config)
+
+
+def _unregister_writers(config: pytest.Config) -> None:
     junit = config.stash.get(xml_key, None)
     if junit is not None:
         del config.stash[xml_key]
         config.pluginmanager.unregister(junit)
-    html = config.pluginmanager.getplugin("html-report") or next(
-        (
-            p
-            for p in config.pluginmanager.get_plugins()
-            if type(p).__module__.startswith("pytest_html") and hasattr(p, "_report_path")
-        ),
-        None,
-    )
+    html = _html_plugin(config)
     if html is not None:
         config.pluginmanager.unregister(html)
 
@@ -153,9 +184,12 @@ def _junit_address(nodeid: str) -> tuple[str, str]:
 
 
 def summary_lines(config: pytest.Config, exitstatus: int, recorder: Recorder) -> list[str]:
-    """The terminal's golive section: the verdict, counts per layer and station, reasons grouped."""
+    """The terminal's golive section: the verdict, counts per layer and station, reasons grouped; where the reports
+    could not be written, only the one line that says so."""
     if config.getoption("collectonly", False) or exitstatus == pytest.ExitCode.USAGE_ERROR:
         return []
+    if FAILED_TO_WRITE in config.stash:
+        return [config.stash[FAILED_TO_WRITE]]
     if not recorder.checks:
         return [
             f"golive: no check selected (exit {EXIT_NOTHING_SELECTED}): the -m/-k selection or the "
@@ -178,3 +212,85 @@ def html_summary(session: pytest.Session, recorder: Recorder) -> list[str]:
     from golive.report.html import summary_html  # matplotlib loads only when an HTML report is written
 
     return summary_html(recorder, interrupted=session.shouldstop is not False and bool(session.shouldstop))
+
+
+class _Publisher:
+    """Around every writer of the session's end (results.json and go-live.md by `finish`, go-live.html by
+    pytest-html, junit.xml by junitxml, `mark_junit`): once all have written their temporary files, each is scrubbed
+    and all are renamed into place; a write that failed on the way leaves none (`_abandon`)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Any:
+        try:
+            result = yield
+            if FAILED_TO_WRITE not in self.config.stash:
+                _publish(self.config)
+        except OSError as exc:
+            folders = {final.parent for final in self.config.stash.get(PENDING, {}).values()}
+            where = Path(exc.filename).parent if exc.filename else min(folders, default=Path("."))
+            self.config.stash[FAILED_TO_WRITE] = _failure(where, exc)
+            result = None
+        if FAILED_TO_WRITE in self.config.stash:
+            _discard(self.config)
+            _unregister_writers(self.config)
+            session.exitstatus = EXIT_INCOMPLETE
+        return result
+
+
+def _failure(folder: Path, exc: OSError) -> str:
+    name = os.strerror(exc.errno) if exc.errno else str(exc)
+    code = f" ({errno_name(exc.errno)})" if exc.errno else ""
+    return (
+        f"golive: the reports could not be written to {folder}: {name}{code}; none was written (the temporary "
+        f"files were removed), verdict INCOMPLETE (exit {EXIT_INCOMPLETE}): free space there or choose another "
+        f"folder (-o DIR), then run again"
+    )
+
+
+def errno_name(number: int) -> str:
+    import errno
+
+    return errno.errorcode.get(number, str(number))
+
+
+def _publish(config: pytest.Config) -> None:
+    """Every temporary report scrubbed of the run's secrets (pytest-html's and junitxml's text too), then renamed
+    into place, the four together."""
+    pending = {tmp: final for tmp, final in config.stash.get(PENDING, {}).items() if tmp.exists()}
+    known = secrets(config)
+    for tmp in pending:
+        text = tmp.read_text(encoding="utf-8", errors="surrogateescape")
+        scrubbed = scrub(text, known)
+        if scrubbed != text:
+            tmp.write_text(scrubbed, encoding="utf-8", errors="surrogateescape")
+    for tmp, final in pending.items():
+        os.replace(tmp, final)
+    config.stash[PENDING] = {}
+    html = _html_plugin(config)
+    if html is not None:  # its terminal line names the report, not the temporary file
+        html._report_path = pending.get(html._report_path, html._report_path)
+    junit = config.stash.get(xml_key, None)
+    if junit is not None:
+        junit.logfile = str(pending.get(Path(junit.logfile).absolute(), junit.logfile))
+
+
+def _discard(config: pytest.Config) -> None:
+    """Every temporary report removed (a run that writes none, or could not write them)."""
+    for tmp in config.stash.get(PENDING, {}):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    config.stash[PENDING] = {}
+
+
+def _html_plugin(config: pytest.Config) -> Any:
+    return config.pluginmanager.getplugin("html-report") or next(
+        (
+            p
+            for p in config.pluginmanager.get_plugins()
+            if type(p).__module__.startswith("pytest_html") and hasattr(p, "_report_path")
+        ),
+        None,
+    )

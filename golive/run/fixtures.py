@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import pytest
 
 from golive.core.secrets import hide_password, redacted_flags
-from golive.core.verdict import cite, not_applicable
+from golive.core.verdict import cite, clipped, not_applicable
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.levels import LevelResult
 from golive.endpoint.target import EndpointTarget
@@ -369,9 +369,26 @@ def record_provenance(request: pytest.FixtureRequest) -> RecordProvenance:
     def record(**learned: Any) -> None:
         if isinstance(learned.get("served_args"), dict):
             learned["served_args"] = redacted_flags(learned["served_args"])
-        request.node.user_properties.append((keys.PROVENANCE, learned))
+        request.node.user_properties.append((keys.PROVENANCE, {k: _bounded(v) for k, v in learned.items()}))
 
     return record
+
+
+PROVENANCE_ITEMS = 64  # of one list a station gave (its served model names …): what a report keeps, the count after
+
+
+def _bounded(value: Any) -> Any:
+    """What a station told golive, as the reports keep it: text cut at golive.core.verdict.TEXT_LIMIT, a list at
+    PROVENANCE_ITEMS items and a last one saying how many more there were (a gateway listing 100,000 models must not
+    copy them into every report)."""
+    if isinstance(value, str):
+        return clipped(value)
+    if isinstance(value, (list, tuple)):
+        kept = [_bounded(v) for v in value[:PROVENANCE_ITEMS]]
+        return kept + ([f"… and {len(value) - PROVENANCE_ITEMS:,} more"] if len(value) > PROVENANCE_ITEMS else [])
+    if isinstance(value, dict):
+        return {k: _bounded(v) for k, v in list(value.items())[: PROVENANCE_ITEMS * 16]}
+    return value
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from golive.core import verdict as rules
 from golive.core.secrets import scrub, scrub_data
-from golive.core.verdict import Finding, NotApplicable, printable
+from golive.core.verdict import Finding, NotApplicable, clipped, printable
 from golive.endpoint.errors import EndpointError
 from golive.facts import FactError
 from golive.inventory.transport import Gone, TransportError, now
@@ -47,7 +47,7 @@ def classify(report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classifi
         return rules.FAILED, str(exc.msg)
     if isinstance(exc, EndpointError) and report.when != "call":
         # a fixture met a sick endpoint: this check is not checked; the check of that call carries the failure
-        reason = f"not checked because {exc.found}"
+        reason = clipped(printable(f"not checked because {exc.found}"))
         report.outcome, report.longrepr = "skipped", (str(report.location[0]), report.location[1] or 0, reason)
         return rules.NOT_CHECKED, reason
     if isinstance(exc, (FactError, EndpointError)):
@@ -135,7 +135,7 @@ def _health_problem(cache: dict, station: str) -> str | None:
 
 
 def _not_checked(item: pytest.Item, report: pytest.TestReport, reason: str) -> Classified:
-    reason = printable(reason)
+    reason = clipped(printable(reason))
     report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1] or 0, reason)
     return rules.NOT_CHECKED, reason
 
@@ -148,10 +148,11 @@ def _skipped(report: pytest.TestReport, exc: BaseException | None) -> Classified
     else:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = reason.removeprefix("Skipped: ")
-    # reasons quote exception text and server output: escaped like findings, in the terminal's SKIPPED line too
-    reason = printable(reason)
-    if isinstance(report.longrepr, tuple) and printable(report.longrepr[2]) != report.longrepr[2]:
-        report.longrepr = (*report.longrepr[:2], printable(report.longrepr[2]))
+    # reasons quote exception text and server output (a model list of megabytes): escaped like findings, and cut
+    # as they are, in the terminal's SKIPPED line too
+    reason = clipped(printable(reason))
+    if isinstance(report.longrepr, tuple) and clipped(printable(report.longrepr[2])) != report.longrepr[2]:
+        report.longrepr = (*report.longrepr[:2], clipped(printable(report.longrepr[2])))
     return (rules.NOT_APPLICABLE if isinstance(exc, NotApplicable) else rules.NOT_CHECKED), reason
 
 

@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from golive.core.verdict import EXIT_INCOMPLETE, FAILED, NOT_APPLICABLE, NOT_CHECKED, WAIVED, not_applicable
+from golive.core.secrets import scrub, scrub_data
+from golive.core.verdict import FAILED, NOT_APPLICABLE, NOT_CHECKED, WAIVED, exit_code, not_applicable
+from golive.endpoint.bounded import allow_requests
 from golive.inventory import loader as golive_config
 from golive.inventory.transport import Gone, now
 from golive.profile.rules import rule_of
@@ -27,11 +29,11 @@ from golive.profile.schema import LAYERS
 from golive.report import keys
 from golive.report import writer as report_writer
 from golive.report.baseline import load_baseline
-from golive.report.results import Recorder
+from golive.report.results import Recorder, verdict_word
 from golive.run.estimate import estimate
 from golive.run.outcomes import record_outcome
 from golive.run.probe import PROBE_TIMEOUT_S, probe_stations
-from golive.run.progress import Progress, raise_interrupt
+from golive.run.progress import PENDING, Progress, defer_interrupt, raise_interrupt, raise_pending, takes_interrupts
 from golive.run.scope import MARKER_HELP, layer_scope, layers_asked, suites_dir
 from golive.run.session import (
     BASELINE,
@@ -48,7 +50,7 @@ from golive.run.session import (
 pytest_plugins = ["golive.run.fixtures"]
 
 SUITES = suites_dir().resolve()  # the checklist, one folder a layer: pytest_ignore_collect leaves out what -m does
-SIGTERM_BEFORE = pytest.StashKey[Any]()  # the SIGTERM handler golive replaced, restored at unconfigure
+SIGNALS_REPLACED = pytest.StashKey[dict[signal.Signals, Any]]()  # SIGTERM/SIGINT handlers golive replaced
 SIGNALS_BEFORE = pytest.StashKey[dict[signal.Signals, Any]]()  # the handlers held while the reports are written
 
 
@@ -114,7 +116,9 @@ def pytest_configure(config: pytest.Config) -> None:
     report_writer.configure(config, loaded)
     config.pluginmanager.register(_Recording(config), "golive-recording")
     if not hasattr(config, "workerinput"):
-        _stop_cleanly_on_sigterm(config)
+        if not PENDING:  # a run in a process that ran one before (pytest in-process) starts with requests allowed
+            allow_requests()
+        _stop_cleanly_on_signals(config)
         config.pluginmanager.register(
             Progress(
                 config.getoption("golive_progress_s"),
@@ -160,10 +164,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     loaded = inventory(config)
     if loaded is None or hasattr(config, "workerinput"):
         return
+    for sig in config.stash.get(SIGNALS_REPLACED, {}):  # from here on pytest's interrupt path writes the reports
+        signal.signal(sig, raise_interrupt)
     if not session.items:
         report_writer.write_nothing(config)
     if not session.items or config.getoption("collectonly", False):
         return
+    raise_pending()  # a signal while golive started: every check collected is not checked, the reports say so
     bound = config.getoption("golive_max_run_time")
     probes = probe_stations(
         session.items, loaded, PROBE_TIMEOUT_S if bound is None else min(PROBE_TIMEOUT_S, bound / 10)
@@ -174,13 +181,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             config.stash[CONNECTIONS].setdefault(("gone-endpoint", name), gone)
     spent = time.monotonic() - config.stash[RECORDER].started_at  # start, collection, the probes: known already
     guess = estimate(session.items, lambda station: loaded.profile_of(station).profile, probes, spent)
-    config.stash[RECORDER].estimate = guess.as_dict()
+    known = secrets(config)  # a probe's problem quotes the station's answer: what it echoed is scrubbed
+    config.stash[RECORDER].estimate = scrub_data(guess.as_dict(), known)
     progress = config.pluginmanager.get_plugin("golive-progress")
     if progress is not None:
         progress.expect(guess.per_check)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
-        reporter.write_line(guess.line(len(session.items)))
+        reporter.write_line(scrub(guess.line(len(session.items)), known))
 
 
 def _unknown_markers(config: pytest.Config) -> list[str]:
@@ -208,11 +216,19 @@ def _budget(item: pytest.Item, loaded: golive_config.LoadedInventory) -> str:
     return f"; one request may take {limits.request_timeout_s:g} s (endpoint.request_timeout_s)"
 
 
-def _stop_cleanly_on_sigterm(config: pytest.Config) -> None:
-    """SIGTERM (a CI job cancelled, `kill`, systemd stopping a timer) ends the run like Ctrl-C: pytest finishes the
-    session, and the reports are written, marked INCOMPLETE with everything measured so far."""
-    if threading.current_thread() is threading.main_thread():
-        config.stash[SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, raise_interrupt)
+def _stop_cleanly_on_signals(config: pytest.Config) -> None:
+    """SIGTERM (a CI job cancelled, `kill`, systemd stopping a timer) and Ctrl-C end the run alike: every request in
+    flight abandoned in whichever thread waits on it (golive.run.progress.raise_interrupt), pytest finishes the
+    session, and the reports are written with everything measured so far. SIGINT only where Python turns it into
+    Ctrl-C: a shell without job control starts background jobs with SIGINT ignored, and that stays so. Until the
+    checks are collected a signal is deferred (golive.run.progress.defer_interrupt: pytest writes no report for an
+    interrupt while it configures), then raised (`pytest_collection_finish`)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    replaced = {signal.SIGTERM: signal.signal(signal.SIGTERM, defer_interrupt)}
+    if takes_interrupts(signal.getsignal(signal.SIGINT)):
+        replaced[signal.SIGINT] = signal.signal(signal.SIGINT, defer_interrupt)
+    config.stash[SIGNALS_REPLACED] = replaced
 
 
 def _hold_signals_while_writing(config: pytest.Config) -> None:
@@ -230,11 +246,13 @@ def _noted(signum: int, frame: FrameType | None) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for sig, handler in config.stash.get(SIGNALS_BEFORE, {}).items():
+    before: dict[signal.Signals, Any] = {}
+    for key in (SIGNALS_BEFORE, SIGNALS_REPLACED):  # the handlers from before golive's own are restored last
+        if key in config.stash:
+            handlers: dict[signal.Signals, Any] = config.stash[key]
+            before.update(handlers)
+    for sig, handler in before.items():
         signal.signal(sig, handler)
-    before = config.stash.get(SIGTERM_BEFORE, None)
-    if before is not None:
-        signal.signal(signal.SIGTERM, before)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -328,10 +346,12 @@ class _Recording:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         progress = self.config.pluginmanager.get_plugin("golive-progress")
         why = progress.reason if progress is not None and progress.bound_reached else report_writer.INTERRUPTED_REASON
+        verdict = self.config.stash[RECORDER].verdict(interrupted=True)  # the reports' own: a failure stays NO-GO
         if reporter is not None and hasattr(reporter, "_keyboardinterrupt_memo"):  # what pytest prints at the end
             reporter._keyboardinterrupt_memo = SimpleNamespace(
                 reprcrash=SimpleNamespace(
-                    message=f"golive: {why}: reports written, verdict INCOMPLETE (exit {EXIT_INCOMPLETE})"
+                    message=f"golive: {why}: reports written, verdict {verdict_word(verdict)} "
+                    f"(exit {exit_code(verdict)})"
                 )
             )
 

@@ -226,5 +226,6 @@ def probe_stations(
 
 
 def _short(exc: Exception) -> str:
-    what = getattr(exc, "what", None) or str(exc) or type(exc).__name__
-    return " ".join(str(what).split())[:120]
+    """The failure in one short line: an endpoint error's own (URL, what, status, first bytes of the answer)."""
+    what = getattr(exc, "found", None) or str(exc) or type(exc).__name__
+    return " ".join(str(what).split())[:240]

@@ -14,12 +14,14 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Generator
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import pytest
 
 from golive.core.secrets import hide_password, scrub
+from golive.endpoint.bounded import stop_requests
 from golive.profile.rules import duration
 
 BOUND_SIGNAL = signal.SIGUSR1
@@ -27,8 +29,35 @@ PRIOR_S = 20.0  # the estimate's own weight in the pace, in seconds of estimated
 UNNAMED_CHECK_S = 1.0  # a check the estimate did not name (golive.run.estimate.OTHER_CHECK_S)
 
 
+STARTED_AT: float | None = None  # time.monotonic() when the process started, where `golive run` started it (cli)
+PENDING: list[int] = []  # signals that came before the session could end cleanly (raised at its collection)
+
+
+def defer_interrupt(signum: int, frame: FrameType | None) -> None:
+    """A signal handler for before the session can end cleanly (golive starting, pytest configuring: an interrupt
+    there would end it with no report): every request abandoned, the signal noted, raised once the checks are
+    collected (`raise_pending`), where pytest's interrupt path writes every report."""
+    stop_requests()
+    PENDING.append(signum)
+
+
+def takes_interrupts(handler: object) -> bool:
+    """Whether SIGINT's handler makes it Ctrl-C (Python's own, or golive's): not where a shell without job control
+    started golive with SIGINT ignored."""
+    return handler in (signal.default_int_handler, defer_interrupt, raise_interrupt)
+
+
+def raise_pending() -> None:
+    """A signal deferred by `defer_interrupt`, raised now as Ctrl-C."""
+    if PENDING:
+        raise KeyboardInterrupt(f"signal {signal.Signals(PENDING[0]).name}")
+
+
 def raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    """A signal handler that ends the run as Ctrl-C does (pytest's interrupt path writes every report)."""
+    """A signal handler that ends the run as Ctrl-C does (pytest's interrupt path writes every report), every request
+    in flight abandoned first, in whichever thread it waits (golive.endpoint.bounded.stop_requests): the main thread
+    joining a thread pool or an event loop's executor is not held up by a station that keeps answering."""
+    stop_requests()
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
@@ -43,7 +72,7 @@ class Progress:
         budget: Callable[[pytest.Item], str] = lambda item: "",
     ):
         self.every_s, self.bound_s, self._secrets, self._budget = every_s, bound_s, secrets, budget
-        self.started = time.monotonic()
+        self.started = time.monotonic() if STARTED_AT is None else STARTED_AT  # `golive run`: its own start counts
         self.bound_reached = False
         self.running: pytest.Item | None = None  # the check that runs now (after an interrupt: the one stopped)
         self._timer: threading.Timer | None = None
@@ -85,7 +114,8 @@ class Progress:
             if self._finishing:
                 return
             self.bound_reached = True
-            self._say(f"golive: {self.reason}: stopping the running check, writing the reports (INCOMPLETE)")
+            self._say(f"golive: {self.reason}: stopping the running check, writing the reports")
+            stop_requests()  # now, from this thread: the main thread may be waiting on another one's request
             signal.pthread_kill(main, BOUND_SIGNAL)  # a blocking read wakes, then pytest's Ctrl-C path: the reports
 
     @pytest.hookimpl(wrapper=True)
@@ -202,6 +232,17 @@ class Progress:
             out.write(f"\n{line}\n")
         except (OSError, ValueError):  # the terminal went away, or the run is closing: progress is best effort
             pass
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: /proc/self/stat's start time against /proc/uptime); 0 elsewhere.
+    `golive run` counts its run's time bound from there: the operator's clock, not pytest's configure."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
 
 
 def _duration(seconds: float) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import openai
 import pytest
 
 from golive.core.verdict import require
 from golive.endpoint.client import error_body
+from golive.endpoint.errors import EndpointError, StatusError
 from golive.endpoint.longctx import repeat_to
 
 if TYPE_CHECKING:
@@ -24,9 +24,11 @@ def _outcome(call: Callable[[], ChatResult]) -> tuple[int | str, str]:
     try:
         result = call()
         return 200, f"accepted (finish_reason {result.finish_reason})"
-    except openai.APIStatusError as exc:
+    except StatusError as exc:
         return exc.status_code, error_body(exc)
-    except openai.APITimeoutError:
+    except EndpointError as exc:
+        if not exc.timed_out:
+            raise
         return "timeout", "no answer within the request timeout"
 
 

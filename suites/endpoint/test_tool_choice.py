@@ -7,11 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import openai
 import pytest
 
 from golive.core.verdict import require
 from golive.endpoint.client import ChatResult, error_body
+from golive.endpoint.errors import StatusError
 from golive.endpoint.toolcalls import _schema_problem
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def choice_runs(endpoint: EndpointClient, profile: Profile) -> ChoiceRuns:
                 max_tokens=1024,
                 stream=key[1],
             )
-        except openai.APIStatusError as exc:
+        except StatusError as exc:
             return Refused(exc.status_code, error_body(exc))
 
     keys = [(mode, streamed) for mode in MODES for streamed in (False, True)]

@@ -6,11 +6,11 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-import openai
 import pytest
 
 from golive.core.verdict import require
 from golive.endpoint.client import error_body
+from golive.endpoint.errors import StatusError
 from golive.endpoint.toolcalls import load_battery, score_calls
 
 if TYPE_CHECKING:
@@ -50,7 +50,9 @@ def smoke(endpoint: EndpointClient, profile: Profile) -> Smoke:
         return endpoint.chat(
             profile.vllm.served_model_name, SMOKE, tools=[GET_WEATHER], temperature=0, max_tokens=1024
         ), None
-    except openai.BadRequestError as exc:
+    except StatusError as exc:
+        if exc.status_code != 400:
+            raise
         return None, f"HTTP 400: {error_body(exc)}"
 
 
