@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint import longctx
 
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.endpoint
 
 
 @pytest.mark.parametrize("depth", [0.1, 0.5, 0.9], ids=["depth10", "depth50", "depth90"])
+@check("endpoint.context.needle_retrieved_near_full_context", Cost.NEEDLE)
 def test_needle_retrieved_near_full_context(
     vllm_server: EndpointClient, profile: Profile, depth: float, record_metric: RecordMetric
 ) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.endpoint import longctx, prefill_stall
 from golive.endpoint.prefill_stall import FREEZE_SHARE, Freeze, Plan
@@ -26,6 +27,7 @@ HOST_CHECK = "test_served_flags_match_profile"
 ROOM = 256  # the chat template and the answer, beside the long prompt
 
 
+@check("endpoint.prefill.streams_keep_decoding_during_long_prefill", Cost.PREFILL_STALL)
 def test_streams_keep_decoding_during_long_prefill(
     vllm_server: EndpointClient, profile: Profile, record_metric: RecordMetric
 ) -> None:
