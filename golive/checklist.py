@@ -196,3 +196,40 @@ class CollectedChecks:
             return named
         declared = sorted({c.declared for c in self.cases if c.declared})
         return get_close_matches(text.partition("[")[0], declared, n=1, cutoff=0.75)
+
+
+def every_check() -> list[tuple[Declaration, Callable[..., Any]]]:
+    """Every check of the shipped checklist (golive.suites) that declares itself, with its function, by id: the test_*
+    functions of each layer's test_* modules, as pytest collects them."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    found = []
+    for layer in ("host", "cluster", "endpoint"):
+        package = importlib.import_module(f"golive.suites.{layer}")
+        for info in pkgutil.iter_modules(package.__path__):
+            if not info.name.startswith("test_"):
+                continue
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for name, function in inspect.getmembers(module, inspect.isfunction):
+                declaration = declaration_of(function)
+                if name.startswith("test_") and function.__module__ == module.__name__ and declaration is not None:
+                    found.append((declaration, function))
+    return sorted(found, key=lambda pair: pair[0].id)
+
+
+def ids_table() -> str:
+    """The checklist's ids as docs/ci.md lists them (`python -m golive.checklist`): id, cost, gates."""
+    rows = ["| id | cost | gates |", "| --- | --- | --- |"]
+    rows += [
+        f"| `{d.id}` | {d.cost} | {', '.join(f'`{g}`' for g in d.gates)} |".replace(" |  |", " | |")
+        for d, _ in every_check()
+    ]
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":  # the suites mark their checks with golive.checklist's Declaration, not __main__'s
+    from golive.checklist import ids_table as listed
+
+    print(listed(), end="")

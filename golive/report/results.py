@@ -206,7 +206,7 @@ class Recorder:
             for reason, records in grouped_by_reason(self.of(outcome)).items():
                 lines.append(f"  {outcome.replace('_', ' ')} ({len(records)}): {reason}")
         lines += [f"  {cause.line()}" for cause in tie([c.model_copy(deep=True) for c in self.checks.values()])]
-        return lines
+        return lines + [f"  warning: {warning}" for warning in self.warnings]
 
     def results(self, interrupted: bool = False) -> Results:
         """The run as results.json's model (golive.report.model.Results)."""

@@ -1,13 +1,14 @@
 """A few seconds of each station's endpoint, timed before the first check, so the estimate (golive.run.estimate)
 starts from this station's speeds rather than from the profile's floors.
 
-The probe (`probe_endpoint`, read-only): a one-token answer (the station is warm and answers; its whole time is the
-round trip, path included), two short streamed answers sent as the load generator sends them
-(golive.endpoint.load_request: each token event timed when its bytes arrive) and, where a check whose time is a long
-prompt's prefill is selected, two salted prompts of ~1,000 and ~4,000 tokens answered with one token each (prefill).
-Each request may take at most `PROBE_TIMEOUT_S` or the profile's `endpoint.request_timeout_s`, whichever is less (the
-first, the light timeout), and all of them at most a tenth of `--max-run-time`. Only stations with a selected check
-whose time is the station's speed (golive.checklist.Cost.at_station_speed) are probed (`probe_stations`).
+The probe (`probe_endpoint`, read-only): a one-token answer (the station is warm and answers), then a one-token
+streamed answer (its whole time is the round trip: the path and the first token) and two short streamed answers, sent
+as the load generator sends them (golive.endpoint.load_request: each token event timed when its bytes arrive) and,
+where a check whose time is a long prompt's prefill is selected, two salted prompts of ~1,000 and ~4,000 tokens
+answered with one token each (prefill). Each request may take at most `PROBE_TIMEOUT_S` or the profile's
+`endpoint.request_timeout_s`, whichever is less (the first two, the light timeout), and all of them at most a tenth of
+`--max-run-time`. Only stations with a selected check whose time is the station's speed
+(golive.checklist.Cost.at_station_speed) are probed (`probe_stations`).
 
 The path between golive and the station costs every request the same time, once, before its first token; the
 station's decode speed is the time between its tokens. So the decode speed is read from the gaps between token events
@@ -65,7 +66,7 @@ class Probe:
     # the station answered the probe and then stopped answering /health: it went down during this run (the checks
     # are then not checked with this line, never failed: golive.run.outcomes.lost_way's rule); None otherwise
     went_away: str | None = None
-    round_trip_s: float | None = None  # the one-token answer's whole time: the path and the station's first token
+    round_trip_s: float | None = None  # a one-token streamed answer's whole time: the path and the first token
     decode_from: DecodeFrom | None = None  # "whole answers": the tokens came in too few reads to have gaps
 
     @property
@@ -111,12 +112,13 @@ class Probe:
 def probe_endpoint(
     target: EndpointTarget, profile: Profile, station: str, budget_s: float = PROBE_TIMEOUT_S, long_prompts: bool = True
 ) -> Probe:
-    """Five requests, one after another (read-only; salted, so no cached prefix helps): a one-token answer (its whole
-    time: the round trip), `PROBE_ANSWERS` streamed answers of `PROBE_OUTPUT_TOKENS` (`ignore_eos`, as the load
-    generator sends them), prompts of about `PROBE_PREFILL_TOKENS` tokens answered with one token. Each may take
-    min(endpoint.request_timeout_s, PROBE_TIMEOUT_S, what is left of `budget_s`); the first, the light timeout (a hung
-    station stops it there). Never raises: a failure is the Probe's `problem`. `long_prompts=False`: they are left
-    out (no selected check reads a long prompt's time)."""
+    """Six requests, one after another (read-only; salted, so no cached prefix helps): a one-token answer (the
+    station answers), a one-token streamed answer (its whole time: the round trip), `PROBE_ANSWERS` streamed answers
+    of `PROBE_OUTPUT_TOKENS` (`ignore_eos`, as the load generator sends them), prompts of about
+    `PROBE_PREFILL_TOKENS` tokens answered with one token. Each may take min(endpoint.request_timeout_s,
+    PROBE_TIMEOUT_S, what is left of `budget_s`); the first two, the light timeout (a hung station stops it there).
+    Never raises: a failure is the Probe's `problem`. `long_prompts=False`: they are left out (no selected check
+    reads a long prompt's time)."""
     from golive.endpoint.client import EndpointClient  # openai: only where an endpoint is probed
 
     started = time.perf_counter()
@@ -151,10 +153,9 @@ def probe_endpoint(
     answered_once = False
     try:
         # the first answer within the light timeout: a station that hangs costs the run seconds, not PROBE_TIMEOUT_S
-        began = time.perf_counter()
         ask(f"{salt}: say OK.", cap_s=target.light_timeout_s, max_tokens=1)
-        round_trip = time.perf_counter() - began
         answered_once = True
+        round_trip = _streamed(target, model, left_s(target.light_timeout_s), tokens=1).end or 0.0  # warm, now
         timed = [_timed_answer(target, model, left_s(PROBE_TIMEOUT_S), round_trip) for _ in range(PROBE_ANSWERS)]
     except Exception as exc:  # an endpoint that does not answer fails its own checks; the estimate only guesses
         failed = f"probe failed ({_short(exc)})"
@@ -235,8 +236,9 @@ def decode_speed(timing: RequestTiming, round_trip_s: float) -> TimedAnswer | No
     return TimedAnswer(timing.ttft, (tokens - 1) / decoding, "whole answers")
 
 
-def _timed_answer(target: EndpointTarget, model: str, limit_s: float, round_trip_s: float) -> TimedAnswer:
-    """One short streamed answer through the load generator's client, timed at byte arrival (`decode_speed`)."""
+def _streamed(target: EndpointTarget, model: str, limit_s: float, tokens: int) -> RequestTiming:
+    """One streamed answer of `tokens` tokens through the load generator's client (golive.endpoint.load_request),
+    each event timed when its bytes arrived; RuntimeError with its error (an HTTP status, a broken stream)."""
     from golive.endpoint.load_request import Workload, one_request
     from golive.endpoint.timed_http import Lane
 
@@ -244,14 +246,19 @@ def _timed_answer(target: EndpointTarget, model: str, limit_s: float, round_trip
         async with Lane(target.chat_url, limit_s, target.ca_file) as lane:
             return await asyncio.wait_for(one_request(lane, workload, target.headers()), limit_s)
 
-    workload = Workload(model=model, prompt_tokens=0, output_tokens=PROBE_OUTPUT_TOKENS)
+    workload = Workload(model=model, prompt_tokens=0, output_tokens=tokens)
     try:
         timing = asyncio.run(answer())
     except TimeoutError:
         raise TimeoutError(f"a short answer took over {limit_s:g} s") from None
     if timing.error is not None:
         raise RuntimeError(timing.error)
-    timed = decode_speed(timing, round_trip_s)
+    return timing
+
+
+def _timed_answer(target: EndpointTarget, model: str, limit_s: float, round_trip_s: float) -> TimedAnswer:
+    """One short streamed answer of `PROBE_OUTPUT_TOKENS`, its decode speed read by `decode_speed`."""
+    timed = decode_speed(_streamed(target, model, limit_s, PROBE_OUTPUT_TOKENS), round_trip_s)
     if timed is None:
         raise RuntimeError("the streamed answer carried no token")
     return timed

@@ -32,7 +32,8 @@ def test_needle_retrieved_near_full_context(
     served = {m.get("id"): m.get("max_model_len") for m in vllm_server.vllm_models()}.get(name)
     if served is not None and served < target + 256:
         pytest.skip(
-            f"the server's context ({served}) is shorter than this probe ({target}): see the max_model_len check"
+            f"the server's {served:,}-token context has no room for this probe's {target:,}-token prompt and 256 "
+            f"tokens for the chat template and the answer: see the max_model_len check"
         )
     label = f"needle_{int(depth * 100)}"
     started = time.perf_counter()

@@ -51,8 +51,8 @@ def test_streams_keep_decoding_during_long_prefill(
     served = {m.get("id"): m.get("max_model_len") for m in vllm_server.vllm_models()}.get(name)
     if isinstance(served, int) and served < tokens + ROOM:
         pytest.skip(
-            f"not checked: the server's context ({served:,}) is shorter than this probe's prompt ({tokens:,}): see "
-            f"the max_model_len check"
+            f"not checked: the server's {served:,}-token context has no room for this probe's {tokens:,}-token prompt "
+            f"and {ROOM} tokens for the chat template and the answer: see the max_model_len check"
         )
     text = longctx.repeat_to(lambda t: vllm_server.tokenize(name, t), tokens)
     room = (served if isinstance(served, int) else profile.vllm.max_model_len) - tokens - ROOM

@@ -12,7 +12,7 @@ import pytest
 from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint.client import error_body
-from golive.endpoint.toolcalls import load_battery, score_calls
+from golive.endpoint.toolcalls import GET_WEATHER, WEATHER_QUESTION, load_battery, score_calls
 
 if TYPE_CHECKING:
     from golive.endpoint.client import ChatResult, EndpointClient
@@ -25,22 +25,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.endpoint
 
-GET_WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "City name, e.g. 'Paris'"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            },
-            "required": ["city"],
-        },
-    },
-}
-SMOKE = [{"role": "user", "content": "What's the weather in Paris right now?"}]
+SMOKE = [{"role": "user", "content": WEATHER_QUESTION}]
 PARSER_FIX = "serve with `--enable-auto-tool-choice --tool-call-parser {parser}` (parser names are pinned to the build)"
 
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from golive.checklist import ID, LIGHT, MARKER, Cost, Declaration, check, declaration_of
+from golive.checklist import ID, LIGHT, MARKER, Cost, Declaration, check, declaration_of, every_check, ids_table
 from golive.profile.schema import LAYERS, LoadFloors
 
 
@@ -180,3 +182,14 @@ def test_two_checks_declaring_one_id_stop_the_run_before_it_starts(tmp_path):
     assert f"{said}test_two (golive.checklist.check)" in proc.stderr, proc.stderr
     assert "should take" not in proc.stdout, proc.stdout  # no estimate, no probe
     assert not list((tmp_path / "out").glob("*")), "a usage error writes no report"
+
+
+def test_docs_ci_lists_every_check_id():
+    """docs/ci.md's list of ids is the checklist's (an operator writes waivers from it)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs/ci.md").read_text()
+    listed = re.search(r"`python -m golive.checklist` prints it.*?```\n(.*?)```", docs, re.S)
+    assert listed, "docs/ci.md lost its list of check ids (after `python -m golive.checklist` prints it)"
+    assert listed.group(1) == ids_table(), (
+        "docs/ci.md's check ids are not the checklist's: paste `python -m golive.checklist`"
+    )
+    assert {d.id for d, _ in every_check()} == {declaration_of(f).id for _, _, f in CHECKS if declaration_of(f)}
