@@ -1,21 +1,22 @@
 """A few seconds of each station's endpoint, timed before the first check, so the estimate (golive.run.estimate)
 starts from this station's speeds rather than from the profile's floors.
 
-The probe (`probe_endpoint`, read-only): a one-token answer (the station is warm and answers), then a one-token
-streamed answer (its whole time is the round trip: the path and the first token) and two short streamed answers, sent
-as the load generator sends them (golive.endpoint.load_request: each token event timed when its bytes arrive) and,
-where a check whose time is a long prompt's prefill is selected, two salted prompts of ~1,000 and ~4,000 tokens
-answered with one token each (prefill). Each request may take at most `PROBE_TIMEOUT_S` or the profile's
-`endpoint.request_timeout_s`, whichever is less (the first two, the light timeout), and all of them at most a tenth of
-`--max-run-time`. Only stations with a selected check whose time is the station's speed
+The probe (`probe_endpoint`, read-only): a one-token answer (the station is warm and answers), then two one-token
+streamed answers (the quicker one's whole time is the round trip: the path and the first token) and four short
+streamed answers, sent as the load generator sends them (golive.endpoint.load_request: each token event timed when
+its bytes arrive) and, where a check whose time is a long prompt's prefill is selected, two salted prompts of ~1,000
+and ~4,000 tokens answered with one token each (prefill). Each request may take at most `PROBE_TIMEOUT_S` or the
+profile's `endpoint.request_timeout_s`, whichever is less (the one-token ones, the light timeout), and all of them at
+most a tenth of `--max-run-time`. Only stations with a selected check whose time is the station's speed
 (golive.checklist.Cost.at_station_speed) are probed (`probe_stations`).
 
 The path between golive and the station costs every request the same time, once, before its first token; the
 station's decode speed is the time between its tokens. So the decode speed is read from the gaps between token events
 (`(end − first token) ÷ (tokens − 1)`, as the sweep reads a user's speed), never from an answer's tokens over its
-whole time: through a 300 ms path the latter reads a 445 tok/s station as 75. Where the tokens arrived in too few reads
-to have gaps (a proxy that buffers the stream), the decode time is the answer's whole time less the one-token
-answer's: both paid the path and the first token once.
+whole time: through a 300 ms path the latter reads a 445 tok/s station as 75. Where the tokens arrived in too few
+reads to have gaps (a proxy that buffers the stream, or a client too busy to read each event as it came), the decode
+time is an answer's whole time less the one-token answer's: both paid the path and the first token once
+(`decode_speed`).
 
 A station that answered the probe and then stopped answering /health went down during this run (`Probe.went_away`):
 golive.run.plugin records it as gone, so its checks are not checked with one line and none fails.
@@ -46,9 +47,12 @@ if TYPE_CHECKING:
 
 PROBE_TIMEOUT_S = 30.0  # the most one probe request may take (less where endpoint.request_timeout_s is less)
 PROBE_OUTPUT_TOKENS = 32  # the streamed answers' length: enough tokens to time decoding
-PROBE_ANSWERS = 2  # short answers timed; the best is the station's speed (load on it only ever slows one down)
+PROBE_ANSWERS = 4  # short answers timed; the best is the station's speed (load on it only ever slows one down)
+PROBE_ROUND_TRIPS = 2  # one-token answers timed whole; the quickest is the round trip
 PROBE_PREFILL_TOKENS = (1024, 4096)  # the prefill prompts' tokens, about (each at most a quarter of the context)
-MIN_READS = 4  # an answer whose tokens came in fewer reads has no gaps to time: its whole time less the round trip
+# an answer whose tokens came in fewer reads than this, or than half its token events, has no gaps to time (a proxy
+# that buffers, or a client too busy to read each event as it came): the answers' whole time less the round trip
+MIN_READS = 4
 DecodeFrom = Literal["gaps", "whole answers"]
 
 
@@ -112,13 +116,13 @@ class Probe:
 def probe_endpoint(
     target: EndpointTarget, profile: Profile, station: str, budget_s: float = PROBE_TIMEOUT_S, long_prompts: bool = True
 ) -> Probe:
-    """Six requests, one after another (read-only; salted, so no cached prefix helps): a one-token answer (the
-    station answers), a one-token streamed answer (its whole time: the round trip), `PROBE_ANSWERS` streamed answers
-    of `PROBE_OUTPUT_TOKENS` (`ignore_eos`, as the load generator sends them), prompts of about
-    `PROBE_PREFILL_TOKENS` tokens answered with one token. Each may take min(endpoint.request_timeout_s,
-    PROBE_TIMEOUT_S, what is left of `budget_s`); the first two, the light timeout (a hung station stops it there).
-    Never raises: a failure is the Probe's `problem`. `long_prompts=False`: they are left out (no selected check
-    reads a long prompt's time)."""
+    """Nine requests, one after another (read-only; salted, so no cached prefix helps): a one-token answer (the
+    station answers), `PROBE_ROUND_TRIPS` one-token streamed answers (the quickest's whole time: the round trip),
+    `PROBE_ANSWERS` streamed answers of `PROBE_OUTPUT_TOKENS` (`ignore_eos`, as the load generator sends them),
+    prompts of about `PROBE_PREFILL_TOKENS` tokens answered with one token. Each may take
+    min(endpoint.request_timeout_s, PROBE_TIMEOUT_S, what is left of `budget_s`); the one-token ones, the light
+    timeout (a hung station stops it there). Never raises: a failure is the Probe's `problem`. `long_prompts=False`:
+    they are left out (no selected check reads a long prompt's time)."""
     from golive.endpoint.client import EndpointClient  # openai: only where an endpoint is probed
 
     started = time.perf_counter()
@@ -155,8 +159,8 @@ def probe_endpoint(
         # the first answer within the light timeout: a station that hangs costs the run seconds, not PROBE_TIMEOUT_S
         ask(f"{salt}: say OK.", cap_s=target.light_timeout_s, max_tokens=1)
         answered_once = True
-        round_trip = _streamed(target, model, left_s(target.light_timeout_s), tokens=1).end or 0.0  # warm, now
-        timed = [_timed_answer(target, model, left_s(PROBE_TIMEOUT_S), round_trip) for _ in range(PROBE_ANSWERS)]
+        trips = [_streamed(target, model, left_s(target.light_timeout_s), 1) for _ in range(PROBE_ROUND_TRIPS)]
+        answers = [_streamed(target, model, left_s(PROBE_TIMEOUT_S), PROBE_OUTPUT_TOKENS) for _ in range(PROBE_ANSWERS)]
     except Exception as exc:  # an endpoint that does not answer fails its own checks; the estimate only guesses
         failed = f"probe failed ({_short(exc)})"
         return Probe(
@@ -165,17 +169,17 @@ def probe_endpoint(
             problem=failed,
             went_away=_went_away(target, failed) if answered_once else None,
         )
-    answered = [answer for answer in timed if answer.decode_tok_s is not None]
-    if not answered:
+    round_trip = min(trip.end or trip.ttft or 0.0 for trip in trips)
+    speed = decode_speed(answers, round_trip)
+    if speed is None:
         return Probe(
             station,
             took_s=time.perf_counter() - started,
             problem="the probe's answers had no tokens to time",
             round_trip_s=round_trip,
         )
-    # a shared or busy station only ever slows an answer down: the best of the answers is its speed
-    best = max(answered, key=lambda answer: answer.decode_tok_s or 0.0)
-    first = min(answer.first_token_s for answer in answered)
+    decode, decode_from = speed
+    first = min(answer.ttft for answer in answers if answer.ttft is not None)
     points: list[tuple[int, float]] = []
     problem: str | None = None
     went_away: str | None = None
@@ -196,44 +200,42 @@ def probe_endpoint(
     return Probe(
         station,
         first,
-        best.decode_tok_s,
+        decode,
         prefill,
         tuple(points),
         took,
         problem,
         went_away,
         round_trip_s=round_trip,
-        decode_from=best.decode_from,
+        decode_from=decode_from,
     )
 
 
-@dataclass(frozen=True)
-class TimedAnswer:
-    """One short streamed answer of the probe: its first token, and one user's decode speed (None: no tokens)."""
+def decode_speed(answers: list[RequestTiming], round_trip_s: float) -> tuple[float, DecodeFrom] | None:
+    """One user's decode speed from the probe's short answers (the load generator's timelines, docs/metrics.md), and
+    how it was read; None where no answer had two tokens.
 
-    first_token_s: float
-    decode_tok_s: float | None
-    decode_from: DecodeFrom | None = None
-
-
-def decode_speed(timing: RequestTiming, round_trip_s: float) -> TimedAnswer | None:
-    """The decode speed of one answer (the load generator's timeline, docs/metrics.md), None without a first token.
-
-    From the gaps between its tokens, `1 ÷ TPOT` ((end − first token) ÷ (tokens − 1)), where they arrived in at least
-    `MIN_READS` reads; else (a buffered stream: every token in one or two reads, no gap to time) its tokens after the
-    first over its whole time less `round_trip_s`, the one-token answer's: the path and the first token are paid once
-    by both. Never tokens over the whole time: that counts the path as decoding."""
-    tokens = timing.completion_tokens or timing.client_tokens
-    if timing.ttft is None or timing.end is None:
+    From the gaps between tokens, `1 ÷ TPOT` ((end − first token) ÷ (tokens − 1), as the sweep reads a user's speed),
+    of the answers whose tokens came spread over their reads (at least `MIN_READS`, and half their token events): the
+    fastest of them (load on the station or the client only ever slows one down). Where none did (a buffered stream,
+    or a client too busy to read each event as it came: the tokens then arrive together), from the quickest answer's
+    whole time less `round_trip_s`, the quickest one-token answer's: both paid the path and the first token once.
+    Never an answer's tokens over its whole time: that counts the path as decoding."""
+    timed = [a for a in answers if a.ttft is not None and a.end is not None and _tokens(a) >= 2]
+    spread = [1 / a.tpot for a in timed if a.tpot and reads(a.token_times) >= max(MIN_READS, len(a.token_times) / 2)]
+    if spread:
+        return max(spread), "gaps"
+    if not timed:
         return None
-    if tokens < 2:
-        return TimedAnswer(timing.ttft, None)
-    if reads(timing.token_times) >= MIN_READS and timing.tpot:
-        return TimedAnswer(timing.ttft, 1 / timing.tpot, "gaps")
-    decoding = timing.end - round_trip_s
-    if decoding <= 0:  # the answer came faster than the one-token answer: nothing to divide
-        return TimedAnswer(timing.ttft, None)
-    return TimedAnswer(timing.ttft, (tokens - 1) / decoding, "whole answers")
+    quickest = min(timed, key=lambda a: a.end or 0.0)
+    decoding = (quickest.end or 0.0) - round_trip_s
+    if decoding <= 0:  # quicker than a one-token answer: nothing to divide
+        return None
+    return (_tokens(quickest) - 1) / decoding, "whole answers"
+
+
+def _tokens(answer: RequestTiming) -> int:
+    return answer.completion_tokens or answer.client_tokens
 
 
 def _streamed(target: EndpointTarget, model: str, limit_s: float, tokens: int) -> RequestTiming:
@@ -254,14 +256,6 @@ def _streamed(target: EndpointTarget, model: str, limit_s: float, tokens: int) -
     if timing.error is not None:
         raise RuntimeError(timing.error)
     return timing
-
-
-def _timed_answer(target: EndpointTarget, model: str, limit_s: float, round_trip_s: float) -> TimedAnswer:
-    """One short streamed answer of `PROBE_OUTPUT_TOKENS`, its decode speed read by `decode_speed`."""
-    timed = decode_speed(_streamed(target, model, limit_s, PROBE_OUTPUT_TOKENS), round_trip_s)
-    if timed is None:
-        raise RuntimeError("the streamed answer carried no token")
-    return timed
 
 
 def _went_away(target: EndpointTarget, problem: str) -> str | None:

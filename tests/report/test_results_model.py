@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from golive.checklist import check_id
 from golive.endpoint.levels import LevelResult
 from golive.report.markdown import render_markdown
-from golive.checklist import check_id
 from golive.report.model import SCHEMA, Results, SweepRow, legacy_check_id, main, read_results, schema_text
 from golive.report.results import CheckRecord, Metric, Recorder
 from tests.report.test_numbers import numbers_recorder
