@@ -24,13 +24,15 @@ from typing import Any, TypeVar
 
 import pytest
 
+from golive.profile.schema import LAYERS
+
 # A gate is a bound of the profile's `load.floors` that a check judges (single_user_decode_tok_s, …).
 # TODO(integrator): point this at the closed gate type of golive.endpoint.gates once it lands (issue 39 item 2).
 GateName = str
 
 MARKER = "golive_check"  # the pytest marker that carries a check's Declaration (`check` puts it on)
 LIGHT = "light"  # the pytest marker of the checks `golive watch` may run every round (`Cost.light` decides)
-ID = re.compile(r"(host|cluster|endpoint)(\.[a-z][a-z0-9_]*){2,}")
+ID = re.compile(rf"({'|'.join(LAYERS)})(\.[a-z][a-z0-9_]*){{2,}}")
 
 
 class Cost(StrEnum):
@@ -184,7 +186,7 @@ class CollectedChecks:
     def knows(self, id: str) -> bool:
         """Whether an id can be judged here: its layer's suite was collected (an id of no layer always can)."""
         layer = id.split(".", 1)[0]
-        return layer in self.layers or layer not in ("host", "cluster", "endpoint")
+        return layer in self.layers or layer not in LAYERS
 
     def closest(self, text: str) -> list[str]:
         """The declared ids a waiver's `check` most likely means: those of the checks whose function name holds
@@ -206,7 +208,7 @@ def every_check() -> list[tuple[Declaration, Callable[..., Any]]]:
     import pkgutil
 
     found = []
-    for layer in ("host", "cluster", "endpoint"):
+    for layer in LAYERS:
         package = importlib.import_module(f"golive.suites.{layer}")
         for info in pkgutil.iter_modules(package.__path__):
             if not info.name.startswith("test_"):
