@@ -1,16 +1,17 @@
 """The watcher's light checks: which checks a round runs, the `golive run` subprocess that runs them, and what its
-results.json says per station, check by check (read through golive.report.model, matched by the checks' stable ids).
+results.json says per station, check by check (read through golive.report.model, matched by the checks' ids).
 
 Why a subprocess: each round runs `golive run INVENTORY` with the light selection below, exactly as an operator would,
 so the watcher's verdict per check is the checklist's own (same fixtures, same not-checked rules), and a round starts
 from fresh facts (StationFacts and the endpoint client cache per session: a long-lived process would keep the first
 round's answers).
 
-Bounded load per station and round (docs/day-2.md): the host layer's reads, and the endpoint checks that send a
-handful of short requests (/health, /v1/models, /metrics, one-token canary, short chats, one tool call, reasoning,
-prefix caching). Never the sweep (perf), the batteries (quality, tool and agent batteries), the needle (a
-near-full-context prompt), the over-long prompt, nor the tool_choice set; a round's checks are cut at 80 % of the
-interval, at least 60 s (`--max-run-time`); checks it did not reach are left out of that round's metrics.
+Bounded load per station and round (docs/day-2.md): the checks that declare themselves light (golive.checklist: cost
+read or light, which puts the `light` marker on them) of the layers the station can be watched on: the host layer's
+reads, and the endpoint checks that send a handful of short requests. Never a check whose declared cost is more (the
+sweep, the batteries, the needle, the over-long prompt, the tool_choice set, the long prompt beside streams); a
+round's checks are cut at 80 % of the interval, at least 60 s (`--max-run-time`); checks it did not reach are left out
+of that round's metrics.
 """
 
 from __future__ import annotations
@@ -21,15 +22,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from golive.checklist import LIGHT
 from golive.core.verdict import NOT_APPLICABLE, PASSED, WAIVED
 from golive.profile.schema import Station
-from golive.report.model import Results, check_id, read_results
+from golive.report.model import CheckRecord, Results, read_results
 
-LIGHT_MARKERS = "(host or endpoint) and not perf and not quality"
-# heavy endpoint checks the markers leave in: the needle (a near-full-context prompt), the tool and agent batteries
-# and the check that replays them, the over-long prompt (max_model_len + 1 tokens), the tool_choice set (a grammar
-# per request; the smoke tool call stays and covers the launch blocker)
-LIGHT_KEYWORDS = "not needle and not battery and not same_calls and not over_long and not tool_choice"
+LIGHT_MARKERS = f"{LIGHT} and (host or endpoint)"  # what a round runs (a station: the layers it can be watched on)
 ROUND_SHARE = 0.8  # a round's checks are cut at this share of the interval …
 ROUND_FLOOR_S = 60  # … but never below this: on a loaded station the light checks take tens of seconds
 
@@ -37,8 +35,8 @@ ROUND_FLOOR_S = 60  # … but never below this: on a loaded station the light ch
 def light_args(layers: set[str] | None = None) -> list[str]:
     markers = LIGHT_MARKERS
     if layers is not None and layers != {"host", "endpoint"}:  # only what some station can be watched on
-        markers = f"({' or '.join(sorted(layers)) or 'no_layer'}) and not perf and not quality"
-    return ["-m", markers, "-k", LIGHT_KEYWORDS]
+        markers = f"{LIGHT} and ({' or '.join(sorted(layers)) or 'no_layer'})"
+    return ["-m", markers]
 
 
 def watched_layers(station: Station) -> set[str]:
@@ -49,16 +47,17 @@ def watched_layers(station: Station) -> set[str]:
 
 @dataclass(frozen=True)
 class WatchedCheck:
-    """One check's state in one round, under its stable id (golive.report.model.check_id)."""
+    """One check's state in one round, under its id (golive.checklist.check_id)."""
 
-    name: str  # the `check` label: the test name and its parameters less the station (check_name)
+    name: str  # the `check` label: the id less the station (`endpoint.context.needle_retrieved[depth50]`)
     layer: str
     passed: bool
 
 
-def check_name(nodeid: str, station: str) -> str:
-    """`suites/x.py::test_y[station]` → `test_y`; other parameters stay: `test_y[0.5]`."""
-    return check_id(nodeid, station).partition("::")[2].removesuffix(f"@{station}" if station else "")
+def check_name(check: CheckRecord) -> str:
+    """`host.unit.enabled_and_active@gb300-a` → `host.unit.enabled_and_active`; parameters stay: `…needle[depth50]`
+    (`golive run INVENTORY -k NAME` runs that check)."""
+    return check.id.removesuffix(f"@{check.station}") if check.station else check.id
 
 
 def checks_from_results(results: Results) -> dict[str, dict[str, WatchedCheck]]:
@@ -70,7 +69,7 @@ def checks_from_results(results: Results) -> dict[str, dict[str, WatchedCheck]]:
         if check.outcome == NOT_APPLICABLE or check.stopped_by == "time_bound":
             continue
         out.setdefault(check.station, {})[check.id] = WatchedCheck(
-            check_name(check.nodeid, check.station), check.layer, check.outcome in (PASSED, WAIVED)
+            check_name(check), check.layer, check.outcome in (PASSED, WAIVED)
         )
     return out
 

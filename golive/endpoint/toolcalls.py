@@ -21,6 +21,25 @@ OMITTED = ""  # in an acceptable-values list: the argument may be left out
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
 
+# The recipe's smoke request [000]: a weather question and the one tool that fits it. The smoke check
+# (suites/endpoint/test_tools.py) sends it alone; golive.endpoint.underload asks it again while the load runs.
+WEATHER_QUESTION = "What's the weather in Paris right now?"
+GET_WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "City name, e.g. 'Paris'"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city"],
+        },
+    },
+}
+
 
 @dataclass
 class ToolCase:

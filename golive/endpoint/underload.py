@@ -23,22 +23,7 @@ from golive.endpoint.load_request import RequestTiming, Workload, one_request, s
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane
 from golive.endpoint.tls import trusting
-
-GET_WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "City name, e.g. 'Paris'"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            },
-            "required": ["city"],
-        },
-    },
-}
+from golive.endpoint.toolcalls import GET_WEATHER, WEATHER_QUESTION
 
 
 @dataclass(frozen=True)
@@ -82,7 +67,7 @@ def _args(arguments: str) -> dict:
 PROBES = (
     Probe(
         "tool call get_weather(Paris)",
-        "What's the weather in Paris right now?",
+        WEATHER_QUESTION,
         [GET_WEATHER],
         "one get_weather call with city Paris",
     ),
@@ -90,7 +75,7 @@ PROBES = (
     Probe("arithmetic 48 + 19", "What is 48 + 19?", None, "67"),
     Probe(
         "tool call get_weather(Paris), again",
-        "What's the weather in Paris right now?",
+        WEATHER_QUESTION,
         [GET_WEATHER],
         "one get_weather call with city Paris",
     ),

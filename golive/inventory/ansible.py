@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from golive.profile.schema import AnsibleStations, Station
+from golive.profile.schema import AnsibleStations, Station, StationSettings
 
 EXTRA = "pip install 'golive[ansible]'"
 # The ansible_connection types testinfra's ansible backend runs commands through itself
@@ -87,7 +87,7 @@ def expand(source: AnsibleStations, relative_to: Path) -> list[Station]:
     inventory = (relative_to.parent / source.ansible_inventory).resolve()
     stations = []
     for host in group_hosts(inventory, source.group):
-        fields = source.model_dump(exclude={"ansible_inventory", "group"}, exclude_none=True)
+        fields = source.model_dump(include=set(StationSettings.model_fields), exclude_none=True)
         for key in ("endpoint", "vllm_endpoint"):  # each host's own server
             if fields.get(key):
                 fields[key] = fields[key].replace("{host}", host)

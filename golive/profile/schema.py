@@ -331,11 +331,12 @@ class Profile(Strict):
         return self
 
 
-class Station(Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+class StationSettings(Strict):
+    """What the inventory says of a station, however it is listed: one by one (`Station`) or one per host of an
+    Ansible group (`AnsibleStations`). Declared once, here, for both."""
+
     role: Literal["a", "b"] = "a"
-    host: str | None = None
-    endpoint: str | None = None
+    endpoint: str | None = None  # in stations_from, `{host}` is each host's name
     api_key_env: str | None = None
     phase: Literal["serving", "pre-start"] = "serving"
     layers: list[Layer] | None = None  # checked here; default: every layer of the profile (others: not applicable)
@@ -348,7 +349,7 @@ class Station(Strict):
     # golive can reach it: its /health, /metrics, /tokenize and flags (README "Gateways")
     gateway: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
     gateway_health: str | None = None
-    vllm_endpoint: str | None = None
+    vllm_endpoint: str | None = None  # in stations_from, `{host}` is each host's name
 
     @field_validator("endpoint", "vllm_endpoint")
     @classmethod
@@ -369,25 +370,17 @@ class Station(Strict):
         return self
 
 
-class AnsibleStations(Strict):
+class Station(StationSettings):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    host: str | None = None
+
+
+class AnsibleStations(StationSettings):
     """Stations from an Ansible inventory: one per host of the group, named after the host, reached through
-    testinfra's ansible backend; every other key is the stations' (endpoint: `{host}` is the host's name)."""
+    testinfra's ansible backend; every other key is the stations' (StationSettings)."""
 
     ansible_inventory: str  # relative to the golive inventory
     group: str
-    role: Literal["a", "b"] = "a"
-    endpoint: str | None = None
-    api_key_env: str | None = None
-    phase: Literal["serving", "pre-start"] = "serving"
-    layers: list[Layer] | None = None
-    profile: str | None = None
-    production: bool = False
-    tls_ca_file: str | None = None
-    ssh_config: str | None = None
-    # a gateway in front of each host's vLLM, as Station's (`{host}` in vllm_endpoint is the host's name)
-    gateway: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
-    gateway_health: str | None = None
-    vllm_endpoint: str | None = None
 
 
 class Inventory(Strict):

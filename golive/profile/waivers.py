@@ -1,8 +1,11 @@
 """Waivers: a failure the site accepted for a while, with who, why and until when (a YAML file the inventory names).
 
-A waiver matches a check by `check` (a nodeid substring, e.g. the test name) or `rule` (a substring of the rule shown in
-the report), optionally on one station. A matching failure ends `waived` while the waiver is in force; once it has
-expired the failure stands and says which waiver ran out.
+A waiver matches a check by `check`, the id the check declares (golive.checklist:
+`host.vllm.served_flags_match_profile`; with a parametrized check's parameter, one case:
+`endpoint.context.needle_retrieved_near_full_context[depth50]`), or by `rule` (a substring of the rule shown in the
+report), optionally on one station. A matching failure ends `waived` while
+the waiver is in force; once it has expired the failure stands and says which waiver ran out. A waiver that matches no
+check of the run is a warning in the run and in every report (`Waivers.unmatched`), never silence.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
+from golive.checklist import CollectedChecks
 from golive.profile.schema import Strict
 from golive.profile.yamlfile import load_yaml, validate
 
 
 class Waiver(Strict):
     id: str | None = None
-    check: str | None = None  # nodeid substring, e.g. test_served_flags_match_profile
+    check: str | None = None  # a declared check id, e.g. host.vllm.served_flags_match_profile (or id[parameter])
     rule: str | None = None  # substring of the rule text (the check's docstring line)
     station: str | None = None  # only on this station; default every station
     justification: str = Field(min_length=1)
@@ -37,10 +41,28 @@ class Waiver(Strict):
     def name(self) -> str:
         return self.id or self.check or self.rule or ""
 
-    def matches(self, nodeid: str, rule: str, station: str) -> bool:
+    def matches(self, case: str, rule: str, station: str) -> bool:
+        """`case`: the check's id less the station (`host.vllm.served_flags_match_profile`, `….needle[depth50]`)."""
         if self.station and self.station != station:
             return False
-        return bool((self.check and self.check in nodeid) or (self.rule and self.rule in rule))
+        return bool((self.check and self.check in (case, case.partition("[")[0])) or (self.rule and self.rule in rule))
+
+    def unmatched(self, collected: CollectedChecks, stations: set[str]) -> str | None:
+        """Why this waiver matches no check the run collected (one line), or None: it matches one, or it names a check
+        of a layer this run did not collect (`-m host` and an endpoint check), which is no news."""
+        where = f"waiver '{self.name}'"
+        if self.station and self.station not in stations:
+            return f"{where}: station {self.station!r} is not in the inventory ({', '.join(sorted(stations))})"
+        cases = [c for c in collected.cases if not self.station or c.station == self.station]
+        if self.check and not any(self.check in (c.case, c.declared) for c in cases):
+            if not collected.knows(self.check):
+                return None
+            closest = collected.closest(self.check)
+            hint = f"; did you mean {' or '.join(closest)}?" if closest else ""
+            return f"{where}: check {self.check!r} matches no check id{hint} (every id: docs/ci.md, Check ids)"
+        if not self.check and self.rule and collected.every_layer and not any(self.rule in c.rule for c in cases):
+            return f"{where}: rule {self.rule!r} is in no check's rule"
+        return None
 
     def expired(self, today: dt.date | None = None) -> bool:
         return (today or dt.date.today()) > self.expires
@@ -58,10 +80,16 @@ class Waivers:
     path: Path | None
     entries: list[Waiver]
 
-    def find(self, nodeid: str, rule: str, station: str) -> Waiver | None:
-        """The waiver for this check: one in force before an expired one (a renewal beside its old entry)."""
-        matching = [w for w in self.entries if w.matches(nodeid, rule, station)]
+    def find(self, case: str, rule: str, station: str) -> Waiver | None:
+        """The waiver for this check (`case`: its id less the station): one in force before an expired one (a renewal
+        beside its old entry)."""
+        matching = [w for w in self.entries if w.matches(case, rule, station)]
         return next((w for w in matching if not w.expired()), matching[0] if matching else None)
+
+    def unmatched(self, collected: CollectedChecks, stations: set[str]) -> list[str]:
+        """A line for each waiver that matches no check the run collected (`Waiver.unmatched`)."""
+        where = f" ({self.path})" if self.path else ""
+        return [f"{line}{where}" for w in self.entries if (line := w.unmatched(collected, stations))]
 
 
 def load_waivers(path: Path) -> Waivers:

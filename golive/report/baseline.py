@@ -4,6 +4,11 @@ Four kinds of change: checks whose outcome flipped, metrics that moved more than
 flipped (each battery's failing case ids), and provenance the stations reported (served args, parsers, image, vLLM
 version, GPU, driver, CUDA, NCCL, checkpoint hashes). A served flag or parser that changed without the new profile
 pinning its new value is unannounced: that fails the gate. Everything else is listed for the operator to read.
+
+Checks pair by id (golive.checklist.check_id). A baseline written before schema 5 names its checks by the ids schema 4
+derived from file and function (golive.report.model.legacy_check_id): they are renamed to this run's ids through that
+same derivation (`in_these_ids`). A check of the baseline that matches no check of this run (renamed, removed, or its
+station gone) is not compared: a warning says which (`unmatched`), never silence.
 """
 
 from __future__ import annotations
@@ -11,9 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from golive.checklist import CollectedChecks
+from golive.profile.rules import counted
 from golive.report.model import BaselineDiff, Change, Finding, Results, read_results
 
-__all__ = ["BaselineDiff", "Change", "diff", "gate_finding", "load_baseline"]
+__all__ = ["BaselineDiff", "Change", "diff", "gate_finding", "in_these_ids", "load_baseline", "unmatched"]
+
+SHOWN = 5  # the unmatched checks a warning names; the rest are counted
 
 # compared as they are (listed, not failing: an upgrade changes them on purpose); served args flag by flag
 PROVENANCE_FIELDS = (
@@ -43,6 +52,31 @@ def diff(previous: Results, current: Results, tolerance_pct: float = 10.0) -> Ba
         passed=not any(c.failing for c in changes),
         changes=changes,
     )
+
+
+def in_these_ids(previous: Results, collected: CollectedChecks) -> Results:
+    """The baseline with its checks under this run's ids: a file of schema 5 or later as it is; an older one's checks
+    renamed from the id schema 4 derived (file and function) to the id the same check declares now."""
+    if previous.schema_version >= 5:
+        return previous
+    renamed = {c.legacy_id: c.id for c in collected.cases}
+    checks = [c.model_copy(update={"id": renamed.get(c.id, c.id)}) for c in previous.checks]
+    return previous.model_copy(update={"checks": checks})
+
+
+def unmatched(previous: Results, collected: CollectedChecks) -> list[str]:
+    """One line naming the checks of the baseline that match no check this run collected (of the layers it
+    collected: `-m host` says nothing of the endpoint's), [] when every one matches."""
+    known = {c.id for c in collected.cases}
+    lost = [c.id for c in in_these_ids(previous, collected).checks if c.layer in collected.layers and c.id not in known]
+    if not lost:
+        return []
+    if len(lost) == 1:
+        which = f"check {lost[0]} matches"
+    else:
+        named = lost[:SHOWN] + ([f"{len(lost) - SHOWN} more"] if len(lost) > SHOWN else [])
+        which = f"{counted(len(lost), 'check')} {', '.join(named[:-1])} and {named[-1]} match"
+    return [f"the baseline's {which} no check of this run (renamed or removed, or the station is gone): not compared"]
 
 
 def flipped_checks(previous: Results, current: Results) -> list[Change]:

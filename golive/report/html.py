@@ -52,6 +52,7 @@ def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
             baseline=data.baseline,
             run=data.provenance,
             estimate=data.estimate,
+            warnings=data.warnings,
             provenance=any(s.provenance for s in data.stations),
             sweep_plot=Markup(plot) if plot else None,
             sweep=sweep_rows(sweep),

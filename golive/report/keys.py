@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+ID = "golive_id"  # the check's id in results.json: its declared id, its parameters, @station (golive.checklist)
 LAYER = "golive_layer"  # host | cluster | endpoint
 STATION = "golive_station"  # the inventory's station name
 RULE = "golive_rule"  # the check's docstring line, recipe tags expanded

@@ -4,11 +4,20 @@
 
 >>> results = Results.model_validate_json(Path("reports/results.json").read_text())
 >>> [c.id for c in results.checks if c.outcome == "failed"]
-['host/test_container.py::test_served_flags_match_profile@gb300-a']
+['host.vllm.served_flags_match_profile@gb300-a']
 
 `python -m golive.report.model --schema` prints the JSON schema (docs/ci.md shows it; a test keeps the two equal).
 
-schema 4 (issue 26): every check carries `id`, stable across runs for the same check on the same station (`check_id`):
+schema 5 (issue 39): a check's `id` is the id the check declares where it is written (golive.checklist:
+`layer.area.rule`), its parameters and `@station` (golive.checklist.check_id): it no longer depends on the file or
+the function the check lives in. `warnings` lists what the run could not match: a waiver, or a check of the baseline,
+that matches no check of this run. The estimate says how many checks it left out (`checks`, `not_estimated`: their
+station did not answer the probe) and how its probe read the decode speed (`round_trip_s`, `decode_from`). Every other
+key and its shape is schema 4's. Files of schema 2, 3 and 4 read into this model: their checks keep (or get, for 2
+and 3) the id schema 4 derived from nodeid and station (`legacy_check_id`); the post-upgrade gate pairs those with
+this run's checks through that same derivation (golive.report.baseline.in_these_ids).
+
+schema 4 (issue 26): every check carries `id`, stable across runs for the same check on one station (`legacy_check_id`):
 the nodeid without what depends on where pytest ran (the path up to `suites/`: `golive run` names checks
 `suites/host/…`, plain pytest `--pyargs golive.suites` names them from its rootdir) and without the station in its
 parameters, then `@station`. The post-upgrade gate and `golive watch` match checks by it, never by nodeid or message
@@ -53,12 +62,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from golive.checklist import parameters_of
 from golive.core.verdict import EXIT_USAGE, GO, INCOMPLETE, NO_GO, OUTCOMES
 from golive.endpoint.levels import LevelResult
-from golive.profile.rules import duration
+from golive.profile.rules import counted, duration
 
-SCHEMA = 4
-READABLE_SCHEMAS = (2, 3, 4)  # 2 → 3 moved the sweep out of `metrics`; 3 → 4 added `id` and `stopped_by`
+SCHEMA = 5
+# 2 → 3 moved the sweep out of `metrics`; 3 → 4 added `id` and `stopped_by`; 4 → 5 made `id` the declared one
+READABLE_SCHEMAS = (2, 3, 4, 5)
+
+
+def _readable(schemas: tuple[int, ...] = READABLE_SCHEMAS) -> str:
+    return ", ".join(str(n) for n in schemas[:-1]) + f" or {schemas[-1]}"
 
 
 def _one_of(allowed: tuple[str, ...]) -> AfterValidator:
@@ -82,33 +97,21 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
 
-def check_id(nodeid: str, station: str) -> str:
-    """A check's id, the same for the same check on the same station in every run:
+def legacy_check_id(nodeid: str, station: str) -> str:
+    """The id schema 4 gave a check (schemas 2 and 3 gave none: it is derived on reading), from where it was written:
 
-    >>> check_id("suites/endpoint/test_long_context.py::test_needle[depth50-gb300-a]", "gb300-a")
+    >>> legacy_check_id("suites/endpoint/test_long_context.py::test_needle[depth50-gb300-a]", "gb300-a")
     'endpoint/test_long_context.py::test_needle[depth50]@gb300-a'
 
     The path up to and including `suites/` is dropped (it depends on where pytest ran), the station leaves the
-    parameters and comes last. A check without a station (the post-upgrade gate) is its nodeid. A check moved to
-    another file is a new check."""
+    parameters and comes last. A check without a station is its nodeid. Since schema 5 a check's id is the one it
+    declares (golive.checklist.check_id); this one pairs an older file's checks with this run's."""
     path, sep, name = nodeid.partition("::")
     parts = path.split("/")
     if "suites" in parts:
         path = "/".join(parts[len(parts) - parts[::-1].index("suites") :])
-    base, bracket, params = name.partition("[")
-    params = _without_station(params.removesuffix("]"), station) if bracket else ""
-    return f"{path}{sep}{base}" + (f"[{params}]" if params else "") + (f"@{station}" if station else "")
-
-
-def _without_station(params: str, station: str) -> str:
-    """`depth50-gb300-a` less `gb300-a` → `depth50` (pytest joins parameter ids with `-`)."""
-    if not station or params == station:
-        return "" if station else params
-    if params.startswith(f"{station}-"):
-        return params[len(station) + 1 :]
-    if params.endswith(f"-{station}"):
-        return params[: -len(station) - 1]
-    return params.replace(f"-{station}-", "-")
+    base = name.partition("[")[0]
+    return f"{path}{sep}{base}{parameters_of(nodeid, station)}" + (f"@{station}" if station else "")
 
 
 class Finding(Record):
@@ -147,7 +150,11 @@ class WaiverRecord(Record):
 class CheckRecord(Record):
     """One check: a row of `checks`."""
 
-    id: str = Field(default="", description="stable across runs for this check on this station (check_id); never empty")
+    id: str = Field(
+        default="",
+        description="the check's declared id, its parameters and @station (golive.checklist.check_id): stable "
+        "across runs for this check on this station; never empty",
+    )
     nodeid: str
     layer: str
     rule: str = Field(description="the docstring's rule with the station's profile's numbers")
@@ -162,8 +169,8 @@ class CheckRecord(Record):
 
     @model_validator(mode="after")
     def _has_its_id(self) -> CheckRecord:
-        if not self.id:  # a new record, or a check of a schema 2 or 3 file
-            self.id = check_id(self.nodeid, self.station)
+        if not self.id:  # a check of a schema 2 or 3 file, or one that declares no id (not golive's checklist)
+            self.id = legacy_check_id(self.nodeid, self.station)
         return self
 
 
@@ -313,7 +320,15 @@ class ProbeRecord(Record):
 
     station: str
     ttft_s: float | None = Field(default=None, description="a short streamed answer's first token")
+    round_trip_s: float | None = Field(
+        default=None, description="a one-token answer's whole time: the path and the station's first token"
+    )
     decode_tok_s: float | None = Field(default=None, description="one user's decode speed; null: not measured")
+    decode_from: Literal["gaps", "whole answers"] | None = Field(
+        default=None,
+        description="gaps: the time between an answer's tokens; whole answers: its tokens came in too few reads to "
+        "time their gaps, so its whole time less the one-token answer's",
+    )
     prefill_tok_s: float | None = Field(default=None, description="a few thousand prompt tokens ÷ their first token")
     prefill_points: list[list[float]] = Field(
         default_factory=list, description="[prompt tokens, seconds to the first token] of each prefill prompt"
@@ -321,12 +336,20 @@ class ProbeRecord(Record):
     took_s: float = 0.0
     problem: str | None = Field(default=None, description="why it measured nothing (or not everything)")
 
+    @property
+    def failed(self) -> bool:
+        """Nothing measured: the checks that wait on this station's speed are not estimated."""
+        return self.decode_tok_s is None and self.problem is not None
+
     def said(self) -> str:
         """>>> ProbeRecord(station="a", ttft_s=0.05, decode_tok_s=312, took_s=1.2).said()
         'a decodes 312 tok/s, first token 0.05 s (probe 1.2 s)'"""
         if self.decode_tok_s is None:
-            return f"{self.station}: {self.problem or 'not probed'}: the profile's floors"
-        shown = f"{self.station} decodes {self.decode_tok_s:,.0f} tok/s, first token {self.ttft_s or 0:.2f} s"
+            return f"{self.station}: {self.problem or 'not probed'}"
+        shown = f"{self.station} decodes {self.decode_tok_s:,.0f} tok/s"
+        if self.decode_from == "whole answers":
+            shown += " (its answers arrived whole: their time less a one-token answer's)"
+        shown += f", first token {self.ttft_s or 0:.2f} s"
         if self.prefill_tok_s is not None:
             shown += f", prefill {self.prefill_tok_s:,.0f} tok/s"
         return shown + f" (probe {self.took_s:.1f} s)"
@@ -342,19 +365,47 @@ class EstimateRecord(Record):
     parts: dict[str, EstimatePart] = Field(default_factory=dict)
     probes: list[ProbeRecord] = Field(default_factory=list)
     actual_s: float | None = None
+    checks: int | None = Field(default=None, description="the checks the estimate was made for; null in older files")
+    not_estimated: int = Field(
+        default=0,
+        description="of them, those left out of every figure: their station did not answer the probe, so nothing "
+        "says how long they wait",
+    )
 
     def summary(self) -> str:
         """The one sentence every report shows (terminal, go-live.md, HTML): actual, then what was estimated."""
-        measured = "; ".join(p.said() for p in self.probes) or "nothing probed: the profile's floors"
         took = f"took {duration(self.actual_s)}; " if self.actual_s is not None else ""
+        limit = f"; golive's own limits stop a run by {duration(self.limit_s)}" if self.limit_s else ""
+        if self.not_estimated:
+            failed = "; ".join(p.said() for p in self.probes if p.failed)
+            measured = "; ".join(p.said() for p in self.probes if not p.failed)
+            others = (self.checks or self.not_estimated) - self.not_estimated
+            head = f"{took}{not_estimated(self.not_estimated, self.checks)} ({failed})"
+            if others:
+                head += f"; {the_others(others)} estimated {duration(self.expected_s)}, at most "
+                head += f"{duration(self.upper_s)}"
+            return head + (f"; measured: {measured}" if measured else "")
+        measured = "; ".join(p.said() for p in self.probes) or "nothing probed: the profile's floors"
         ratio = (
             f" (actual ÷ expected {self.actual_s / self.expected_s:.2f})" if self.actual_s and self.expected_s else ""
         )
-        limit = f"; golive's own limits stop a run by {duration(self.limit_s)}" if self.limit_s else ""
         return (
             f"{took}estimated {duration(self.expected_s)}, at most {duration(self.upper_s)}{ratio}; "
             f"measured: {measured}{limit}"
         )
+
+
+def the_others(n: int) -> str:
+    """`the other check`, `the other 17 checks`."""
+    return "the other check" if n == 1 else f"the other {counted(n, 'check')}"
+
+
+def not_estimated(left_out: int, checks: int | None) -> str:
+    """`3 of 57 checks not estimated`, `no check estimated` (all of them), `1 check not estimated`."""
+    if checks is not None and left_out >= checks:
+        return "no check estimated" if checks != 1 else "the check not estimated"
+    of = f" of {checks:,}" if checks is not None else ""
+    return f"{left_out:,}{of} {'check' if (checks or left_out) == 1 else 'checks'} not estimated"
 
 
 class Results(Record):
@@ -362,7 +413,9 @@ class Results(Record):
 
     model_config = ConfigDict(populate_by_name=True, title="golive results.json")
 
-    schema_version: int = Field(default=SCHEMA, alias="schema", description=f"{SCHEMA}; a reader also reads 2 and 3")
+    schema_version: int = Field(
+        default=SCHEMA, alias="schema", description=f"{SCHEMA}; a reader also reads {_readable(READABLE_SCHEMAS[:-1])}"
+    )
     verdict: Verdict
     verdict_rules: str = Field(description="the rules the verdict followed (golive.core.verdict.VERDICT_RULES)")
     profile: ProfileRecord | None = None
@@ -374,6 +427,10 @@ class Results(Record):
     sweep: list[SweepRow] = Field(default_factory=list)
     baseline: BaselineDiff | None = None
     estimate: EstimateRecord | None = None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what the run could not match: a waiver, or a check of the baseline, that matches no check id",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -384,10 +441,6 @@ class Results(Record):
 
     def as_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
-
-
-def _readable() -> str:
-    return ", ".join(str(n) for n in READABLE_SCHEMAS[:-1]) + f" or {READABLE_SCHEMAS[-1]}"
 
 
 RESULTS_MAX_BYTES = 64 * 2**20  # a results.json golive reads back (--baseline, watch): a large run's is a few MiB

@@ -1,6 +1,6 @@
 """One record per check, the verdict, and results.json (the contract other tools read): the Recorder collects a run's
 checks, metrics and sweep, and `Recorder.results` hands them over as golive.report.model.Results, the one model every
-report is written from and every reader reads back (schema 4 and what changed since 3: golive.report.model).
+report is written from and every reader reads back (schema 5 and what changed since 4: golive.report.model).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from golive.checklist import CollectedChecks
 from golive.core.secrets import hide_password
 from golive.core.verdict import (
     FAILED,
@@ -86,6 +87,21 @@ class Recorder:
     estimate: dict[str, Any] | None = None  # golive.run.estimate.Estimate.as_dict(), said before the first check ran
     started_at: float = field(default_factory=time.monotonic)
     finished_at: float | None = None  # the checks are over (stop_clock): every report shows the same actual time
+    collected: CollectedChecks | None = None  # every check the run collected (`match`)
+    warnings: list[str] = field(default_factory=list)  # a waiver or a baseline check that matches no check id
+
+    def match(self, collected: CollectedChecks, previous: Results | None) -> None:
+        """What this run collected (golive.run.session.collected), before -m/-k chose: each waiver, and each check of
+        the baseline `previous`, that matches none of it is a warning (said as the run starts, and in every report)."""
+        from golive.report import baseline
+
+        self.collected = collected
+        loaded = self.inventory
+        self.warnings = []
+        if loaded is not None and loaded.waivers is not None:
+            self.warnings += loaded.waivers.unmatched(collected, {s.name for s in loaded.inventory.stations})
+        if previous is not None:
+            self.warnings += baseline.unmatched(previous, collected)
 
     def stop_clock(self) -> None:
         """The run's checks are over: its actual time, the same in every report written after."""
@@ -96,6 +112,8 @@ class Recorder:
         """Add the post-upgrade gate: the diff against the last go-live, as data and as one check."""
         from golive.report import baseline
 
+        if self.collected is not None:
+            previous = baseline.in_these_ids(previous, self.collected)
         self.baseline = result = baseline.diff(previous, self.results(), tolerance_pct)
         finding = baseline.gate_finding(result)
         self.checks[baseline.GATE_NODEID] = CheckRecord(
@@ -114,6 +132,7 @@ class Recorder:
         record = self.checks.get(report.nodeid)
         if record is None:
             record = self.checks[report.nodeid] = CheckRecord(
+                id=first.get(keys.ID, ""),
                 nodeid=report.nodeid,
                 layer=first.get(keys.LAYER, ""),
                 rule=first.get(keys.RULE, ""),
@@ -153,6 +172,7 @@ class Recorder:
             if record is None:
                 props = keys.props(item)
                 record = self.checks[item.nodeid] = CheckRecord(
+                    id=props.get(keys.ID, ""),
                     nodeid=item.nodeid,
                     layer=props.get(keys.LAYER, ""),
                     rule=props.get(keys.RULE, ""),
@@ -186,7 +206,7 @@ class Recorder:
             for reason, records in grouped_by_reason(self.of(outcome)).items():
                 lines.append(f"  {outcome.replace('_', ' ')} ({len(records)}): {reason}")
         lines += [f"  {cause.line()}" for cause in tie([c.model_copy(deep=True) for c in self.checks.values()])]
-        return lines
+        return lines + [f"  warning: {warning}" for warning in self.warnings]
 
     def results(self, interrupted: bool = False) -> Results:
         """The run as results.json's model (golive.report.model.Results)."""
@@ -238,6 +258,7 @@ class Recorder:
             else EstimateRecord.model_validate(
                 {**self.estimate, "actual_s": round((self.finished_at or time.monotonic()) - self.started_at, 1)}
             ),
+            warnings=list(self.warnings),
         )
 
     def as_dict(self, interrupted: bool = False) -> dict[str, Any]:

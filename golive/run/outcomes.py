@@ -179,7 +179,9 @@ def apply_waiver(item: pytest.Item, report: pytest.TestReport, classified: Class
     if loaded is None or loaded.waivers is None:
         return classified
     props = keys.props(report)
-    waiver = loaded.waivers.find(report.nodeid, props.get(keys.RULE, ""), props.get(keys.STATION, ""))
+    station = props.get(keys.STATION, "")
+    case = str(props.get(keys.ID, report.nodeid)).removesuffix(f"@{station}" if station else "")
+    waiver = loaded.waivers.find(case, props.get(keys.RULE, ""), station)
     if waiver is None:
         return classified
     report.user_properties.append((keys.WAIVER, waiver.as_dict()))

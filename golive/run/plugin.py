@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from golive.checklist import LIGHT, MARKER
 from golive.core.secrets import scrub, scrub_data
 from golive.core.verdict import FAILED, NOT_APPLICABLE, NOT_CHECKED, WAIVED, exit_code, not_applicable
 from golive.endpoint.bounded import allow_requests
@@ -41,6 +42,9 @@ from golive.run.session import (
     INVENTORY,
     NO_INVENTORY,
     RECORDER,
+    collected,
+    duplicate_ids,
+    id_of,
     inventory,
     layer_of,
     secrets,
@@ -101,6 +105,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: long-running golive self-tests (still run in CI)")
     config.addinivalue_line("markers", "perf: throughput floors under load (endpoint layer; -m 'not perf' skips it)")
     config.addinivalue_line("markers", "quality: answer-quality batteries (a site's own questions and floors)")
+    config.addinivalue_line(
+        "markers", f"{LIGHT}: checks `golive watch` may run every round: a few reads or short requests (declared cost)"
+    )
+    config.addinivalue_line("markers", f"{MARKER}(declaration): a check's id, cost and gates (golive.checklist.check)")
     loaded = _load_inventory(config)
     config.stash[INVENTORY] = loaded
     config.stash[BASELINE] = None
@@ -142,7 +150,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         report_writer.write_nothing(config)
         raise pytest.UsageError(
             f"-m {config.option.markexpr!r}: no check carries the marker(s) {', '.join(unknown)}; "
-            f"golive's markers: {', '.join([*MARKER_HELP, 'perf', 'quality'])}"
+            f"golive's markers: {', '.join([*MARKER_HELP, 'perf', 'quality', LIGHT])}"
         )
 
 
@@ -168,8 +176,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         signal.signal(sig, raise_interrupt)
     if not session.items:
         report_writer.write_nothing(config)
-    if not session.items or config.getoption("collectonly", False):
-        return
+    if not session.items or config.getoption("collectonly", False) or duplicate_ids(session.items):
+        return  # (two checks of one id: the usage error pytest_collection_modifyitems raised ends the run)
     raise_pending()  # a signal while golive started: every check collected is not checked, the reports say so
     bound = config.getoption("golive_max_run_time")
     probes = probe_stations(
@@ -179,16 +187,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if probe.went_away is not None:
             gone = Gone(name, "HTTP", now(), probe.went_away, first_seen_by="the estimate's probe")
             config.stash[CONNECTIONS].setdefault(("gone-endpoint", name), gone)
-    spent = time.monotonic() - config.stash[RECORDER].started_at  # start, collection, the probes: known already
+    recorder = config.stash[RECORDER]
+    spent = time.monotonic() - recorder.started_at  # start, collection, the probes: known already
     guess = estimate(session.items, lambda station: loaded.profile_of(station).profile, probes, spent)
     known = secrets(config)  # a probe's problem quotes the station's answer: what it echoed is scrubbed
-    config.stash[RECORDER].estimate = scrub_data(guess.as_dict(), known)
+    recorder.estimate = scrub_data(guess.as_dict(), known)
     progress = config.pluginmanager.get_plugin("golive-progress")
     if progress is not None:
         progress.expect(guess.per_check)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(scrub(guess.line(len(session.items)), known))
+        for warning in recorder.warnings:
+            reporter.write_line(scrub(f"golive: warning: {warning}", known))
 
 
 def _unknown_markers(config: pytest.Config) -> list[str]:
@@ -280,19 +291,33 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("station", stations, ids=[s.name for s in stations], scope="session")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m/-k deselect: waivers and the baseline are matched against every check
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each check carries its layer, station and rule (rendered from the station's profile) for every report."""
+    """Each check carries its id, layer, station and rule (rendered from the station's profile) for every report. Two
+    checks that declare one id are a usage error; a waiver or a baseline check that matches no id is a warning."""
     loaded = inventory(config)
+    duplicates = duplicate_ids(items)
+    if duplicates:
+        if loaded is not None:
+            report_writer.write_nothing(config)
+        raise pytest.UsageError(f"two checks declare one id: {'; '.join(duplicates)} (golive.checklist.check)")
+    rules: dict[str, str] = {}
     for item in items:
         station = station_of(item)
         profile = loaded.profile_of(station).profile if loaded is not None and station is not None else None
+        rules[item.nodeid] = rule_of(item, profile)
         item.user_properties.extend(
             [
+                (keys.ID, id_of(item)),
                 (keys.LAYER, layer_of(item) or ""),
                 (keys.STATION, station.name if station is not None else ""),
-                (keys.RULE, rule_of(item, profile)),
+                (keys.RULE, rules[item.nodeid]),
             ]
         )
+        item.extra_keyword_matches.add(id_of(item))  # `-k host.vllm.served_flags_match_profile` selects it
+    if loaded is not None and not hasattr(config, "workerinput"):
+        layers = frozenset(layer for item in items if (layer := layer_of(item)))
+        config.stash[RECORDER].match(collected(items, rules, layers), config.stash[BASELINE])
 
 
 @pytest.hookimpl(tryfirst=True)

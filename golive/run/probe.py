@@ -1,12 +1,22 @@
 """A few seconds of each station's endpoint, timed before the first check, so the estimate (golive.run.estimate)
 starts from this station's speeds rather than from the profile's floors.
 
-The probe (`probe_endpoint`, read-only): a one-token answer (the station is warm and answers), two short streamed
-answers (first token: TTFT; tok/s; the better of the two) and, where a long-context or prefill check is selected,
-two salted prompts of ~1,000 and ~4,000 tokens answered with one token each (prefill). Each request may take at most
-`PROBE_TIMEOUT_S` or the profile's `endpoint.request_timeout_s`, whichever is less (the first, the light timeout),
-and all of them at most a tenth of `--max-run-time`. Only stations with a selected check whose time is the station's
-speed are probed (`probe_stations`).
+The probe (`probe_endpoint`, read-only): a one-token answer (the station is warm and answers), then two one-token
+streamed answers (the quicker one's whole time is the round trip: the path and the first token) and four short
+streamed answers, sent as the load generator sends them (golive.endpoint.load_request: each token event timed when
+its bytes arrive) and, where a check whose time is a long prompt's prefill is selected, two salted prompts of ~1,000
+and ~4,000 tokens answered with one token each (prefill). Each request may take at most `PROBE_TIMEOUT_S` or the
+profile's `endpoint.request_timeout_s`, whichever is less (the one-token ones, the light timeout), and all of them at
+most a tenth of `--max-run-time`. Only stations with a selected check whose time is the station's speed
+(golive.checklist.Cost.at_station_speed) are probed (`probe_stations`).
+
+The path between golive and the station costs every request the same time, once, before its first token; the
+station's decode speed is the time between its tokens. So the decode speed is read from the gaps between token events
+(`(end − first token) ÷ (tokens − 1)`, as the sweep reads a user's speed), never from an answer's tokens over its
+whole time: through a 300 ms path the latter reads a 445 tok/s station as 75. Where the tokens arrived in too few
+reads to have gaps (a proxy that buffers the stream, or a client too busy to read each event as it came), the decode
+time is an answer's whole time less the one-token answer's: both paid the path and the first token once
+(`decode_speed`).
 
 A station that answered the probe and then stopped answering /health went down during this run (`Probe.went_away`):
 golive.run.plugin records it as gone, so its checks are not checked with one line and none fails.
@@ -14,35 +24,36 @@ golive.run.plugin records it as gone, so its checks are not checked with one lin
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
+from golive.checklist import declared
 from golive.endpoint.target import EndpointTarget
+from golive.endpoint.timeline import reads
 from golive.inventory.loader import LoadedInventory
 from golive.profile.schema import Profile, Station
 from golive.run.scope import layer_scope
 from golive.run.session import layer_of, station_of
 
+if TYPE_CHECKING:
+    from golive.endpoint.load_request import RequestTiming
+
 PROBE_TIMEOUT_S = 30.0  # the most one probe request may take (less where endpoint.request_timeout_s is less)
 PROBE_OUTPUT_TOKENS = 32  # the streamed answers' length: enough tokens to time decoding
-PROBE_ANSWERS = 2  # short answers timed; the best is the station's speed (load on it only ever slows one down)
+PROBE_ANSWERS = 4  # short answers timed; the best is the station's speed (load on it only ever slows one down)
+PROBE_ROUND_TRIPS = 2  # one-token answers timed whole; the quickest is the round trip
 PROBE_PREFILL_TOKENS = (1024, 4096)  # the prefill prompts' tokens, about (each at most a quarter of the context)
-# checks that send one request per battery case: module → the battery's size (read once, lazily)
-BATTERY_MODULES = {"test_tools.py": "tool", "test_agent.py": "agent"}
-# the checks whose time is the station's speed: only where one is selected is the station probed
-SPEED_MODULES = {
-    "test_throughput.py",
-    "test_long_context.py",
-    "test_prefill.py",
-    "test_correctness_under_load.py",
-    *BATTERY_MODULES,
-}
+# an answer whose tokens came in fewer reads than this, or than half its token events, has no gaps to time (a proxy
+# that buffers, or a client too busy to read each event as it came): the answers' whole time less the round trip
+MIN_READS = 4
+DecodeFrom = Literal["gaps", "whole answers"]
 
 
 @dataclass(frozen=True)
@@ -50,8 +61,8 @@ class Probe:
     """One station's endpoint timed before the run (`probe_endpoint`); None where that speed was not measured."""
 
     station: str
-    ttft_s: float | None = None  # the short answer's first token
-    decode_tok_s: float | None = None  # one user's decode speed after it
+    ttft_s: float | None = None  # the short streamed answer's first token (the path's round trip included)
+    decode_tok_s: float | None = None  # one user's decode speed after it, from the gaps between its tokens
     prefill_tok_s: float | None = None  # the longest prompt's tokens ÷ its time to its one token
     prefill_points: tuple[tuple[int, float], ...] = ()  # (prompt tokens, seconds to the first token) per prompt
     took_s: float = 0.0
@@ -59,10 +70,25 @@ class Probe:
     # the station answered the probe and then stopped answering /health: it went down during this run (the checks
     # are then not checked with this line, never failed: golive.run.outcomes.lost_way's rule); None otherwise
     went_away: str | None = None
+    round_trip_s: float | None = None  # a one-token streamed answer's whole time: the path and the first token
+    decode_from: DecodeFrom | None = None  # "whole answers": the tokens came in too few reads to have gaps
 
     @property
     def measured(self) -> bool:
         return self.decode_tok_s is not None
+
+    @property
+    def failed(self) -> bool:
+        """The station did not answer the probe as a serving station does: nothing to estimate its checks from."""
+        return self.problem is not None and not self.measured
+
+    @property
+    def first_token_s(self) -> float:
+        """What a request pays before its first token (the estimate's): the streamed answer's first token, or where
+        the stream was buffered (its first token came with its last), the one-token answer's round trip."""
+        if self.decode_from == "whole answers" and self.round_trip_s is not None:
+            return self.round_trip_s
+        return self.ttft_s or self.round_trip_s or 0.0
 
     def said(self) -> str:
         """What the estimate line and every report say about this station (golive.report.model.ProbeRecord)."""
@@ -77,7 +103,9 @@ class Probe:
         return {
             "station": self.station,
             "ttft_s": rounded(self.ttft_s, 3),
+            "round_trip_s": rounded(self.round_trip_s, 3),
             "decode_tok_s": rounded(self.decode_tok_s, 1),
+            "decode_from": self.decode_from,
             "prefill_tok_s": rounded(self.prefill_tok_s, 1),
             "prefill_points": [[tokens, round(seconds, 4)] for tokens, seconds in self.prefill_points],
             "took_s": round(self.took_s, 2),
@@ -88,21 +116,25 @@ class Probe:
 def probe_endpoint(
     target: EndpointTarget, profile: Profile, station: str, budget_s: float = PROBE_TIMEOUT_S, long_prompts: bool = True
 ) -> Probe:
-    """Five requests, one after another (read-only; salted, so no cached prefix helps): a one-token answer,
-    `PROBE_ANSWERS` streamed answers of `PROBE_OUTPUT_TOKENS` (`ignore_eos`), prompts of about
-    `PROBE_PREFILL_TOKENS` tokens answered with one token. Each may take min(endpoint.request_timeout_s,
-    PROBE_TIMEOUT_S, what is left of `budget_s`); the first, the light timeout (a hung station stops it there).
-    Never raises: a failure is the Probe's `problem`. `long_prompts=False`: they are left out (no selected
-    check reads a long prompt's time)."""
+    """Nine requests, one after another (read-only; salted, so no cached prefix helps): a one-token answer (the
+    station answers), `PROBE_ROUND_TRIPS` one-token streamed answers (the quickest's whole time: the round trip),
+    `PROBE_ANSWERS` streamed answers of `PROBE_OUTPUT_TOKENS` (`ignore_eos`, as the load generator sends them),
+    prompts of about `PROBE_PREFILL_TOKENS` tokens answered with one token. Each may take
+    min(endpoint.request_timeout_s, PROBE_TIMEOUT_S, what is left of `budget_s`); the one-token ones, the light
+    timeout (a hung station stops it there). Never raises: a failure is the Probe's `problem`. `long_prompts=False`:
+    they are left out (no selected check reads a long prompt's time)."""
     from golive.endpoint.client import EndpointClient  # openai: only where an endpoint is probed
 
     started = time.perf_counter()
 
-    def client_for_what_is_left(cap_s: float) -> EndpointClient:
+    def left_s(cap_s: float) -> float:
         left = budget_s - (time.perf_counter() - started)
         if left <= 0.05:
             raise TimeoutError(f"the probe's {budget_s:g} s were spent")
-        limit = min(profile.endpoint.request_timeout_s, cap_s, left)
+        return min(profile.endpoint.request_timeout_s, cap_s, left)
+
+    def client_for_what_is_left(cap_s: float) -> EndpointClient:
+        limit = left_s(cap_s)
         return EndpointClient(
             replace(
                 target,
@@ -127,7 +159,8 @@ def probe_endpoint(
         # the first answer within the light timeout: a station that hangs costs the run seconds, not PROBE_TIMEOUT_S
         ask(f"{salt}: say OK.", cap_s=target.light_timeout_s, max_tokens=1)
         answered_once = True
-        timed = [_timed_answer(ask, f"{salt}-{n}") for n in range(PROBE_ANSWERS)]
+        trips = [_streamed(target, model, left_s(target.light_timeout_s), 1) for _ in range(PROBE_ROUND_TRIPS)]
+        answers = [_streamed(target, model, left_s(PROBE_TIMEOUT_S), PROBE_OUTPUT_TOKENS) for _ in range(PROBE_ANSWERS)]
     except Exception as exc:  # an endpoint that does not answer fails its own checks; the estimate only guesses
         failed = f"probe failed ({_short(exc)})"
         return Probe(
@@ -136,12 +169,17 @@ def probe_endpoint(
             problem=failed,
             went_away=_went_away(target, failed) if answered_once else None,
         )
-    answered = [(first, speed) for first, speed in timed if speed is not None]
-    if not answered:
-        return Probe(station, took_s=time.perf_counter() - started, problem="the probe's answer had no tokens to time")
-    # a shared or busy station only ever slows an answer down: the best of the answers is its speed
-    first = min(first for first, _ in answered)
-    decode = max(speed for _, speed in answered)
+    round_trip = min(trip.end or trip.ttft or 0.0 for trip in trips)
+    speed = decode_speed(answers, round_trip)
+    if speed is None:
+        return Probe(
+            station,
+            took_s=time.perf_counter() - started,
+            problem="the probe's answers had no tokens to time",
+            round_trip_s=round_trip,
+        )
+    decode, decode_from = speed
+    first = min(answer.ttft for answer in answers if answer.ttft is not None)
     points: list[tuple[int, float]] = []
     problem: str | None = None
     went_away: str | None = None
@@ -159,7 +197,65 @@ def probe_endpoint(
         went_away = _went_away(target, problem)
     prefill = points[-1][0] / points[-1][1] if points else None
     took = time.perf_counter() - started
-    return Probe(station, first, decode, prefill, tuple(points), took, problem, went_away)
+    return Probe(
+        station,
+        first,
+        decode,
+        prefill,
+        tuple(points),
+        took,
+        problem,
+        went_away,
+        round_trip_s=round_trip,
+        decode_from=decode_from,
+    )
+
+
+def decode_speed(answers: list[RequestTiming], round_trip_s: float) -> tuple[float, DecodeFrom] | None:
+    """One user's decode speed from the probe's short answers (the load generator's timelines, docs/metrics.md), and
+    how it was read; None where no answer had two tokens.
+
+    From the gaps between tokens, `1 ÷ TPOT` ((end − first token) ÷ (tokens − 1), as the sweep reads a user's speed),
+    of the answers whose tokens came spread over their reads (at least `MIN_READS`, and half their token events): the
+    fastest of them (load on the station or the client only ever slows one down). Where none did (a buffered stream,
+    or a client too busy to read each event as it came: the tokens then arrive together), from the quickest answer's
+    whole time less `round_trip_s`, the quickest one-token answer's: both paid the path and the first token once.
+    Never an answer's tokens over its whole time: that counts the path as decoding."""
+    timed = [a for a in answers if a.ttft is not None and a.end is not None and _tokens(a) >= 2]
+    spread = [1 / a.tpot for a in timed if a.tpot and reads(a.token_times) >= max(MIN_READS, len(a.token_times) / 2)]
+    if spread:
+        return max(spread), "gaps"
+    if not timed:
+        return None
+    quickest = min(timed, key=lambda a: a.end or 0.0)
+    decoding = (quickest.end or 0.0) - round_trip_s
+    if decoding <= 0:  # quicker than a one-token answer: nothing to divide
+        return None
+    return (_tokens(quickest) - 1) / decoding, "whole answers"
+
+
+def _tokens(answer: RequestTiming) -> int:
+    return answer.completion_tokens or answer.client_tokens
+
+
+def _streamed(target: EndpointTarget, model: str, limit_s: float, tokens: int) -> RequestTiming:
+    """One streamed answer of `tokens` tokens through the load generator's client (golive.endpoint.load_request),
+    each event timed when its bytes arrived; RuntimeError with its error (an HTTP status, a broken stream)."""
+    from golive.endpoint.load_request import Workload, one_request
+    from golive.endpoint.timed_http import Lane
+
+    async def answer() -> RequestTiming:
+        async with Lane(target.chat_url, limit_s, target.ca_file) as lane:
+            return await asyncio.wait_for(one_request(lane, workload, target.headers()), limit_s)
+
+    workload = Workload(model=model, prompt_tokens=0, output_tokens=tokens)
+    try:
+        timing = asyncio.run(answer())
+    except TimeoutError:
+        raise TimeoutError(f"a short answer took over {limit_s:g} s") from None
+    if timing.error is not None:
+        raise RuntimeError(timing.error)
+    return timing
 
 
 def _went_away(target: EndpointTarget, problem: str) -> str | None:
@@ -179,36 +275,23 @@ def _went_away(target: EndpointTarget, problem: str) -> str | None:
     return f"golive's estimate probe was answered, then {problem}; GET /health answered HTTP {health.status}"
 
 
-def _timed_answer(ask: Callable[..., Any], salt: str) -> tuple[float, float | None]:
-    """(first token s, tok/s; None: too few tokens to time) of one short streamed answer. The speed is its tokens ÷
-    its whole time: a lagging stream's tokens may reach the client in one read, and tokens ÷ the time after the first
-    would then read thousands of tok/s."""
-    began = time.perf_counter()
-    answer = ask(
-        f"{salt}: count from one to one hundred in words.", stream=True, max_tokens=PROBE_OUTPUT_TOKENS, ignore_eos=True
-    )
-    total = time.perf_counter() - began
-    tokens = (answer.usage or {}).get("completion_tokens") or 0
-    first = answer.first_token_s
-    if first is None or tokens < 4:
-        return (first or total, None)
-    return first, tokens / total
-
-
 def probe_stations(
     items: Iterable[pytest.Item], loaded: LoadedInventory, budget_s: float = PROBE_TIMEOUT_S
 ) -> dict[str, Probe]:
-    """Every station with a selected endpoint check whose time is the station's speed (SPEED_MODULES), in its scope,
-    probed at once (threads): name → Probe. A run of quick checks only sends no probe: its estimate needs none;
-    the long prompts are sent only where a long-context or prefill check is selected."""
+    """Every station with a selected endpoint check whose time is the station's speed (its declared cost:
+    golive.checklist.Cost.at_station_speed), in its scope, probed at once (threads): name → Probe. A run of quick
+    checks only sends no probe: its estimate needs none; the long prompts are sent only where a check whose time is
+    a long prompt's prefill is selected (Cost.long_prompts)."""
     stations: dict[str, Station] = {}
     long_prompts: set[str] = set()
     for item in items:
         station = station_of(item)
-        module = item.path.name if hasattr(item, "path") else ""
-        if station is None or layer_of(item) != "endpoint" or module not in SPEED_MODULES:
+        declaration = declared(item)
+        if station is None or declaration is None or layer_of(item) != "endpoint":
             continue
-        if module in ("test_long_context.py", "test_prefill.py") or item.name.startswith("test_prefill_speed"):
+        if not declaration.cost.at_station_speed:
+            continue
+        if declaration.cost.long_prompts:
             long_prompts.add(station.name)
         profile = loaded.profile_of(station).profile
         if station.name not in stations and layer_scope("endpoint", station, profile, profile.name) is None:

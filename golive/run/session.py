@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from golive.checklist import Collected, CollectedChecks, check_id, declared
 from golive.core.secrets import station_secrets
 from golive.endpoint.target import api_key_of
 from golive.inventory.loader import LoadedInventory
 from golive.profile.schema import LAYERS, Layer, Station
+from golive.report.model import legacy_check_id
 from golive.report.results import Recorder, Results
 
 INVENTORY = pytest.StashKey[LoadedInventory | None]()
@@ -38,6 +40,45 @@ def station_of(item: pytest.Item) -> Station | None:
     callspec = getattr(item, "callspec", None)
     station = callspec.params.get("station") if callspec is not None else None
     return station if isinstance(station, Station) else None
+
+
+def id_of(item: pytest.Item) -> str:
+    """The check's id in results.json (golive.checklist.check_id); a test that declares none: its schema 4 id."""
+    station = station_of(item)
+    name = station.name if station is not None else ""
+    declaration = declared(item)
+    return legacy_check_id(item.nodeid, name) if declaration is None else check_id(declaration.id, item.nodeid, name)
+
+
+def collected(items: list[pytest.Item], rules: dict[str, str], layers: frozenset[str]) -> CollectedChecks:
+    """The checks a run collected (`rules`: nodeid → its rule line; `layers`: those whose suites were collected)."""
+    cases = []
+    for item in items:
+        station = station_of(item)
+        name = station.name if station is not None else ""
+        declaration = declared(item)
+        cases.append(
+            Collected(
+                id=id_of(item),
+                declared=declaration.id if declaration is not None else "",
+                legacy_id=legacy_check_id(item.nodeid, name),
+                name=getattr(item, "originalname", None) or item.name,
+                layer=layer_of(item) or "",
+                station=name,
+                rule=rules.get(item.nodeid, ""),
+            )
+        )
+    return CollectedChecks(tuple(cases), layers, layers >= set(LAYERS))
+
+
+def duplicate_ids(items: list[pytest.Item]) -> list[str]:
+    """One line for each id two different checks declare (results.json, waivers and the baseline would mix them up)."""
+    where: dict[str, set[str]] = {}
+    for item in items:
+        declaration = declared(item)
+        if declaration is not None:
+            where.setdefault(declaration.id, set()).add(item.nodeid.partition("[")[0])
+    return [f"{id} is declared by {' and '.join(sorted(at))}" for id, at in sorted(where.items()) if len(at) > 1]
 
 
 def secrets(config: pytest.Config) -> list[str]:

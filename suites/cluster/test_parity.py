@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.cluster
 
 
+@check("cluster.parity.same_image", Cost.READ)
 def test_stations_run_the_same_image(cluster_facts: ClusterFacts, peer: ClusterFacts, cluster: Cluster) -> None:
     """The image {cluster.image_ref} is pulled on both stations with matching architecture and digests [002]."""
     if not cluster.image_ref:
@@ -42,6 +44,7 @@ def test_stations_run_the_same_image(cluster_facts: ClusterFacts, peer: ClusterF
     )
 
 
+@check("cluster.parity.same_checkpoint", Cost.READ)
 def test_stations_hold_the_same_checkpoint(cluster_facts: ClusterFacts, peer: ClusterFacts) -> None:
     """The checkpoint's file lists match on both stations: shard names and sizes, sha256 of config and index files
     [002]."""
@@ -73,6 +76,7 @@ def test_stations_hold_the_same_checkpoint(cluster_facts: ClusterFacts, peer: Cl
     )
 
 
+@check("cluster.parity.same_env_file", Cost.READ)
 def test_stations_share_the_env_file(cluster_facts: ClusterFacts, peer: ClusterFacts, cluster: Cluster) -> None:
     """The pinned environment file, {cluster.env_file}, is the same on both stations, byte for byte [002]."""
     if not cluster.env_file:
@@ -102,6 +106,7 @@ def test_stations_share_the_env_file(cluster_facts: ClusterFacts, peer: ClusterF
     )
 
 
+@check("cluster.nccl.all_reduce_bus_bandwidth_floor", Cost.READ)
 def test_all_reduce_bus_bandwidth_floor(
     cluster_facts: ClusterFacts, peer: ClusterFacts, cluster: Cluster, record_metric: RecordMetric
 ) -> None:

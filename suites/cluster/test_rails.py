@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.facts.net import PingVerdict
 
@@ -35,6 +36,7 @@ def _present(cluster_facts: ClusterFacts, rails: list[Rail]) -> list[Rail]:
     return found
 
 
+@check("cluster.rails.link_up", Cost.READ)
 def test_rail_link_up(cluster_facts: ClusterFacts, rails: list[Rail], station: Station) -> None:
     """Every rail interface exists and is UP [002]."""
     interfaces = cluster_facts.interfaces
@@ -54,6 +56,7 @@ def test_rail_link_up(cluster_facts: ClusterFacts, rails: list[Rail], station: S
     )
 
 
+@check("cluster.rails.holds_its_address", Cost.READ)
 def test_rail_holds_its_address(cluster_facts: ClusterFacts, rails: list[Rail], station: Station) -> None:
     """Every rail holds the station's pinned IPv4 address [002]."""
     bad = []
@@ -73,6 +76,7 @@ def test_rail_holds_its_address(cluster_facts: ClusterFacts, rails: list[Rail], 
     )
 
 
+@check("cluster.rails.mtu", Cost.READ)
 def test_rail_mtu(cluster_facts: ClusterFacts, rails: list[Rail], cluster: Cluster, station: Station) -> None:
     """Every rail runs MTU {cluster.mtu} [002]."""
     bad = [
@@ -89,6 +93,7 @@ def test_rail_mtu(cluster_facts: ClusterFacts, rails: list[Rail], cluster: Clust
     )
 
 
+@check("cluster.rails.speed", Cost.READ)
 def test_rail_speed(cluster_facts: ClusterFacts, rails: list[Rail], cluster: Cluster, station: Station) -> None:
     """Every rail links at {cluster.speed_gbps} Gb/s [002]."""
     want = round(cluster.speed_gbps * 1000)
@@ -108,6 +113,7 @@ def test_rail_speed(cluster_facts: ClusterFacts, rails: list[Rail], cluster: Clu
     )
 
 
+@check("cluster.rails.route_to_peer_leaves_by_the_rail", Cost.READ)
 def test_rail_route_to_peer_leaves_by_the_rail(
     cluster_facts: ClusterFacts, rails: list[Rail], station: Station
 ) -> None:
@@ -135,6 +141,7 @@ def test_rail_route_to_peer_leaves_by_the_rail(
     )
 
 
+@check("cluster.rails.jumbo_frames_cross_both_ways", Cost.READ)
 def test_jumbo_frames_cross_every_rail_both_ways(
     rails: list[Rail], cluster_facts: ClusterFacts, peer: ClusterFacts, cluster: Cluster, station: Station
 ) -> None:

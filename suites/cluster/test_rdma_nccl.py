@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.facts.nccl import Channel, Line, NcclLog
 from golive.profile.schema import Cluster, Station
@@ -84,6 +85,7 @@ def _port(cluster_facts: ClusterFacts, rail: Rail) -> IbPort | None:
     return device.ports.get(rail.port) if device else None
 
 
+@check("cluster.rdma.port_active_on_ethernet", Cost.READ)
 def test_rdma_port_active_on_ethernet(cluster_facts: ClusterFacts, rdma_rails: list[Rail], station: Station) -> None:
     """Every rail's RDMA port is ACTIVE with link layer Ethernet (RoCE) [002]."""
     devices = cluster_facts.ib_devices
@@ -107,6 +109,7 @@ def test_rdma_port_active_on_ethernet(cluster_facts: ClusterFacts, rdma_rails: l
     )
 
 
+@check("cluster.rdma.roce_v2_gid_is_the_pinned_index", Cost.READ)
 def test_rdma_roce_v2_gid_is_the_pinned_index(
     cluster_facts: ClusterFacts, rdma_rails: list[Rail], cluster: Cluster, station: Station
 ) -> None:
@@ -147,6 +150,7 @@ def test_rdma_roce_v2_gid_is_the_pinned_index(
     )
 
 
+@check("cluster.nccl.version_matches_profile", Cost.READ)
 def test_nccl_version_matches_profile(
     cluster_facts: ClusterFacts, cluster: Cluster, station: Station, record_provenance: RecordProvenance
 ) -> None:
@@ -165,6 +169,7 @@ def test_nccl_version_matches_profile(
     )
 
 
+@check("cluster.nccl.environment_is_pinned", Cost.READ)
 def test_nccl_environment_is_pinned(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
     """The environment file {cluster.env_file} pins every variable of the profile's cluster.env (NCCL HCA, GID index,
     socket interface, all-reduce switches), value for value [002]."""
@@ -197,6 +202,7 @@ def _socket_lines(log: NcclLog, cluster: Cluster) -> list[Channel] | list[Line]:
     return [n for n in log.networks if n.text.startswith(("NET/Socket : Using", "Using network Socket"))]
 
 
+@check("cluster.nccl.log_matches_declared_topology", Cost.READ)
 def test_nccl_log_matches_declared_topology(
     cluster_facts: ClusterFacts, cluster: Cluster, station: Station, profile: Profile
 ) -> None:
@@ -259,6 +265,7 @@ def test_nccl_log_matches_declared_topology(
         _lacks(log, cluster, station, COMM_LINE)
 
 
+@check("cluster.nccl.uses_gpu_direct_rdma", Cost.READ)
 def test_nccl_uses_gpu_direct_rdma(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
     """Every network channel in the NCCL log runs GPU Direct RDMA (`GDRDMA`, `GDRDMA(PCI)` on coherent GPUs) [002]."""
     log = _serving_log(cluster_facts, cluster)
@@ -290,6 +297,7 @@ def test_nccl_uses_gpu_direct_rdma(cluster_facts: ClusterFacts, cluster: Cluster
     )
 
 
+@check("cluster.nccl.never_falls_back_to_sockets", Cost.READ)
 def test_nccl_never_falls_back_to_sockets(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
     """No `NET/Socket` transport in the NCCL log: RoCE, never sockets [002]."""
     log = _serving_log(cluster_facts, cluster)
@@ -306,6 +314,7 @@ def test_nccl_never_falls_back_to_sockets(cluster_facts: ClusterFacts, cluster: 
     )
 
 
+@check("cluster.nccl.log_has_no_warnings", Cost.READ)
 def test_nccl_log_has_no_warnings(cluster_facts: ClusterFacts, cluster: Cluster, station: Station) -> None:
     """No `NCCL WARN` line in the NCCL log [002]."""
     warnings = _serving_log(cluster_facts, cluster).warnings

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint.agent import load_agent_battery, run_agent_case
 from golive.endpoint.battery_runs import Spread, failing_ids
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.endpoint
 
 
+@check("endpoint.agent.battery_meets_floor", Cost.AGENT_BATTERY)
 def test_agent_battery_meets_floor(
     endpoint: EndpointClient,
     profile: Profile,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.endpoint.client import metric_total
 from golive.endpoint.longctx import filler
@@ -25,6 +26,7 @@ def _cache_config(endpoint: EndpointClient) -> dict:
     return samples[0][0] if samples else {}
 
 
+@check("endpoint.cache.kv_capacity_meets_floor", Cost.LIGHT)
 def test_kv_cache_capacity_meets_floor(
     vllm_server: EndpointClient, profile: Profile, record_metric: RecordMetric
 ) -> None:
@@ -54,6 +56,7 @@ def test_kv_cache_capacity_meets_floor(
     )
 
 
+@check("endpoint.cache.prefix_caching_on_and_effective", Cost.LIGHT)
 def test_prefix_caching_on_and_effective(vllm_server: EndpointClient, profile: Profile) -> None:
     """Prefix caching is on and hits: a repeated prefix is served from cache [000]."""
     if profile.vllm.enable_prefix_caching is False:

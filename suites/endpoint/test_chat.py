@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 
 if TYPE_CHECKING:
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.endpoint
 
 
+@check("endpoint.chat.answers_and_stops", Cost.LIGHT)
 def test_chat_answers_and_stops(endpoint: EndpointClient, profile: Profile) -> None:
     """One chat answer arrives in content and ends with finish_reason stop [000]."""
     result = endpoint.chat(
@@ -30,6 +32,7 @@ def test_chat_answers_and_stops(endpoint: EndpointClient, profile: Profile) -> N
     )
 
 
+@check("endpoint.chat.sales_question_gets_trend_and_increase", Cost.LIGHT)
 def test_sales_question_gets_trend_and_increase(endpoint: EndpointClient, profile: Profile) -> None:
     """The recipe's real request (quarterly sales, temperature 0) gets a trend summary and the right Q1-to-Q4
     increase [002]."""

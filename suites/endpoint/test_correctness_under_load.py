@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.endpoint.client import ChatResult
 from golive.endpoint.load_request import Workload
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 
 
+@check("endpoint.under_load.tool_calls_and_arithmetic_stay_correct", Cost.UNDER_LOAD)
 def test_tool_calls_and_arithmetic_stay_correct_under_load(
     endpoint: EndpointClient, station: Station, profile: Profile
 ) -> None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.errors import EndpointError, StatusError
@@ -32,6 +33,7 @@ def _outcome(call: Callable[[], ChatResult]) -> tuple[int | str, str]:
         return "timeout", "no answer within the request timeout"
 
 
+@check("endpoint.limits.over_long_prompt_refused_cleanly", Cost.OVER_LONG)
 def test_over_long_prompt_refused_cleanly(vllm_server: EndpointClient, profile: Profile) -> None:
     """A prompt longer than the {vllm.max_model_len}-token context is refused with HTTP 400, not a 500 or a hang
     [field practice]."""
@@ -47,6 +49,7 @@ def test_over_long_prompt_refused_cleanly(vllm_server: EndpointClient, profile: 
     )
 
 
+@check("endpoint.limits.max_tokens_over_limit_refused_cleanly", Cost.LIGHT)
 def test_max_tokens_over_limit_refused_cleanly(endpoint: EndpointClient, profile: Profile) -> None:
     """max_tokens beyond the {vllm.max_model_len}-token context is refused with HTTP 400 [field practice]."""
     limit = profile.vllm.max_model_len

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint import longctx
 
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.endpoint
 
 
 @pytest.mark.parametrize("depth", [0.1, 0.5, 0.9], ids=["depth10", "depth50", "depth90"])
+@check("endpoint.context.needle_retrieved_near_full_context", Cost.NEEDLE)
 def test_needle_retrieved_near_full_context(
     vllm_server: EndpointClient, profile: Profile, depth: float, record_metric: RecordMetric
 ) -> None:
@@ -30,7 +32,8 @@ def test_needle_retrieved_near_full_context(
     served = {m.get("id"): m.get("max_model_len") for m in vllm_server.vllm_models()}.get(name)
     if served is not None and served < target + 256:
         pytest.skip(
-            f"the server's context ({served}) is shorter than this probe ({target}): see the max_model_len check"
+            f"the server's {served:,}-token context has no room for this probe's {target:,}-token prompt and 256 "
+            f"tokens for the chat template and the answer: see the max_model_len check"
         )
     label = f"needle_{int(depth * 100)}"
     started = time.perf_counter()

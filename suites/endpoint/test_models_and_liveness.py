@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.errors import EndpointError, StatusError, from_response
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.endpoint
 
 
+@check("endpoint.liveness.health_ok", Cost.LIGHT)
 def test_health_endpoint_is_ok(endpoint_health: Health | EndpointError, record_finding: RecordFinding) -> None:
     """GET /health answers HTTP 200: the engine is alive (a dead one answers HTTP 503 while /v1/models may still
     answer HTTP 200) [002]. Behind a gateway: vLLM's /health at `vllm_endpoint`, else the gateway's own probe."""
@@ -60,6 +62,7 @@ def test_health_endpoint_is_ok(endpoint_health: Health | EndpointError, record_f
     )
 
 
+@check("endpoint.models.lists_served_name", Cost.LIGHT)
 def test_models_lists_served_name(
     endpoint_reachable: EndpointClient, profile: Profile, record_provenance: RecordProvenance
 ) -> None:
@@ -75,6 +78,7 @@ def test_models_lists_served_name(
     )
 
 
+@check("endpoint.models.max_model_len_matches_profile", Cost.LIGHT)
 def test_models_max_model_len_matches_profile(vllm_server: EndpointClient, profile: Profile) -> None:
     """The served model's max_model_len equals the recipe's context window, {vllm.max_model_len} tokens
     [000][002]."""
@@ -108,6 +112,7 @@ def test_models_max_model_len_matches_profile(vllm_server: EndpointClient, profi
     )
 
 
+@check("endpoint.liveness.one_token_canary_answers", Cost.LIGHT)
 def test_one_token_canary_answers(endpoint: EndpointClient, profile: Profile) -> None:
     """A one-token chat completes: /v1/models can answer HTTP 200 while the engine is dead [field practice]."""
     try:

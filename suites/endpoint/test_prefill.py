@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.endpoint import longctx, prefill_stall
 from golive.endpoint.prefill_stall import FREEZE_SHARE, Freeze, Plan
@@ -26,6 +27,7 @@ HOST_CHECK = "test_served_flags_match_profile"
 ROOM = 256  # the chat template and the answer, beside the long prompt
 
 
+@check("endpoint.prefill.streams_keep_decoding_during_long_prefill", Cost.PREFILL_STALL)
 def test_streams_keep_decoding_during_long_prefill(
     vllm_server: EndpointClient, profile: Profile, record_metric: RecordMetric
 ) -> None:
@@ -49,8 +51,8 @@ def test_streams_keep_decoding_during_long_prefill(
     served = {m.get("id"): m.get("max_model_len") for m in vllm_server.vllm_models()}.get(name)
     if isinstance(served, int) and served < tokens + ROOM:
         pytest.skip(
-            f"not checked: the server's context ({served:,}) is shorter than this probe's prompt ({tokens:,}): see "
-            f"the max_model_len check"
+            f"not checked: the server's {served:,}-token context has no room for this probe's {tokens:,}-token prompt "
+            f"and {ROOM} tokens for the chat template and the answer: see the max_model_len check"
         )
     text = longctx.repeat_to(lambda t: vllm_server.tokenize(name, t), tokens)
     room = (served if isinstance(served, int) else profile.vllm.max_model_len) - tokens - ROOM

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.endpoint.client import error_body
 from golive.endpoint.errors import StatusError
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.endpoint
 QUESTION = [{"role": "user", "content": "What is 12 * 12?"}]
 
 
+@check("endpoint.reasoning.arrives_separately_from_content", Cost.LIGHT)
 def test_reasoning_arrives_separately_from_content(endpoint: EndpointClient, profile: Profile) -> None:
     """With the {vllm.reasoning_parser} parser, reasoning arrives in `reasoning` (or `reasoning_content`), and no
     <think>/</think> reaches content [000]."""
@@ -39,6 +41,7 @@ def test_reasoning_arrives_separately_from_content(endpoint: EndpointClient, pro
         )
 
 
+@check("endpoint.reasoning.effort_levels_accepted", Cost.LIGHT)
 def test_reasoning_effort_levels_accepted(
     endpoint: EndpointClient, profile: Profile, record_metric: RecordMetric
 ) -> None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint.errors import from_response
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.endpoint
 
 
+@check("endpoint.security.auth_matches_profile", Cost.LIGHT)
 def test_auth_matches_profile(
     endpoint_answers: EndpointClient, station: Station, profile: Profile, record_finding: RecordFinding
 ) -> None:

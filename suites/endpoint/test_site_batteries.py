@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.endpoint.answers import battery_ref, load_answer_battery, score_answer
 from golive.endpoint.battery_runs import Spread, failing_ids
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.endpoint, pytest.mark.quality]
 
 
+@check("endpoint.quality.site_batteries_meet_their_floors", Cost.SITE_BATTERIES)
 def test_site_batteries_meet_their_floors(
     endpoint: EndpointClient,
     profile: Profile,

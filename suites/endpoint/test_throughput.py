@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.endpoint import gates, timeline
 from golive.endpoint.client import metric_total
@@ -244,6 +245,7 @@ def _workload(load: Load, concurrency: int, swept: Sweep | None = None) -> str:
     )
 
 
+@check("endpoint.throughput.sweep_runs_every_level_without_failures", Cost.SWEEP)
 def test_sweep_runs_every_level_without_failures(
     swept: Sweep, load: Load, profile: Profile, record_sweep: RecordSweep
 ) -> None:
@@ -276,6 +278,7 @@ def test_sweep_runs_every_level_without_failures(
     )
 
 
+@check("endpoint.throughput.single_user_decode_meets_floor", Cost.SWEEP, gates=("single_user_decode_tok_s",))
 def test_single_user_decode_meets_floor(
     swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
 ) -> None:
@@ -296,6 +299,7 @@ def test_single_user_decode_meets_floor(
     )
 
 
+@check("endpoint.throughput.single_user_ttft_within_ceiling", Cost.SWEEP, gates=("single_user_ttft_p50_s",))
 def test_single_user_ttft_within_ceiling(
     swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
 ) -> None:
@@ -318,6 +322,7 @@ def test_single_user_ttft_within_ceiling(
     )
 
 
+@check("endpoint.throughput.aggregate_meets_floor", Cost.SWEEP, gates=("aggregate_tok_s",))
 def test_aggregate_throughput_meets_floor(
     swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
 ) -> None:
@@ -339,6 +344,7 @@ def test_aggregate_throughput_meets_floor(
     )
 
 
+@check("endpoint.throughput.per_user_speed_meets_floor", Cost.SWEEP, gates=("per_user_tok_s_p50",))
 def test_per_user_speed_meets_floor(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """At the gate level ({load.gate_level} users) each user still decodes at the recipe's median,
     {load.floors.per_user_tok_s_p50} tok/s less {load.tolerance:%} tolerance {cited}."""
@@ -359,6 +365,7 @@ def test_per_user_speed_meets_floor(swept: Sweep, load: Load, profile: Profile, 
     )
 
 
+@check("endpoint.throughput.ttft_under_load_within_ceiling", Cost.SWEEP, gates=("ttft_p50_s",))
 def test_ttft_under_load_within_ceiling(
     swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
 ) -> None:
@@ -381,6 +388,7 @@ def test_ttft_under_load_within_ceiling(
     )
 
 
+@check("endpoint.throughput.peak_meets_floor", Cost.SWEEP, gates=("peak_tok_s",))
 def test_peak_throughput_meets_floor(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """The sweep's best aggregate, at any of {load.concurrency} users, reaches the recipe's peak,
     {load.floors.peak_tok_s} tok/s less {load.tolerance:%} tolerance {cited}."""
@@ -407,6 +415,7 @@ def test_peak_throughput_meets_floor(swept: Sweep, load: Load, profile: Profile,
     )
 
 
+@check("endpoint.throughput.aggregate_scales_with_users", Cost.SWEEP, gates=("scaling_ratio",))
 def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """At {load.gate_concurrency} users the aggregate is at least {load.floors.scaling_ratio}× the single user's
     (the median of rounds of 1 and {load.gate_concurrency} users measured back to back: it holds on a busy machine),
@@ -434,6 +443,7 @@ def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile,
     )
 
 
+@check("endpoint.throughput.gate_level_never_held_back", Cost.SWEEP)
 def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """With {load.gate_level} users in flight vLLM keeps none of them waiting while it runs fewer than
     --max-num-seqs {vllm.max_num_seqs} (`vllm:num_requests_running` and `_waiting` on /metrics during the ratio
@@ -478,6 +488,7 @@ def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profil
     )
 
 
+@check("endpoint.throughput.per_user_speed_holds_under_load", Cost.SWEEP, gates=("per_user_ratio",))
 def test_per_user_speed_holds_under_load(
     swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric
 ) -> None:
@@ -502,6 +513,7 @@ def test_per_user_speed_holds_under_load(
     )
 
 
+@check("endpoint.throughput.goodput_meets_floor", Cost.SWEEP, gates=("goodput_share",))
 def test_goodput_meets_floor(swept: Sweep, load: Load, record_metric: RecordMetric) -> None:
     """At {load.gate_concurrency} users at least {load.floors.goodput_share} of the requests meet every objective at
     once (TTFT {load.slo.ttft_s} s, TPOT {load.slo.tpot_s} s, E2E {load.slo.e2el_s} s), as `vllm bench serve
@@ -539,6 +551,7 @@ def _clock(swept: Sweep, at_s: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(swept.started_at + at_s))
 
 
+@check("endpoint.path.stream_not_buffered", Cost.SWEEP)
 def test_stream_is_not_buffered(swept: Sweep, load: Load, record_metric: RecordMetric) -> None:
     """Streamed answers reach the client token by token, as vLLM sends them: nothing between the client and vLLM
     holds the response until it ends (the latency gates read the gaps between tokens) [field practice]."""
@@ -577,6 +590,7 @@ def test_stream_is_not_buffered(swept: Sweep, load: Load, record_metric: RecordM
     )
 
 
+@check("endpoint.path.latency_is_vllms_own", Cost.SWEEP)
 def test_latency_is_vllms_own(
     swept: Sweep, load: Load, record_metric: RecordMetric, record_finding: RecordFinding
 ) -> None:
@@ -613,6 +627,7 @@ def test_latency_is_vllms_own(
         )
 
 
+@check("endpoint.throughput.sweep_never_stalls", Cost.SWEEP)
 def test_sweep_never_stalls(swept: Sweep, load: Load) -> None:
     """No batch of the sweep stalls: none far below its level's other batches, no TTFT or ITL p99 many times its p50,
     no warm-up far longer than the measured batches, no seconds without a byte while requests are in flight
@@ -658,6 +673,7 @@ def prefilled(endpoint: EndpointClient, profile: Profile, load: Load) -> tuple[d
     return measured, metric_total(endpoint.metrics(), "vllm:prefix_cache_hits_total") - before
 
 
+@check("endpoint.prefill.speed_at_long_prompts", Cost.PREFILL)
 def test_prefill_speed_at_long_prompts(
     prefilled: tuple[dict[int, LevelResult], float], load: Load, record_metric: RecordMetric
 ) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint.client import ChatResult, error_body
 from golive.endpoint.errors import StatusError
@@ -137,6 +138,7 @@ def _invalid(calls: list[tuple[str, str]]) -> str | None:
     return None
 
 
+@check("endpoint.tool_choice.auto_calls_when_a_tool_fits", Cost.TOOL_CHOICE)
 def test_tool_choice_auto_calls_when_a_tool_fits(choice_runs: ChoiceRuns) -> None:
     """tool_choice auto: a request a tool fits comes back as a call to that tool [000]."""
     bad = _problems(
@@ -156,6 +158,7 @@ def test_tool_choice_auto_calls_when_a_tool_fits(choice_runs: ChoiceRuns) -> Non
     )
 
 
+@check("endpoint.tool_choice.none_answers_in_text", Cost.TOOL_CHOICE)
 def test_tool_choice_none_answers_in_text(choice_runs: ChoiceRuns) -> None:
     """tool_choice none: no call even when a tool fits, and a text answer instead [000]."""
 
@@ -176,6 +179,7 @@ def test_tool_choice_none_answers_in_text(choice_runs: ChoiceRuns) -> None:
     )
 
 
+@check("endpoint.tool_choice.required_forces_a_call", Cost.TOOL_CHOICE)
 def test_tool_choice_required_forces_a_call(choice_runs: ChoiceRuns) -> None:
     """tool_choice required: a valid call even when text would do [000]."""
     bad = _problems(
@@ -191,6 +195,7 @@ def test_tool_choice_required_forces_a_call(choice_runs: ChoiceRuns) -> None:
     )
 
 
+@check("endpoint.tool_choice.named_calls_that_function", Cost.TOOL_CHOICE)
 def test_named_tool_choice_calls_that_function(choice_runs: ChoiceRuns) -> None:
     """A named tool_choice: a call to that function, whatever the question leans to [000]."""
 
@@ -209,6 +214,7 @@ def test_named_tool_choice_calls_that_function(choice_runs: ChoiceRuns) -> None:
     )
 
 
+@check("endpoint.tool_choice.parallel_calls_are_separate_entries", Cost.TOOL_CHOICE)
 def test_parallel_calls_are_separate_entries(choice_runs: ChoiceRuns) -> None:
     """Parallel calls come back as separate tool_calls entries, one per call [000]."""
 

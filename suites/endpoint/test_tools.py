@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.errors import StatusError
-from golive.endpoint.toolcalls import load_battery, score_calls
+from golive.endpoint.toolcalls import GET_WEATHER, WEATHER_QUESTION, load_battery, score_calls
 
 if TYPE_CHECKING:
     from golive.endpoint.client import ChatResult, EndpointClient
@@ -24,22 +25,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.endpoint
 
-GET_WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "City name, e.g. 'Paris'"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            },
-            "required": ["city"],
-        },
-    },
-}
-SMOKE = [{"role": "user", "content": "What's the weather in Paris right now?"}]
+SMOKE = [{"role": "user", "content": WEATHER_QUESTION}]
 PARSER_FIX = "serve with `--enable-auto-tool-choice --tool-call-parser {parser}` (parser names are pinned to the build)"
 
 
@@ -65,6 +51,7 @@ def tools_work(smoke: Smoke) -> ChatResult:
     return result
 
 
+@check("endpoint.tools.smoke_call_is_structured", Cost.LIGHT)
 def test_smoke_get_weather_returns_structured_tool_call(smoke: Smoke, profile: Profile) -> None:
     """The smoke test: a get_weather request comes back as a structured tool_calls entry, not text [000]."""
     result, refused = smoke
@@ -129,6 +116,7 @@ def battery_runs(tools_work: ChatResult, endpoint: EndpointClient, profile: Prof
     return list(zip(cases, plain, streamed, strict=True))
 
 
+@check("endpoint.tools.call_battery_meets_floor", Cost.TOOL_BATTERY)
 def test_tool_call_battery_meets_floor(
     battery_runs: BatteryRuns, profile: Profile, record_metric: RecordMetric
 ) -> None:
@@ -154,6 +142,7 @@ def test_tool_call_battery_meets_floor(
     )
 
 
+@check("endpoint.tools.streamed_and_plain_calls_agree", Cost.TOOL_BATTERY)
 def test_streaming_and_non_streaming_give_same_calls(battery_runs: BatteryRuns) -> None:
     """Streaming and non-streaming return the same tool calls (agents use both) [000]."""
     made = sum(len(plain.tool_calls) + len(streamed.tool_calls) for _, plain, streamed in battery_runs)

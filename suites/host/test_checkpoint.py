@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.profile.origins import sourced
 from golive.profile.recipe import dram_node
@@ -37,6 +38,7 @@ def _expected_shards(facts: StationFacts, profile: Profile) -> tuple[list[str], 
     return sorted(set(index["weight_map"].values())), "model.safetensors.index.json"
 
 
+@check("host.checkpoint.shards_complete", Cost.READ)
 def test_checkpoint_shards_complete(facts: StationFacts, profile: Profile, record_provenance: RecordProvenance) -> None:
     """Every shard the checkpoint names is present and non-empty, none is extra, and together they make the
     checkpoint's {checkpoint.size_gb} GB [002][000]."""
@@ -69,6 +71,7 @@ def test_checkpoint_shards_complete(facts: StationFacts, profile: Profile, recor
     )
 
 
+@check("host.checkpoint.config_matches_profile", Cost.READ)
 def test_checkpoint_config_matches_profile(
     facts: StationFacts, profile: Profile, record_provenance: RecordProvenance
 ) -> None:
@@ -112,6 +115,7 @@ def test_checkpoint_config_matches_profile(
     )
 
 
+@check("host.checkpoint.fits_on_disk", Cost.READ)
 def test_checkpoint_disk_space(facts: StationFacts, profile: Profile) -> None:
     """The checkpoint fits: bytes already on disk plus free space cover the recipe's {checkpoint.disk_need_gb} GB
     [002][000]."""

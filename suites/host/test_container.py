@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.facts import exec_lines
 from golive.facts.vllm import (
@@ -85,6 +86,7 @@ def docker_run(facts: StationFacts, service: Service) -> DockerRun:
     return run
 
 
+@check("host.container.no_docker_restart_policy", Cost.READ)
 def test_docker_has_no_restart_policy(facts: StationFacts, docker_run: DockerRun, service: Service) -> None:
     """Docker has no --restart flag: systemd owns restarts, so the prestart runs on every attempt [000]."""
     policy = docker_restart_policy(docker_run, facts.container)
@@ -97,6 +99,7 @@ def test_docker_has_no_restart_policy(facts: StationFacts, docker_run: DockerRun
     )
 
 
+@check("host.container.not_pinned_to_dram_node", Cost.READ)
 def test_container_not_pinned_to_dram_node(
     facts: StationFacts, docker_run: DockerRun, profile: Profile, service: Service
 ) -> None:
@@ -118,6 +121,7 @@ def test_container_not_pinned_to_dram_node(
     )
 
 
+@check("host.image.pinned_by_digest", Cost.READ)
 def test_image_pinned_by_digest(facts: StationFacts, docker_run: DockerRun, profile: Profile, service: Service) -> None:
     """The image is referenced by @sha256 digest, the one the profile pins [000][002]."""
     image = docker_run.image
@@ -139,6 +143,7 @@ def test_image_pinned_by_digest(facts: StationFacts, docker_run: DockerRun, prof
     )
 
 
+@check("host.image.running_container_runs_pinned_image", Cost.READ)
 def test_running_container_runs_pinned_image(
     facts: StationFacts, docker_run: DockerRun, profile: Profile, service: Service, station: Station
 ) -> None:
@@ -284,6 +289,7 @@ def _text(value: object) -> str:
     return "on" if value is True else "off" if value is False else str(value)
 
 
+@check("host.vllm.served_flags_accepted_by_vllm", Cost.READ)
 def test_served_flags_are_accepted_by_vllm(
     facts: StationFacts, docker_run: DockerRun, service: Service, station: Station
 ) -> None:
@@ -309,6 +315,7 @@ def test_served_flags_are_accepted_by_vllm(
     )
 
 
+@check("host.vllm.served_flags_match_profile", Cost.READ)
 def test_served_flags_match_profile(
     facts: StationFacts,
     docker_run: DockerRun,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.facts import FactError
 from golive.facts.gpu import is_workstation_brand, mib, normalize_bus_id
@@ -41,6 +42,7 @@ def _not_applicable_without_gpus(profile: Profile) -> None:
         )
 
 
+@check("host.gpu.serving_gpu_present", Cost.READ)
 def test_serving_gpu_present(facts: StationFacts, profile: Profile, record_provenance: RecordProvenance) -> None:
     """The station shows its {gpu.per_station} serving {gpu.name_contains} GPU(s), not the display GPU [000][002]."""
     _not_applicable_without_gpus(profile)
@@ -89,6 +91,7 @@ def test_serving_gpu_present(facts: StationFacts, profile: Profile, record_prove
     )
 
 
+@check("host.gpu.compute_processes_belong_to_serving_container", Cost.READ)
 def test_gpu_compute_processes_belong_to_serving_container(
     facts: StationFacts, profile: Profile, station: Station
 ) -> None:
@@ -118,6 +121,7 @@ def test_gpu_compute_processes_belong_to_serving_container(
     )
 
 
+@check("host.gpu.idle_hbm_below_ceiling_before_start", Cost.READ)
 def test_idle_hbm_below_ceiling_before_start(facts: StationFacts, profile: Profile, station: Station) -> None:
     """Before a start (service stopped), HBM in use is below the idle ceiling of {gpu.idle_hbm_used_ceiling_mib} MiB,
     so vLLM can claim its share [000]."""

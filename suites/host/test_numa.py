@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.profile.origins import sourced
 from golive.profile.recipe import dram_node
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.host
 
 
+@check("host.numa.hbm_node_page_cache_near_empty", Cost.READ)
 def test_hbm_node_page_cache_is_near_empty(facts: StationFacts, profile: Profile) -> None:
     """The GPU's HBM NUMA node holds next to no page cache (FilePages at most {numa.hbm_file_pages_ceiling_mib} MiB)
     before a start [000][001]."""

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.facts import FactError
 
@@ -24,6 +25,7 @@ def _file_and_line(where: str) -> str:
     return f"{path} (line {line})"
 
 
+@check("host.prestart.runs_before_every_start", Cost.READ)
 def test_prestart_is_what_the_unit_runs_before_start(facts: StationFacts, service: Service) -> None:
     """The unit's ExecStartPre runs the recipe's prestart script, {service.prestart} (executable; its failure stops
     the start) [000]."""
@@ -70,6 +72,7 @@ def test_prestart_is_what_the_unit_runs_before_start(facts: StationFacts, servic
         )
 
 
+@check("host.prestart.syncs_then_drops_page_cache", Cost.READ)
 def test_prestart_syncs_then_drops_page_cache(
     facts: StationFacts, service: Service, record_finding: RecordFinding
 ) -> None:
@@ -145,6 +148,7 @@ def _written_to(command: ShellCommand) -> list[str]:
     return [target for op, target in command.redirects if op in (">", ">>", ">|", "&>")]
 
 
+@check("host.prestart.saves_logs_before_removing_container", Cost.READ)
 def test_prestart_saves_logs_before_removing_container(facts: StationFacts, service: Service) -> None:
     """The prestart saves the previous container's logs into the log dir BEFORE `docker rm` erases them, and nothing
     removes the dead container first: no `docker run --rm`, no `docker rm` in ExecStop=/ExecStopPost= (they run after
@@ -231,6 +235,7 @@ def _saved_logs_folder(facts: StationFacts, service: Service) -> str | None:
     return folder if folder.startswith("/") and "$" not in folder else None
 
 
+@check("host.prestart.saved_the_dead_containers_logs", Cost.READ)
 def test_prestart_saved_the_dead_containers_logs(
     facts: StationFacts, service: Service, record_finding: RecordFinding
 ) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.facts import FactError
 from golive.facts.systemd import unit_differences
@@ -40,6 +41,7 @@ def _do_each(unit: UnitFacts, unit_name: str, settings: list[UnitSetting]) -> st
     return "; and ".join(unit.fix_at(s.key, unit_name, s.setting) for s in settings)
 
 
+@check("host.unit.restarts_on_failure_after_delay", Cost.READ)
 def test_unit_restarts_on_failure_after_delay(facts: StationFacts, service: Service, profile: Profile) -> None:
     """systemd restarts a crashed service after a delay (Restart={service.restart}, RestartSec={service.restart_sec_s}
     s) [000]."""
@@ -62,6 +64,7 @@ def test_unit_restarts_on_failure_after_delay(facts: StationFacts, service: Serv
     )
 
 
+@check("host.unit.caps_starts_per_interval", Cost.READ)
 def test_unit_caps_starts_per_interval(facts: StationFacts, service: Service, profile: Profile) -> None:
     """Starts are capped at {service.start_limit_burst} per {service.start_limit_interval_s} s, then the unit stays
     down [000]."""
@@ -87,6 +90,7 @@ def test_unit_caps_starts_per_interval(facts: StationFacts, service: Service, pr
     )
 
 
+@check("host.unit.enabled_and_active", Cost.READ)
 def test_unit_is_enabled_and_active(facts: StationFacts, service: Service, station: Station) -> None:
     """The unit is enabled (starts at boot) and, while serving, active [000]."""
     unit = facts.unit
@@ -114,6 +118,7 @@ def test_unit_is_enabled_and_active(facts: StationFacts, service: Service, stati
         )
 
 
+@check("host.unit.runs_as_its_files_say", Cost.READ)
 def test_unit_runs_as_its_files_say(facts: StationFacts, service: Service) -> None:
     """systemd runs the unit as its files say now: an edit of the unit or a drop-in is loaded (`systemctl
     daemon-reload`), so the unit golive checks is the one the next start and the next boot run [000]."""

@@ -14,16 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from golive.day2.light_checks import LIGHT_KEYWORDS
+from golive.day2.light_checks import light_args
 from golive_testbed.reference.launcher import ReferenceStation
 
 REPO = Path(__file__).resolve().parents[2]
 PORT = int(os.environ.get("GOLIVE_TEST_PORT", "8779"))
 WATCH_PORT, PROMETHEUS_PORT = PORT + 1, PORT + 2  # the task's extra ports beside the station's
 EVERY = 60
-# the cheap endpoint subset: the watcher's light checks (no sweep, batteries, needle, over-long prompt or tool_choice
-# set). The whole endpoint layer took 50 s on a quiet 2-core machine and over 20 min at load 20.
-ENDPOINT_SUBSET = ["-m", "endpoint and not perf and not quality", "-k", LIGHT_KEYWORDS]
+# the cheap endpoint subset: the watcher's light checks (those that declare a light cost: no sweep, batteries, needle,
+# over-long prompt, tool_choice set or long prompt beside streams). The whole endpoint layer took 50 s on a quiet 2-core
+# machine and over 20 min at load 20.
+ENDPOINT_SUBSET = light_args({"endpoint"})
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +132,7 @@ def test_prometheus_scrapes_the_watcher_and_sees_a_killed_station(reference, inv
     try:
         healthy = wait_for('golive_check_passed{job="golive",station="reference"}', EVERY + 90, "the first round")
         checks = {r["metric"]["check"]: r for r in healthy}
-        assert "test_one_token_canary_answers" in checks and "test_health_endpoint_is_ok" in checks
+        assert "endpoint.liveness.one_token_canary_answers" in checks and "endpoint.liveness.health_ok" in checks
         assert all(r["metric"]["layer"] == "endpoint" and r["value"][1] == "1" for r in healthy), healthy
         for series in (
             "golive_canary_up",
@@ -159,7 +160,7 @@ def test_prometheus_scrapes_the_watcher_and_sees_a_killed_station(reference, inv
         took = time.monotonic() - killed
         assert took <= EVERY + 20, f"the kill showed after {took:.0f} s; one interval is {EVERY} s"
         assert (
-            query('golive_check_passed{station="reference",check="test_health_endpoint_is_ok"}')[0]["value"][1] == "0"
+            query('golive_check_passed{station="reference",check="endpoint.liveness.health_ok"}')[0]["value"][1] == "0"
         )
     finally:
         stop(watcher)

@@ -17,7 +17,10 @@ import pytest
 from faults.proxy import FaultProxy
 from test_throughput_layer import golive_perf
 
+from golive.run.probe import PROBE_ANSWERS, PROBE_ROUND_TRIPS
+
 BUFFERING = "test_stream_is_not_buffered"
+PROBE_CHATS = 1 + PROBE_ROUND_TRIPS + PROBE_ANSWERS  # the estimate probe's chat requests (no long prompt selected)
 PATH = "test_latency_is_vllms_own"
 STALL = "test_sweep_never_stalls"
 LATENCY = {
@@ -105,9 +108,10 @@ def test_frozen_server_is_a_stall_with_its_time(reference, tmp_path):
 
         threading.Timer(4.0, resume).start()
 
-    # chat requests: 2 priming (2 users), 1 warm-up, then the 12 measured at 1 user: the 10th is their 7th
+    # chat requests: the estimate's probe's, 2 priming (2 users), 1 warm-up, then the 12 measured at 1 user: their 4th
+    fault_at = PROBE_CHATS + 2 + 1 + 4
     try:
-        with FaultProxy(reference.port, fault_at=10, before=freeze, counting=b"/chat/completions") as proxy:
+        with FaultProxy(reference.port, fault_at=fault_at, before=freeze, counting=b"/chat/completions") as proxy:
             run = golive_perf(proxy.base_url, tmp_path, _site(tmp_path, TWO_LEVELS), _select(checks), checks)
     finally:
         if not resumed.wait(10):

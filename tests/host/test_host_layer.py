@@ -256,7 +256,7 @@ def test_healthy_station_passes_every_host_check(trees, tmp_path):
         "test_idle_hbm_below_ceiling_before_start": "not_applicable",
         "test_prestart_saved_the_dead_containers_logs": "not_applicable",  # NRestarts=0: no restart to look at
     }, output
-    assert results["verdict"] == "pass" and results["schema"] == 4
+    assert results["verdict"] == "pass" and results["schema"] == 5
     assert results["profile"]["name"] == "glm-5.3-flash-gb300" and len(results["profile"]["sha256"]) == 64
     for report in ("go-live.html", "go-live.md", "junit.xml", "results.json"):
         assert (tmp_path / report).stat().st_size > 0

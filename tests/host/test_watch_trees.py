@@ -53,8 +53,8 @@ def host_checks(inventory: Path) -> int:
     "variant, failing",
     [
         ("gb300-healthy", set()),
-        ("tool-parser-wrong", {"test_served_flags_match_profile"}),
-        ("unit-disabled", {"test_unit_is_enabled_and_active"}),
+        ("tool-parser-wrong", {"host.vllm.served_flags_match_profile"}),
+        ("unit-disabled", {"host.unit.enabled_and_active"}),
     ],
 )
 def test_watch_round_on_a_tree(trees, variant, failing):
@@ -66,7 +66,7 @@ def test_watch_round_on_a_tree(trees, variant, failing):
     # the host layer less the pre-start check (not applicable while serving) and the saved-logs check (not applicable
     # where systemd never restarted the unit: NRestarts=0 on the trees)
     assert len(passed) == host_checks(REPO / f"fixtures/inventories/{variant}.yaml") - 2
-    assert "test_prestart_saved_the_dead_containers_logs" not in passed
+    assert "host.prestart.saved_the_dead_containers_logs" not in passed
     assert samples["golive_service_restarts_total"] == [({"station": "gb300-a"}, 0.0)]
     assert ("golive_last_success_timestamp_seconds" in samples) == (not failing)
     assert "golive_canary_up" not in samples  # no endpoint: no canary, never a made-up 0

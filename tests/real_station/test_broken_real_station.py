@@ -218,14 +218,13 @@ def test_max_num_seqs_1_is_one_cause_at_host_and_endpoint(station, tmp_path):
     assert flagged["flags"] == ["max-num-seqs"] and "max-num-seqs" in explained["suspects"], (flagged, explained)
     assert flagged["same_cause_checks"] == [run.check(endpoint)["id"]], flagged
     assert explained["same_cause_checks"] == [run.check(host)["id"]], explained
+    host_id, endpoint_id = run.check(host)["id"], run.check(endpoint)["id"]  # the declared ids, @station
+    assert host_id.endswith(f"@{NAME}") and endpoint_id.endswith(f"@{NAME}"), (host_id, endpoint_id)
+    assert f"the same root cause as {host_id} (host), which found the served --max-num-seqs" in explained["same_cause"]
+    assert f"the same root cause as {endpoint_id} (endpoint)" in flagged["same_cause"]
     assert (
-        f"the same root cause as {host}@{NAME} (host), which found the served --max-num-seqs"
-        in (explained["same_cause"])
-    )
-    assert f"the same root cause as {endpoint}@{NAME} (endpoint)" in flagged["same_cause"]
-    assert (
-        f"same cause on {NAME}: the served --max-num-seqs, found by {host}@{NAME} (host); it explains "
-        f"{endpoint}@{NAME} (endpoint)" in run.output
+        f"same cause on {NAME}: the served --max-num-seqs, found by {host_id} (host); it explains "
+        f"{endpoint_id} (endpoint)" in run.output
     )
     assert (run.out / "go-live.md").read_text().count("**Same cause:** the same root cause as") == 2
     assert (run.out / "go-live.html").read_text().count("<dt>Same cause</dt>") == 2

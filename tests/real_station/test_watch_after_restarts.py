@@ -147,8 +147,8 @@ def test_start_limit_leaves_the_unit_failed_and_watch_says_so(restarting):
     started = time.monotonic()
     # a round wholly after the failure (the one running at that moment may have read the unit mid-restart)
     after = wait("a whole watcher round after the failure", lambda: watch_lines(restarting)[len(rounds) + 1 :], 120)
-    assert "failing: " in after[-1] and "test_unit_is_enabled_and_active" in after[-1], after
-    failing = f'golive_check_passed{{station="{station.name}",check="test_unit_is_enabled_and_active"}} == 0'
+    assert "failing: " in after[-1] and "host.unit.enabled_and_active" in after[-1], after
+    failing = f'golive_check_passed{{station="{station.name}",check="host.unit.enabled_and_active"}} == 0'
     wait("the watcher's failed unit in Prometheus", lambda: prometheus.query(failing), 30)
     TIMINGS["failed_unit_in_watch_s"] = time.monotonic() - started
     series = f'golive_service_restarts_total{{station="{station.name}"}}'

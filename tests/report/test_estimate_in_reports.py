@@ -5,6 +5,7 @@ the same estimate and the same actual time. The station is a scripted OpenAI end
 import html
 import json
 import re
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from golive_run import golive_run
 
+from golive.report.markdown import cell
 from golive.report.model import EstimateRecord
 
 MODEL = "golive-reference"  # reference-cpu's served name
@@ -89,7 +91,7 @@ def test_every_report_shows_the_same_estimate_and_actual(tmp_path, scripted_stat
         "-m",
         "endpoint",
         "-k",
-        # a check whose time is the station's prefill speed (SPEED_MODULES): the station is probed, long prompts too
+        # a check whose time is a long prompt's prefill (its declared cost): the station is probed, long prompts too
         "test_health_endpoint_is_ok or test_models_lists_served_name or test_prefill_speed_at_long_prompts",
         "-p",
         "no:cacheprovider",
@@ -135,5 +137,43 @@ def test_quick_checks_alone_send_no_probe(tmp_path, scripted_station):
     output = run.proc.stdout + run.proc.stderr
     assert run.results, output[-3000:]
     assert not EstimateRecord.model_validate(run.results["estimate"]).probes, run.results["estimate"]
-    before = next(line for line in output.splitlines() if "checks should take about" in line)
+    before = next(line for line in output.splitlines() if "should take about" in line)
+    assert before.startswith("golive: 1 check should take about "), before  # one check, not "1 checks"
     assert "from the profile's floors (nothing probed)" in before, before
+
+
+def test_a_failed_probe_says_no_time_in_every_report(tmp_path):
+    """The endpoint refuses connections: the probe fails, so the first line promises no time for its checks (never
+    hours at the profile's floors, for a run that ends in seconds), and every report says the same, once."""
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "inventory.yaml").write_text(
+        f"profile: reference-cpu\nstations:\n  - {{name: down, endpoint: 'http://127.0.0.1:{port}/v1'}}\n"
+    )
+    run = golive_run(
+        tmp_path / "inventory.yaml",
+        tmp_path / "out",
+        "-m",
+        "endpoint",
+        "-k",
+        "endpoint.liveness.health_ok or endpoint.throughput or endpoint.context",
+        "-p",
+        "no:cacheprovider",
+    )
+    output = run.proc.stdout + run.proc.stderr
+    assert run.results, output[-3000:]
+    estimate = EstimateRecord.model_validate(run.results["estimate"])
+    (probe,) = estimate.probes
+    assert probe.failed and probe.problem is not None and probe.problem.startswith("probe failed ("), probe
+    checks = len(run.results["checks"])
+    assert (estimate.checks, estimate.not_estimated) == (checks, checks), estimate
+    before = next(line for line in output.splitlines() if line.startswith(f"golive: {checks} checks"))
+    assert before == f"golive: {checks} checks; no check estimated: down: {probe.problem}", before
+    assert estimate.actual_s is not None and estimate.actual_s < 60
+    said = estimate.summary()
+    assert said.startswith("took ") and f"; no check estimated (down: {probe.problem})" in said, said
+    assert " h " not in before + said and "estimated 1" not in said
+    assert f"golive: {said}" in output.splitlines(), output[-3000:]
+    assert f"| time | {cell(said)} |" in (run.out / "go-live.md").read_text()
+    assert f"Time: {said}</p>" in html.unescape((run.out / "go-live.html").read_text())

@@ -10,7 +10,7 @@ from level_rows import level_row
 from golive.endpoint.levels import LevelResult
 from golive.report.html import summary_html
 from golive.report.markdown import render_markdown
-from golive.report.model import Results
+from golive.report.model import SCHEMA, Results
 from golive.report.plots import sweep_rows, sweep_svg
 from golive.report.results import CheckRecord, Metric, Recorder, SweepPoint, sweep_of
 from tests.report.test_report import CHROMIUM, chromium_dom
@@ -87,7 +87,7 @@ def sweep_recorder() -> Recorder:
 
 def test_results_json_carries_the_sweep_as_rows_that_read_back():
     data = json.loads(json.dumps(sweep_recorder().as_dict()))  # as written to and read from results.json
-    assert data["schema"] == 4 and len(data["sweep"]) == 6
+    assert data["schema"] == SCHEMA and len(data["sweep"]) == 6
     assert data["sweep"][0]["station"] == "gb300-a" and data["sweep"][0]["concurrency"] == 256
     assert sweep_of(Results.model_validate(data)) == sweep_points()
     assert [m["name"] for m in data["metrics"]] == ["peak_tok_s"]  # the sweep is not spelled as metric names

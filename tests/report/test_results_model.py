@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from golive.checklist import check_id
 from golive.endpoint.levels import LevelResult
 from golive.report.markdown import render_markdown
-from golive.report.model import SCHEMA, Results, SweepRow, check_id, main, read_results, schema_text
+from golive.report.model import SCHEMA, Results, SweepRow, legacy_check_id, main, read_results, schema_text
 from golive.report.results import CheckRecord, Metric, Recorder
 from tests.report.test_numbers import numbers_recorder
 from tests.report.test_plots import sweep_recorder
@@ -48,7 +49,7 @@ def test_a_sweep_row_has_exactly_the_level_results_fields():
 def test_what_is_written_reads_back_the_same(tmp_path, recorder):
     written = recorder().write(tmp_path / "results.json")
     text = (tmp_path / "results.json").read_text()
-    assert json.loads(text)["schema"] == SCHEMA == 4
+    assert json.loads(text)["schema"] == SCHEMA == 5
     read = read_results(tmp_path / "results.json")
     assert read == written and read.as_json() == text
     assert render_markdown(read) == render_markdown(written)
@@ -86,26 +87,47 @@ def test_a_metric_at_infinity_is_written_as_json_dumps_wrote_it(tmp_path):
         ("golive::post-upgrade-gate", "", "golive::post-upgrade-gate"),
     ],
 )
-def test_check_ids_drop_what_depends_on_the_run(nodeid, station, expected):
-    assert check_id(nodeid, station) == expected
+def test_legacy_ids_drop_what_depends_on_the_run(nodeid, station, expected):
+    """The id schema 4 derived from where a check was written: older files still read, and pair, by it."""
+    assert legacy_check_id(nodeid, station) == expected
 
 
-def test_the_same_check_on_two_stations_or_two_checks_have_two_ids():
+@pytest.mark.parametrize(
+    "nodeid, station, expected",
+    [
+        ("suites/host/test_unit.py::test_unit_caps[gb300-a]", "gb300-a", "host.unit.caps@gb300-a"),
+        ("../site-packages/golive/suites/host/moved.py::test_renamed[gb300-a]", "gb300-a", "host.unit.caps@gb300-a"),
+        ("suites/endpoint/t.py::test_needle[gb300-a-depth50]", "gb300-a", "host.unit.caps[depth50]@gb300-a"),
+        ("suites/endpoint/t.py::test_y[a-gb300-a-q]", "gb300-a", "host.unit.caps[a-q]@gb300-a"),
+        ("suites/host/test_unit.py::test_unit_caps[gb300-a-2]", "gb300-a-2", "host.unit.caps@gb300-a-2"),
+    ],
+)
+def test_check_ids_are_the_declared_id_its_parameters_and_station(nodeid, station, expected):
+    """Where the check is written (file, function) is not part of its id: moved or renamed, it keeps it."""
+    assert check_id("host.unit.caps", nodeid, station) == expected
+
+
+def test_the_same_check_on_two_stations_or_two_cases_have_two_ids():
     ids = {
-        check_id("suites/host/test_unit.py::test_unit_caps[gb300-a]", "gb300-a"),
-        check_id("suites/host/test_unit.py::test_unit_caps[gb300-a-2]", "gb300-a-2"),
-        check_id("suites/host/test_unit.py::test_unit_enabled[gb300-a]", "gb300-a"),
-        check_id("suites/endpoint/test_long_context.py::test_needle[depth10-gb300-a]", "gb300-a"),
-        check_id("suites/endpoint/test_long_context.py::test_needle[depth50-gb300-a]", "gb300-a"),
+        check_id("host.unit.caps", "suites/host/test_unit.py::test_unit_caps[gb300-a]", "gb300-a"),
+        check_id("host.unit.caps", "suites/host/test_unit.py::test_unit_caps[gb300-a-2]", "gb300-a-2"),
+        check_id("host.unit.enabled", "suites/host/test_unit.py::test_unit_enabled[gb300-a]", "gb300-a"),
+        check_id("endpoint.context.needle", "suites/endpoint/t.py::test_needle[depth10-gb300-a]", "gb300-a"),
+        check_id("endpoint.context.needle", "suites/endpoint/t.py::test_needle[depth50-gb300-a]", "gb300-a"),
     }
     assert len(ids) == 5
 
 
 def test_every_record_has_its_id_and_a_written_id_is_kept():
+    """A record without an id (a schema 2 or 3 file) gets the one schema 4 derived; a written id is kept as it is."""
     record = CheckRecord(nodeid="suites/host/test_unit.py::test_x[a]", layer="host", rule="r", station="a")
     assert record.id == "host/test_unit.py::test_x@a"
     kept = CheckRecord.model_validate(record.model_dump() | {"nodeid": "elsewhere::test_x[a]"})
     assert kept.id == "host/test_unit.py::test_x@a"
+    declared = CheckRecord(
+        id="host.unit.x@a", nodeid="suites/host/test_unit.py::test_x[a]", layer="host", rule="r", station="a"
+    )
+    assert declared.id == "host.unit.x@a"
 
 
 def test_a_stopped_check_says_why_as_data(tmp_path):

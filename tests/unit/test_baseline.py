@@ -5,9 +5,10 @@ import json
 
 import pytest
 
+from golive.checklist import Collected, CollectedChecks
 from golive.report import baseline
 from golive.report.baseline import gate_finding, load_baseline
-from golive.report.model import Results
+from golive.report.model import Results, legacy_check_id
 
 SERVED = {
     "served-model-name": "glm-5.3-flash",
@@ -130,7 +131,7 @@ def test_baseline_must_be_a_go_live_of_the_same_profile(tmp_path):
     ):
         load_baseline(other, "glm-5.3-flash-gb300")
     other.write_text(json.dumps({"schema": 1}))
-    with pytest.raises(ValueError, match=r"not a golive results.json of schema 2, 3 or 4 \(got schema 1\)"):
+    with pytest.raises(ValueError, match=r"not a golive results.json of schema 2, 3, 4 or 5 \(got schema 1\)"):
         load_baseline(other, "glm-5.3-flash-gb300")
     with pytest.raises(ValueError, match="baseline results file not found"):
         load_baseline(tmp_path / "missing.json", "glm-5.3-flash-gb300")
@@ -200,7 +201,7 @@ def test_a_schema_3_baseline_is_compared_with_a_schema_4_run_check_by_check(tmp_
         (lambda r: r["checks"][0].update(outcome="ok"), "checks.0.outcome: Value error, 'ok' is none of passed, "),
         (lambda r: r["checks"][1].pop("nodeid"), "checks.1.nodeid: Field required"),
         (lambda r: r["metrics"][0].update(valu=1), "metrics.0.valu: Extra inputs are not permitted"),
-        (lambda r: r.update(schema=5), "not a golive results.json of schema 2, 3 or 4 (got schema 5)"),
+        (lambda r: r.update(schema=6), "not a golive results.json of schema 2, 3, 4 or 5 (got schema 6)"),
         (lambda r: r.update(verdict="GO"), "verdict: Value error, 'GO' is none of pass, fail, incomplete"),
     ],
 )
@@ -211,3 +212,99 @@ def test_a_results_file_the_model_refuses_is_one_line_naming_the_key(tmp_path, c
         load_baseline(_write(tmp_path, data), "glm-5.3-flash-gb300")
     message = str(refused.value)
     assert message.startswith(f"{tmp_path / 'results.json'}: ") and line in message and "\n" not in message, message
+
+
+def _collected(*checks: tuple[str, str], layers: frozenset[str] = frozenset({"host"})) -> CollectedChecks:
+    """This run's checks: (declared id, nodeid) on gb300-a."""
+    return CollectedChecks(
+        tuple(
+            Collected(
+                id=f"{declared}@gb300-a",
+                declared=declared,
+                legacy_id=legacy_check_id(nodeid, "gb300-a"),
+                name=nodeid.split("::")[1].partition("[")[0],
+                layer=declared.split(".")[0],
+                station="gb300-a",
+                rule="",
+            )
+            for declared, nodeid in checks
+        ),
+        layers,
+    )
+
+
+RENAMED = _collected(
+    ("host.unit.runs_as_pinned", "suites/host/test_x.py::test_unit[gb300-a]"),
+    ("host.image.pinned_by_digest", "suites/host/test_x.py::test_image[gb300-a]"),
+    ("host.vllm.served_flags_match_profile", "suites/host/test_x.py::test_flags[gb300-a]"),
+)
+
+
+def _now(flipped: str = "") -> Results:
+    """This run (schema 5): the checks of `RENAMED`, `flipped` failed."""
+    data = results() | {"schema": 5}
+    for check, case in zip(data["checks"], RENAMED.cases, strict=True):
+        check["id"] = case.id
+        check["outcome"] = "failed" if case.declared == flipped else "passed"
+    return Results.model_validate(data)
+
+
+@pytest.mark.parametrize("schema", [3, 4])
+def test_an_older_baseline_pairs_with_the_declared_ids_through_the_ids_it_derived(tmp_path, schema):
+    """A baseline of schema 3 or 4 names checks by file and function; this run by their declared ids: the same checks
+    pair up (the derivation of the older id, done on this run's checks, renames the baseline's), the flip is listed
+    under the declared id, and nothing is left unmatched."""
+    data = results() | {"schema": schema}
+    if schema == 4:
+        for check in data["checks"]:
+            check["id"] = legacy_check_id(check["nodeid"], check["station"])
+    previous = load_baseline(_write(tmp_path, data), "glm-5.3-flash-gb300")
+    assert previous.checks[0].id == "host/test_x.py::test_unit@gb300-a"  # as the file named it (or derived)
+    renamed = baseline.in_these_ids(previous, RENAMED)
+    assert [c.id for c in renamed.checks] == [c.id for c in RENAMED.cases]
+    result = baseline.diff(renamed, _now(flipped="host.vllm.served_flags_match_profile"))
+    assert [(c.kind, c.name, c.before, c.after) for c in result.changes] == [
+        ("check", "host.vllm.served_flags_match_profile@gb300-a", "passed", "failed")
+    ]
+    assert baseline.unmatched(previous, RENAMED) == []
+
+
+def test_a_schema_5_baseline_is_paired_by_its_ids_as_they_are(tmp_path):
+    previous = load_baseline(_write(tmp_path, _now().model_dump(mode="json", by_alias=True)), "glm-5.3-flash-gb300")
+    assert baseline.in_these_ids(previous, RENAMED) is previous
+    result = baseline.diff(previous, _now(flipped="host.image.pinned_by_digest"))
+    assert [(c.name, c.after) for c in result.changes] == [("host.image.pinned_by_digest@gb300-a", "failed")]
+
+
+@pytest.mark.parametrize(
+    "kept, layers, said",
+    [
+        (3, {"host"}, None),  # every check of the baseline is in this run
+        (
+            2,
+            {"host"},
+            "the baseline's check host.vllm.served_flags_match_profile@gb300-a matches no check of this run "
+            "(renamed or removed, or the station is gone): not compared",
+        ),
+        (
+            0,
+            {"host"},
+            "the baseline's 3 checks host.unit.runs_as_pinned@gb300-a, host.image.pinned_by_digest@gb300-a and "
+            "host.vllm.served_flags_match_profile@gb300-a match no check of this run (renamed or removed, or the "
+            "station is gone): not compared",
+        ),
+        (0, {"endpoint"}, None),  # `-m endpoint`: the host layer's suite was not collected, its checks are no news
+    ],
+    ids=["all-matched", "one-lost", "all-lost", "layer-not-collected"],
+)
+def test_a_baseline_check_that_matches_no_check_of_the_run_is_a_warning(tmp_path, kept, layers, said):
+    previous = Results.model_validate(_now().model_dump(mode="json", by_alias=True))
+    collected = CollectedChecks(RENAMED.cases[:kept], frozenset(layers))
+    assert baseline.unmatched(previous, collected) == ([said] if said else [])
+
+
+def test_a_long_list_of_unmatched_checks_is_cut_and_counted():
+    data = _now().model_dump(mode="json", by_alias=True)
+    data["checks"] = [dict(data["checks"][0], id=f"host.unit.gone_{n}@gb300-a") for n in range(8)]
+    (line,) = baseline.unmatched(Results.model_validate(data), RENAMED)
+    assert line.startswith("the baseline's 8 checks host.unit.gone_0@gb300-a, ") and " and 3 more match " in line

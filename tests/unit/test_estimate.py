@@ -3,12 +3,14 @@ measured), the upper bound that speed at a pessimistic factor, each part capped 
 
 import json
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from golive.checklist import MARKER, Cost, Declaration
+from golive.endpoint.load_request import RequestTiming
 from golive.endpoint.target import EndpointTarget
 from golive.inventory.loader import load_profile
 from golive.profile.schema import Station
@@ -26,7 +28,7 @@ from golive.run.estimate import (
     scaling,
     sweep_seconds,
 )
-from golive.run.probe import Probe, probe_endpoint
+from golive.run.probe import MIN_READS, Probe, decode_speed, probe_endpoint
 
 REFERENCE = load_profile("reference-cpu").profile  # levels 1, 2, 4, 8 (gate 8); 3 repeats, ≥ 12; 1 warm-up; 7 rounds
 GB300 = load_profile("glm-5.3-flash-gb300").profile
@@ -82,25 +84,29 @@ def _station(name: str = "ref", **fields) -> Station:
     return Station(name=name, endpoint="http://127.0.0.1:1/v1", **fields)
 
 
-def _item(station: Station, module: str, name: str, layer: str = "endpoint", fixtures: tuple[str, ...] = ()):
+def _item(station: Station, id: str, cost: Cost, layer: str = "endpoint", params: str = ""):
+    """A collected check as the estimate reads it: its station, layer marker and declaration (golive.checklist)."""
+    declaration = Declaration(id, cost)
+    marks = {layer: SimpleNamespace(name=layer), MARKER: SimpleNamespace(name=MARKER, args=(declaration,))}
+    name = f"test_{abs(hash(id)) % 10**6}[{station.name}{params}]"  # its function's name: nothing the estimate reads
     return SimpleNamespace(
-        nodeid=f"suites/{layer}/{module}::{name}[{station.name}]",
-        name=f"{name}[{station.name}]",
-        path=Path(f"suites/{layer}/{module}"),
+        nodeid=f"suites/{layer}/anywhere.py::{name}",
+        name=name,
         callspec=SimpleNamespace(params={"station": station}),
-        iter_markers=lambda: [SimpleNamespace(name=layer)],
-        fixturenames=fixtures,
+        iter_markers=lambda: list(marks.values()),
+        get_closest_marker=lambda name: marks.get(name),
     )
 
 
 def _reference_run(station: Station) -> list:
+    """The checks of a run on the reference profile, by their declared costs (their files and names say nothing)."""
     return [
-        _item(station, "test_throughput.py", "test_sweep_runs_every_level_without_failures", fixtures=("swept",)),
-        _item(station, "test_throughput.py", "test_aggregate_throughput_meets_floor", fixtures=("swept",)),
-        _item(station, "test_throughput.py", "test_prefill_speed_at_long_prompts"),
-        *[_item(station, "test_long_context.py", f"test_needle_retrieved_near_full_context[depth{d}]") for d in (1, 5)],
-        _item(station, "test_chat.py", "test_chat_answers_and_stops"),
-        _item(station, "test_gpu.py", "test_gpus_present", layer="host"),  # reference-cpu has no host layer
+        _item(station, "endpoint.throughput.sweep_runs", Cost.SWEEP),
+        _item(station, "endpoint.throughput.aggregate", Cost.SWEEP),
+        _item(station, "endpoint.prefill.speed", Cost.PREFILL),
+        *[_item(station, "endpoint.context.needle", Cost.NEEDLE, params=f"-depth{d}") for d in (1, 5)],
+        _item(station, "endpoint.chat.answers", Cost.LIGHT),
+        _item(station, "host.gpu.present", Cost.READ, layer="host"),  # reference-cpu has no host layer
     ]
 
 
@@ -164,8 +170,8 @@ CASES = {
             "golive itself": REPORTS_S,
         },
     ),
-    "unreachable": (  # the floors: a sweep at 2 tok/s would take hours, so its budget caps it
-        Probe("ref", problem="probe failed (connection refused)"),
+    "not-probed": (  # the floors: a sweep at 2 tok/s would take hours, so its budget caps it
+        None,
         {
             "throughput sweep": REFERENCE.load.max_duration_s + 120,
             "other endpoint checks": OTHER_CHECK_S / 10 + ANSWER_AT_FLOORS,
@@ -174,6 +180,10 @@ CASES = {
             "golive itself": REPORTS_S,
         },
     ),
+    "probe-failed": (  # nothing says how long its checks wait: none is estimated, never hours at the floors
+        Probe("ref", problem="probe failed (connection refused)"),
+        {"golive itself": REPORTS_S},
+    ),
 }
 
 
@@ -181,7 +191,7 @@ CASES = {
 def test_estimate_with_a_probe(case):
     probe, parts = CASES[case]
     station = _station()
-    guess = estimate(_reference_run(station), lambda s: REFERENCE, {station.name: probe})
+    guess = estimate(_reference_run(station), lambda s: REFERENCE, {station.name: probe} if probe else {})
     got = {what: part[0] for what, part in guess.parts.items()}
     assert got == pytest.approx(parts)  # the host check is out of reference-cpu's scope: no part at all
     assert guess.expected_s == pytest.approx(sum(parts.values()))
@@ -191,8 +201,9 @@ def test_estimate_with_a_probe(case):
     # each check carries its share, the sweep on the first check that reads it; they add up to the expected time
     shares = guess.per_check
     assert sum(shares.values()) + REPORTS_S == pytest.approx(guess.expected_s)  # golive itself is no check's share
-    first = _reference_run(station)[0].nodeid
-    assert shares[first] == pytest.approx(parts["throughput sweep"])
+    assert (guess.checks, guess.not_estimated) == (7, 6 if case == "probe-failed" else 0)
+    if "throughput sweep" in parts:
+        assert shares[_reference_run(station)[0].nodeid] == pytest.approx(parts["throughput sweep"])
 
 
 def test_the_line_says_what_was_measured_and_the_hard_stop():
@@ -205,11 +216,51 @@ def test_the_line_says_what_was_measured_and_the_hard_stop():
     ), line
     assert "; measured: ref decodes 100 tok/s, first token 0.10 s, prefill 1,950 tok/s (probe 1.5 s)" in line
     assert line.endswith(f"; golive's own limits stop it by {duration(guess.limit_s)}")
-    unreachable = estimate(_reference_run(station), lambda s: REFERENCE, {station.name: CASES["unreachable"][0]})
-    assert "; measured: ref: probe failed (connection refused): the profile's floors;" in unreachable.line(7)
     assert "from the profile's floors (nothing probed)" in estimate(_reference_run(station), lambda s: REFERENCE).line(
         7
     )
+
+
+def test_a_failed_probe_gives_no_time_for_its_stations_checks():
+    """The probe found the endpoint down: its checks may end at once (refused) or wait out their timeouts, and nothing
+    says which; the line says how many were left out and why, and a time only for the rest (here golive's own)."""
+    station = _station()
+    failed = Probe("ref", problem="probe failed (connection refused)", took_s=0.1)
+    guess = estimate(_reference_run(station), lambda s: REFERENCE, {station.name: failed})
+    assert guess.line(7) == (
+        "golive: 7 checks; 6 of 7 checks not estimated: ref: probe failed (connection refused); the other check "
+        "should take about 3 s, at most 8 s (golive itself 3 s)"
+    )
+    assert " h " not in guess.line(7) and "limits" not in guess.line(7)
+    endpoint_only = _reference_run(station)[:-1]
+    assert estimate(endpoint_only, lambda s: REFERENCE, {station.name: failed}).line(6) == (
+        "golive: 6 checks; no check estimated: ref: probe failed (connection refused)"
+    )
+    two = [*_reference_run(station), *_reference_run(_station("b"))]
+    guess = estimate(two, lambda s: REFERENCE, {"ref": failed, "b": replace(MEASURED, station="b")})
+    assert guess.not_estimated == 6 and guess.parts["throughput sweep"][0] > 0  # b's checks are estimated
+    line = guess.line(14)
+    assert line.startswith("golive: 14 checks; 6 of 14 checks not estimated: ref: probe failed (connection refused);")
+    assert "the other 8 checks should take about" in line and line.endswith(
+        "; measured: b decodes 100 tok/s, first token 0.10 s, prefill 1,950 tok/s (probe 1.5 s)"
+    )
+
+
+@pytest.mark.parametrize(
+    "checks, left_out, said",
+    [
+        (1, 0, "golive: 1 check should take about"),
+        (2, 0, "golive: 2 checks should take about"),
+        (1, 1, "golive: 1 check; the check not estimated: ref: probe failed (x)"),
+        (2, 1, "golive: 2 checks; 1 of 2 checks not estimated: ref: probe failed (x); the other check should take"),
+        (3, 1, "golive: 3 checks; 1 of 3 checks not estimated: ref: probe failed (x); the other 2 checks should take"),
+        (1200, 1200, "golive: 1,200 checks; no check estimated: ref: probe failed (x)"),
+    ],
+)
+def test_counts_read_right_one_or_many(checks, left_out, said):
+    guess = Estimate(probes=[Probe("ref", problem="probe failed (x)")] if left_out else [], not_estimated=left_out)
+    guess.add("other", 2, 10)
+    assert guess.line(checks).startswith(said), guess.line(checks)
 
 
 @pytest.mark.parametrize("seconds,shown", [(0.2, "1 s"), (59, "59 s"), (61, "1 min 1 s"), (3700, "1 h 1 min")])
@@ -280,3 +331,59 @@ def test_a_station_that_answered_then_went_down_is_gone_not_failed(health, gone)
         assert probe.went_away.startswith("golive's estimate probe was answered, then probe failed"), probe
     else:
         assert probe.went_away is None, probe
+
+
+def _answer(path_s: float, tok_s: float = 445.0, tokens: int = 32, buffered: bool = False) -> RequestTiming:
+    """A streamed answer through a path that adds `path_s` before its first token, decoded at `tok_s`: each token's
+    arrival (all at the end where a proxy buffers the stream) and the stream's end."""
+    first = path_s + 0.002  # the station's own first token: 2 ms
+    times = [first + n / tok_s for n in range(tokens)]
+    if buffered:
+        times = [times[-1]] * tokens
+    return RequestTiming(sent=0.0, token_times=times, end=times[-1] + 0.0005, completion_tokens=tokens)
+
+
+@pytest.mark.parametrize("path_s", [0.0, 0.04, 0.3], ids=["direct", "40ms", "300ms"])
+@pytest.mark.parametrize("buffered", [False, True], ids=["streamed", "buffered"])
+def test_decode_speed_is_the_stations_whatever_the_path(path_s, buffered):
+    """A 445 tok/s station read through a direct, a 40 ms and a 300 ms path: the decode speed is the gaps between its
+    tokens (the path is paid once, before the first), and where the tokens came together (a proxy that buffers, or a
+    busy client: one read), the quickest answer's whole time less the one-token answer's round trip (which paid the
+    path and the first token too). Tokens over the whole time would read 75 tok/s through 300 ms (the issue's slip);
+    one answer slowed by other work on the machine does not lower it (the fastest answer is the station's)."""
+    answers = [_answer(path_s, buffered=buffered), _answer(path_s, tok_s=150.0, buffered=buffered)]
+    round_trip = path_s + 0.002 + 0.001  # the one-token answer: the path, the first token, its reading
+    speed = decode_speed(answers, round_trip)
+    assert speed is not None
+    decode, read_from = speed
+    assert decode == pytest.approx(445.0, rel=0.05), speed
+    assert read_from == ("whole answers" if buffered else "gaps")
+    naive = 32 / answers[0].end  # tokens over the whole time: what the probe said before
+    if path_s >= 0.3:
+        assert naive < 100  # the slip: a fast station read as slow
+
+
+def test_tokens_in_a_few_reads_are_not_gaps_to_time():
+    """Half an answer's events in one read (a busy client caught up): 1 ÷ TPOT would read thousands of tok/s, so it
+    is read whole instead."""
+    bunched = _answer(0.04)
+    bunched.token_times = bunched.token_times[:3] + [bunched.token_times[-1]] * 29  # 32 events in 4 reads
+    decode, read_from = decode_speed([bunched], 0.043) or (None, None)
+    assert read_from == "whole answers" and decode == pytest.approx(445.0, rel=0.1), decode
+
+
+def test_an_answer_without_tokens_to_time_has_no_speed():
+    assert decode_speed([RequestTiming(sent=0.0)], 0.1) is None  # no first token
+    assert decode_speed([RequestTiming(sent=0.0, token_times=[0.1], end=0.1, completion_tokens=1)], 0.05) is None
+    assert decode_speed([_answer(0.0, buffered=True)], 1.0) is None  # quicker than the round trip: nothing to divide
+    assert MIN_READS <= 32 // 4  # the probe's answers have room for the reads the gaps need
+
+
+def test_a_buffered_probe_starts_each_request_at_its_round_trip():
+    """Where the stream came whole, its 'first token' is its last: the estimate charges each request the one-token
+    answer's round trip before decoding, not the whole answer twice."""
+    probe = Probe("ref", ttft_s=0.374, decode_tok_s=445.0, round_trip_s=0.305, decode_from="whole answers")
+    assert probe.first_token_s == 0.305 and Speeds.of(REFERENCE, probe).ttft_s == 0.305
+    streamed = Probe("ref", ttft_s=0.302, decode_tok_s=445.0, round_trip_s=0.305, decode_from="gaps")
+    assert streamed.first_token_s == 0.302
+    assert "arrived whole" in probe.said() and "arrived whole" not in streamed.said()

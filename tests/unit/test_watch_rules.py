@@ -15,7 +15,7 @@ from golive.day2.station_readings import Latency, StationRound, per_user_speed
 from golive.day2.watcher import Watcher
 from golive.inventory import loader as golive_config
 from golive.inventory.loader import load_profile
-from golive.report.model import Results
+from golive.report.model import CheckRecord, Results
 
 REPO = Path(__file__).resolve().parents[2]
 EVERY = 60
@@ -44,22 +44,35 @@ def rules_of(inventory: Path) -> dict[str, dict[str, dict]]:
 
 
 @pytest.mark.parametrize(
-    "nodeid, station, name",
+    "id, station, name",
     [
-        ("suites/endpoint/test_x.py::test_health_endpoint_is_ok[ref]", "ref", "test_health_endpoint_is_ok"),
-        ("suites/endpoint/test_long_context.py::test_needle[0.5-gb300-a]", "gb300-a", "test_needle[0.5]"),
-        ("suites/host/test_unit.py::test_unit_caps[a-b]", "a-b", "test_unit_caps"),
-        ("suites/host/test_unit.py::test_plain", "x", "test_plain"),
+        ("endpoint.liveness.health_ok@ref", "ref", "endpoint.liveness.health_ok"),
+        ("endpoint.context.needle[depth50]@gb300-a", "gb300-a", "endpoint.context.needle[depth50]"),
+        ("host.unit.caps@a-b", "a-b", "host.unit.caps"),
+        ("host/test_unit.py::test_plain@x", "x", "host/test_unit.py::test_plain"),  # a test that declares no id
     ],
 )
-def test_check_names_drop_the_station(nodeid, station, name):
-    assert check_name(nodeid, station) == name
+def test_check_names_are_the_ids_less_the_station(id, station, name):
+    """The `check` label: what `golive run INVENTORY -k NAME` runs."""
+    record = CheckRecord(id=id, nodeid="suites/x.py::test_x", layer="host", rule="r", station=station)
+    assert check_name(record) == name
+
+
+def _declared(check: dict) -> str:
+    """The id a check of these rounds declares: `layer.t.<function less test_>`, @station."""
+    function = check["nodeid"].split("::")[1].partition("[")[0].removeprefix("test_")
+    return f"{check['layer']}.t.{function}@{check['station']}"
 
 
 def round_of(*checks: dict) -> Results:
     """A round's results.json as the watcher reads it (through the model), from its checks."""
     return Results.model_validate(
-        {"schema": 4, "verdict": "fail", "verdict_rules": "", "checks": [{"rule": "r", **c} for c in checks]}
+        {
+            "schema": 5,
+            "verdict": "fail",
+            "verdict_rules": "",
+            "checks": [{"rule": "r", "id": _declared(c), **c} for c in checks],
+        }
     )
 
 
@@ -78,17 +91,18 @@ def test_round_results_become_passed_or_not():
     )
     assert checks_from_results(results) == {
         "ref": {
-            "endpoint/t.py::test_a@ref": WatchedCheck("test_a", "endpoint", True),
-            "endpoint/t.py::test_b@ref": WatchedCheck("test_b", "endpoint", False),
-            "endpoint/t.py::test_c@ref": WatchedCheck("test_c", "endpoint", False),
-            "host/t.py::test_e@ref": WatchedCheck("test_e", "host", True),
+            "endpoint.t.a@ref": WatchedCheck("endpoint.t.a", "endpoint", True),
+            "endpoint.t.b@ref": WatchedCheck("endpoint.t.b", "endpoint", False),
+            "endpoint.t.c@ref": WatchedCheck("endpoint.t.c", "endpoint", False),
+            "host.t.e@ref": WatchedCheck("host.t.e", "host", True),
         }
     }
 
 
 def test_rounds_match_checks_by_id_not_by_message():
-    """Two rounds whose messages differ (and whose nodeids were named from different rootdirs) are the same checks;
-    a check of the same name in another file, or on another station, is another check."""
+    """Two rounds whose messages differ, and whose check moved to another file under another name, are the same
+    checks: they declare one id. A check of the same function name that declares another id, or the same check on
+    another station, is another check."""
     first = round_of(
         {
             "nodeid": "suites/host/test_unit.py::test_caps[a]",
@@ -96,23 +110,31 @@ def test_rounds_match_checks_by_id_not_by_message():
             "layer": "host",
             "outcome": "failed",
             "message": "Found: StartLimitBurst=5",
+            "id": "host.unit.caps_starts@a",
         },
         {"nodeid": "suites/host/test_unit.py::test_caps[b]", "station": "b", "layer": "host", "outcome": "passed"},
     )
     second = round_of(
         {
-            "nodeid": "../venv/golive/suites/host/test_unit.py::test_caps[a]",
+            "nodeid": "../venv/golive/suites/host/test_systemd.py::test_starts_capped[a]",
             "station": "a",
             "layer": "host",
             "outcome": "failed",
             "message": "Found: StartLimitBurst=9 (edited since)",
+            "id": "host.unit.caps_starts@a",
         },
-        {"nodeid": "suites/host/test_other.py::test_caps[b]", "station": "b", "layer": "host", "outcome": "passed"},
+        {
+            "nodeid": "suites/host/test_unit.py::test_caps[b]",
+            "station": "b",
+            "layer": "host",
+            "outcome": "passed",
+            "id": "host.unit.other@b",
+        },
     )
     before, after = checks_from_results(first), checks_from_results(second)
-    assert set(before["a"]) == set(after["a"]) == {"host/test_unit.py::test_caps@a"}  # matched
-    assert set(before["b"]).isdisjoint(after["b"])  # another file: another check, though its name is the same
-    assert before["a"]["host/test_unit.py::test_caps@a"] == after["a"]["host/test_unit.py::test_caps@a"]
+    assert set(before["a"]) == set(after["a"]) == {"host.unit.caps_starts@a"}  # matched
+    assert set(before["b"]).isdisjoint(after["b"])  # another id: another check, though its function is the same
+    assert before["a"]["host.unit.caps_starts@a"] == after["a"]["host.unit.caps_starts@a"]
 
 
 @pytest.mark.parametrize(
@@ -135,8 +157,8 @@ def test_metrics_carry_station_and_check_labels(inventory):
     watcher.state.rounds = {
         "ref": StationRound(
             checks={
-                "endpoint/t.py::test_a@ref": WatchedCheck("test_a", "endpoint", True),
-                "endpoint/t.py::test_b@ref": WatchedCheck("test_b", "endpoint", False),
+                "endpoint.t.a@ref": WatchedCheck("endpoint.t.a", "endpoint", True),
+                "endpoint.t.b@ref": WatchedCheck("endpoint.t.b", "endpoint", False),
             },
             canary_up=True,
             ttft_s=0.05,
@@ -151,8 +173,8 @@ def test_metrics_carry_station_and_check_labels(inventory):
     registry.register(watcher)
     text = generate_latest(registry).decode()
     for line in [
-        'golive_check_passed{check="test_a",id="endpoint/t.py::test_a@ref",layer="endpoint",station="ref"} 1.0',
-        'golive_check_passed{check="test_b",id="endpoint/t.py::test_b@ref",layer="endpoint",station="ref"} 0.0',
+        'golive_check_passed{check="endpoint.t.a",id="endpoint.t.a@ref",layer="endpoint",station="ref"} 1.0',
+        'golive_check_passed{check="endpoint.t.b",id="endpoint.t.b@ref",layer="endpoint",station="ref"} 0.0',
         'golive_canary_up{station="ref"} 1.0',
         'golive_probe_decode_tokens_per_second{station="ref"} 120.0',
         'golive_station_kv_cache_usage_ratio{station="ref"} 0.25',
@@ -381,9 +403,9 @@ def test_checks_the_time_bound_did_not_reach_are_no_news():
     )
     assert checks_from_results(results) == {
         "ref": {
-            "s::test_a@ref": WatchedCheck("test_a", "endpoint", True),
-            "s::test_c@ref": WatchedCheck("test_c", "endpoint", False),
-            "s::test_d@ref": WatchedCheck("test_d", "endpoint", False),
+            "endpoint.t.a@ref": WatchedCheck("endpoint.t.a", "endpoint", True),
+            "endpoint.t.c@ref": WatchedCheck("endpoint.t.c", "endpoint", False),
+            "endpoint.t.d@ref": WatchedCheck("endpoint.t.d", "endpoint", False),
         }
     }
 
@@ -454,8 +476,8 @@ def test_a_round_reads_the_light_checks_results_through_the_model(inventory, mon
     watcher = Watcher(inventory, EVERY)
     state = watcher.one_round()
     assert {name: set(r.checks) for name, r in state.rounds.items()} == {
-        "gb300-a": {"host/t.py::test_b@gb300-a"},
-        "ref": {"endpoint/t.py::test_a@ref"},  # ref has no host: its host check is not news about it
+        "gb300-a": {"host.t.b@gb300-a"},
+        "ref": {"endpoint.t.a@ref"},  # ref has no host: its host check is not news about it
     }
     assert set(state.last_success) == {"gb300-a", "ref"} and not state.rounds["ref"].problems
 
