@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from golive.endpoint.levels import LevelResult
+from golive.endpoint.levels import LevelResult, Rounded
 from golive.endpoint.uncertainty import (
     Decision,
     Interval,
@@ -22,15 +22,16 @@ from golive.endpoint.uncertainty import (
     interval_text,
     ratio_interval,
 )
-from golive.profile.schema import Load
+from golive.profile.schema import GateName, Load
 
-CEILINGS = {"single_user_ttft_p50_s", "ttft_p50_s"}
+CEILINGS: frozenset[GateName] = frozenset({"single_user_ttft_p50_s", "ttft_p50_s"})
+RATIOS: frozenset[GateName] = frozenset({"scaling_ratio", "per_user_ratio"})
 RISE = 1.15  # a level "raises" the aggregate when it adds at least 15 %: less is within a loaded machine's noise
 
 
 @dataclass
 class Gate:
-    field: str  # load.floors.<field>
+    field: GateName  # load.floors.<field>
     concurrency: int
     value: float | None
     interval: Interval | None
@@ -66,13 +67,9 @@ class Gate:
         return f"{interval_text(self.interval, spec)}, {self.requests} requests"
 
 
-def gate_concurrency(load: Load) -> int:
-    return load.gate_concurrency or max(load.concurrency)
-
-
-def bound(load: Load, field: str) -> float | None:
+def bound(load: Load, field: GateName) -> float | None:
     """The profile's number less (a floor) or plus (a ceiling) its tolerance; None where the profile sets none."""
-    value: float | None = getattr(load.floors, field)
+    value = load.floors.of(field)
     if value is None:
         return None
     return value * (1 + load.tolerance) if field in CEILINGS else value * (1 - load.tolerance)
@@ -82,20 +79,21 @@ def _ratio(top: float | None, bottom: float | None) -> float | None:
     return None if top is None or not bottom else top / bottom
 
 
-def level_rounds(level: LevelResult, field: str) -> Rounds | None:
+def level_rounds(level: LevelResult, field: Rounded) -> Rounds | None:
     """A level's number as its rounds: the per-batch values the sweep recorded; a row without them (not made by the
     sweep) is one round of its own value."""
-    recorded = getattr(level, f"{field}_rounds")
+    recorded = level.rounds_of(field)
     if recorded is not None:
         return Rounds.of(recorded)
-    value = getattr(level, field)
+    value = level.value_of(field)
     return None if value is None else Rounds((value,))
 
 
-Found = tuple[str, float | None, Interval | None, Rounds | None]
+Found = tuple[GateName, float | None, Interval | None, Rounds | None]
+AT_GATE_LEVEL: tuple[Rounded, ...] = ("aggregate_tok_s", "per_user_tok_s_p50", "ttft_p50_s", "goodput_share")
 
 
-def _of(field: str, rounds: Rounds | None) -> Found:
+def _of(field: GateName, rounds: Rounds | None) -> Found:
     return (field, None, None, None) if rounds is None else (field, rounds.median, rounds.interval, rounds)
 
 
@@ -107,11 +105,8 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
             _of("single_user_decode_tok_s", level_rounds(level, "per_user_tok_s_p50")),
             _of("single_user_ttft_p50_s", level_rounds(level, "ttft_p50_s")),
         ]
-    if level.concurrency == gate_concurrency(load):
-        found += [
-            _of(field, level_rounds(level, field))
-            for field in ("aggregate_tok_s", "per_user_tok_s_p50", "ttft_p50_s", "goodput_share")
-        ]
+    if level.concurrency == load.gate_level:
+        found += [_of(field, level_rounds(level, field)) for field in AT_GATE_LEVEL]
         one = level if level.concurrency == 1 else next((lv for lv in earlier if lv.concurrency == 1), None)
         if level.scaling_rounds:
             found += [
@@ -168,16 +163,13 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
     return gates
 
 
-def _rounds_ci(level: LevelResult, field: str) -> Interval | None:
+def _rounds_ci(level: LevelResult, field: Rounded) -> Interval | None:
     """A level's number's interval from its rounds; a row the sweep did not make (no `*_rounds`) gives its `*_ci`."""
-    if getattr(level, f"{field}_rounds") is None:
-        ci: list[float] | None = getattr(level, f"{field}_ci")
+    if level.rounds_of(field) is None:
+        ci = level.interval_of(field)
         return None if ci is None else (ci[0], ci[1])
     rounds = level_rounds(level, field)
     return None if rounds is None else rounds.interval
-
-
-RATIOS = {"scaling_ratio", "per_user_ratio"}
 
 
 def peak(load: Load, levels: list[LevelResult]) -> Gate | None:
@@ -217,7 +209,7 @@ def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> str
     return "ratio" if fields <= RATIOS else "level"
 
 
-def gate(load: Load, levels: list[LevelResult], field: str) -> Gate | None:
+def gate(load: Load, levels: list[LevelResult], field: GateName) -> Gate | None:
     """The named gate, from the level that decides it; None where that level was not run or the profile sets none."""
     for i, level in enumerate(levels):
         for g in gates_at(load, level, levels[:i]):

@@ -27,7 +27,7 @@ from golive.endpoint.uncertainty import Decision, against_floor, interval_text
 
 if TYPE_CHECKING:
     from golive.endpoint.client import EndpointClient
-    from golive.profile.schema import Load, Profile, Station
+    from golive.profile.schema import GateName, Load, Profile, Station
     from golive.run.fixtures import RecordFinding, RecordMetric, RecordSweep
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
@@ -76,7 +76,7 @@ def swept(
         undecided=lambda level, earlier: gates.undecided(load, level, earlier),
         max_requests=load.max_requests,
         min_requests=load.min_requests,
-        paired=gates.gate_concurrency(load),
+        paired=load.gate_level,
         rounds=load.rounds_to_run,
         probe_path=True,
     )
@@ -103,7 +103,7 @@ SPEED_UNMEASURABLE = (
     "time to divide); longer answers (load.output_tokens) give it one"
 )
 TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
-UNMEASURABLE = {
+UNMEASURABLE: dict[GateName, str] = {
     "single_user_decode_tok_s": SPEED_UNMEASURABLE,
     "per_user_tok_s_p50": SPEED_UNMEASURABLE,
     "per_user_ratio": SPEED_UNMEASURABLE,
@@ -120,7 +120,7 @@ UNDECIDED = (
 
 
 # gates that read the time between bytes of one answer: a buffered stream gives them the proxy's timing, not vLLM's
-LATENCY = {
+LATENCY: set[GateName] = {
     "single_user_decode_tok_s",
     "single_user_ttft_p50_s",
     "per_user_tok_s_p50",
@@ -136,11 +136,11 @@ BUFFERED = (
 )
 
 
-def _gate(load: Load, swept: Sweep, field: str, what: str) -> gates.Gate:
+def _gate(load: Load, swept: Sweep, field: GateName, what: str) -> gates.Gate:
     """The gate's measurement, or why it is not applicable (no number in the profile) or not checked."""
     if gates.bound(load, field) is None:
         not_applicable(f"the profile sets no load floor {field}")
-    users = 1 if field.startswith("single_user") else gates.gate_concurrency(load)
+    users = 1 if field.startswith("single_user") else load.gate_level
     levels = [_level(swept, 1)] if users != 1 and field.endswith("_ratio") else []
     levels.append(_level(swept, users))
     if field in LATENCY and swept.buffered is not None:
@@ -440,7 +440,7 @@ def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profil
     rounds): a cap on the batch that a busy machine's noise cannot hide, where throughput ratios can [000][002]."""
     if not load.rounds_to_run:
         not_applicable("the profile runs no ratio rounds (load.ratio_rounds 0, no ratio floor, or gate level 1)")
-    users = gates.gate_concurrency(load)
+    users = load.gate_level
     level = _level(swept, users)
     cap = profile.vllm.max_num_seqs
     batch = min(users, cap) if cap else users
