@@ -22,7 +22,7 @@ from golive.endpoint.uncertainty import (
     interval_text,
     ratio_interval,
 )
-from golive.profile.schema import GateName, Load
+from golive.profile.schema import GATE_NAMES, GateName, Load
 
 CEILINGS: frozenset[GateName] = frozenset({"single_user_ttft_p50_s", "ttft_p50_s"})
 RATIOS: frozenset[GateName] = frozenset({"scaling_ratio", "per_user_ratio"})
@@ -39,6 +39,7 @@ class Gate:
     requests: int
     rounds: int | None = None  # how many rounds the value is the median of (None: a number read whole, the peak's)
     spread: Rounds | None = None  # the rounds themselves: their interval, whether they are unstable
+    tolerance: float = 0.0  # load.tolerance: the bound is the profile's number less (plus, a ceiling) this share
 
     @property
     def ceiling(self) -> bool:
@@ -59,6 +60,17 @@ class Gate:
         if self.value is None:
             return Decision.UNDECIDED
         return against_ceiling(self.interval, self.bound) if self.ceiling else against_floor(self.interval, self.bound)
+
+    @property
+    def detectable(self) -> float | None:
+        """The smallest degradation this run would have caught with 95 %, from its own rounds' spread: a station
+        this many times slower than the profile's number (below it for a floor, above it for a ceiling) fails the gate
+        in 95 % of runs of as many rounds (golive.endpoint.uncertainty.Rounds.detectable, the tolerance added on
+        top). None where the rounds give no interval."""
+        beyond = None if self.spread is None else self.spread.detectable()
+        if beyond is None:
+            return None
+        return beyond * (1 + self.tolerance) if self.ceiling else beyond / (1 - self.tolerance)
 
     def said(self, spec: str = ",.4g", unit: str = "") -> str:
         """How sure the value is, in words (golive.endpoint.uncertainty.Rounds.said)."""
@@ -158,6 +170,7 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
                     level.requests - level.failures,
                     None if rounds is None else rounds.n,
                     rounds,
+                    load.tolerance,
                 )
             )
     return gates
@@ -194,6 +207,7 @@ def peak(load: Load, levels: list[LevelResult]) -> Gate | None:
         best.requests - best.failures,
         rounds.n,
         rounds,
+        load.tolerance,
     )
 
 
@@ -291,3 +305,76 @@ def curve(levels: list[LevelResult]) -> Curve:
         for lv in ran
     )
     return Curve(points, peak.concurrency, falls)
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """The batch check's reading of vLLM's running and waiting counts at the gate level (its round batches)."""
+
+    busy: int  # polls with work in the engine
+    held: int  # of those, requests waiting while fewer than the batch ran
+    most: float  # the most it ran at once
+
+    @property
+    def share(self) -> float:
+        return self.held / self.busy if self.busy else 0.0
+
+    @property
+    def decision(self) -> Decision:
+        """Fails when vLLM held requests back in half the polls or more: a request that reached the engine between
+        two scheduler steps waits a few ms and a poll meets that once in a while; a cap holds requests back poll after
+        poll (capped at 2 of 8: 6 waiting)."""
+        if not self.busy:
+            return Decision.UNDECIDED
+        return Decision.PASSES if self.held < self.busy / 2 else Decision.FAILS
+
+
+def held_back(level: LevelResult, batch: int) -> HeldBack:
+    """`batch`: min(the gate level, the profile's --max-num-seqs): what a healthy station runs at once."""
+    busy = [(running, waiting) for running, waiting in level.engine_samples or [] if running + waiting > 0]
+    held = [(running, waiting) for running, waiting in busy if waiting > 0 and running < batch]
+    return HeldBack(len(busy), len(held), max((running for running, _ in busy), default=0.0))
+
+
+BATCH_CHECK = "batch"  # the batch check (vLLM's own counts), beside the gates in `decisions`
+
+
+def decisions(load: Load, levels: list[LevelResult], max_num_seqs: int | None) -> dict[str, Decision]:
+    """Every gate of the sweep the profile sets, decided as its check decides it (suites/endpoint/test_throughput.py),
+    and the batch check: PASSES, FAILS, or UNDECIDED (not checked: a level not run or without a successful request, a
+    number that could not be measured, an interval that straddles its bound). What the operating characteristic
+    (bench/operating_characteristic.py) counts; a run's verdict is NO-GO when one FAILS, else INCOMPLETE when one is
+    UNDECIDED, else GO. The stream-shape, stall and path checks read token timelines and are not here."""
+    ran = {lv.concurrency: lv for lv in levels if lv.requests > lv.failures}
+    found: dict[str, Decision] = {}
+    for name in GATE_NAMES:
+        if bound(load, name) is None or (name == "goodput_share" and not _has_slo(load)):
+            continue
+        if name == "peak_tok_s":
+            top = max(load.concurrency)
+            measured = peak(load, levels) if top in ran else None
+        else:
+            users = 1 if name.startswith("single_user") else load.gate_level
+            needed = {users, 1} if name in RATIOS and users != 1 else {users}
+            measured = gate(load, levels, name) if needed <= set(ran) else None
+        found[name] = Decision.UNDECIDED if measured is None or measured.value is None else measured.decision
+    if load.rounds_to_run:
+        level = ran.get(load.gate_level)
+        if level is None or not level.scaling_rounds:
+            found[BATCH_CHECK] = Decision.UNDECIDED
+        else:
+            cap = max_num_seqs
+            found[BATCH_CHECK] = held_back(level, min(load.gate_level, cap) if cap else load.gate_level).decision
+    return found
+
+
+def _has_slo(load: Load) -> bool:
+    return any(v is not None for v in (load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s))
+
+
+def verdict_of(found: dict[str, Decision]) -> Decision:
+    """The sweep's verdict as the run's: FAILS (NO-GO) when a gate fails, UNDECIDED (INCOMPLETE) when one is not
+    checked, PASSES (GO) when all pass."""
+    if Decision.FAILS in found.values():
+        return Decision.FAILS
+    return Decision.UNDECIDED if Decision.UNDECIDED in found.values() else Decision.PASSES

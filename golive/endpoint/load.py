@@ -17,6 +17,7 @@ from functools import cached_property
 
 import httpx
 
+from golive.endpoint import gates
 from golive.endpoint.engine_metrics import engine_counts, round_trip, vllm_ttft
 from golive.endpoint.levels import ROUNDED, LevelResult
 from golive.endpoint.load_batch import Slo, lanes, run_level, summarize
@@ -27,6 +28,7 @@ from golive.endpoint.timeline import batch_of as batch_record
 from golive.endpoint.tls import trusting
 from golive.endpoint.uncertainty import Rounds
 from golive.profile.rules import number
+from golive.profile.schema import Load
 
 
 @dataclass
@@ -88,6 +90,25 @@ class SweepPlan:
     paired: int | None = None  # the gate level whose ratio to 1 user is read in rounds
     rounds: int = 0
     probe_path: bool = False  # time GET /health, and read vLLM's own TTFT around each 1-user measured batch
+
+    @classmethod
+    def of(cls, load: Load, levels: Iterable[int], probe_path: bool = False) -> SweepPlan:
+        """The go-live sweep a profile's `load` asks for (the checks' and the operating characteristic's alike):
+        its levels, batches and bounds, another round while a gate is undecided (golive.endpoint.gates.undecided),
+        the ratio rounds of 1 user and the gate level."""
+        return cls(
+            tuple(levels),
+            load.repeats,
+            load.warmup,
+            load.max_duration_s,
+            slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
+            undecided=lambda level, earlier: gates.undecided(load, level, earlier),
+            max_requests=load.max_requests,
+            min_requests=load.min_requests,
+            paired=load.gate_level,
+            rounds=load.rounds_to_run,
+            probe_path=probe_path,
+        )
 
 
 # one batch as sent: (kind: timeline.PRIMING, WARMUP, LEVEL or ROUND; users in flight; requests; the ratio round or

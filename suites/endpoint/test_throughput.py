@@ -21,7 +21,6 @@ from golive.endpoint.client import metric_total
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.levels import LevelResult
 from golive.endpoint.load import PEAK_REFUSED, Sweep, SweepPlan, levels_to_run, sweep
-from golive.endpoint.load_batch import Slo
 from golive.endpoint.load_request import Workload
 from golive.endpoint.uncertainty import Decision, against_floor, interval_text
 
@@ -67,19 +66,7 @@ def swept(
     levels, refused = levels_to_run(load.concurrency, station.production, request.config.getoption("allow_peak_load"))
     if not levels:
         return Sweep([], [], refused)
-    plan = SweepPlan(
-        tuple(levels),
-        load.repeats,
-        load.warmup,
-        load.max_duration_s,
-        slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
-        undecided=lambda level, earlier: gates.undecided(load, level, earlier),
-        max_requests=load.max_requests,
-        min_requests=load.min_requests,
-        paired=load.gate_level,
-        rounds=load.rounds_to_run,
-        probe_path=True,
-    )
+    plan = SweepPlan.of(load, levels, probe_path=True)
     measured = sweep(endpoint.target, workload, plan, progress)
     measured.refused = refused
     return measured
