@@ -69,6 +69,9 @@ REPO = Path(__file__).resolve().parents[1]
 PROFILES = {"reference-cpu": "reference", "glm-5.3-flash-gb300": "gb300", "glm-5.3-2x-station-tp2": "tp2"}
 SITE = "reference-site"  # the reference profile's budget, floors at the healthy station's own truth, tolerance 10 %
 RUNNERS = ("quiet", "loaded")
+# the gate level's batches vLLM's counts are read beside: every measured one since the rules' change (golive 0.2.0
+# read them during the ratio rounds only: GOLIVE_OC_RULES=before gives its curve from its checkout)
+POLLED = ("round",) if os.environ.get("GOLIVE_OC_RULES") == "before" else ("level", "round")
 WORDS = {Decision.FAILS: "NO-GO", Decision.UNDECIDED: "INCOMPLETE", Decision.PASSES: "GO"}
 
 
@@ -196,6 +199,7 @@ def go_live(setting: Setting, degradation: Degradation, runner: str, seed: list[
         load.output_tokens,
         load.gate_level,
         np.random.default_rng(seed),
+        polled=POLLED,
     )
     plan = SweepPlan.of(load, load.concurrency)
     rows, _ = drive(run_plan(plan, station.run, station.clock))
@@ -257,7 +261,8 @@ def operating_characteristic(
     points = []
     for setting in settings(names):
         for runner in runners:
-            for number, degradation in enumerate(degradations):
+            for degradation in degradations:
+                number = DEGRADATIONS.index(degradation)
                 point = Point(setting.name, runner, degradation.name, golives)
                 for i in range(golives):  # seeded by where it stands: a point's go-lives are the same in every run
                     where = [seed, [*PROFILES, SITE].index(setting.name), RUNNERS.index(runner), number, i]
@@ -449,6 +454,7 @@ def main() -> int:
     parser.add_argument("--golives", type=int, default=200)
     parser.add_argument("--profiles", nargs="+", default=[*PROFILES, SITE], choices=[*PROFILES, SITE])
     parser.add_argument("--runners", nargs="+", default=list(RUNNERS), choices=RUNNERS)
+    parser.add_argument("--degradations", nargs="+", help="only these (by name, as the table says them)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--label", default="", help="a suffix for the results file (`before`: a rule's old curve)")
     parser.add_argument("--plot", type=Path, default=REPO / "docs/operating-characteristic.png")
@@ -465,7 +471,8 @@ def main() -> int:
         return 0
     began = time.perf_counter()
     load_before = os.getloadavg()
-    points = operating_characteristic(args.profiles, args.runners, DEGRADATIONS, args.golives, args.seed)
+    chosen = tuple(d for d in DEGRADATIONS if not args.degradations or d.name in args.degradations)
+    points = operating_characteristic(args.profiles, args.runners, chosen, args.golives, args.seed)
     took = time.perf_counter() - began
     data = [p.as_dict() for p in points]
     path = results / f"operating-characteristic{suffix}.json"

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from golive.endpoint.load_request import RequestTiming
-from golive.endpoint.timeline import ROUND
+from golive.endpoint.timeline import LEVEL, ROUND
 
 
 def _interpolated(table: dict[int, float], users: int) -> float:
@@ -207,6 +207,7 @@ class SimulatedStation:
     machine: float = 0.0
     penalty: float = 0.0
     engine_samples: list[list[float]] = field(default_factory=list)
+    polled: tuple[str, ...] = (LEVEL, ROUND)  # the gate level's batches beside which vLLM's counts are read
 
     def __post_init__(self) -> None:
         self.penalty = float(self.rng.uniform(0, self.station.batching_penalty)) if self.station.batching_penalty else 0
@@ -280,7 +281,7 @@ class SimulatedStation:
             )
             last = max(last, wall(end) + read[i, 0] + read[i, 1])
         started, ended = self.now, self.now + last
-        if kind == ROUND and concurrency == self.paired:
+        if kind in self.polled and concurrency == self.paired:
             self._poll(concurrency, running, ended - started)
         self.now = ended + 0.05  # the client's own time between batches
         return timings, started, ended

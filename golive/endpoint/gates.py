@@ -24,6 +24,29 @@ from golive.endpoint.uncertainty import (
 )
 from golive.profile.schema import GATE_NAMES, GateName, Load
 
+SPEED_UNMEASURABLE = (
+    "no successful answer had its tokens spread over time (each arrived in one read: no decode "
+    "time to divide); longer answers (load.output_tokens) give it one"
+)
+TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
+UNMEASURABLE: dict[GateName, str] = {
+    "single_user_decode_tok_s": SPEED_UNMEASURABLE,
+    "per_user_tok_s_p50": SPEED_UNMEASURABLE,
+    "per_user_ratio": SPEED_UNMEASURABLE,
+    "single_user_ttft_p50_s": TTFT_UNMEASURABLE,
+    "ttft_p50_s": TTFT_UNMEASURABLE,
+    "scaling_ratio": "a level had no successful request",
+    "goodput_share": "no successful request",
+}
+# gates that read the time between bytes of one answer: a buffered stream gives them the proxy's timing, not vLLM's
+LATENCY: set[GateName] = {
+    "single_user_decode_tok_s",
+    "single_user_ttft_p50_s",
+    "per_user_tok_s_p50",
+    "ttft_p50_s",
+    "per_user_ratio",
+    "goodput_share",
+}
 CEILINGS: frozenset[GateName] = frozenset({"single_user_ttft_p50_s", "ttft_p50_s"})
 RATIOS: frozenset[GateName] = frozenset({"scaling_ratio", "per_user_ratio"})
 RISE = 1.15  # a level "raises" the aggregate when it adds at least 15 %: less is within a loaded machine's noise
@@ -186,18 +209,20 @@ def _rounds_ci(level: LevelResult, field: Rounded) -> Interval | None:
 
 
 def peak(load: Load, levels: list[LevelResult]) -> Gate | None:
-    """The best aggregate of the sweep against peak_tok_s: of the levels whose rounds give an interval, the one whose
-    interval's low end is highest (the level that best shows the peak); without any, the highest median (undecided:
-    too few rounds). None where the profile sets no peak or no level had a successful request."""
+    """The best aggregate of the sweep against peak_tok_s: a level whose rounds' interval clears the bound shows the
+    peak (the highest low end of those); else the level with the highest median, judged on its own interval (more
+    rounds of that level while it straddles: `undecided`). Choosing among intervals alone left out a top level of
+    one batch (no interval) and judged a lower level's interval against the peak: a healthy GB300 station whose 256
+    users read 2,517 tok/s failed on its 32 users' 1,464 (bench/operating_characteristic.py). None where the profile
+    sets no peak or no level had a successful request."""
     limit = bound(load, "peak_tok_s")
     ran = [(lv, r) for lv in levels if lv.requests > lv.failures and (r := level_rounds(lv, "aggregate_tok_s"))]
     if limit is None or not ran:
         return None
-    sure = [(lv, r, r.interval) for lv, r in ran if r.interval is not None]
-    if sure:
-        best, rounds, _ = max(sure, key=lambda found: found[2][0] if found[2] else 0.0)
-    else:
-        best, rounds = max(ran, key=lambda pair: pair[1].median)
+    clear = [(lv, r) for lv, r in ran if r.interval is not None and r.interval[0] >= limit]
+    best, rounds = max(
+        clear or ran, key=lambda pair: pair[1].interval[0] if clear and pair[1].interval else pair[1].median
+    )
     return Gate(
         "peak_tok_s",
         best.concurrency,
@@ -218,6 +243,9 @@ def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> str
     fields = {
         g.field for g in gates_at(load, level, earlier) if g.value is not None and g.decision is Decision.UNDECIDED
     }
+    best = peak(load, [*earlier, level])
+    if best is not None and best.concurrency == level.concurrency and best.decision is Decision.UNDECIDED:
+        fields.add("peak_tok_s")  # the level that reads the peak gets rounds too
     if not fields:
         return None
     return "ratio" if fields <= RATIOS else "level"
@@ -360,7 +388,7 @@ def decisions(load: Load, levels: list[LevelResult], max_num_seqs: int | None) -
         found[name] = Decision.UNDECIDED if measured is None or measured.value is None else measured.decision
     if load.rounds_to_run:
         level = ran.get(load.gate_level)
-        if level is None or not level.scaling_rounds:
+        if level is None:
             found[BATCH_CHECK] = Decision.UNDECIDED
         else:
             cap = max_num_seqs

@@ -125,23 +125,32 @@ class _Measured:
     spent_s: float = 0.0  # the wall time of its measured batches
     batch_rows: list[LevelResult] = field(default_factory=list)
     rounds: list[tuple[LevelResult, LevelResult]] = field(default_factory=list)  # (1 user, this level) per round
-    level: LevelResult | None = None
 
     def add(
         self, concurrency: int, timings: list[RequestTiming], started: float, ended: float, slo: Slo | None
     ) -> LevelResult:
-        """One more measured batch: its own row (a round of the level), and the level's row again."""
+        """One more measured batch: its own row (a round of the level)."""
         own = summarize(concurrency, timings, started, ended, slo, intervals=False)
         self.timings += timings
         self.spent_s += ended - started
         self.batch_rows.append(own)
-        self.level = self.row(concurrency, slo)
         return own
 
     def row(self, concurrency: int, slo: Slo | None) -> LevelResult:
-        # a level of one batch keeps its requests' intervals (the prefill measurement reads them); with more, the
-        # rounds give the gated numbers and their intervals
+        """The level's row over all its requests (a level of one batch keeps its requests' intervals: the prefill
+        measurement reads them), its gated numbers the median of its rounds."""
         level = summarize(concurrency, self.timings, 0.0, self.spent_s, slo, intervals=len(self.batch_rows) == 1)
+        return self._rounded(level)
+
+    def gated(self) -> LevelResult:
+        """What the gates read so far, without reading every request again: the rounds and the counts (the rules ask
+        after every batch; the full row is made once, at the end)."""
+        level = self.batch_rows[0].model_copy()
+        level.requests = sum(b.requests for b in self.batch_rows)
+        level.failures = sum(b.failures for b in self.batch_rows)
+        return self._rounded(level)
+
+    def _rounded(self, level: LevelResult) -> LevelResult:
         level.batches = len(self.batch_rows)
         level.warmup_failures = sum(t.error is not None for t in self.warm)
         level.errors = sorted({*level.errors, *(t.error for t in self.warm if t.error)})[:5]
@@ -185,14 +194,9 @@ async def run_plan(
         needed = sum(batch_of(c) for c in concurrencies)
         return clock() < deadline and (plan.max_requests is None or sent + needed <= plan.max_requests)
 
-    def row(concurrency: int) -> LevelResult:
-        level = measured[concurrency].level
-        assert level is not None  # a level is measured once its first batch is in
-        return level
-
     def pending(concurrency: int) -> str | None:
-        earlier = [row(c) for c in sorted(measured) if c < concurrency]
-        return None if undecided is None else undecided(row(concurrency), earlier)
+        earlier = [measured[c].gated() for c in sorted(measured) if c < concurrency]
+        return None if undecided is None else undecided(measured[concurrency].gated(), earlier)
 
     async def extend(concurrency: int, kind: str = LEVEL, round_: int | None = None) -> LevelResult:
         """One more measured batch of this level; returns that batch's own row."""
@@ -212,12 +216,20 @@ async def run_plan(
         number = len(m.rounds) + 1
         batch = {c: await extend(c, ROUND, number) for c in order}
         m.rounds.append((batch[1], batch[paired]))
-        m.level = m.row(paired, slo)
-        ratio = m.level.scaling_rounds[-1] if m.level.scaling_rounds else None
+        ratio = batch[paired].aggregate_tok_s / batch[1].aggregate_tok_s if batch[1].aggregate_tok_s > 0 else None
         progress(
             f"load: round {len(m.rounds)}: 1 user {batch[1].aggregate_tok_s:,.1f} tok/s, {paired} users "
             f"{batch[paired].aggregate_tok_s:,.1f} tok/s: {_fmt(ratio, '.2f')}×"
         )
+
+    async def ratio_rounds() -> None:
+        """The profile's ratio rounds (those not run yet), then more while a gate of 1 user or the gate level is
+        undecided."""
+        assert paired is not None
+        while len(measured[paired].rounds) < plan.rounds and room(1, paired):
+            await ratio_round()
+        await settle(1)
+        await settle(paired)
 
     def rounds_here(concurrency: int) -> bool:
         """Whether this level's rounds are the ratio rounds: 1 user and the gate level, interleaved."""
@@ -255,15 +267,19 @@ async def run_plan(
             sent += len(warm)
         measured[concurrency] = _Measured(warm)
         await extend(concurrency)
-        _progress_line(progress, row(concurrency), " (its first batch)")
+        _progress_line(progress, measured[concurrency].gated(), " (its first batch)")
         if not rounds_here(concurrency):
             await settle(concurrency)  # 1 user and the gate level get their rounds interleaved, below
+        elif concurrency == paired and 1 in measured:
+            # the ratio rounds as soon as both their levels are in, before the levels above the gate level: a station
+            # that cannot batch spends the duration bound on the top level, and its gates at 1 user and the gate
+            # level were left without rounds (not checked) where they should fail
+            await ratio_rounds()
     if pairing and 1 in measured and paired in measured:
-        while len(measured[paired].rounds) < plan.rounds and room(1, paired):
-            await ratio_round()
-        for concurrency in sorted(measured):
-            await settle(concurrency)
-    rows = [row(c) for c in sorted(measured)]
+        await ratio_rounds()
+    for concurrency in sorted(measured):
+        await settle(concurrency)
+    rows = [m.row(c, slo) for c, m in sorted(measured.items())]
     for level in rows:  # the levels' own numbers, as every report shows them
         _progress_line(progress, level)
     return rows, not_run
@@ -319,7 +335,7 @@ async def sweep_async(
                 else None
             )
             done = asyncio.Event()
-            watched = kind == ROUND and concurrency == plan.paired
+            watched = kind in (LEVEL, ROUND) and concurrency == plan.paired
             poll = (
                 asyncio.ensure_future(
                     engine_counts(light, target.root, headers, workload.model, done, timeout_s=target.light_timeout_s)

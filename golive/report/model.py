@@ -186,6 +186,20 @@ class Metric(Record):
     unstable: str | None = Field(
         default=None, description="where the rounds disagree (pyperf's check): their range and spread; else null"
     )
+    detectable: float | None = Field(
+        default=None,
+        description="the smallest degradation this run would have caught with 95 %, from its own rounds' spread: a "
+        "station this many times beyond the profile's number (slower, below a floor; above a ceiling) fails the gate "
+        "in 95 % of runs (golive.endpoint.gates.Gate.detectable); null: no interval",
+    )
+
+    @property
+    def catches(self) -> str:
+        """ "would catch a station 1.3× slower than the floor" (empty without a detectable degradation)."""
+        if self.detectable is None:
+            return ""
+        beyond = "above the ceiling" if self.ceiling is not None and self.floor is None else "below the floor"
+        return f"this run would catch a station {self.detectable:.2f}× {beyond}"
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

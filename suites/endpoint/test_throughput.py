@@ -85,20 +85,6 @@ def _level(swept: Sweep, concurrency: int) -> LevelResult:
     return level
 
 
-SPEED_UNMEASURABLE = (
-    "no successful answer had its tokens spread over time (each arrived in one read: no decode "
-    "time to divide); longer answers (load.output_tokens) give it one"
-)
-TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
-UNMEASURABLE: dict[GateName, str] = {
-    "single_user_decode_tok_s": SPEED_UNMEASURABLE,
-    "per_user_tok_s_p50": SPEED_UNMEASURABLE,
-    "per_user_ratio": SPEED_UNMEASURABLE,
-    "single_user_ttft_p50_s": TTFT_UNMEASURABLE,
-    "ttft_p50_s": TTFT_UNMEASURABLE,
-    "scaling_ratio": "a level had no successful request",
-    "goodput_share": "no successful request",
-}
 UNDECIDED = (
     "undecided: {what} at {users} users is {value} ({interval}), which {straddles} the {kind} {bound}; the sweep "
     "added rounds up to the profile's bounds (load.max_requests {max_requests}, load.max_duration_s "
@@ -106,15 +92,6 @@ UNDECIDED = (
 )
 
 
-# gates that read the time between bytes of one answer: a buffered stream gives them the proxy's timing, not vLLM's
-LATENCY: set[GateName] = {
-    "single_user_decode_tok_s",
-    "single_user_ttft_p50_s",
-    "per_user_tok_s_p50",
-    "ttft_p50_s",
-    "per_user_ratio",
-    "goodput_share",
-}
 BUFFERING_CHECK = "test_stream_is_not_buffered"
 STALL_CHECK = "test_sweep_never_stalls"
 BUFFERED = (
@@ -130,11 +107,11 @@ def _gate(load: Load, swept: Sweep, field: GateName, what: str) -> gates.Gate:
     users = 1 if field.startswith("single_user") else load.gate_level
     levels = [_level(swept, 1)] if users != 1 and field.endswith("_ratio") else []
     levels.append(_level(swept, users))
-    if field in LATENCY and swept.buffered is not None:
+    if field in gates.LATENCY and swept.buffered is not None:
         pytest.skip(BUFFERED.format(check=BUFFERING_CHECK))
     measured = gates.gate(load, swept.levels, field)
     if measured is None or measured.value is None:
-        pytest.skip(f"{what} could not be measured at concurrency {users}: {UNMEASURABLE[field]}")
+        pytest.skip(f"{what} could not be measured at concurrency {users}: {gates.UNMEASURABLE[field]}")
     return measured
 
 
@@ -162,6 +139,7 @@ def _judge(
         passed=gate.decision is Decision.PASSES,
         rounds=gate.rounds,
         unstable=gate.spread.range_text(",.4g", unit) if gate.spread is not None and gate.unstable else None,
+        detectable=gate.detectable,
     )
     if gate.decision is Decision.UNDECIDED:
         pytest.skip(
@@ -423,38 +401,31 @@ def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile,
 
 def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """With {load.gate_level} users in flight vLLM keeps none of them waiting while it runs fewer than
-    --max-num-seqs {vllm.max_num_seqs} (`vllm:num_requests_running` and `_waiting` on /metrics during the ratio
-    rounds): a cap on the batch that a busy machine's noise cannot hide, where throughput ratios can [000][002]."""
+    --max-num-seqs {vllm.max_num_seqs} (`vllm:num_requests_running` and `_waiting` on /metrics during every measured
+    batch of {load.gate_level} users): a cap on the batch that a busy machine's noise cannot hide, where throughput ratios can [000][002]."""
     if not load.rounds_to_run:
         not_applicable("the profile runs no ratio rounds (load.ratio_rounds 0, no ratio floor, or gate level 1)")
     users = load.gate_level
     level = _level(swept, users)
     cap = profile.vllm.max_num_seqs
     batch = min(users, cap) if cap else users
-    if not level.scaling_rounds:
-        pytest.skip(
-            f"the ratio rounds did not run (the profile's load.max_requests {load.max_requests} or "
-            f"load.max_duration_s {load.max_duration_s:g} s ran out first): see the sweep check"
-        )
-    busy = [(running, waiting) for running, waiting in level.engine_samples or [] if running + waiting > 0]
-    if not busy:
+    counted = gates.held_back(level, batch)
+    if not counted.busy:
         pytest.skip(
             "not checked: GET /metrics never reported vllm:num_requests_running and _waiting with work in "
             f"the engine while {users} users were in flight (vLLM serves /metrics by default: is a proxy "
             "hiding it?)"
         )
-    held = [(running, waiting) for running, waiting in busy if waiting > 0 and running < batch]
-    most = max(running for running, _ in busy)
-    record_metric(
-        f"held_back_share_at_{users}", len(held) / len(busy), "", ceiling=0.5, passed=len(held) < len(busy) / 2
-    )
+    most = counted.most
+    passed = counted.decision is Decision.PASSES
+    record_metric(f"held_back_share_at_{users}", counted.share, "", ceiling=0.5, passed=passed)
     # a request that reached the engine between two scheduler steps waits a few ms: a poll can meet that once in a
     # while, a cap holds requests back in every poll (a batch capped at 2 of 8: 6 waiting, poll after poll)
     require(
-        len(held) < len(busy) / 2,
+        passed,
         found=f"with {users} requests in flight vLLM ran at most {most:g} at once and kept requests waiting in "
-        f"{len(held)} of {len(busy)} polls (`vllm:num_requests_running`/`_waiting` on /metrics, every 0.1 s "
-        f"during {len(level.scaling_rounds)} batches of {users} users)",
+        f"{counted.held} of {counted.busy} polls (`vllm:num_requests_running`/`_waiting` on /metrics, every 0.1 s "
+        f"during {level.batches} batches of {users} users)",
         recipe=f"the station batches up to --max-num-seqs {cap or '(unset)'}: {users} users run as one batch of "
         f"{batch}, none waiting {profile.cited}",
         fix=f"the batch is capped at about {most:g}: read --max-num-seqs in the service's ExecStart (the "
