@@ -147,8 +147,15 @@ def calibrated(setting: Setting, golives: int = 15) -> Pace:
         for i in range(golives):
             station_noise, client = noise_of(pace, "quiet")
             station = SimulatedStation(
-                pace, HEALTHY, station_noise, client, trial.max_num_seqs, load.prompt_tokens, load.output_tokens,
-                load.gate_level, np.random.default_rng([7, i]),
+                pace,
+                HEALTHY,
+                station_noise,
+                client,
+                trial.max_num_seqs,
+                load.prompt_tokens,
+                load.output_tokens,
+                load.gate_level,
+                np.random.default_rng([7, i]),
             )
             rows, _ = drive(run_plan(SweepPlan.of(load, load.concurrency), station.run, station.clock))
             for row in rows:
@@ -396,12 +403,16 @@ def validate(rounds: int, out: dict[str, Any]) -> None:
     flags += ["--step-table", *(f"{k}:{v * 1000:g}" for k, v in pace.step_s.items())]
     silent = Noise("none", 0, 0, 0, 0, 0, 0, (0, 0), 0, 0, 0, (1, 0), 0, 0.0)
     for runner in RUNNERS:
-        hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(os.cpu_count() or 2)] if (
-            runner == "loaded"
-        ) else []
+        hogs = (
+            [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(os.cpu_count() or 2)]
+            if (runner == "loaded")
+            else []
+        )
         try:
             with Server(*flags) as server:
-                workload = Workload(model="scripted", prompt_tokens=load.prompt_tokens, output_tokens=load.output_tokens)
+                workload = Workload(
+                    model="scripted", prompt_tokens=load.prompt_tokens, output_tokens=load.output_tokens
+                )
                 plan = SweepPlan.of(load, load.concurrency)
                 plan = SweepPlan(**{**plan.__dict__, "undecided": None})
                 began = time.perf_counter()

@@ -221,7 +221,9 @@ class SimulatedStation:
     ) -> tuple[list[RequestTiming], float, float]:
         return self.batch(kind, concurrency, count, deadline)
 
-    def batch(self, kind: str, concurrency: int, count: int, deadline: float) -> tuple[list[RequestTiming], float, float]:
+    def batch(
+        self, kind: str, concurrency: int, count: int, deadline: float
+    ) -> tuple[list[RequestTiming], float, float]:
         rng, noise, degradation = self.rng, self.station, self.degradation
         cap = min(self.max_num_seqs, degradation.max_num_seqs or self.max_num_seqs)
         running = min(concurrency, cap)

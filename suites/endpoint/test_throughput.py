@@ -402,7 +402,8 @@ def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile,
 def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """With {load.gate_level} users in flight vLLM keeps none of them waiting while it runs fewer than
     --max-num-seqs {vllm.max_num_seqs} (`vllm:num_requests_running` and `_waiting` on /metrics during every measured
-    batch of {load.gate_level} users): a cap on the batch that a busy machine's noise cannot hide, where throughput ratios can [000][002]."""
+    batch of {load.gate_level} users): a cap on the batch that a busy machine's noise cannot hide, where throughput
+    ratios can [000][002]."""
     if not load.rounds_to_run:
         not_applicable("the profile runs no ratio rounds (load.ratio_rounds 0, no ratio floor, or gate level 1)")
     users = load.gate_level
