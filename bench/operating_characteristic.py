@@ -356,8 +356,8 @@ def plot(points: list[dict[str, Any]], before: list[dict[str, Any]] | None, path
                 xs = [x for x, _ in curve]
                 for word, marker in (("NO-GO", "o"), ("INCOMPLETE", "x")):
                     ys = [p["verdict"][word]["p"] for _, p in curve]
-                    low = [p["verdict"][word]["p"] - p["verdict"][word]["wilson95"][0] for _, p in curve]
-                    high = [p["verdict"][word]["wilson95"][1] - p["verdict"][word]["p"] for _, p in curve]
+                    low = [max(0.0, p["verdict"][word]["p"] - p["verdict"][word]["wilson95"][0]) for _, p in curve]
+                    high = [max(0.0, p["verdict"][word]["wilson95"][1] - p["verdict"][word]["p"]) for _, p in curve]
                     axes.errorbar(
                         xs,
                         ys,

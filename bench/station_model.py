@@ -94,6 +94,9 @@ TP2 = Pace(
 PACES = {p.name: p for p in (REFERENCE, GB300, TP2)}
 
 
+BURST_S = 2.0  # how long the odd burst of other work lasts (the reference station's slow rounds were 0.2-1 s long)
+
+
 @dataclass(frozen=True)
 class Noise:
     """What moves the station between batches and within one (logs of speed factors; see the module's docstring)."""
@@ -229,10 +232,16 @@ class SimulatedStation:
         running = min(concurrency, cap)
         rho = noise.machine_rho
         self.machine = rho * self.machine + math.sqrt(1 - rho * rho) * float(rng.normal(0, noise.machine_sigma))
-        own = float(rng.normal(0, noise.batch_sigma + noise.batch_sigma_at_8 * math.log2(running) / 3))
-        slow = float(rng.uniform(*noise.slow_round_log)) if rng.random() < noise.slow_round_share else 0.0
-        speed = math.exp(self.machine + own - slow) / (1 + self.penalty * math.log2(running))
+        # a remote accelerator's batch is not disturbed more for being larger: that growth is a shared CPU's
+        grows = 0.0 if self.pace.remote else noise.batch_sigma_at_8 * math.log2(running) / 3
+        own = float(rng.normal(0, noise.batch_sigma + grows))
         ttft = self.pace.ttft(running) * degradation.slower * degradation.ttft_only
+        answer = ttft + (self.output_tokens - 1) * self.pace.step(running) * degradation.slower
+        # a burst of other work lasts a few seconds: a batch much longer than that is slowed by its share only
+        span = math.ceil(count / running) * answer
+        burst = min(1.0, BURST_S / span) if span > 0 else 1.0
+        slow = burst * float(rng.uniform(*noise.slow_round_log)) if rng.random() < noise.slow_round_share else 0.0
+        speed = math.exp(self.machine + own - slow) / (1 + self.penalty * math.log2(running))
         ttft *= math.exp(float(rng.normal(0, noise.ttft_sigma)) + self.machine - slow)
         step = self.pace.step(running) * degradation.slower / speed
         answer = ttft + (self.output_tokens - 1) * step

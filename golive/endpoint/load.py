@@ -191,8 +191,11 @@ async def run_plan(
         return max(plan.repeats * concurrency, plan.min_requests)
 
     def room(*concurrencies: int) -> bool:
+        """Within the bounds, keeping the first batches (and warm-ups) of the levels not run yet: the profile was
+        checked to hold them (golive.profile.schema.Load)."""
         needed = sum(batch_of(c) for c in concurrencies)
-        return clock() < deadline and (plan.max_requests is None or sent + needed <= plan.max_requests)
+        later = sum(batch_of(c) + plan.warmup * c for c in levels if c not in measured)
+        return clock() < deadline and (plan.max_requests is None or sent + needed + later <= plan.max_requests)
 
     def pending(concurrency: int) -> str | None:
         earlier = [measured[c].gated() for c in sorted(measured) if c < concurrency]
