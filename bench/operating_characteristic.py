@@ -307,31 +307,39 @@ SHORT = {
 }
 
 
-def table(points: list[Point]) -> str:
-    """The markdown table: the whole sweep's verdict, then each gate's P(NO-GO) / P(INCOMPLETE)."""
+def _share(cell: dict[str, Any]) -> str:
+    low, high = cell["wilson95"]
+    return f"{100 * cell['p']:.1f} ({100 * low:.1f}–{100 * high:.1f})"
+
+
+def table(points: list[dict[str, Any]]) -> str:
+    """The markdown table: the whole sweep's verdict with Wilson 95 % intervals, then each gate's P(NO-GO) /
+    P(INCOMPLETE); the median detectable degradation each healthy run reported (Gate.detectable)."""
     lines = []
-    for name in dict.fromkeys(p.setting for p in points):
-        mine = [p for p in points if p.setting == name]
-        gate_names = list(dict.fromkeys(g for p in mine for g in p.by_gate))
+    for name in dict.fromkeys(p["setting"] for p in points):
+        mine = [p for p in points if p["setting"] == name]
+        gate_names = list(dict.fromkeys(g for p in mine for g in p["gates"]))
         lines += [
-            f"**{name}** ({mine[0].golives} go-lives a row; each cell P(NO-GO) / P(INCOMPLETE) in %)",
+            f"**{name}** ({mine[0]['golives']} go-lives a row; verdict in %, with its Wilson 95 % interval; each gate "
+            "P(NO-GO) / P(INCOMPLETE) in %)",
             "",
-            "| runner | station | verdict: NO-GO (95 % CI) | INCOMPLETE (95 % CI) | GO | "
-            + " | ".join(SHORT[g] for g in gate_names)
-            + " |",
+            "| runner | station | NO-GO | INCOMPLETE | GO | " + " | ".join(SHORT[g] for g in gate_names) + " |",
             "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in gate_names) + " |",
         ]
         for p in mine:
-            v = p.verdicts
+            v = p["verdict"]
             cells = []
             for g in gate_names:
-                c = p.by_gate[g]
-                n = sum(c.values())
-                cells.append(f"{100 * c['NO-GO'] / n:.0f} / {100 * c['INCOMPLETE'] / n:.0f}")
+                c = p["gates"].get(g)
+                cells.append("–" if c is None else f"{100 * c['NO-GO']['p']:.0f} / {100 * c['INCOMPLETE']['p']:.0f}")
             lines.append(
-                f"| {p.runner} | {p.degradation} | {_p(v, 'NO-GO')} | {_p(v, 'INCOMPLETE')} | "
-                f"{100 * v['GO'] / p.golives:.1f} % | " + " | ".join(cells) + " |"
+                f"| {p['runner']} | {p['degradation']} | {_share(v['NO-GO'])} | {_share(v['INCOMPLETE'])} | "
+                f"{_share(v['GO'])} | " + " | ".join(cells) + " |"
             )
+        healthy = [p for p in mine if p["degradation"] == "healthy"]
+        for p in healthy:
+            caught = ", ".join(f"{SHORT[g]} {x:.2f}×" for g, x in p["detectable_median"].items())
+            lines.append(f"\nDetectable degradation (median of the healthy runs' own, {p['runner']}): {caught}.")
         lines.append("")
     return "\n".join(lines)
 
@@ -471,10 +479,25 @@ def main() -> int:
     parser.add_argument("--plot", type=Path, default=REPO / "docs/operating-characteristic.png")
     parser.add_argument("--validate", action="store_true", help="tier (b) only: the real client, over HTTP")
     parser.add_argument("--validate-rounds", type=int, default=7)
+    parser.add_argument(
+        "--render",
+        nargs="+",
+        type=Path,
+        help="no run: the table and the plot of these results files (their points in order; a file named "
+        "*before* drawn as the rules' old curve)",
+    )
     args = parser.parse_args()
     suffix = f"-{args.label}" if args.label else ""
     results = REPO / "bench/results"
     results.mkdir(parents=True, exist_ok=True)
+    if args.render:
+        now = [p for f in args.render if "before" not in f.name for p in json.loads(f.read_text())["points"]]
+        old = [p for f in args.render if "before" in f.name for p in json.loads(f.read_text())["points"]]
+        plot(now, old or None, args.plot)
+        print(table(now))
+        if old:
+            print("Before the rules' change:\n\n" + table(old))
+        return 0
     if args.validate:
         out: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
         validate(args.validate_rounds, out)
@@ -503,7 +526,7 @@ def main() -> int:
     before = json.loads(before_path.read_text())["points"] if before_path.exists() and suffix != "-before" else None
     if not suffix:
         plot(data, before, args.plot)
-    print(table(points))
+    print(table(data))
     print(f"{sum(p.golives for p in points)} go-lives in {took:.0f} s", file=sys.stderr)
     return 0
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from golive.endpoint.levels import LevelResult, Rounded
+from golive.endpoint.levels import LevelResult, Rounded, catches
 from golive.endpoint.uncertainty import (
     Decision,
     Interval,
@@ -98,7 +98,8 @@ class Gate:
     def said(self, spec: str = ",.4g", unit: str = "") -> str:
         """How sure the value is, in words (golive.endpoint.uncertainty.Rounds.said)."""
         if self.spread is not None:
-            return self.spread.said(spec, unit)
+            caught = catches(self.detectable, self.ceiling)
+            return self.spread.said(spec, unit) + (f"; {caught}" if caught else "")
         return f"{interval_text(self.interval, spec)}, {self.requests} requests"
 
 

@@ -105,3 +105,11 @@ class LevelResult(BaseModel):
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump()
+
+
+def catches(detectable: float | None, ceiling: bool) -> str:
+    """What a gate's rounds could see, in words (golive.endpoint.gates.Gate.detectable), the same in every report:
+    "this run would catch a station 1.32× below the floor"; empty where the rounds give no interval."""
+    if detectable is None:
+        return ""
+    return f"this run would catch a station {detectable:.2f}× {'above the ceiling' if ceiling else 'below the floor'}"

@@ -54,7 +54,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from golive.core.verdict import EXIT_USAGE, GO, INCOMPLETE, NO_GO, OUTCOMES
-from golive.endpoint.levels import LevelResult
+from golive.endpoint.levels import LevelResult, catches
 from golive.profile.rules import duration
 
 SCHEMA = 4
@@ -196,10 +196,7 @@ class Metric(Record):
     @property
     def catches(self) -> str:
         """ "would catch a station 1.3× slower than the floor" (empty without a detectable degradation)."""
-        if self.detectable is None:
-            return ""
-        beyond = "above the ceiling" if self.ceiling is not None and self.floor is None else "below the floor"
-        return f"this run would catch a station {self.detectable:.2f}× {beyond}"
+        return catches(self.detectable, self.ceiling is not None and self.floor is None)
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
