@@ -491,8 +491,22 @@ def main() -> int:
     results = REPO / "bench/results"
     results.mkdir(parents=True, exist_ok=True)
     if args.render:
-        now = [p for f in args.render if "before" not in f.name for p in json.loads(f.read_text())["points"]]
-        old = [p for f in args.render if "before" in f.name for p in json.loads(f.read_text())["points"]]
+        def read(before: bool) -> list[dict[str, Any]]:
+            """The files' points in order; a point run again in a later file (a profile's new budget) replaces it."""
+            found: dict[tuple[str, str, str], dict[str, Any]] = {}
+            for f in args.render:
+                if ("before" in f.name) == before:
+                    for p in json.loads(f.read_text())["points"]:
+                        found.pop((p["setting"], p["runner"], p["degradation"]), None)
+                        found[(p["setting"], p["runner"], p["degradation"])] = p
+            order = [*PROFILES, SITE]
+            kinds = [d.name for d in DEGRADATIONS]
+            return sorted(
+                found.values(),
+                key=lambda p: (order.index(p["setting"]), RUNNERS.index(p["runner"]), kinds.index(p["degradation"])),
+            )
+
+        now, old = read(False), read(True)
         plot(now, old or None, args.plot)
         print(table(now))
         if old:
