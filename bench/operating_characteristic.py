@@ -491,6 +491,7 @@ def main() -> int:
     results = REPO / "bench/results"
     results.mkdir(parents=True, exist_ok=True)
     if args.render:
+
         def read(before: bool) -> list[dict[str, Any]]:
             """The files' points in order; a point run again in a later file (a profile's new budget) replaces it."""
             found: dict[tuple[str, str, str], dict[str, Any]] = {}

@@ -11,6 +11,7 @@ whether more rounds would decide a floor (`undecided`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from golive.endpoint.levels import LevelResult, Rounded, catches
 from golive.endpoint.uncertainty import (
@@ -94,6 +95,45 @@ class Gate:
         if beyond is None:
             return None
         return beyond * (1 + self.tolerance) if self.ceiling else beyond / (1 - self.tolerance)
+
+    def measured(self, spec: str = ",.4g", unit: str = "") -> str:
+        """The value and how sure it is: "2,518 (median of 8 rounds, 95 % CI 2,350–2,987; unstable (…))"; the ratios
+        say how their rounds were made."""
+        said = self.said(spec, unit)
+        if self.field in RATIOS and self.rounds:
+            said = said.replace(" rounds", f" rounds of 1 and {self.concurrency} users back to back", 1)
+        return f"{format(self.value, spec)} ({said})"
+
+    def recorded(self, unit: str) -> dict[str, Any]:
+        """What the check records beside the value (record_metric's keywords): the bound, the interval, the rounds,
+        whether they are unstable, and the degradation this run could catch."""
+        return {
+            "ceiling" if self.ceiling else "floor": self.bound,
+            "interval": self.interval,
+            "requests": self.requests,
+            "passed": self.decision is Decision.PASSES,
+            "rounds": self.rounds,
+            "unstable": self.spread.range_text(",.4g", unit) if self.spread is not None and self.unstable else None,
+            "detectable": self.detectable,
+        }
+
+    def undecided(self, what: str, unit: str, load: Load) -> str:
+        """Why an undecided gate is not checked: the value, its rounds and interval, and what to raise."""
+        kind = "ceiling" if self.ceiling else "floor"
+        straddles = "cannot be judged against" if self.interval is None else "straddles"
+        value = "n/a" if self.value is None else f"{self.value:,.4g}"
+        return (
+            f"undecided: {what} at {self.concurrency} users is {value} ({self.said(',.4g', unit)}), which "
+            f"{straddles} the {kind} {self.bound:,.4g}; the sweep added rounds up to the profile's bounds "
+            f"(load.max_requests {load.max_requests}, load.max_duration_s {load.max_duration_s:g} s) and still could "
+            f"not tell: raise them, or measure on a quieter station"
+        ) + (
+            "; the rounds are unstable (pyperf's check: their standard deviation above 10 % of their mean, or one 50 % "
+            "away from it): the station moved while it was measured; find what else runs on it (another workload, "
+            "throttling)"
+            if self.unstable
+            else ""
+        )
 
     def said(self, spec: str = ",.4g", unit: str = "") -> str:
         """How sure the value is, in words (golive.endpoint.uncertainty.Rounds.said)."""
@@ -259,6 +299,28 @@ def gate(load: Load, levels: list[LevelResult], field: GateName) -> Gate | None:
             if g.field == field:
                 return g
     return None
+
+
+def workload(load: Load, concurrency: int, level: LevelResult | None = None) -> str:
+    """The workload as sent: the prompt's size as the server counted it (usage.prompt_tokens, the level's median),
+    where the level ran; the profile's design otherwise."""
+    counted = level.prompt_tokens_p50 if level is not None else None
+    prompt = (
+        f"{counted:,.0f}-token salted prompts (usage.prompt_tokens, median; {load.prompt_tokens} asked)"
+        if counted is not None
+        else f"~{load.prompt_tokens}-token salted prompts"
+    )
+    return (
+        f"{concurrency} in flight, {prompt}, {load.output_tokens}-token answers, "
+        f"rounds of {max(load.repeats * concurrency, load.min_requests)} requests after warm-up"
+    )
+
+
+def ratio_rounds(level: LevelResult | None) -> str:
+    """ " (rounds: 4.10×, 3.92×, …)": the gate level's scaling rounds, where it has them."""
+    if level is None or not level.scaling_rounds:
+        return ""
+    return " (rounds: " + ", ".join(f"{r:.2f}×" for r in level.scaling_rounds) + ")"
 
 
 @dataclass
