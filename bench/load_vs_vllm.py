@@ -354,7 +354,7 @@ def main() -> int:
                 order = clients[round_ % len(clients) :] + clients[: round_ % len(clients)]
                 row = {"round": round_, "level": level, "order": order}
                 for client in order:
-                    work = (level, args.requests, args.output_tokens, args.prompt_tokens)
+                    work = (level, max(args.requests, level), args.output_tokens, args.prompt_tokens)
                     if client == "golive":
                         row[client] = golive_level(base_url, *work)
                     elif client == "vllm":
