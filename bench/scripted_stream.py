@@ -16,6 +16,14 @@ Two scripts:
   step's events are written together (the kernel coalesces them the way a busy server's are). `step_ms` 0 means as
   fast as the loop turns.
 
+- `station`: a serving station whose truth is known and can be made worse (issue 42): an engine that runs at most
+  `--max-num-seqs` sequences (the rest wait in its queue), a TTFT and a decode step by the number running
+  (`--ttft-table`, `--step-table`: `users:ms` pairs, log-log between them; the recipe's tables are in
+  bench/station_model.py), every time × `--slower`, TTFT alone × `--ttft-slower`, `--prefill-stalls-decode` (each
+  admitted request's prefill freezes the running streams, as without chunked prefill), and noise like a real
+  station's: `--noise-sigma` (the speed's log drifts step to step, an AR(1) over about a second) and
+  `--stalls-per-min` multi-second freezes of `--stall-s` (seeded: `--seed`). Its send times are the truth (`/truth`).
+
 Run as a process: `python bench/scripted_stream.py --script paced` prints the port it listens on, then serves.
 """
 
@@ -24,6 +32,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
+import random
 import sys
 import time
 
@@ -35,6 +45,80 @@ class Stream:
         self.writer, self.salt, self.left = writer, salt, tokens
         self.before_first = b""  # what goes out with the first event (the role chunk, --role-with-first-token)
         self.done = asyncio.get_running_loop().create_future()
+
+
+def interpolated(table: dict[int, float], users: int) -> float:
+    """Log-log between a table's points (users → ms); flat beyond its ends."""
+    points = sorted(table.items())
+    if users <= points[0][0]:
+        return points[0][1]
+    for (u0, v0), (u1, v1) in zip(points, points[1:], strict=False):
+        if users <= u1:
+            share = math.log(users / u0) / math.log(u1 / u0)
+            return math.exp(math.log(v0) + share * math.log(v1 / v0))
+    return points[-1][1]
+
+
+class Station:
+    """The `station` script's engine: a queue, at most `max_num_seqs` running, a first token after TTFT (by the
+    number running when admitted), then one token a step to every running stream."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.ttft = {int(k): float(v) for k, v in (pair.split(":") for pair in args.ttft_table)}
+        self.step = {int(k): float(v) for k, v in (pair.split(":") for pair in args.step_table)}
+        self.max_num_seqs, self.slower, self.ttft_slower = args.max_num_seqs, args.slower, args.ttft_slower
+        self.prefill_stalls = args.prefill_stalls_decode
+        self.noise_sigma, self.stalls_per_min, self.stall_s = args.noise_sigma, args.stalls_per_min, args.stall_s
+        self.random = random.Random(args.seed)
+        self.waiting: list[tuple[Stream, float]] = []
+        self.running: list[tuple[Stream, float]] = []  # (stream, when its first token is due)
+        self.wake = asyncio.Event()
+        self.drift = 0.0
+        self.due = time.perf_counter()  # when the next decode step is due
+        rate = self.stalls_per_min / 60
+        self.next_stall = time.perf_counter() + (self.random.expovariate(rate) if rate else math.inf)
+
+    def add(self, stream: Stream) -> None:
+        self.waiting.append((stream, time.perf_counter()))
+        self.wake.set()
+
+    async def loop(self, truth: dict[str, list[float]], event: bytes) -> None:
+        clock = time.perf_counter
+        while True:
+            if not self.waiting and not self.running:
+                self.wake.clear()
+                await self.wake.wait()
+            now = clock()
+            frozen = 0.0
+            while self.waiting and len(self.running) < self.max_num_seqs:
+                stream, _ = self.waiting.pop(0)
+                ttft = interpolated(self.ttft, len(self.running) + 1) * self.slower * self.ttft_slower / 1000
+                self.running.append((stream, now + ttft))
+                if self.prefill_stalls:
+                    frozen += ttft  # the prefill takes the engine's steps: the running streams wait
+            if frozen:
+                await asyncio.sleep(frozen)
+            if self.stalls_per_min and now >= self.next_stall:
+                await asyncio.sleep(self.stall_s)  # a freeze: no stream gets a token
+                self.next_stall = clock() + self.random.expovariate(self.stalls_per_min / 60)
+            now = clock()
+            for stream, due in self.running:
+                if due <= now:
+                    truth[stream.salt].append(clock())
+                    stream.writer.write(stream.before_first + event)
+                    stream.before_first = b""
+                    stream.left -= 1
+                    if stream.left <= 0:
+                        stream.done.set_result(None)
+            self.running = [(s, due) for s, due in self.running if s.left > 0]
+            self.drift = 0.99 * self.drift + math.sqrt(1 - 0.99**2) * self.random.gauss(0, self.noise_sigma)
+            step = interpolated(self.step, max(1, len(self.running))) * self.slower * math.exp(self.drift) / 1000
+            # steps on a schedule, not a sleep after each (a late wake-up on a busy machine is caught up, not added)
+            self.due = max(self.due + step, clock() - 10 * step)
+            first = min([due for _, due in self.running if due > now], default=self.due)
+            await asyncio.sleep(max(0.0, min(self.due, first) - clock()) if self.running else 0.0)
+            if not self.running:
+                self.due = clock()
 
 
 class ScriptedServer:
@@ -55,6 +139,7 @@ class ScriptedServer:
         self.open: list[Stream] = []
         self.wake = asyncio.Event()
         self.token_event = _chunk({"content": "tok "})
+        self.station: Station | None = None
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -120,8 +205,11 @@ class ScriptedServer:
         else:
             stream = Stream(writer, salt, tokens)
             stream.before_first = role if self.role_with_first_token else b""
-            self.open.append(stream)
-            self.wake.set()
+            if self.station is not None:
+                self.station.add(stream)
+            else:
+                self.open.append(stream)
+                self.wake.set()
             await stream.done
         writer.write(_chunk({}, finish="length") + _usage(tokens) + _frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
 
@@ -191,12 +279,25 @@ async def serve(args: argparse.Namespace) -> None:
     print(listener.sockets[0].getsockname()[1], flush=True)
     if args.script == "stepped":
         asyncio.get_running_loop().create_task(server.stepper())
+    elif args.script == "station":
+        server.station = Station(args)
+        asyncio.get_running_loop().create_task(server.station.loop(server.truth, server.token_event))
     await listener.serve_forever()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--script", choices=("paced", "stepped"), default="paced")
+    parser.add_argument("--script", choices=("paced", "stepped", "station"), default="paced")
+    parser.add_argument("--ttft-table", nargs="+", default=["1:7.9", "2:12.2", "4:16", "8:26.8"], help="users:ms")
+    parser.add_argument("--step-table", nargs="+", default=["1:1.72", "2:1.85", "4:2.02", "8:2.53"], help="users:ms")
+    parser.add_argument("--max-num-seqs", type=int, default=256)
+    parser.add_argument("--slower", type=float, default=1.0, help="every time × this")
+    parser.add_argument("--ttft-slower", type=float, default=1.0, help="TTFT alone × this")
+    parser.add_argument("--prefill-stalls-decode", action="store_true")
+    parser.add_argument("--noise-sigma", type=float, default=0.0, help="the speed's log, step to step (AR(1))")
+    parser.add_argument("--stalls-per-min", type=float, default=0.0)
+    parser.add_argument("--stall-s", type=float, default=3.0)
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ttft-ms", type=float, default=30.0)
     parser.add_argument("--itl-ms", type=float, nargs="+", default=list(ITL_PATTERN_MS))

@@ -24,11 +24,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from golive.profile.schema import LAYERS
-
-# A gate is a bound of the profile's `load.floors` that a check judges (single_user_decode_tok_s, …).
-# TODO(integrator): point this at the closed gate type of golive.endpoint.gates once it lands (issue 39 item 2).
-GateName = str
+from golive.profile.schema import LAYERS, GateName  # a gate: a bound of the profile's `load.floors` a check judges
 
 MARKER = "golive_check"  # the pytest marker that carries a check's Declaration (`check` puts it on)
 LIGHT = "light"  # the pytest marker of the checks `golive watch` may run every round (`Cost.light` decides)

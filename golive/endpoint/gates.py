@@ -11,8 +11,9 @@ whether more rounds would decide a floor (`undecided`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from golive.endpoint.levels import LevelResult
+from golive.endpoint.levels import LevelResult, Rounded, catches
 from golive.endpoint.uncertainty import (
     Decision,
     Interval,
@@ -22,15 +23,39 @@ from golive.endpoint.uncertainty import (
     interval_text,
     ratio_interval,
 )
-from golive.profile.schema import Load
+from golive.profile.schema import GATE_NAMES, GateName, Load
 
-CEILINGS = {"single_user_ttft_p50_s", "ttft_p50_s"}
+SPEED_UNMEASURABLE = (
+    "no successful answer had its tokens spread over time (each arrived in one read: no decode "
+    "time to divide); longer answers (load.output_tokens) give it one"
+)
+TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
+UNMEASURABLE: dict[GateName, str] = {
+    "single_user_decode_tok_s": SPEED_UNMEASURABLE,
+    "per_user_tok_s_p50": SPEED_UNMEASURABLE,
+    "per_user_ratio": SPEED_UNMEASURABLE,
+    "single_user_ttft_p50_s": TTFT_UNMEASURABLE,
+    "ttft_p50_s": TTFT_UNMEASURABLE,
+    "scaling_ratio": "a level had no successful request",
+    "goodput_share": "no successful request",
+}
+# gates that read the time between bytes of one answer: a buffered stream gives them the proxy's timing, not vLLM's
+LATENCY: set[GateName] = {
+    "single_user_decode_tok_s",
+    "single_user_ttft_p50_s",
+    "per_user_tok_s_p50",
+    "ttft_p50_s",
+    "per_user_ratio",
+    "goodput_share",
+}
+CEILINGS: frozenset[GateName] = frozenset({"single_user_ttft_p50_s", "ttft_p50_s"})
+RATIOS: frozenset[GateName] = frozenset({"scaling_ratio", "per_user_ratio"})
 RISE = 1.15  # a level "raises" the aggregate when it adds at least 15 %: less is within a loaded machine's noise
 
 
 @dataclass
 class Gate:
-    field: str  # load.floors.<field>
+    field: GateName  # load.floors.<field>
     concurrency: int
     value: float | None
     interval: Interval | None
@@ -38,6 +63,7 @@ class Gate:
     requests: int
     rounds: int | None = None  # how many rounds the value is the median of (None: a number read whole, the peak's)
     spread: Rounds | None = None  # the rounds themselves: their interval, whether they are unstable
+    tolerance: float = 0.0  # load.tolerance: the bound is the profile's number less (plus, a ceiling) this share
 
     @property
     def ceiling(self) -> bool:
@@ -59,20 +85,67 @@ class Gate:
             return Decision.UNDECIDED
         return against_ceiling(self.interval, self.bound) if self.ceiling else against_floor(self.interval, self.bound)
 
+    @property
+    def detectable(self) -> float | None:
+        """The smallest degradation this run would have caught with 95 %, from its own rounds' spread: a station
+        this many times slower than the profile's number (below it for a floor, above it for a ceiling) fails the gate
+        in 95 % of runs of as many rounds (golive.endpoint.uncertainty.Rounds.detectable, the tolerance added on
+        top). None where the rounds give no interval."""
+        beyond = None if self.spread is None else self.spread.detectable()
+        if beyond is None:
+            return None
+        return beyond * (1 + self.tolerance) if self.ceiling else beyond / (1 - self.tolerance)
+
+    def measured(self, spec: str = ",.4g", unit: str = "") -> str:
+        """The value and how sure it is: "2,518 (median of 8 rounds, 95 % CI 2,350–2,987; unstable (…))"; the ratios
+        say how their rounds were made."""
+        said = self.said(spec, unit)
+        if self.field in RATIOS and self.rounds:
+            said = said.replace(" rounds", f" rounds of 1 and {self.concurrency} users back to back", 1)
+        return f"{format(self.value, spec)} ({said})"
+
+    def recorded(self, unit: str) -> dict[str, Any]:
+        """What the check records beside the value (record_metric's keywords): the bound, the interval, the rounds,
+        whether they are unstable, and the degradation this run could catch."""
+        return {
+            "ceiling" if self.ceiling else "floor": self.bound,
+            "interval": self.interval,
+            "requests": self.requests,
+            "passed": self.decision is Decision.PASSES,
+            "rounds": self.rounds,
+            "unstable": self.spread.range_text(",.4g", unit) if self.spread is not None and self.unstable else None,
+            "detectable": self.detectable,
+        }
+
+    def undecided(self, what: str, unit: str, load: Load) -> str:
+        """Why an undecided gate is not checked: the value, its rounds and interval, and what to raise."""
+        kind = "ceiling" if self.ceiling else "floor"
+        straddles = "cannot be judged against" if self.interval is None else "straddles"
+        value = "n/a" if self.value is None else f"{self.value:,.4g}"
+        return (
+            f"undecided: {what} at {self.concurrency} users is {value} ({self.said(',.4g', unit)}), which "
+            f"{straddles} the {kind} {self.bound:,.4g}; the sweep added rounds up to the profile's bounds "
+            f"(load.max_requests {load.max_requests}, load.max_duration_s {load.max_duration_s:g} s) and still could "
+            f"not tell: raise them, or measure on a quieter station"
+        ) + (
+            "; the rounds are unstable (pyperf's check: their standard deviation above 10 % of their mean, or one 50 % "
+            "away from it): the station moved while it was measured; find what else runs on it (another workload, "
+            "throttling)"
+            if self.unstable
+            else ""
+        )
+
     def said(self, spec: str = ",.4g", unit: str = "") -> str:
         """How sure the value is, in words (golive.endpoint.uncertainty.Rounds.said)."""
         if self.spread is not None:
-            return self.spread.said(spec, unit)
+            caught = catches(self.detectable, self.ceiling)
+            return self.spread.said(spec, unit) + (f"; {caught}" if caught else "")
         return f"{interval_text(self.interval, spec)}, {self.requests} requests"
 
 
-def gate_concurrency(load: Load) -> int:
-    return load.gate_concurrency or max(load.concurrency)
-
-
-def bound(load: Load, field: str) -> float | None:
+def bound(load: Load, field: GateName) -> float | None:
     """The profile's number less (a floor) or plus (a ceiling) its tolerance; None where the profile sets none."""
-    value: float | None = getattr(load.floors, field)
+    value = load.floors.of(field)
     if value is None:
         return None
     return value * (1 + load.tolerance) if field in CEILINGS else value * (1 - load.tolerance)
@@ -82,20 +155,21 @@ def _ratio(top: float | None, bottom: float | None) -> float | None:
     return None if top is None or not bottom else top / bottom
 
 
-def level_rounds(level: LevelResult, field: str) -> Rounds | None:
+def level_rounds(level: LevelResult, field: Rounded) -> Rounds | None:
     """A level's number as its rounds: the per-batch values the sweep recorded; a row without them (not made by the
     sweep) is one round of its own value."""
-    recorded = getattr(level, f"{field}_rounds")
+    recorded = level.rounds_of(field)
     if recorded is not None:
         return Rounds.of(recorded)
-    value = getattr(level, field)
+    value = level.value_of(field)
     return None if value is None else Rounds((value,))
 
 
-Found = tuple[str, float | None, Interval | None, Rounds | None]
+Found = tuple[GateName, float | None, Interval | None, Rounds | None]
+AT_GATE_LEVEL: tuple[Rounded, ...] = ("aggregate_tok_s", "per_user_tok_s_p50", "ttft_p50_s", "goodput_share")
 
 
-def _of(field: str, rounds: Rounds | None) -> Found:
+def _of(field: GateName, rounds: Rounds | None) -> Found:
     return (field, None, None, None) if rounds is None else (field, rounds.median, rounds.interval, rounds)
 
 
@@ -107,11 +181,8 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
             _of("single_user_decode_tok_s", level_rounds(level, "per_user_tok_s_p50")),
             _of("single_user_ttft_p50_s", level_rounds(level, "ttft_p50_s")),
         ]
-    if level.concurrency == gate_concurrency(load):
-        found += [
-            _of(field, level_rounds(level, field))
-            for field in ("aggregate_tok_s", "per_user_tok_s_p50", "ttft_p50_s", "goodput_share")
-        ]
+    if level.concurrency == load.gate_level:
+        found += [_of(field, level_rounds(level, field)) for field in AT_GATE_LEVEL]
         one = level if level.concurrency == 1 else next((lv for lv in earlier if lv.concurrency == 1), None)
         if level.scaling_rounds:
             found += [
@@ -163,36 +234,36 @@ def gates_at(load: Load, level: LevelResult, earlier: list[LevelResult]) -> list
                     level.requests - level.failures,
                     None if rounds is None else rounds.n,
                     rounds,
+                    load.tolerance,
                 )
             )
     return gates
 
 
-def _rounds_ci(level: LevelResult, field: str) -> Interval | None:
+def _rounds_ci(level: LevelResult, field: Rounded) -> Interval | None:
     """A level's number's interval from its rounds; a row the sweep did not make (no `*_rounds`) gives its `*_ci`."""
-    if getattr(level, f"{field}_rounds") is None:
-        ci: list[float] | None = getattr(level, f"{field}_ci")
+    if level.rounds_of(field) is None:
+        ci = level.interval_of(field)
         return None if ci is None else (ci[0], ci[1])
     rounds = level_rounds(level, field)
     return None if rounds is None else rounds.interval
 
 
-RATIOS = {"scaling_ratio", "per_user_ratio"}
-
-
 def peak(load: Load, levels: list[LevelResult]) -> Gate | None:
-    """The best aggregate of the sweep against peak_tok_s: of the levels whose rounds give an interval, the one whose
-    interval's low end is highest (the level that best shows the peak); without any, the highest median (undecided:
-    too few rounds). None where the profile sets no peak or no level had a successful request."""
+    """The best aggregate of the sweep against peak_tok_s: a level whose rounds' interval clears the bound shows the
+    peak (the highest low end of those); else the level with the highest median, judged on its own interval (more
+    rounds of that level while it straddles: `undecided`). Choosing among intervals alone left out a top level of
+    one batch (no interval) and judged a lower level's interval against the peak: a healthy GB300 station whose 256
+    users read 2,517 tok/s failed on its 32 users' 1,464 (bench/operating_characteristic.py). None where the profile
+    sets no peak or no level had a successful request."""
     limit = bound(load, "peak_tok_s")
     ran = [(lv, r) for lv in levels if lv.requests > lv.failures and (r := level_rounds(lv, "aggregate_tok_s"))]
     if limit is None or not ran:
         return None
-    sure = [(lv, r, r.interval) for lv, r in ran if r.interval is not None]
-    if sure:
-        best, rounds, _ = max(sure, key=lambda found: found[2][0] if found[2] else 0.0)
-    else:
-        best, rounds = max(ran, key=lambda pair: pair[1].median)
+    clear = [(lv, r) for lv, r in ran if r.interval is not None and r.interval[0] >= limit]
+    best, rounds = max(
+        clear or ran, key=lambda pair: pair[1].interval[0] if clear and pair[1].interval else pair[1].median
+    )
     return Gate(
         "peak_tok_s",
         best.concurrency,
@@ -202,6 +273,7 @@ def peak(load: Load, levels: list[LevelResult]) -> Gate | None:
         best.requests - best.failures,
         rounds.n,
         rounds,
+        load.tolerance,
     )
 
 
@@ -212,18 +284,43 @@ def undecided(load: Load, level: LevelResult, earlier: list[LevelResult]) -> str
     fields = {
         g.field for g in gates_at(load, level, earlier) if g.value is not None and g.decision is Decision.UNDECIDED
     }
+    best = peak(load, [*earlier, level])
+    if best is not None and best.concurrency == level.concurrency and best.decision is Decision.UNDECIDED:
+        fields.add("peak_tok_s")  # the level that reads the peak gets rounds too
     if not fields:
         return None
     return "ratio" if fields <= RATIOS else "level"
 
 
-def gate(load: Load, levels: list[LevelResult], field: str) -> Gate | None:
+def gate(load: Load, levels: list[LevelResult], field: GateName) -> Gate | None:
     """The named gate, from the level that decides it; None where that level was not run or the profile sets none."""
     for i, level in enumerate(levels):
         for g in gates_at(load, level, levels[:i]):
             if g.field == field:
                 return g
     return None
+
+
+def workload(load: Load, concurrency: int, level: LevelResult | None = None) -> str:
+    """The workload as sent: the prompt's size as the server counted it (usage.prompt_tokens, the level's median),
+    where the level ran; the profile's design otherwise."""
+    counted = level.prompt_tokens_p50 if level is not None else None
+    prompt = (
+        f"{counted:,.0f}-token salted prompts (usage.prompt_tokens, median; {load.prompt_tokens} asked)"
+        if counted is not None
+        else f"~{load.prompt_tokens}-token salted prompts"
+    )
+    return (
+        f"{concurrency} in flight, {prompt}, {load.output_tokens}-token answers, "
+        f"rounds of {max(load.repeats * concurrency, load.min_requests)} requests after warm-up"
+    )
+
+
+def ratio_rounds(level: LevelResult | None) -> str:
+    """ " (rounds: 4.10×, 3.92×, …)": the gate level's scaling rounds, where it has them."""
+    if level is None or not level.scaling_rounds:
+        return ""
+    return " (rounds: " + ", ".join(f"{r:.2f}×" for r in level.scaling_rounds) + ")"
 
 
 @dataclass
@@ -299,3 +396,76 @@ def curve(levels: list[LevelResult]) -> Curve:
         for lv in ran
     )
     return Curve(points, peak.concurrency, falls)
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """The batch check's reading of vLLM's running and waiting counts at the gate level (its round batches)."""
+
+    busy: int  # polls with work in the engine
+    held: int  # of those, requests waiting while fewer than the batch ran
+    most: float  # the most it ran at once
+
+    @property
+    def share(self) -> float:
+        return self.held / self.busy if self.busy else 0.0
+
+    @property
+    def decision(self) -> Decision:
+        """Fails when vLLM held requests back in half the polls or more: a request that reached the engine between
+        two scheduler steps waits a few ms and a poll meets that once in a while; a cap holds requests back poll after
+        poll (capped at 2 of 8: 6 waiting)."""
+        if not self.busy:
+            return Decision.UNDECIDED
+        return Decision.PASSES if self.held < self.busy / 2 else Decision.FAILS
+
+
+def held_back(level: LevelResult, batch: int) -> HeldBack:
+    """`batch`: min(the gate level, the profile's --max-num-seqs): what a healthy station runs at once."""
+    busy = [(running, waiting) for running, waiting in level.engine_samples or [] if running + waiting > 0]
+    held = [(running, waiting) for running, waiting in busy if waiting > 0 and running < batch]
+    return HeldBack(len(busy), len(held), max((running for running, _ in busy), default=0.0))
+
+
+BATCH_CHECK = "batch"  # the batch check (vLLM's own counts), beside the gates in `decisions`
+
+
+def decisions(load: Load, levels: list[LevelResult], max_num_seqs: int | None) -> dict[str, Decision]:
+    """Every gate of the sweep the profile sets, decided as its check decides it (suites/endpoint/test_throughput.py),
+    and the batch check: PASSES, FAILS, or UNDECIDED (not checked: a level not run or without a successful request, a
+    number that could not be measured, an interval that straddles its bound). What the operating characteristic
+    (bench/operating_characteristic.py) counts; a run's verdict is NO-GO when one FAILS, else INCOMPLETE when one is
+    UNDECIDED, else GO. The stream-shape, stall and path checks read token timelines and are not here."""
+    ran = {lv.concurrency: lv for lv in levels if lv.requests > lv.failures}
+    found: dict[str, Decision] = {}
+    for name in GATE_NAMES:
+        if bound(load, name) is None or (name == "goodput_share" and not _has_slo(load)):
+            continue
+        if name == "peak_tok_s":
+            top = max(load.concurrency)
+            measured = peak(load, levels) if top in ran else None
+        else:
+            users = 1 if name.startswith("single_user") else load.gate_level
+            needed = {users, 1} if name in RATIOS and users != 1 else {users}
+            measured = gate(load, levels, name) if needed <= set(ran) else None
+        found[name] = Decision.UNDECIDED if measured is None or measured.value is None else measured.decision
+    if load.rounds_to_run:
+        level = ran.get(load.gate_level)
+        if level is None:
+            found[BATCH_CHECK] = Decision.UNDECIDED
+        else:
+            cap = max_num_seqs
+            found[BATCH_CHECK] = held_back(level, min(load.gate_level, cap) if cap else load.gate_level).decision
+    return found
+
+
+def _has_slo(load: Load) -> bool:
+    return any(v is not None for v in (load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s))
+
+
+def verdict_of(found: dict[str, Decision]) -> Decision:
+    """The sweep's verdict as the run's: FAILS (NO-GO) when a gate fails, UNDECIDED (INCOMPLETE) when one is not
+    checked, PASSES (GO) when all pass."""
+    if Decision.FAILS in found.values():
+        return Decision.FAILS
+    return Decision.UNDECIDED if Decision.UNDECIDED in found.values() else Decision.PASSES

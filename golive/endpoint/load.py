@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import httpx
 
+from golive.endpoint import gates
 from golive.endpoint.engine_metrics import engine_counts, round_trip, vllm_ttft
-from golive.endpoint.levels import LevelResult
+from golive.endpoint.levels import ROUNDED, LevelResult
 from golive.endpoint.load_batch import Slo, lanes, run_level, summarize
 from golive.endpoint.load_request import RequestTiming, Workload, sentences_for
 from golive.endpoint.target import EndpointTarget
@@ -26,6 +27,8 @@ from golive.endpoint.timeline import LEVEL, PRIMING, ROUND, WARMUP, Batch, Buffe
 from golive.endpoint.timeline import batch_of as batch_record
 from golive.endpoint.tls import trusting
 from golive.endpoint.uncertainty import Rounds
+from golive.profile.rules import number
+from golive.profile.schema import Load
 
 
 @dataclass
@@ -88,23 +91,69 @@ class SweepPlan:
     rounds: int = 0
     probe_path: bool = False  # time GET /health, and read vLLM's own TTFT around each 1-user measured batch
 
+    @classmethod
+    def of(cls, load: Load, levels: Iterable[int], probe_path: bool = False) -> SweepPlan:
+        """The go-live sweep a profile's `load` asks for (the checks' and the operating characteristic's alike):
+        its levels, batches and bounds, another round while a gate is undecided (golive.endpoint.gates.undecided),
+        the ratio rounds of 1 user and the gate level."""
+        return cls(
+            tuple(levels),
+            load.repeats,
+            load.warmup,
+            load.max_duration_s,
+            slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
+            undecided=lambda level, earlier: gates.undecided(load, level, earlier),
+            max_requests=load.max_requests,
+            min_requests=load.min_requests,
+            paired=load.gate_level,
+            rounds=load.rounds_to_run,
+            probe_path=probe_path,
+        )
+
+
+# one batch as sent: (kind: timeline.PRIMING, WARMUP, LEVEL or ROUND; users in flight; requests; the ratio round or
+# None; the deadline, after which no request starts) → the requests' timelines, and when the batch started and ended
+RunBatch = Callable[[str, int, int, int | None, float], Awaitable[tuple[list[RequestTiming], float, float]]]
+
 
 @dataclass
 class _Measured:
-    """One level's requests so far (every batch), and its row."""
+    """One level's requests so far (every batch), each batch's own row (the level's rounds), and the level's row."""
 
-    timings: list[RequestTiming]
     warm: list[RequestTiming]
-    spent_s: float  # the wall time of its measured batches
-    batches: int
-    level: LevelResult
+    timings: list[RequestTiming] = field(default_factory=list)
+    spent_s: float = 0.0  # the wall time of its measured batches
+    batch_rows: list[LevelResult] = field(default_factory=list)
     rounds: list[tuple[LevelResult, LevelResult]] = field(default_factory=list)  # (1 user, this level) per round
-    engine_samples: list[list[float]] = field(default_factory=list)
-    batch_rows: list[LevelResult] = field(default_factory=list)  # each measured batch's own row: the level's rounds
+
+    def add(
+        self, concurrency: int, timings: list[RequestTiming], started: float, ended: float, slo: Slo | None
+    ) -> LevelResult:
+        """One more measured batch: its own row (a round of the level)."""
+        own = summarize(concurrency, timings, started, ended, slo, intervals=False)
+        self.timings += timings
+        self.spent_s += ended - started
+        self.batch_rows.append(own)
+        return own
 
     def row(self, concurrency: int, slo: Slo | None) -> LevelResult:
-        level = _row(concurrency, self.timings, self.warm, self.spent_s, self.batches, slo)
-        level.engine_samples = self.engine_samples or None
+        """The level's row over all its requests (a level of one batch keeps its requests' intervals: the prefill
+        measurement reads them), its gated numbers the median of its rounds."""
+        level = summarize(concurrency, self.timings, 0.0, self.spent_s, slo, intervals=len(self.batch_rows) == 1)
+        return self._rounded(level)
+
+    def gated(self) -> LevelResult:
+        """What the gates read so far, without reading every request again: the rounds and the counts (the rules ask
+        after every batch; the full row is made once, at the end)."""
+        level = self.batch_rows[0].model_copy()
+        level.requests = sum(b.requests for b in self.batch_rows)
+        level.failures = sum(b.failures for b in self.batch_rows)
+        return self._rounded(level)
+
+    def _rounded(self, level: LevelResult) -> LevelResult:
+        level.batches = len(self.batch_rows)
+        level.warmup_failures = sum(t.error is not None for t in self.warm)
+        level.errors = sorted({*level.errors, *(t.error for t in self.warm if t.error)})[:5]
         _with_rounds(level, self.batch_rows)
         if self.rounds:
             level.scaling_rounds = [
@@ -120,6 +169,125 @@ class _Measured:
         return level
 
 
+async def run_plan(
+    plan: SweepPlan,
+    run: RunBatch,
+    clock: Callable[[], float] = time.perf_counter,
+    progress: Callable[[str], None] = lambda line: None,
+) -> tuple[list[LevelResult], list[int]]:
+    """The sweep's rules, whatever sends the batches: which batch comes next, when a level or a ratio gate gets
+    another round, and when the profile's bounds stop it (sweep_async, below, says the rules). `run` sends one batch
+    (the load generator's HTTP client; a station model in bench/operating_characteristic.py, so the gates' error
+    rates are measured through this same code); `clock` is the runner's. Returns the levels' rows (ascending) and the
+    levels the duration bound left out."""
+    levels = sorted(set(plan.levels))
+    slo, undecided, paired = plan.slo, plan.undecided, plan.paired
+    sent = 0
+    deadline = clock() + plan.max_duration_s
+    measured: dict[int, _Measured] = {}
+    not_run: list[int] = []
+
+    def batch_of(concurrency: int) -> int:
+        return max(plan.repeats * concurrency, plan.min_requests)
+
+    def room(*concurrencies: int) -> bool:
+        """Within the bounds, keeping the first batches (and warm-ups) of the levels not run yet: the profile was
+        checked to hold them (golive.profile.schema.Load)."""
+        needed = sum(batch_of(c) for c in concurrencies)
+        later = sum(batch_of(c) + plan.warmup * c for c in levels if c not in measured)
+        return clock() < deadline and (plan.max_requests is None or sent + needed + later <= plan.max_requests)
+
+    def pending(concurrency: int) -> str | None:
+        earlier = [measured[c].gated() for c in sorted(measured) if c < concurrency]
+        return None if undecided is None else undecided(measured[concurrency].gated(), earlier)
+
+    async def extend(concurrency: int, kind: str = LEVEL, round_: int | None = None) -> LevelResult:
+        """One more measured batch of this level; returns that batch's own row."""
+        nonlocal sent
+        timings, started, ended = await run(kind, concurrency, batch_of(concurrency), round_, deadline)
+        sent += len(timings)
+        return measured[concurrency].add(concurrency, timings, started, ended, slo)
+
+    # ratio rounds only where both their levels run (a production station's refused peak level may be the gate
+    # level: then 1 user gets lone batches while a floor of its own is undecided)
+    pairing = paired is not None and paired != 1 and plan.rounds > 0 and paired in levels and 1 in levels
+
+    async def ratio_round() -> None:
+        assert paired is not None
+        m = measured[paired]
+        order = (1, paired) if len(m.rounds) % 2 == 0 else (paired, 1)
+        number = len(m.rounds) + 1
+        batch = {c: await extend(c, ROUND, number) for c in order}
+        m.rounds.append((batch[1], batch[paired]))
+        ratio = batch[paired].aggregate_tok_s / batch[1].aggregate_tok_s if batch[1].aggregate_tok_s > 0 else None
+        progress(
+            f"load: round {len(m.rounds)}: 1 user {batch[1].aggregate_tok_s:,.1f} tok/s, {paired} users "
+            f"{batch[paired].aggregate_tok_s:,.1f} tok/s: {_fmt(ratio, '.2f')}×"
+        )
+
+    async def ratio_rounds() -> None:
+        """The profile's ratio rounds (those not run yet), then more while a gate of 1 user or the gate level is
+        undecided."""
+        assert paired is not None
+        while len(measured[paired].rounds) < plan.rounds and room(1, paired):
+            await ratio_round()
+        await settle(1)
+        await settle(paired)
+
+    def rounds_here(concurrency: int) -> bool:
+        """Whether this level's rounds are the ratio rounds: 1 user and the gate level, interleaved."""
+        return pairing and concurrency in (1, paired)
+
+    async def settle(concurrency: int) -> None:
+        """More rounds while a floor read at this level is undecided: a ratio round for 1 user and the gate level
+        once the rounds have begun (its batches interleave the two levels), else a batch of the level."""
+        while kind := pending(concurrency):
+            if kind == "ratio" or rounds_here(concurrency):
+                assert paired is not None
+                begun = paired in measured and measured[paired].rounds and 1 in measured
+                if not (pairing and begun and room(1, paired)):
+                    return
+                await ratio_round()
+            elif room(concurrency):
+                await extend(concurrency)
+            else:
+                return
+
+    if plan.warmup:
+        # the station warmed once at the top level first: measured right after start, a fresh server's first
+        # requests (allocation, first batch shapes) made the first 1-user batch 10× slower than the same level
+        # measured after the others; not counted in any level, every request still sent within max_requests
+        top = levels[-1]
+        primed, _, _ = await run(PRIMING, top, plan.warmup * top, None, deadline)
+        sent += len(primed)
+    for concurrency in levels:
+        if clock() > deadline:
+            not_run.append(concurrency)
+            continue
+        warm: list[RequestTiming] = []
+        if plan.warmup:
+            warm, _, _ = await run(WARMUP, concurrency, plan.warmup * concurrency, None, deadline)
+            sent += len(warm)
+        measured[concurrency] = _Measured(warm)
+        await extend(concurrency)
+        _progress_line(progress, measured[concurrency].gated(), " (its first batch)")
+        if not rounds_here(concurrency):
+            await settle(concurrency)  # 1 user and the gate level get their rounds interleaved, below
+        elif concurrency == paired and 1 in measured:
+            # the ratio rounds as soon as both their levels are in, before the levels above the gate level: a station
+            # that cannot batch spends the duration bound on the top level, and its gates at 1 user and the gate
+            # level were left without rounds (not checked) where they should fail
+            await ratio_rounds()
+    if pairing and 1 in measured and paired in measured:
+        await ratio_rounds()
+    for concurrency in sorted(measured):
+        await settle(concurrency)
+    rows = [m.row(c, slo) for c, m in sorted(measured.items())]
+    for level in rows:  # the levels' own numbers, as every report shows them
+        _progress_line(progress, level)
+    return rows, not_run
+
+
 async def sweep_async(
     target: EndpointTarget, workload: Workload, plan: SweepPlan, progress: Callable[[str], None] = lambda line: None
 ) -> Sweep:
@@ -131,34 +299,17 @@ async def sweep_async(
     one ratio. A ratio reads the median of its rounds with the order-statistic interval of that median (the 1-user and
     gate-level gates read those levels' batches the same way, one round a batch: golive.endpoint.uncertainty.Rounds;
     their levels get no lone extra batches before the rounds, and after them more rounds, not batches, while one of
-    their floors is undecided): two batches a few
-    seconds apart meet the same machine, so other work starting or stopping moves both sides of a round instead of
-    one side of the ratio, and a round that met a change anyway is one outlier among the rounds (measured on this
-    2-core machine with two CPU hogs: the 1-user aggregate swung 20–711 tok/s between batches, 8 users collapsed to
-    62 tok/s for ~10 s; 25 rounds gave a median of 4.2× with 3 outliers). Round batches count in their levels' rows
-    too. All within `max_requests` (every request sent, warm-up included) and `max_duration_s`."""
-    levels = sorted(set(plan.levels))
-    repeats, warmup, slo, undecided = plan.repeats, plan.warmup, plan.slo, plan.undecided
-    max_requests, min_requests, paired, rounds = plan.max_requests, plan.min_requests, plan.paired, plan.rounds
-    sent = 0
+    their floors is undecided): two batches a few seconds apart meet the same machine, so other work starting or
+    stopping moves both sides of a round instead of one side of the ratio, and a round that met a change anyway is one
+    outlier among the rounds (measured on this 2-core machine with two CPU hogs: the 1-user aggregate swung 20–711
+    tok/s between batches, 8 users collapsed to 62 tok/s for ~10 s; 25 rounds gave a median of 4.2× with 3
+    outliers). Round batches count in their levels' rows too. All within `max_requests` (every request sent, warm-up
+    included) and `max_duration_s`. The rules are run_plan's; this sends the batches over HTTP, records each for the
+    stream-shape and stall rules, polls vLLM's running and waiting counts beside the gate level's round batches, and
+    reads vLLM's own TTFT around the 1-user measured batches (plan.probe_path)."""
     headers = target.headers()
-    deadline = time.perf_counter() + plan.max_duration_s
-    measured: dict[int, _Measured] = {}
-    not_run: list[int] = []
-
-    def batch_of(concurrency: int) -> int:
-        return max(repeats * concurrency, min_requests)
-
-    def room(*concurrencies: int) -> bool:
-        needed = sum(batch_of(c) for c in concurrencies)
-        return time.perf_counter() < deadline and (max_requests is None or sent + needed <= max_requests)
-
-    def earlier(concurrency: int) -> list[LevelResult]:
-        return [m.level for c, m in sorted(measured.items()) if c < concurrency]
-
-    def pending(concurrency: int) -> str | None:
-        return None if undecided is None else undecided(measured[concurrency].level, earlier(concurrency))
-
+    engine_samples: list[list[float]] = []
+    levels = sorted(set(plan.levels))
     async with contextlib.AsyncExitStack() as stack:
         clients = [
             await stack.enter_async_context(c)
@@ -175,19 +326,34 @@ async def sweep_async(
         origin, started_at = time.perf_counter(), time.time()
 
         async def timed(
-            kind: str, concurrency: int, count: int, round_: int | None = None
+            kind: str, concurrency: int, count: int, round_: int | None, deadline: float
         ) -> tuple[list[RequestTiming], float, float]:
             """One batch (run_level), recorded for the stream-shape and stall rules; around a 1-user measured batch,
-            vLLM's own TTFT histogram is read too (plan.probe_path)."""
+            vLLM's own TTFT histogram is read too (plan.probe_path); beside a gate-level round batch, vLLM's running
+            and waiting counts (the batch check reads them)."""
             probing = path is not None and path.problem is None and concurrency == 1 and kind in (LEVEL, ROUND)
             before = (
                 await vllm_ttft(light, target.root, headers, workload.model, target.light_timeout_s)
                 if probing
                 else None
             )
-            timings, started, ended = await run_level(
-                clients, workload, headers, concurrency, count, deadline, sentences
+            done = asyncio.Event()
+            watched = kind in (LEVEL, ROUND) and concurrency == plan.paired
+            poll = (
+                asyncio.ensure_future(
+                    engine_counts(light, target.root, headers, workload.model, done, timeout_s=target.light_timeout_s)
+                )
+                if watched
+                else None
             )
+            try:
+                timings, started, ended = await run_level(
+                    clients, workload, headers, concurrency, count, deadline, sentences
+                )
+            finally:
+                done.set()
+                if poll is not None:
+                    engine_samples.extend(await poll)
             if path is not None and before is not None:
                 after = await vllm_ttft(light, target.root, headers, workload.model, target.light_timeout_s)
                 if isinstance(before, str) or isinstance(after, str):
@@ -201,107 +367,18 @@ async def sweep_async(
             batches.append(replace(record, round=round_) if round_ is not None else record)
             return timings, started, ended
 
-        async def extend(concurrency: int, kind: str = LEVEL, round_: int | None = None) -> LevelResult:
-            """One more batch of this level; returns that batch's own row."""
-            nonlocal sent
-            m = measured[concurrency]
-            more, started, ended = await timed(kind, concurrency, batch_of(concurrency), round_)
-            sent += len(more)
-            own = summarize(concurrency, more, started, ended, slo)
-            m.timings += more
-            m.spent_s += ended - started
-            m.batches += 1
-            m.batch_rows.append(own)
-            m.level = m.row(concurrency, slo)
-            return own
-
-        # ratio rounds only where both their levels run (a production station's refused peak level may be the gate
-        # level: then 1 user gets lone batches while a floor of its own is undecided)
-        pairing = paired is not None and paired != 1 and rounds > 0 and paired in levels and 1 in levels
-
-        async def extend_watched(concurrency: int, round_: int) -> LevelResult:
-            """A batch with vLLM's running and waiting counts polled beside it (the batch check reads them)."""
-            done = asyncio.Event()
-            poll = asyncio.ensure_future(
-                engine_counts(light, target.root, headers, workload.model, done, timeout_s=target.light_timeout_s)
-            )
-            try:
-                return await extend(concurrency, ROUND, round_)
-            finally:
-                done.set()
-                measured[concurrency].engine_samples += await poll
-
-        async def ratio_round() -> None:
-            assert paired is not None
-            m = measured[paired]
-            order = (1, paired) if len(m.rounds) % 2 == 0 else (paired, 1)
-            number = len(m.rounds) + 1
-            batch = {c: await (extend_watched(c, number) if c == paired else extend(c, ROUND, number)) for c in order}
-            m.rounds.append((batch[1], batch[paired]))
-            m.level = m.row(paired, slo)
-            ratio = m.level.scaling_rounds[-1] if m.level.scaling_rounds else None
-            progress(
-                f"load: round {len(m.rounds)}: 1 user {batch[1].aggregate_tok_s:,.1f} tok/s, {paired} users "
-                f"{batch[paired].aggregate_tok_s:,.1f} tok/s: {_fmt(ratio, '.2f')}×"
-            )
-
-        def rounds_here(concurrency: int) -> bool:
-            """Whether this level's rounds are the ratio rounds: 1 user and the gate level, interleaved."""
-            return pairing and concurrency in (1, paired)
-
-        async def settle(concurrency: int) -> None:
-            """More rounds while a floor read at this level is undecided: a ratio round for 1 user and the gate level
-            once the rounds have begun (its batches interleave the two levels), else a batch of the level."""
-            while kind := pending(concurrency):
-                if kind == "ratio" or rounds_here(concurrency):
-                    assert paired is not None
-                    begun = paired in measured and measured[paired].rounds and 1 in measured
-                    if not (pairing and begun and room(1, paired)):
-                        return
-                    await ratio_round()
-                elif room(concurrency):
-                    await extend(concurrency)
-                else:
-                    return
-
-        if warmup:
-            # the station warmed once at the top level first: measured right after start, a fresh server's first
-            # requests (allocation, first batch shapes) made the first 1-user batch 10× slower than the same level
-            # measured after the others; not counted in any level, every request still sent within max_requests
-            top = levels[-1]
-            primed, _, _ = await timed(PRIMING, top, warmup * top)
-            sent += len(primed)
-        for concurrency in levels:
-            if time.perf_counter() > deadline:
-                not_run.append(concurrency)
-                continue
-            warm: list[RequestTiming] = []
-            if warmup:
-                warm, _, _ = await timed(WARMUP, concurrency, warmup * concurrency)
-            timings, started, ended = await timed(LEVEL, concurrency, batch_of(concurrency))
-            sent += len(warm) + len(timings)
-            first = _row(concurrency, timings, warm, ended - started, 1, slo)
-            measured[concurrency] = _Measured(timings, warm, ended - started, 1, first)
-            measured[concurrency].batch_rows.append(summarize(concurrency, timings, started, ended, slo))
-            measured[concurrency].level = measured[concurrency].row(concurrency, slo)
-            if not rounds_here(concurrency):
-                await settle(concurrency)  # 1 user and the gate level get their rounds interleaved, below
-            _progress_line(progress, measured[concurrency].level)
-        if pairing and 1 in measured and paired in measured:
-            while len(measured[paired].rounds) < rounds and room(1, paired):
-                await ratio_round()
-            for concurrency in sorted(measured):
-                await settle(concurrency)
-    return Sweep(
-        [m.level for _, m in sorted(measured.items())], not_run, batches=batches, started_at=started_at, path=path
-    )
+        rows, not_run = await run_plan(plan, timed, time.perf_counter, progress)
+    for level in rows:
+        if level.concurrency == plan.paired and engine_samples:
+            level.engine_samples = engine_samples
+    return Sweep(rows, not_run, batches=batches, started_at=started_at, path=path)
 
 
 def _with_rounds(level: LevelResult, batch_rows: list[LevelResult]) -> None:
-    """The level's rounds (one value a measured batch) and, for a level of several batches, in place of the
-    per-request intervals of the pooled requests, the order-statistic interval of their median
-    (golive.endpoint.uncertainty.Rounds; None with too few). A level of one batch keeps its requests' intervals (the
-    prefill measurement reads them); no gate reads those: the gates read the rounds."""
+    """The level's rounds (one value a measured batch) and, for a level of several batches, in place of the pooled
+    requests' numbers and intervals, the median of its rounds with the order-statistic interval of that median
+    (golive.endpoint.uncertainty.Rounds; None with 2 to 5 rounds): one number per quantity, the gates' own. A level
+    of one batch keeps its requests' intervals (the prefill measurement reads them); no gate reads those."""
     if not batch_rows:
         return
     level.aggregate_tok_s_rounds = [b.aggregate_tok_s for b in batch_rows if b.requests > b.failures]
@@ -310,34 +387,28 @@ def _with_rounds(level: LevelResult, batch_rows: list[LevelResult]) -> None:
     level.goodput_share_rounds = None if level.good_requests is None else [b.goodput_share for b in batch_rows]
     if len(batch_rows) < 2:
         return
-    for name in ("aggregate_tok_s", "per_user_tok_s_p50", "ttft_p50_s", "goodput_share"):
-        rounds = Rounds.of(getattr(level, f"{name}_rounds"))
+    for quantity in ROUNDED:
+        rounds = Rounds.of(level.rounds_of(quantity))
         interval = None if rounds is None else rounds.interval
-        setattr(level, f"{name}_ci", None if interval is None else list(interval))
-
-
-def _row(
-    concurrency: int,
-    timings: list[RequestTiming],
-    warm: list[RequestTiming],
-    spent_s: float,
-    batches: int,
-    slo: Slo | None,
-) -> LevelResult:
-    level = summarize(concurrency, timings, 0.0, spent_s, slo)
-    level.batches = batches
-    level.warmup_failures = sum(t.error is not None for t in warm)
-    level.errors = sorted({*level.errors, *(t.error for t in warm if t.error)})[:5]
-    return level
+        if rounds is not None:
+            setattr(level, quantity, rounds.median)
+        setattr(level, f"{quantity}_ci", None if interval is None else list(interval))
 
 
 def _progress_line(progress: Callable[[str], None], level: LevelResult, note: str = "") -> None:
+    """A level's line: after its first batch (`note` says so), and at the end of the sweep its own numbers, each the
+    median of its rounds, as the sweep table, go-live.md and results.json give them (golive.report.rules.number)."""
+    rounds = f" (median of {level.batches} rounds)" if level.batches > 1 else ""
     progress(
         f"load: {level.concurrency:>4} in flight: {level.requests} requests, {level.failures} failed, "
-        f"{level.aggregate_tok_s:,.1f} tok/s aggregate, "
-        f"{_fmt(level.per_user_tok_s_p50, '.1f')} tok/s per user (p50), "
-        f"TTFT p50 {_fmt(level.ttft_p50_s, '.3f')} s{note}"
+        f"{number(level.aggregate_tok_s)} tok/s aggregate, "
+        f"{_number(level.per_user_tok_s_p50)} tok/s per user (p50), "
+        f"TTFT p50 {_number(level.ttft_p50_s)} s{rounds}{note}"
     )
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else number(value)
 
 
 def _fmt(value: float | None, spec: str) -> str:

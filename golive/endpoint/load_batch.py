@@ -67,8 +67,11 @@ def summarize(
     ended: float,
     slo: Slo | None = None,
     earlier_s: float = 0.0,
+    intervals: bool = True,
 ) -> LevelResult:
-    """The level's row; `earlier_s`: the duration of its earlier batches (timings holds every batch's requests)."""
+    """The level's row; `earlier_s`: the duration of its earlier batches (timings holds every batch's requests).
+    `intervals`: the per-request bootstrap intervals (a batch that is one round of its level needs none: its level's
+    interval is its rounds')."""
     ok = [t for t in timings if t.error is None]
     tokens = sum(t.completion_tokens or 0 for t in ok)
     duration = max(ended - started + earlier_s, 1e-9)
@@ -103,13 +106,15 @@ def summarize(
             aggregate_interval(
                 tokens / duration, [t.completion_tokens or 0 for t in timed], [t.end or 0.0 for t in timed]
             )
-        ),
-        per_user_tok_s_p50_ci=_listed(median_interval([1 / x for x in tpots])),
-        ttft_p50_s_ci=_listed(median_interval(ttfts)),
+        )
+        if intervals
+        else None,
+        per_user_tok_s_p50_ci=_listed(median_interval([1 / x for x in tpots])) if intervals else None,
+        ttft_p50_s_ci=_listed(median_interval(ttfts)) if intervals else None,
         good_requests=good,
         goodput_req_s=None if good is None else good / duration,
         goodput_share=None if good is None or not ok else good / len(ok),
-        goodput_share_ci=None if good is None else _listed(share_interval(good, len(ok))),
+        goodput_share_ci=None if good is None or not intervals else _listed(share_interval(good, len(ok))),
     )
 
 

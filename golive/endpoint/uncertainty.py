@@ -97,6 +97,7 @@ def ratio_interval(top: float, top_ci: Interval | None, bottom: float, bottom_ci
     return ratio * math.exp(-down), ratio * math.exp(up)
 
 
+POWER = 0.95  # the detectable degradation (Rounds.detectable): the factor a gate catches in 95 % of runs
 MIN_ROUNDS = 6  # the fewest rounds whose extremes cover the median with ≥ 95 %: 1 − 2 × 0.5⁶ = 96.9 %
 UNSTABLE_CV = 0.10  # pyperf check: standard deviation > 10 % of the mean
 UNSTABLE_EXTREME = 0.5  # pyperf check: the minimum or the maximum 50 % away from the mean
@@ -165,6 +166,30 @@ class Rounds:
         cv = self.cv
         far = max(abs(v - mean) for v in self.values) / mean
         return (cv is not None and cv > UNSTABLE_CV) or far >= UNSTABLE_EXTREME
+
+    def detectable(self, power: float = POWER) -> float | None:
+        """How far beyond its bound a station must be for a gate judged on as many rounds as these, spread as these
+        are, to FAIL with probability `power`: the factor s such that rounds drawn around bound ÷ s (a floor; bound × s
+        for a ceiling) put the interval's far end beyond the bound in `power` of runs. The rounds' spread is read as
+        lognormal (σ: the standard deviation of their logs, an outlier round widening it); the far end x(n+1−k) lies
+        below the bound when at least n+1−k rounds do: P(Binomial(n, p) ≥ n+1−k) ≥ power fixes p, and
+        p = Φ(ln s ÷ σ) fixes s. None with fewer than MIN_ROUNDS rounds (no interval: no round count can fail) or a
+        round that is not positive."""
+        k = _order_rank(self.n)
+        if k is None or min(self.values) <= 0:
+            return None
+        logs = [math.log(v) for v in self.values]
+        sigma = statistics.stdev(logs)
+        needed = self.n + 1 - k  # rounds beyond the bound for the far end of the interval to be
+
+        def caught(p: float) -> float:
+            return sum(math.comb(self.n, j) * p**j * (1 - p) ** (self.n - j) for j in range(needed, self.n + 1))
+
+        low, high = 0.5, 1.0 - 1e-12
+        for _ in range(60):  # bisection: caught() rises with p
+            middle = (low + high) / 2
+            low, high = (middle, high) if caught(middle) < power else (low, middle)
+        return math.exp(sigma * statistics.NormalDist().inv_cdf(high))
 
     def said(self, spec: str = ",.4g", unit: str = "") -> str:
         """How sure the median is, in words: "median of 8 rounds, 95 % CI 2,350–2,987", or "3 rounds: too few for

@@ -138,6 +138,23 @@ class Host(Strict):
     connect_timeout_s: float = Field(default=10, gt=0)  # ssh connect and banner: a host that never answers fails here
 
 
+# The sweep's gates, one a `load.floors` number: a closed type shared by this schema, the gates
+# (golive.endpoint.gates), the checks (suites/endpoint/test_throughput.py) and the reports; a misspelt gate is a mypy
+# error (tests/unit/test_gate_names.py). LoadFloors declares exactly these fields (the same test).
+GateName = Literal[
+    "single_user_decode_tok_s",
+    "single_user_ttft_p50_s",
+    "aggregate_tok_s",
+    "per_user_tok_s_p50",
+    "ttft_p50_s",
+    "peak_tok_s",
+    "scaling_ratio",
+    "per_user_ratio",
+    "goodput_share",
+]
+GATE_NAMES: tuple[GateName, ...] = get_args(GateName)
+
+
 class LoadFloors(Strict):
     """The recipe's measured numbers (or a site's); each gate is this value less `tolerance` (docs/metrics.md)."""
 
@@ -151,6 +168,11 @@ class LoadFloors(Strict):
     scaling_ratio: float | None = None  # aggregate at gate_concurrency ÷ aggregate at 1 user
     per_user_ratio: float | None = None  # per-user decode (p50) at gate_concurrency ÷ single-user decode
     goodput_share: float | None = None  # at gate_concurrency: share of requests meeting every load.slo objective
+
+    def of(self, gate: GateName) -> float | None:
+        """The profile's number for a gate (None: the profile sets none, the gate is not applicable)."""
+        value: float | None = getattr(self, gate)
+        return value
 
 
 class LoadSlo(Strict):

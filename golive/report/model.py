@@ -64,7 +64,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from golive.checklist import parameters_of
 from golive.core.verdict import EXIT_USAGE, GO, INCOMPLETE, NO_GO, OUTCOMES
-from golive.endpoint.levels import LevelResult
+from golive.endpoint.levels import LevelResult, catches
 from golive.profile.rules import counted, duration
 
 SCHEMA = 5
@@ -193,59 +193,35 @@ class Metric(Record):
     unstable: str | None = Field(
         default=None, description="where the rounds disagree (pyperf's check): their range and spread; else null"
     )
+    detectable: float | None = Field(
+        default=None,
+        description="the smallest degradation this run would have caught with 95 %, from its own rounds' spread: a "
+        "station this many times beyond the profile's number (slower, below a floor; above a ceiling) fails the gate "
+        "in 95 % of runs (golive.endpoint.gates.Gate.detectable); null: no interval",
+    )
+
+    @property
+    def catches(self) -> str:
+        """ "would catch a station 1.3× slower than the floor" (empty without a detectable degradation)."""
+        return catches(self.detectable, self.ceiling is not None and self.floor is None)
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
 
-class SweepRow(Record):
-    """One station's one concurrency level: a row of `sweep`, golive.endpoint.levels.LevelResult's fields and the
-    station (a test keeps the two field lists equal)."""
+class SweepRow(LevelResult):
+    """One station's one concurrency level: a row of `sweep`, the load generator's own row
+    (golive.endpoint.levels.LevelResult, declared once) and the station it was measured on."""
 
     station: str
-    concurrency: int
-    requests: int
-    failures: int
-    duration_s: float
-    output_tokens: int
-    aggregate_tok_s: float
-    per_user_tok_s_p50: float | None
-    ttft_p50_s: float | None
-    ttft_p99_s: float | None
-    ttft_mean_s: float | None
-    ttfo_p50_s: float | None
-    itl_p50_s: float | None
-    itl_mean_s: float | None
-    tpot_p50_s: float | None
-    e2e_p50_s: float | None
-    e2e_mean_s: float | None
-    prompt_tokens_p50: float | None
-    client_usage_mismatches: int
-    warmup_failures: int = 0
-    errors: list[str] = Field(default_factory=list)
-    aggregate_tok_s_ci: list[float] | None = None
-    per_user_tok_s_p50_ci: list[float] | None = None
-    ttft_p50_s_ci: list[float] | None = None
-    good_requests: int | None = None
-    goodput_req_s: float | None = None
-    goodput_share: float | None = None
-    goodput_share_ci: list[float] | None = None
-    batches: int = 1
-    scaling_rounds: list[float] | None = None
-    per_user_rounds: list[float | None] | None = None
-    aggregate_tok_s_rounds: list[float] | None = None
-    per_user_tok_s_p50_rounds: list[float | None] | None = None
-    ttft_p50_s_rounds: list[float | None] | None = None
-    goodput_share_rounds: list[float | None] | None = None
-    engine_samples: list[list[float]] | None = None
 
     @classmethod
     def of(cls, station: str, level: LevelResult) -> SweepRow:
-        return cls.model_validate({"station": station, **level.as_dict()})
+        return cls.model_validate({**level.as_dict(), "station": station})
 
     @property
     def level(self) -> LevelResult:
-        return LevelResult(**self.model_dump(exclude={"station"}))
+        return LevelResult.model_validate(self.model_dump(exclude={"station"}))
 
 
 class Change(Record):

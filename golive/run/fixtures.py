@@ -51,6 +51,7 @@ class RecordMetric(Protocol):
         passed: bool | None = None,
         rounds: int | None = None,
         unstable: str | None = None,
+        detectable: float | None = None,
     ) -> bool: ...
 
 
@@ -331,6 +332,7 @@ def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
         passed: bool | None = None,
         rounds: int | None = None,
         unstable: str | None = None,
+        detectable: float | None = None,
     ) -> bool:
         """`passed` given: the check's own judgement (an interval against its bound); else value against bound."""
         if passed is None:
@@ -346,6 +348,7 @@ def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
             requests=requests,
             rounds=rounds,
             unstable=unstable,
+            detectable=detectable,
         )
         # plain data on the report: it crosses pytest-xdist; the Recorder makes it a Metric again
         request.node.user_properties.append((keys.METRIC, metric.as_dict()))

@@ -22,13 +22,12 @@ from golive.endpoint.client import metric_total
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.levels import LevelResult
 from golive.endpoint.load import PEAK_REFUSED, Sweep, SweepPlan, levels_to_run, sweep
-from golive.endpoint.load_batch import Slo
 from golive.endpoint.load_request import Workload
 from golive.endpoint.uncertainty import Decision, against_floor, interval_text
 
 if TYPE_CHECKING:
     from golive.endpoint.client import EndpointClient
-    from golive.profile.schema import Load, Profile, Station
+    from golive.profile.schema import GateName, Load, Profile, Station
     from golive.run.fixtures import RecordFinding, RecordMetric, RecordSweep
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
@@ -68,19 +67,7 @@ def swept(
     levels, refused = levels_to_run(load.concurrency, station.production, request.config.getoption("allow_peak_load"))
     if not levels:
         return Sweep([], [], refused)
-    plan = SweepPlan(
-        tuple(levels),
-        load.repeats,
-        load.warmup,
-        load.max_duration_s,
-        slo=Slo(load.slo.ttft_s, load.slo.tpot_s, load.slo.e2el_s),
-        undecided=lambda level, earlier: gates.undecided(load, level, earlier),
-        max_requests=load.max_requests,
-        min_requests=load.min_requests,
-        paired=gates.gate_concurrency(load),
-        rounds=load.rounds_to_run,
-        probe_path=True,
-    )
+    plan = SweepPlan.of(load, levels, probe_path=True)
     measured = sweep(endpoint.target, workload, plan, progress)
     measured.refused = refused
     return measured
@@ -99,36 +86,6 @@ def _level(swept: Sweep, concurrency: int) -> LevelResult:
     return level
 
 
-SPEED_UNMEASURABLE = (
-    "no successful answer had its tokens spread over time (each arrived in one read: no decode "
-    "time to divide); longer answers (load.output_tokens) give it one"
-)
-TTFT_UNMEASURABLE = "no successful answer carried a token event (content, reasoning or a tool call)"
-UNMEASURABLE = {
-    "single_user_decode_tok_s": SPEED_UNMEASURABLE,
-    "per_user_tok_s_p50": SPEED_UNMEASURABLE,
-    "per_user_ratio": SPEED_UNMEASURABLE,
-    "single_user_ttft_p50_s": TTFT_UNMEASURABLE,
-    "ttft_p50_s": TTFT_UNMEASURABLE,
-    "scaling_ratio": "a level had no successful request",
-    "goodput_share": "no successful request",
-}
-UNDECIDED = (
-    "undecided: {what} at {users} users is {value} ({interval}), which {straddles} the {kind} {bound}; the sweep "
-    "added rounds up to the profile's bounds (load.max_requests {max_requests}, load.max_duration_s "
-    "{max_duration_s:g} s) and still could not tell: raise them, or measure on a quieter station"
-)
-
-
-# gates that read the time between bytes of one answer: a buffered stream gives them the proxy's timing, not vLLM's
-LATENCY = {
-    "single_user_decode_tok_s",
-    "single_user_ttft_p50_s",
-    "per_user_tok_s_p50",
-    "ttft_p50_s",
-    "per_user_ratio",
-    "goodput_share",
-}
 BUFFERING_CHECK = "test_stream_is_not_buffered"
 STALL_CHECK = "test_sweep_never_stalls"
 BUFFERED = (
@@ -137,18 +94,18 @@ BUFFERED = (
 )
 
 
-def _gate(load: Load, swept: Sweep, field: str, what: str) -> gates.Gate:
+def _gate(load: Load, swept: Sweep, field: GateName, what: str) -> gates.Gate:
     """The gate's measurement, or why it is not applicable (no number in the profile) or not checked."""
     if gates.bound(load, field) is None:
         not_applicable(f"the profile sets no load floor {field}")
-    users = 1 if field.startswith("single_user") else gates.gate_concurrency(load)
+    users = 1 if field.startswith("single_user") else load.gate_level
     levels = [_level(swept, 1)] if users != 1 and field.endswith("_ratio") else []
     levels.append(_level(swept, users))
-    if field in LATENCY and swept.buffered is not None:
+    if field in gates.LATENCY and swept.buffered is not None:
         pytest.skip(BUFFERED.format(check=BUFFERING_CHECK))
     measured = gates.gate(load, swept.levels, field)
     if measured is None or measured.value is None:
-        pytest.skip(f"{what} could not be measured at concurrency {users}: {UNMEASURABLE[field]}")
+        pytest.skip(f"{what} could not be measured at concurrency {users}: {gates.UNMEASURABLE[field]}")
     return measured
 
 
@@ -165,39 +122,9 @@ def _judge(
     """Record the gate's number with its interval; fail, pass or (undecided) leave it not checked. `suspects`: the
     served flags whose wrong value would explain a failure (tied to the host's served-flag finding: same cause)."""
     assert gate.value is not None  # _gate() skips a gate it could not measure; the peak is always measured
-    kind = "ceiling" if gate.ceiling else "floor"
-    record_metric(
-        name,
-        gate.value,
-        unit,
-        **{kind: gate.bound},
-        interval=gate.interval,
-        requests=gate.requests,
-        passed=gate.decision is Decision.PASSES,
-        rounds=gate.rounds,
-        unstable=gate.spread.range_text(",.4g", unit) if gate.spread is not None and gate.unstable else None,
-    )
+    record_metric(name, gate.value, unit, **gate.recorded(unit))
     if gate.decision is Decision.UNDECIDED:
-        pytest.skip(
-            UNDECIDED.format(
-                what=what,
-                users=gate.concurrency,
-                value=f"{gate.value:,.4g}",
-                interval=gate.said(",.4g", unit),
-                straddles="cannot be judged against" if gate.interval is None else "straddles",
-                kind=kind,
-                bound=f"{gate.bound:,.4g}",
-                max_requests=load.max_requests,
-                max_duration_s=load.max_duration_s,
-            )
-            + (
-                "; the rounds are unstable (pyperf's check: their standard deviation above 10 % of their mean, or "
-                "one 50 % away from it): the station moved while it was measured; find what else runs on it "
-                "(another workload, throttling)"
-                if gate.unstable
-                else ""
-            )
-        )
+        pytest.skip(gate.undecided(what, unit, load))
     require(gate.decision is Decision.PASSES, suspects=suspects, **finding)
 
 
@@ -210,38 +137,6 @@ def _path_first(swept: Sweep) -> str:
     return (
         f"the network path first: {measured.said()}; find what sits between the client and vLLM (a proxy, gateway, "
         f"load balancer, VPN or a distant client) and measure from closer to the station; then: "
-    )
-
-
-def _measured_at(gate: gates.Gate, spec: str = ",.4g", unit: str = "") -> str:
-    """The value and how sure it is: "2,518 (median of 8 rounds, 95 % CI 2,350–2,987; unstable (…))"; the ratios
-    say how their rounds were made."""
-    said = gate.said(spec, unit)
-    if gate.field in gates.RATIOS and gate.rounds:
-        said = said.replace(" rounds", f" rounds of 1 and {gate.concurrency} users back to back", 1)
-    return f"{format(gate.value, spec)} ({said})"
-
-
-def _rounds(swept: Sweep, users: int) -> str:
-    level = swept.at(users)
-    if level is None or not level.scaling_rounds:
-        return ""
-    return " (rounds: " + ", ".join(f"{r:.2f}×" for r in level.scaling_rounds) + ")"
-
-
-def _workload(load: Load, concurrency: int, swept: Sweep | None = None) -> str:
-    """The workload as sent: the prompt's size as the server counted it (usage.prompt_tokens, the level's median),
-    where the level ran; the profile's design otherwise."""
-    level = swept.at(concurrency) if swept is not None else None
-    counted = level.prompt_tokens_p50 if level is not None else None
-    prompt = (
-        f"{counted:,.0f}-token salted prompts (usage.prompt_tokens, median; {load.prompt_tokens} asked)"
-        if counted is not None
-        else f"~{load.prompt_tokens}-token salted prompts"
-    )
-    return (
-        f"{concurrency} in flight, {prompt}, {load.output_tokens}-token answers, "
-        f"rounds of {max(load.repeats * concurrency, load.min_requests)} requests after warm-up"
     )
 
 
@@ -292,9 +187,9 @@ def test_single_user_decode_meets_floor(
         "single_user_decode_tok_s",
         "tok/s",
         "single-user decode speed",
-        found=f"1 user decodes at {_measured_at(gate)} tok/s (p50), below the floor {gate.bound:,.1f} tok/s",
+        found=f"1 user decodes at {gate.measured()} tok/s (p50), below the floor {gate.bound:,.1f} tok/s",
         recipe=f"1 user {load.floors.single_user_decode_tok_s:g} tok/s, less {load.tolerance:.0%} tolerance "
-        f"({_workload(load, 1, swept)}) {profile.cited}",
+        f"({gates.workload(load, 1, swept.at(1))}) {profile.cited}",
         fix=CAUSES,
     )
 
@@ -313,8 +208,7 @@ def test_single_user_ttft_within_ceiling(
         "single_user_ttft_p50_s",
         "s",
         "time to first token",
-        found=f"1 user waits {_measured_at(gate, '.3f')} s for the first token (p50), above the ceiling "
-        f"{gate.bound:.3f} s",
+        found=f"1 user waits {gate.measured('.3f')} s for the first token (p50), above the ceiling {gate.bound:.3f} s",
         recipe=f"TTFT p50 {load.floors.single_user_ttft_p50_s:g} s at 1 user, plus {load.tolerance:.0%} "
         f"tolerance {profile.cited}",
         fix=_path_first(swept) + CAUSES + "; for TTFT also: a prefill-heavy workload sharing the station, or the "
@@ -337,9 +231,9 @@ def test_aggregate_throughput_meets_floor(
         f"aggregate_tok_s_at_{users}",
         "tok/s",
         "aggregate throughput",
-        found=f"{users} users get {_measured_at(gate, ',.1f')} tok/s aggregate, below the floor {gate.bound:,.1f}",
+        found=f"{users} users get {gate.measured(',.1f')} tok/s aggregate, below the floor {gate.bound:,.1f}",
         recipe=f"{load.floors.aggregate_tok_s:,g} tok/s aggregate at {users} users, less {load.tolerance:.0%} "
-        f"({_workload(load, users, swept)}) {profile.cited}",
+        f"({gates.workload(load, users, swept.at(users))}) {profile.cited}",
         fix=CAUSES,
     )
 
@@ -357,7 +251,7 @@ def test_per_user_speed_meets_floor(swept: Sweep, load: Load, profile: Profile, 
         f"per_user_tok_s_p50_at_{users}",
         "tok/s",
         "per-user decode speed",
-        found=f"at {users} users each decodes at {_measured_at(gate, '.1f')} tok/s (median), below the floor "
+        found=f"at {users} users each decodes at {gate.measured('.1f')} tok/s (median), below the floor "
         f"{gate.bound:.1f}",
         recipe=f"{load.floors.per_user_tok_s_p50:g} tok/s per user (median) at {users} users, less "
         f"{load.tolerance:.0%} {profile.cited}",
@@ -380,7 +274,7 @@ def test_ttft_under_load_within_ceiling(
         f"ttft_p50_s_at_{users}",
         "s",
         "time to first token",
-        found=f"at {users} users the first token takes {_measured_at(gate, '.3f')} s (p50), above the ceiling "
+        found=f"at {users} users the first token takes {gate.measured('.3f')} s (p50), above the ceiling "
         f"{gate.bound:.3f} s",
         recipe=f"TTFT p50 {load.floors.ttft_p50_s:g} s at {users} users, plus {load.tolerance:.0%} {profile.cited}",
         fix=_path_first(swept) + CAUSES + "; for TTFT under load also: --max-num-batched-tokens / chunked prefill "
@@ -407,7 +301,7 @@ def test_peak_throughput_meets_floor(swept: Sweep, load: Load, profile: Profile,
         "peak_tok_s",
         "tok/s",
         "the best aggregate",
-        found=f"the best aggregate is {_measured_at(gate, ',.1f')} tok/s (at {best.concurrency} users; "
+        found=f"the best aggregate is {gate.measured(',.1f')} tok/s (at {best.concurrency} users; "
         f"{top} users: {top_level.aggregate_tok_s:,.1f}), below the floor {floor:,.1f}",
         recipe=f"peak {load.floors.peak_tok_s:,g} tok/s, less {load.tolerance:.0%} (levels "
         f"{load.concurrency}) {profile.cited}",
@@ -432,10 +326,10 @@ def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile,
         "×",
         "the aggregate's scaling",
         suspects=("max-num-seqs", "max-num-batched-tokens"),
-        found=f"the aggregate at {users} users is {_measured_at(gate, '.2f')}× the single user's, below the "
-        f"floor {gate.bound:.2f}×{_rounds(swept, users)}; aggregate tok/s by users: {shape.described()}; it "
-        f"stops rising at "
-        f"{shape.peak} users (max_num_seqs in the profile: {profile.vllm.max_num_seqs})",
+        found=f"the aggregate at {users} users is {gate.measured('.2f')}× the single user's, below the "
+        f"floor {gate.bound:.2f}×{gates.ratio_rounds(swept.at(users))}; aggregate tok/s by users: "
+        f"{shape.described()}; it stops rising at {shape.peak} users (max_num_seqs in the profile: "
+        f"{profile.vllm.max_num_seqs})",
         recipe=f"aggregate at {users} users ÷ aggregate at 1 user ≥ {load.floors.scaling_ratio:g}, less "
         f"{load.tolerance:.0%} (the recipe's table: the aggregate keeps rising up to max_num_seqs) "
         f"[000][002]",
@@ -446,38 +340,32 @@ def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile,
 @check("endpoint.throughput.gate_level_never_held_back", Cost.SWEEP)
 def test_gate_level_is_never_held_back(swept: Sweep, load: Load, profile: Profile, record_metric: RecordMetric) -> None:
     """With {load.gate_level} users in flight vLLM keeps none of them waiting while it runs fewer than
-    --max-num-seqs {vllm.max_num_seqs} (`vllm:num_requests_running` and `_waiting` on /metrics during the ratio
-    rounds): a cap on the batch that a busy machine's noise cannot hide, where throughput ratios can [000][002]."""
+    --max-num-seqs {vllm.max_num_seqs} (`vllm:num_requests_running` and `_waiting` on /metrics during every measured
+    batch of {load.gate_level} users): a cap on the batch that a busy machine's noise cannot hide, where throughput
+    ratios can [000][002]."""
     if not load.rounds_to_run:
         not_applicable("the profile runs no ratio rounds (load.ratio_rounds 0, no ratio floor, or gate level 1)")
-    users = gates.gate_concurrency(load)
+    users = load.gate_level
     level = _level(swept, users)
     cap = profile.vllm.max_num_seqs
     batch = min(users, cap) if cap else users
-    if not level.scaling_rounds:
-        pytest.skip(
-            f"the ratio rounds did not run (the profile's load.max_requests {load.max_requests} or "
-            f"load.max_duration_s {load.max_duration_s:g} s ran out first): see the sweep check"
-        )
-    busy = [(running, waiting) for running, waiting in level.engine_samples or [] if running + waiting > 0]
-    if not busy:
+    counted = gates.held_back(level, batch)
+    if not counted.busy:
         pytest.skip(
             "not checked: GET /metrics never reported vllm:num_requests_running and _waiting with work in "
             f"the engine while {users} users were in flight (vLLM serves /metrics by default: is a proxy "
             "hiding it?)"
         )
-    held = [(running, waiting) for running, waiting in busy if waiting > 0 and running < batch]
-    most = max(running for running, _ in busy)
-    record_metric(
-        f"held_back_share_at_{users}", len(held) / len(busy), "", ceiling=0.5, passed=len(held) < len(busy) / 2
-    )
+    most = counted.most
+    passed = counted.decision is Decision.PASSES
+    record_metric(f"held_back_share_at_{users}", counted.share, "", ceiling=0.5, passed=passed)
     # a request that reached the engine between two scheduler steps waits a few ms: a poll can meet that once in a
     # while, a cap holds requests back in every poll (a batch capped at 2 of 8: 6 waiting, poll after poll)
     require(
-        len(held) < len(busy) / 2,
+        passed,
         found=f"with {users} requests in flight vLLM ran at most {most:g} at once and kept requests waiting in "
-        f"{len(held)} of {len(busy)} polls (`vllm:num_requests_running`/`_waiting` on /metrics, every 0.1 s "
-        f"during {len(level.scaling_rounds)} batches of {users} users)",
+        f"{counted.held} of {counted.busy} polls (`vllm:num_requests_running`/`_waiting` on /metrics, every 0.1 s "
+        f"during {level.batches} batches of {users} users)",
         recipe=f"the station batches up to --max-num-seqs {cap or '(unset)'}: {users} users run as one batch of "
         f"{batch}, none waiting {profile.cited}",
         fix=f"the batch is capped at about {most:g}: read --max-num-seqs in the service's ExecStart (the "
@@ -503,7 +391,7 @@ def test_per_user_speed_holds_under_load(
         f"per_user_ratio_at_{users}",
         "×",
         "per-user decode under load",
-        found=f"at {users} users each user decodes at {_measured_at(gate, '.3f')} of the single user's speed "
+        found=f"at {users} users each user decodes at {gate.measured('.3f')} of the single user's speed "
         f"(p50 ÷ p50), below the floor {gate.bound:,.4g}",
         recipe=f"per-user decode at {users} users ÷ single-user decode ≥ {load.floors.per_user_ratio:g}, less "
         f"{load.tolerance:.0%} [000][002]",
@@ -534,7 +422,7 @@ def test_goodput_meets_floor(swept: Sweep, load: Load, record_metric: RecordMetr
         "share",
         "the goodput share",
         found=f"at {users} users {level.good_requests} of {gate.requests} requests meet every objective "
-        f"({_measured_at(gate, '.3f')}; {level.goodput_req_s:.3g} req/s good), below the floor "
+        f"({gate.measured('.3f')}; {level.goodput_req_s:.3g} req/s good), below the floor "
         f"{gate.bound:.3f}; TTFT p50 {level.ttft_p50_s} s, TPOT p50 {level.tpot_p50_s} s, "
         f"E2E p50 {level.e2e_p50_s} s",
         recipe=f"objectives TTFT ≤ {load.slo.ttft_s} s, TPOT ≤ {load.slo.tpot_s} s, E2E ≤ {load.slo.e2el_s} s "

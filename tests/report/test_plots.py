@@ -104,7 +104,9 @@ def test_results_json_carries_the_sweep_as_rows_that_read_back():
         "requests",
         "rounds",
         "unstable",
-    }  # schema 2's fields, the interval it stands on, and the rounds it is the median of (issue 28)
+        "detectable",
+    }  # schema 2's fields, the interval it stands on, the rounds it is the median of (issue 28), and the
+    # degradation those rounds would have caught (issue 42)
 
 
 def test_markdown_has_the_sweep_table():

@@ -1,10 +1,8 @@
 """results.json is one model (golive.report.model.Results): written from it, read back through it, its JSON schema the
 one docs/ci.md shows, and each check's id the same for the same check on the same station in every run."""
 
-import dataclasses
 import json
 import re
-import typing
 from pathlib import Path
 
 import pytest
@@ -38,11 +36,18 @@ def test_the_schema_command_prints_it_and_refuses_anything_else(capsys):
     assert capsys.readouterr().err == "usage: python -m golive.report.model --schema\n"
 
 
-def test_a_sweep_row_has_exactly_the_level_results_fields():
-    """A field added to LevelResult and not to the row (or the other way) fails here, not in a results.json."""
-    hints = typing.get_type_hints(LevelResult)
-    row = {name: field.annotation for name, field in SweepRow.model_fields.items() if name != "station"}
-    assert row == {f.name: hints[f.name] for f in dataclasses.fields(LevelResult)}
+def test_a_sweep_row_is_the_load_generators_row_and_its_station():
+    """One model from the load generator to the report: the row is LevelResult (declared once) plus its station."""
+    assert issubclass(SweepRow, LevelResult)
+    assert set(SweepRow.model_fields) == {*LevelResult.model_fields, "station"}
+    level = LevelResult.model_validate(
+        {name: None for name, field in LevelResult.model_fields.items() if not field.is_required()}
+        | {"concurrency": 8, "requests": 24, "failures": 0, "duration_s": 1.0, "output_tokens": 768}
+        | {"aggregate_tok_s": 768.0, "client_usage_mismatches": 0, "warmup_failures": 0, "batches": 1, "errors": []}
+        | {n: None for n in ("per_user_tok_s_p50", "ttft_p50_s", "ttft_p99_s", "ttft_mean_s", "ttfo_p50_s")}
+        | {n: None for n in ("itl_p50_s", "itl_mean_s", "tpot_p50_s", "e2e_p50_s", "e2e_mean_s", "prompt_tokens_p50")}
+    )
+    assert SweepRow.of("a", level).level == level
 
 
 @pytest.mark.parametrize("recorder", [numbers_recorder, sweep_recorder, Recorder], ids=["numbers", "sweep", "empty"])

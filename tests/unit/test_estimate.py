@@ -37,8 +37,8 @@ GB300 = load_profile("glm-5.3-flash-gb300").profile
 def test_sweep_time_is_tokens_over_floor_speed():
     load = GB300.load  # levels 1, 32, 256; 3 repeats + 1 warm-up; 256 tokens
     assert [level_speed(load, users) for users in (1, 32, 256)] == [145.9, 1464, 2517]
-    # the levels, 3 ratio rounds (3 more requests at 1 user, 96 more at 32 users each) and the priming batch at 256
-    expected = (13 * 256 / 145.9 + 13 * 0.985) + (416 * 256 / 1464 + 13 * 0.985) + (1280 * 256 / 2517 + 5 * 0.985)
+    # the levels, 8 ratio rounds (3 more requests at 1 user, 96 more at 32 users each) and the priming batch at 256
+    expected = (28 * 256 / 145.9 + 28 * 0.985) + (896 * 256 / 1464 + 28 * 0.985) + (1280 * 256 / 2517 + 5 * 0.985)
     assert sweep_seconds(load) == pytest.approx(expected)
     assert sweep_seconds(load) < load.max_duration_s  # a station at its floors finishes within the budget
 

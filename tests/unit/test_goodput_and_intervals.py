@@ -304,3 +304,36 @@ def test_a_ratio_near_one_says_no_batching_whatever_one_noisy_level_shows():
         lv.aggregate_tok_s_ci = ci
         levels.append(lv)
     assert "flat from 1 user on: the station does not batch" in gates.curve(levels).cause(16, 1.34, 8)
+
+
+def test_the_detectable_degradation_is_caught_in_95_percent_of_runs():
+    """Rounds.detectable: a station whose rounds spread as these do, centred that many times below the bound, fails
+    the gate (the interval's high end below the bound) in ~95 % of runs of as many rounds; wider rounds see less."""
+    import numpy as np
+
+    from golive.endpoint.uncertainty import Rounds
+
+    rng = np.random.default_rng(3)
+    sigma, n, bound = 0.08, 8, 100.0
+    seen = Rounds(tuple(np.exp(rng.normal(0, sigma, n)))).detectable()
+    assert seen is not None and 1.05 < seen < 1.5
+    factor = Rounds(tuple(np.exp(np.linspace(-1.5, 1.5, n) * sigma))).detectable()
+    assert factor is not None
+    spread = statistics.stdev(np.linspace(-1.5, 1.5, n) * sigma)
+    runs = [Rounds(tuple(bound / factor * np.exp(rng.normal(0, spread, n)))) for _ in range(4000)]
+    caught = sum(against_floor(r.interval, bound) is Decision.FAILS for r in runs) / len(runs)
+    assert 0.93 <= caught <= 0.97, caught
+    wider = Rounds(tuple(np.exp(np.linspace(-1.5, 1.5, n) * 2 * sigma))).detectable()
+    assert wider is not None and wider > factor
+    assert Rounds((1.0, 1.1, 0.9, 1.0, 1.05)).detectable() is None  # 5 rounds: no interval, nothing can fail
+
+
+def test_a_gate_says_what_its_run_could_catch():
+    load = Load(concurrency=[1, 8], gate_concurrency=8, tolerance=0.1, floors={"aggregate_tok_s": 1000.0})
+    rounds = [1200.0, 1180.0, 1250.0, 1210.0, 1190.0, 1230.0, 1220.0, 1205.0]
+    level = level_row(8, statistics.median(rounds), aggregate_tok_s_rounds=rounds, batches=8)
+    found = gates.gate(load, [level], "aggregate_tok_s")
+    assert found is not None and found.detectable is not None
+    # the tolerance on top: relative to the profile's 1,000, not the bound 900
+    assert found.detectable == pytest.approx(found.spread.detectable() / 0.9)
+    assert f"this run would catch a station {found.detectable:.2f}× below the floor" in found.said()
