@@ -86,6 +86,12 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
             "an HTML page answered, not the OpenAI API: a login page or proxy sits in front, or the URL points at "
             "another service; give the inventory the vLLM server's URL (and its key in api_key_env)"
         )
+    elif status == 404 and _names_a_model(response):
+        hint = (
+            "the server serves no model by the name golive sent (its answer names the ones it serves): requests "
+            "through the endpoint carry the profile's vllm.served_model_name; vLLM's own /tokenize and /v1/models "
+            "behind a gateway that renames the model, the inventory's `vllm_model` (README: Gateways)"
+        )
     elif status == 404:
         hint = "nothing is served at this path: check the endpoint URL and port in the inventory point at vLLM"
     elif status in (502, 503, 504):
@@ -97,6 +103,16 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
     return EndpointError(
         str(response.request.url), what, hint, status=status, content_type=kind, first_bytes=_first_bytes(response)
     )
+
+
+def _names_a_model(response: httpx.Response) -> bool:
+    """A 404 that is about the model, not the path: vLLM's `{"error": {"param": "model", "message": "The model `x`
+    does not exist. …"}}` (an OpenAI-style error naming the `model` parameter)."""
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError, httpx.HTTPError):
+        return False
+    return isinstance(error, dict) and error.get("param") == "model"
 
 
 def from_transport(url: str, exc: BaseException) -> EndpointError:

@@ -167,7 +167,8 @@ async def sweep_async(
         light = await stack.enter_async_context(
             httpx.AsyncClient(timeout=target.request_timeout_s, verify=trusting(target.ca_file))
         )
-        sentences = await sentences_for(light, target.root, workload, headers)
+        own = target.vllm_name(workload.model)  # what vLLM's own /tokenize and /metrics know the model by
+        sentences = await sentences_for(light, target.root, replace(workload, model=own), headers)
         path = None
         if plan.probe_path:
             path = PathProbe(round_trip_s=await round_trip(light, target.root))
@@ -180,16 +181,12 @@ async def sweep_async(
             """One batch (run_level), recorded for the stream-shape and stall rules; around a 1-user measured batch,
             vLLM's own TTFT histogram is read too (plan.probe_path)."""
             probing = path is not None and path.problem is None and concurrency == 1 and kind in (LEVEL, ROUND)
-            before = (
-                await vllm_ttft(light, target.root, headers, workload.model, target.light_timeout_s)
-                if probing
-                else None
-            )
+            before = await vllm_ttft(light, target.root, headers, own, target.light_timeout_s) if probing else None
             timings, started, ended = await run_level(
                 clients, workload, headers, concurrency, count, deadline, sentences
             )
             if path is not None and before is not None:
-                after = await vllm_ttft(light, target.root, headers, workload.model, target.light_timeout_s)
+                after = await vllm_ttft(light, target.root, headers, own, target.light_timeout_s)
                 if isinstance(before, str) or isinstance(after, str):
                     path.problem = before if isinstance(before, str) else str(after)
                 else:
@@ -223,7 +220,7 @@ async def sweep_async(
             """A batch with vLLM's running and waiting counts polled beside it (the batch check reads them)."""
             done = asyncio.Event()
             poll = asyncio.ensure_future(
-                engine_counts(light, target.root, headers, workload.model, done, timeout_s=target.light_timeout_s)
+                engine_counts(light, target.root, headers, own, done, timeout_s=target.light_timeout_s)
             )
             try:
                 return await extend(concurrency, ROUND, round_)

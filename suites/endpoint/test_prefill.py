@@ -46,13 +46,14 @@ def test_streams_keep_decoding_during_long_prefill(
             f"load.prefill_stall.prompt_tokens {tokens:,} does not fit the {profile.vllm.max_model_len:,}-token "
             f"context with {ROOM} tokens to spare"
         )
-    served = {m.get("id"): m.get("max_model_len") for m in vllm_server.vllm_models()}.get(name)
+    own = vllm_server.target.vllm_name(name)  # vLLM's own name: a gateway may rename the model
+    served = {m.get("id"): m.get("max_model_len") for m in vllm_server.vllm_models()}.get(own)
     if isinstance(served, int) and served < tokens + ROOM:
         pytest.skip(
-            f"not checked: the server's context ({served:,}) is shorter than this probe's prompt ({tokens:,}): see "
-            f"the max_model_len check"
+            f"not checked: the server's context ({served:,} tokens) leaves no room for this probe's {tokens:,}-token "
+            f"prompt and its answer ({tokens + ROOM:,} tokens): see the max_model_len check"
         )
-    text = longctx.repeat_to(lambda t: vllm_server.tokenize(name, t), tokens)
+    text = longctx.repeat_to(lambda t: vllm_server.tokenize(own, t), tokens)
     room = (served if isinstance(served, int) else profile.vllm.max_model_len) - tokens - ROOM
     plan = Plan(name, text, streams=stall.streams, stream_tokens=min(prefill_stall.STREAM_TOKENS, max(room, 64)))
     verdict = prefill_stall.probe(vllm_server.target, plan)
