@@ -122,7 +122,7 @@ class EndpointClient:
         try:
             return self.http.get(url, headers=headers)
         except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+            raise from_transport(url, exc, self.ca_file) from None
 
     def post(
         self, path: str, body: dict, with_key: bool = True, timeout: httpx.Timeout | None = None
@@ -134,7 +134,7 @@ class EndpointClient:
                 url, json=body, headers=headers, timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
             )
         except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+            raise from_transport(url, exc, self.ca_file) from None
 
     def probe_health(self) -> Health:
         """The station's health, probed as what answers at the endpoint expects, without the key: vLLM's GET /health
@@ -146,7 +146,7 @@ class EndpointClient:
         try:
             first = self.http.get(url)
         except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+            raise from_transport(url, exc, self.ca_file) from None
         named = f"the gateway `{target.gateway}`" if target.gateway else "a gateway"
         if target.vllm_url or first.status_code == 200:
             gateway = named if target.declares_gateway else None
@@ -158,7 +158,7 @@ class EndpointClient:
             try:
                 answer = self.http.get(target.api_root + path)
             except httpx.HTTPError as exc:
-                tried.append(f"GET {path} {from_transport(target.api_root + path, exc).what}")
+                tried.append(f"GET {path} {from_transport(target.api_root + path, exc, self.ca_file).what}")
                 continue
             tried.append(f"GET {path} HTTP {answer.status_code}")
             if answer.status_code == 200:
@@ -206,7 +206,7 @@ class EndpointClient:
             try:
                 response = self.openai.chat.completions.create(**kwargs)
             except openai.APIConnectionError as exc:  # status errors stay: checks read their meaning (400, 413 …)
-                raise from_transport(self.base_url + "/chat/completions", exc) from None
+                raise from_transport(self.base_url + "/chat/completions", exc, self.ca_file) from None
             if not response.choices:
                 raise EndpointError(
                     self.base_url + "/chat/completions",
@@ -245,7 +245,7 @@ class EndpointClient:
             for event in _events(stream):
                 answer.add(event, time.perf_counter() - started)
         except (openai.APIConnectionError, httpx.HTTPError) as exc:
-            raise from_transport(url, exc) from None
+            raise from_transport(url, exc, self.ca_file) from None
         except openai.APIStatusError:
             raise  # checks read its meaning (400, 413 …)
         except openai.APIError as exc:
@@ -284,7 +284,7 @@ class EndpointClient:
         try:
             response = self.http.get(url, headers=self.target.headers())
         except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+            raise from_transport(url, exc, self.ca_file) from None
         data = self._json(response, "GET /v1/models of the vLLM behind the gateway did not list models").get("data")
         return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
 

@@ -42,8 +42,10 @@ class EndpointError(Exception):
         first_bytes: str | None = None,
         unreachable: bool = False,
         cut: bool = False,
+        client_side: bool = False,
     ):
         self.url, self.what, self.hint = url, what, hint
+        self.client_side = client_side  # golive's own configuration must change (its trust), not the server
         self.unreachable = unreachable  # never reached (refused, DNS, connect timeout): not checked, not a verdict
         self.cut = cut  # the connection closed or reset mid-answer: the way failed, the server said nothing
         self.status, self.content_type, self.first_bytes = status, content_type, first_bytes
@@ -115,8 +117,10 @@ def _names_a_model(response: httpx.Response) -> bool:
     return isinstance(error, dict) and error.get("param") == "model"
 
 
-def from_transport(url: str, exc: BaseException) -> EndpointError:
-    """httpx / openai transport errors (connect, DNS, TLS, timeouts, cut streams) as one line, no internals."""
+def from_transport(url: str, exc: BaseException, ca_file: str | None = None) -> EndpointError:
+    """httpx / openai transport errors (connect, DNS, TLS, timeouts, cut streams) as one line, no internals; a TLS
+    failure says what the server presented and which side acts (golive.endpoint.tls.failure; `ca_file`: the CA golive
+    trusted for it)."""
     cause = exc.__cause__ if _openai_error(exc, "APIConnectionError") and exc.__cause__ else exc
     text = str(cause).splitlines()[0][:200] if str(cause) else ""
     if isinstance(cause, _kinds("ConnectTimeout", "PoolTimeout")):
@@ -135,7 +139,10 @@ def from_transport(url: str, exc: BaseException) -> EndpointError:
     ):
         what, hint = f"the host name does not resolve ({text})", "check the host name in the endpoint URL and DNS"
     elif isinstance(cause, _kinds("ConnectError")) and ("SSL" in text or "certificate" in text.lower()):
-        what, hint = f"TLS failed ({text})", "check the certificate, or the scheme (http vs https) in the endpoint URL"
+        from golive.endpoint.tls import failure  # reads the server's certificate: only where TLS failed
+
+        tls = failure(url, text, ca_file)
+        return EndpointError(url, tls.what, tls.hint, client_side=tls.client_side)
     elif isinstance(cause, _kinds("ConnectError")):
         what, hint = (
             f"connection failed ({text or 'refused'})",
