@@ -22,7 +22,9 @@ a freeze of at least `FREEZE_SHARE` of the prefill. Measured on the reference st
 12,460-token prompt, 3 streams): chunked prefill on, the prefill took 2.60-2.68 s and the streams froze at most
 0.67-0.69 s (26 %: one 2,048-token chunk, the last and costliest); `--no-enable-chunked-prefill`, 2.63-3.95 s and
 2.61-3.92 s (99 %). Not judged where the prefill is under `MIN_STEPS` decode steps (a freeze could not be told from a
-step), or no stream decoded through it. docs/metrics.md ("Prefill that stalls decoding").
+step), or no stream decoded through it; nor where the streams arrived in bursts (golive.endpoint.timeline.bursty): a
+path that holds the stream explains their silences, and the check points at the stream-buffering finding.
+docs/metrics.md ("Prefill that stalls decoding").
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from golive.endpoint.load_request import (
 )
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane
-from golive.endpoint.timeline import READ_GAP_S
+from golive.endpoint.timeline import BURST, MIN_TOKENS, READ_GAP_S, bursty
 
 FREEZE_SHARE = 0.6  # healthy 26 % (one chunk of six), frozen 99 %; a 4-chunk prompt's last chunk is ~40 %
 MIN_STEPS = 10  # the prefill must last this many decode steps of the running streams to be judged
@@ -123,25 +125,56 @@ def reads(token_times: tuple[float, ...] | list[float]) -> list[float]:
     return merged
 
 
-def judge(probe: Round) -> Freeze | str:
-    """The round's freeze, or why it cannot be judged (a sentence)."""
+@dataclass(frozen=True)
+class Unjudged:
+    """Why a round judges nothing (a sentence); `buffered`: because its streams arrived in bursts, which a finding
+    of the path explains (the stream-buffering check's), not the station's prefill."""
+
+    reason: str
+    buffered: bool = False
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def judge(probe: Round) -> Freeze | Unjudged:
+    """The round's freeze, or why it cannot be judged."""
     if probe.error:
-        return f"a request of the probe failed: {probe.error}"
+        return Unjudged(f"a request of the probe failed: {probe.error}")
     if probe.first is None:
-        return "the long prompt got no token (see the chat checks)"
+        return Unjudged("the long prompt got no token (see the chat checks)")
     prefill = probe.first - probe.sent
-    through = [r for r in map(reads, probe.streams) if r and r[0] <= probe.sent and r[-1] >= probe.first]
+    long = [s for s in probe.streams if len(s) >= MIN_TOKENS]
+    if long and all(bursty(len(reads(s)), len(s)) for s in long):  # when a token arrived says nothing of vLLM
+        events, count = sum(map(len, long)), sum(len(reads(s)) for s in long)
+        return Unjudged(
+            f"the probe's {_plural(len(long), 'stream')} arrived in bursts ({events:,} token events in "
+            f"{_plural(count, 'read')} of the socket; in bursts: {BURST}): something between golive and vLLM holds "
+            f"the stream, so when a stream got its tokens says nothing of when vLLM decoded them",
+            buffered=True,
+        )
+    merged = [reads(s) for s in probe.streams]
+    through = [r for r in merged if r and r[0] <= probe.sent and r[-1] >= probe.first]
     if not through:
-        return (
-            f"no running stream decoded through the long prompt's prefill ({prefill:.2f} s): each ended before its "
-            f"token or had not begun when it was sent (is --max-num-seqs above {len(probe.streams)}?)"
+        ended = sum(1 for r in merged if r and r[0] <= probe.sent and r[-1] < probe.first)
+        late = len(merged) - ended
+        return Unjudged(
+            f"no running stream decoded through the long prompt's prefill ({prefill:.2f} s): of "
+            f"{_plural(len(merged), 'stream')}, {ended} ended before the long prompt's first token and {late} had "
+            f"none yet when it was sent"
         )
     steps = [b - a for r in through for a, b in itertools.pairwise(r) if b <= probe.sent]
     if len(steps) < MIN_GAPS:
-        return f"the streams decoded {len(steps)} steps before the long prompt, fewer than {MIN_GAPS}"
+        return Unjudged(
+            f"the streams decoded {_plural(len(steps), 'step')} before the long prompt, fewer than {MIN_GAPS}"
+        )
     step = statistics.median(steps)
     if prefill < MIN_STEPS * step:
-        return (
+        return Unjudged(
             f"the long prompt was prefilled in {prefill:.3f} s, within {MIN_STEPS} decode steps ({step * 1000:.1f} ms "
             f"each): too short to tell a freeze from a step; a longer load.prefill_stall.prompt_tokens"
         )
@@ -155,12 +188,12 @@ def judge(probe: Round) -> Freeze | str:
     return Freeze(seconds, at, prefill, step, len(through), probe.prompt_tokens, probe.started_at)
 
 
-def settle(judged: list[Freeze | str]) -> Freeze | str:
+def settle(judged: list[Freeze | Unjudged]) -> Freeze | Unjudged:
     """The rounds' verdict: the first round that did not freeze (passes), else the smallest freeze (every round froze:
     fails), else why none could be judged."""
     freezes = [j for j in judged if isinstance(j, Freeze)]
     if not freezes:
-        return judged[0] if judged else "no round ran"
+        return judged[0] if judged else Unjudged("no round ran")
     return next((f for f in freezes if not f.frozen), min(freezes, key=lambda f: f.share))
 
 
@@ -188,7 +221,7 @@ class Plan:
     streams: int = 3
     stream_tokens: int = STREAM_TOKENS
     rounds: int = ROUNDS
-    judged: list[Freeze | str] = field(default_factory=list)
+    judged: list[Freeze | Unjudged] = field(default_factory=list)
 
 
 def _tokens(attempt: Attempt, start: float) -> tuple[float, ...]:
@@ -259,7 +292,7 @@ async def _round(target: EndpointTarget, plan: Plan) -> Round:
     )
 
 
-def probe(target: EndpointTarget, plan: Plan) -> Freeze | str:
+def probe(target: EndpointTarget, plan: Plan) -> Freeze | Unjudged:
     """Run the rounds (a second only when the first froze); their verdict (`settle`), each round's in plan.judged."""
     for _ in range(plan.rounds):
         plan.judged.append(judge(asyncio.run(_round(target, plan))))
