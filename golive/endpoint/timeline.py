@@ -255,11 +255,7 @@ class Stall:
     text: str
     batch: Batch
     until_s: float = 0.0
-
-    def joined(self, other: Stall) -> Stall:
-        return replace(
-            self, text=f"{self.text}; the same stall: {other.text}", until_s=max(self.until_s, other.until_s)
-        )
+    precise: int = 2  # how closely at_s marks when the stall began: 0 a silence, 1 the worst request, 2 its batch
 
 
 def _plural(n: int, noun: str) -> str:
@@ -276,14 +272,21 @@ def _times(ratio: float) -> str:
 
 
 def _one_per_stall(found: list[Stall]) -> list[Stall]:
-    """The rules' findings with those that overlap in time (the same stall) joined, in time order."""
-    merged: list[Stall] = []
+    """The rules' findings with those that overlap in time (the same stall) joined, in time order: each says first,
+    and is timed by, the rule that marks the stall's start most closely (a silence before its batch's start)."""
+    groups: list[list[Stall]] = []
     for stall in sorted(found, key=lambda s: (s.at_s, s.until_s)):
-        if merged and stall.at_s < merged[-1].until_s:
-            merged[-1] = merged[-1].joined(stall)
+        if groups and stall.at_s < max(s.until_s for s in groups[-1]):
+            groups[-1].append(stall)
         else:
-            merged.append(stall)
-    return merged
+            groups.append([stall])
+    joined = []
+    for group in groups:
+        lead = min(group, key=lambda s: (s.precise, s.at_s))
+        others = [s.text for s in group if s is not lead]
+        text = "; the same stall: ".join([lead.text, *others])
+        joined.append(replace(lead, text=text, until_s=max(s.until_s for s in group)))
+    return sorted(joined, key=lambda s: s.at_s)
 
 
 def stalls(batches: list[Batch], buffered: bool, stall_s: float = STALL_S) -> list[Stall]:
@@ -305,6 +308,7 @@ def stalls(batches: list[Batch], buffered: bool, stall_s: float = STALL_S) -> li
                     f"sweep, while {_users(b.concurrency)} {'was' if b.concurrency == 1 else 'were'} in flight {where}",
                     b,
                     b.silent_at_s + b.silent_s,
+                    precise=0,
                 )
             )
         others = [o for o in measured.get(b.concurrency, []) if o is not b]
@@ -341,6 +345,7 @@ def stalls(batches: list[Batch], buffered: bool, stall_s: float = STALL_S) -> li
                         f"{at:.1f} s into the sweep {where}",
                         b,
                         at + p99,
+                        precise=1,
                     )
                 )
         if b.kind in (WARMUP, PRIMING) and b.requests:

@@ -133,7 +133,9 @@ def test_one_freeze_is_one_stall():
     healthy = rounds(0.45, 0.5, 0.44, 0.5, 0.46)
     [one] = stalls([*healthy[:3], frozen, healthy[4]], buffered=False)
     assert one.text.count("; the same stall: ") == 2, one.text
-    assert one.at_s == 13.0 and one.until_s == pytest.approx(17.5), one
+    # timed by the silence, which marks the freeze's start, not by its batch's start
+    assert one.text.startswith("no byte arrived on any stream for 4.1 s, from 13.2 s into the sweep"), one.text
+    assert one.at_s == 13.2 and one.until_s == pytest.approx(17.5), one
     later = replace(frozen, started_s=30.0, silent_at_s=30.2, slowest_ttft_at_s=30.1, round=6)
     assert len(stalls([*healthy[:3], frozen, healthy[4], later], buffered=False)) == 2
 
