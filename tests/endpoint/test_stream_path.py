@@ -147,6 +147,25 @@ def test_delaying_proxy_is_reported_as_the_path(reference, tmp_path):
     assert fix.startswith("the network path first: ≈ "), fix
 
 
+def test_a_40_ms_path_is_said_not_only_a_number(reference, tmp_path):
+    """Behind a proxy that holds every request 40 ms (below the 100 ms floor of a path told by TTFT alone): GET
+    /health takes as long, so the path comparison's note names it as the path's (issue 41: it showed only as a number
+    in the metrics table)."""
+    site = _site(
+        tmp_path,
+        "extends: reference-cpu\nload:\n  concurrency: [1]\n  gate_concurrency: 1\n  ratio_rounds: 0\n"
+        "  min_requests: 8\n  floors: {scaling_ratio: null}\n  prefill: {prompt_tokens: []}\n",
+    )
+    with FaultProxy(reference.port, delay_s=0.04) as proxy:
+        run = golive_perf(proxy.base_url, tmp_path, site, PATH, {PATH})
+    path = run.check(PATH)
+    assert path["outcome"] == "passed", path
+    said = re.search(r"≈ ([\d,]+) ms between client and vLLM that vLLM does not see", path["note"] or "")
+    assert said and 30 <= int(said[1].replace(",", "")) <= 120, path["note"]
+    assert "the delay is on the path" in path["note"], path["note"]
+    assert 0.035 <= run.metric("health_round_trip_s") <= 0.2, run.output
+
+
 def test_frozen_server_is_a_stall_with_its_time(reference, tmp_path):
     """vLLM frozen (SIGSTOP of its process group) for 4 s during the measured 1-user batch: the stall check fails
     naming the silence, how long and when; the path comparison is not checked (the freeze is not the path's)."""

@@ -256,6 +256,15 @@ PATHS = [
         "only requests are held",
     ),
     ("a slow vLLM, no path", probe([2.05] * 12, [2.0] * 12), 50, False, ""),
+    # a 40 ms path (issue 41: it showed only as a number): below the 100 ms floor, but /health takes as long
+    (
+        "a proxy adding 40 ms to every request",
+        probe([0.085] * 12, [0.04] * 12, round_trip=0.041),
+        45,
+        True,
+        "≈ 45 ms between client and vLLM that vLLM does not see",
+    ),
+    ("45 ms added on loopback (a busy API process)", probe([0.085] * 12, [0.04] * 12), 45, False, ""),
     ("no /metrics", PathProbe(problem="GET /metrics answered HTTP 404"), "HTTP 404", False, ""),
     ("another client", probe([0.07] * 12, [0.04] * 13), "another client", False, ""),
     ("nothing timed", PathProbe(), "no 1-user request", False, ""),
