@@ -130,10 +130,12 @@ class VllmName:
     def among(cls, clients: str, declared: str | None, served: list[str], where: str) -> VllmName:
         listed = tuple(served)
         names = model_names(listed)
-        if declared is not None:
+        if declared is not None and listed:
             if declared in listed:
                 return cls(clients, declared, listed, where, declared)
             return cls(clients, None, listed, where, declared, f"vLLM's own {where} lists {names}, not `{declared}`")
+        if not listed:
+            return cls(clients, None, listed, where, declared, f"vLLM's own {where} lists no model")
         if clients in listed:
             return cls(clients, clients, listed, where)
         if len(listed) == 1:

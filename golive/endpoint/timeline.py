@@ -432,7 +432,7 @@ class PathDelay:
         return (
             f"≈ {self.added_s * 1000:,.0f} ms between client and vLLM that vLLM does not see (mean TTFT at 1 user: "
             f"{self.client_ttft_s:.3f} s at the client, {self.vllm_ttft_s:.3f} s in vLLM's own "
-            f"vllm:time_to_first_token_seconds, {self.requests} requests{trip})"
+            f"vllm:time_to_first_token_seconds, {self.requests} {_plural(self.requests, 'request')}{trip})"
         )
 
 

@@ -32,10 +32,7 @@ def test_needle_retrieved_near_full_context(
     own = vllm_server.target.vllm_name(name)  # vLLM's own name: a gateway may rename the model
     served = {m.get("id"): m.get("max_model_len") for m in vllm_server.vllm_models()}.get(own)
     if isinstance(served, int) and served < target + ROOM:
-        pytest.skip(
-            f"not checked: the server's context ({served:,} tokens) leaves no room for this probe's {target:,}-token "
-            f"prompt and its answer ({target + ROOM:,} tokens): see the max_model_len check"
-        )
+        pytest.skip(longctx.no_room(served, target, ROOM))
     label = f"needle_{int(depth * 100)}"
     started = time.perf_counter()
     haystack = longctx.build(lambda text: vllm_server.tokenize(own, text), target, depth, seed=int(depth * 100))

@@ -110,7 +110,10 @@ def test_models_lists_served_name(
         found=vllm_names.problem or "",
         recipe=f"clients ask for `{want}` [000]; golive asks vLLM's own /tokenize, /metrics and /v1/models by the "
         f"name vLLM serves it as (README: Gateways)",
-        fix=f"correct `vllm_model: {vllm_names.declared}` ({at}) to the name vLLM serves the model as: "
+        fix=f"check that `vllm_endpoint` points at the vLLM {gateway or 'the gateway'} routes `{want}` to ({at}): "
+        f"a vLLM serves the model it was started with"
+        if not vllm_names.served
+        else f"correct `vllm_model: {vllm_names.declared}` ({at}) to the name vLLM serves the model as: "
         f"{model_names(vllm_names.served, choice=True)}"
         if vllm_names.declared
         else f"name vLLM's own name for `{want}` as `vllm_model:` in the inventory ({at}): "

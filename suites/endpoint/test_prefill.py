@@ -50,10 +50,7 @@ def test_streams_keep_decoding_during_long_prefill(
     own = vllm_server.target.vllm_name(name)  # vLLM's own name: a gateway may rename the model
     served = {m.get("id"): m.get("max_model_len") for m in vllm_server.vllm_models()}.get(own)
     if isinstance(served, int) and served < tokens + ROOM:
-        pytest.skip(
-            f"not checked: the server's context ({served:,} tokens) leaves no room for this probe's {tokens:,}-token "
-            f"prompt and its answer ({tokens + ROOM:,} tokens): see the max_model_len check"
-        )
+        pytest.skip(longctx.no_room(served, tokens, ROOM))
     text = longctx.repeat_to(lambda t: vllm_server.tokenize(own, t), tokens)
     room = (served if isinstance(served, int) else profile.vllm.max_model_len) - tokens - ROOM
     plan = Plan(name, text, streams=stall.streams, stream_tokens=min(prefill_stall.STREAM_TOKENS, max(room, 64)))
