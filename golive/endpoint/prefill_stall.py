@@ -38,6 +38,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from golive.core.verdict import counted
 from golive.endpoint.load_request import (
     Attempt,
     RequestTiming,
@@ -137,10 +138,6 @@ class Unjudged:
         return self.reason
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
 def judge(probe: Round) -> Freeze | Unjudged:
     """The round's freeze, or why it cannot be judged."""
     if probe.error:
@@ -152,8 +149,8 @@ def judge(probe: Round) -> Freeze | Unjudged:
     if long and all(bursty(len(reads(s)), len(s)) for s in long):  # when a token arrived says nothing of vLLM
         events, count = sum(map(len, long)), sum(len(reads(s)) for s in long)
         return Unjudged(
-            f"the probe's {_plural(len(long), 'stream')} arrived in bursts ({events:,} token events in "
-            f"{_plural(count, 'read')} of the socket; in bursts: {BURST}): something between golive and vLLM holds "
+            f"the probe's {counted(len(long), 'stream')} arrived in bursts ({events:,} token events in "
+            f"{counted(count, 'read')} of the socket; in bursts: {BURST}): something between golive and vLLM holds "
             f"the stream, so when a stream got its tokens says nothing of when vLLM decoded them",
             buffered=True,
         )
@@ -164,13 +161,13 @@ def judge(probe: Round) -> Freeze | Unjudged:
         late = len(merged) - ended
         return Unjudged(
             f"no running stream decoded through the long prompt's prefill ({prefill:.2f} s): of "
-            f"{_plural(len(merged), 'stream')}, {ended} ended before the long prompt's first token and {late} had "
+            f"{counted(len(merged), 'stream')}, {ended} ended before the long prompt's first token and {late} had "
             f"none yet when it was sent"
         )
     steps = [b - a for r in through for a, b in itertools.pairwise(r) if b <= probe.sent]
     if len(steps) < MIN_GAPS:
         return Unjudged(
-            f"the streams decoded {_plural(len(steps), 'step')} before the long prompt, fewer than {MIN_GAPS}"
+            f"the streams decoded {counted(len(steps), 'step')} before the long prompt, fewer than {MIN_GAPS}"
         )
     step = statistics.median(steps)
     if prefill < MIN_STEPS * step:

@@ -188,7 +188,18 @@ def _tls_texts() -> list[str]:
     return [expired.said(), nameless.said(), _also(expired, "10.0.0.5"), _also(nameless, "gw")]
 
 
+def _count_texts() -> list[str]:
+    from golive.core.verdict import counted
+
+    return [
+        counted(n, noun, plural)
+        for n in (0, 1, 2, 1000)
+        for noun, plural in (("tool call", None), ("batch", "batches"))
+    ]
+
+
 KINDS = {
+    "counts": _count_texts,
     "buffering": _buffering_texts,
     "stalls": _stall_texts,
     "the path": _path_texts,
