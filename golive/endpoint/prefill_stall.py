@@ -221,22 +221,29 @@ class Plan:
     judged: list[Freeze | Unjudged] = field(default_factory=list)
 
 
-def _tokens(attempt: Attempt, start: float) -> tuple[float, ...]:
-    """A stream's token events, seconds since the round began; what came before it was cut counts."""
-    if attempt.response is None:
-        return ()
+def _timing(attempt: Attempt, start: float) -> RequestTiming:
+    """A stream's events read (token times in seconds since the round began); what came before it was cut counts."""
     timing, parser = RequestTiming(sent=attempt.sent), SseParser()
+    if attempt.response is None:
+        return timing
     for arrived, piece in attempt.response.pieces:
         for data, at in parser.feed(piece, arrived):
-            read_event(timing, data, at - start)
-    return tuple(timing.token_times)
+            try:
+                read_event(timing, data, at - start)
+            except ValueError as exc:  # not an OpenAI chunk: the stream's error
+                timing.error = timing.error or str(exc)[:300]
+    return timing
 
 
-def _failed(attempt: Attempt) -> str | None:
+def _failed(attempt: Attempt, timing: RequestTiming | None = None) -> str | None:
+    """Why a request of the probe failed: no answer, an HTTP error, or an error event in its stream (a gateway that
+    ends a stream it judges broken: LiteLLM's "The model is repeating the same chunk")."""
     if attempt.error:
         return attempt.error
     if attempt.response is not None and attempt.response.status != 200:
         return f"HTTP {attempt.response.status}: {attempt.response.text()}"
+    if timing is not None and timing.error:
+        return f"its stream ended with an error event: {timing.error}"
     return None
 
 
@@ -276,11 +283,12 @@ async def _round(target: EndpointTarget, plan: Plan) -> Round:
         for lane in (*lanes, long_lane):
             await lane.aclose()  # vLLM aborts a request whose client left
         attempts = await asyncio.gather(*tasks)
-    error = next((e for e in map(_failed, [*attempts, long]) if e), None)
+    timings = [_timing(a, start) for a in attempts]
+    error = next((e for e in map(_failed, [*attempts, long], [*timings, None]) if e), None)
     timing = read_timeline(long, Workload(plan.model, prompt_tokens=0, output_tokens=1))
     first = timing.ttft if timing.ttft is not None else timing.end  # a token the parsers swallow still ends it
     return Round(
-        streams=tuple(_tokens(a, start) for a in attempts),
+        streams=tuple(tuple(t.token_times) for t in timings),
         sent=long.sent - start,
         first=None if first is None else long.sent - start + first,
         prompt_tokens=timing.prompt_tokens,

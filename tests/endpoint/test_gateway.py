@@ -94,8 +94,15 @@ def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., 
             f"  master_key: os.environ/{KEY_ENV}\n"
         )
         port, log = _free_port(), folder / "litellm.log"
-        # no model-cost map from the internet (a 3-try fetch at start); the key only through the environment
-        env = os.environ | {KEY_ENV: MASTER_KEY, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
+        # no model-cost map from the internet (a 3-try fetch at start); the key only through the environment. LiteLLM
+        # ends a stream whose chunk repeats 100 times ("The model is repeating the same chunk"): the reference model's
+        # dummy weights do past its script, where the prefill-stall probe's 4,096-token streams decode (ignore_eos)
+        env = os.environ | {
+            KEY_ENV: MASTER_KEY,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_LOG": "ERROR",
+            "REPEATED_STREAMING_CHUNK_LIMIT": "1000000",
+        }
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "litellm.proxy.proxy_cli", "--config", str(config)]
