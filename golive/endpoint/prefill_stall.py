@@ -22,8 +22,9 @@ a freeze of at least `FREEZE_SHARE` of the prefill. Measured on the reference st
 12,460-token prompt, 3 streams): chunked prefill on, the prefill took 2.60-2.68 s and the streams froze at most
 0.67-0.69 s (26 %: one 2,048-token chunk, the last and costliest); `--no-enable-chunked-prefill`, 2.63-3.95 s and
 2.61-3.92 s (99 %). Not judged where the prefill is under `MIN_STEPS` decode steps (a freeze could not be told from a
-step), or no stream decoded through it; nor where the streams arrived in bursts (golive.endpoint.timeline.bursty): a
-path that holds the stream explains their silences, and the check points at the stream-buffering finding.
+step), or no stream decoded through it; nor where each stream arrived whole (at most 2 reads: the probe waits for 8 of
+each, which vLLM gives even where its API process lags and merges tokens): a path that holds the stream explains
+their silences, and the check points at the stream-buffering finding.
 docs/metrics.md ("Prefill that stalls decoding").
 """
 
@@ -51,7 +52,7 @@ from golive.endpoint.load_request import (
 )
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane
-from golive.endpoint.timeline import BURST, MIN_TOKENS, READ_GAP_S, bursty
+from golive.endpoint.timeline import BURST_READS, MIN_TOKENS, READ_GAP_S
 
 FREEZE_SHARE = 0.6  # healthy 26 % (one chunk of six), frozen 99 %; a 4-chunk prompt's last chunk is ~40 %
 MIN_STEPS = 10  # the prefill must last this many decode steps of the running streams to be judged
@@ -145,13 +146,15 @@ def judge(probe: Round) -> Freeze | Unjudged:
     if probe.first is None:
         return Unjudged("the long prompt got no token (see the chat checks)")
     prefill = probe.first - probe.sent
+    # each stream whole, in at most BURST_READS reads: something held it (the probe waits for WARM_READS reads of each
+    # before the long prompt, which a stream that vLLM streams gives, even one whose API process lags and merges tokens)
     long = [s for s in probe.streams if len(s) >= MIN_TOKENS]
-    if long and all(bursty(len(reads(s)), len(s)) for s in long):  # when a token arrived says nothing of vLLM
+    if long and all(len(reads(s)) <= BURST_READS for s in long):
         events, count = sum(map(len, long)), sum(len(reads(s)) for s in long)
         return Unjudged(
-            f"the probe's {counted(len(long), 'stream')} arrived in bursts ({events:,} token events in "
-            f"{counted(count, 'read')} of the socket; in bursts: {BURST}): something between golive and vLLM holds "
-            f"the stream, so when a stream got its tokens says nothing of when vLLM decoded them",
+            f"the probe's {counted(len(long), 'stream')} arrived whole ({events:,} token events in "
+            f"{counted(count, 'read')} of the socket): something between golive and vLLM holds the stream, so when a "
+            f"stream got its tokens says nothing of when vLLM decoded them",
             buffered=True,
         )
     merged = [reads(s) for s in probe.streams]

@@ -89,7 +89,7 @@ def test_buffering_proxy_is_named_and_latency_gates_are_not_checked(reference, t
         assert "buffered between the client and vLLM" in check["message"] and BUFFERING in check["message"], check
     prefill = run.check(PREFILL)
     assert prefill["outcome"] == "not_checked" and f"(see {BUFFERING})" in prefill["message"], prefill
-    assert "the probe's 3 streams arrived in bursts" in prefill["message"], prefill
+    assert "the probe's 3 streams arrived whole" in prefill["message"], prefill
     assert "--max-num-seqs" not in prefill["message"], prefill
 
 
