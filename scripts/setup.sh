@@ -10,11 +10,14 @@ cd "$(dirname "$0")/.."
 # prometheus: `prometheus` and `promtool` for the `golive watch` self-tests (their own config, storage and port).
 # docker.io + systemd-container + debootstrap + docker-registry (+ openssh-client): the real station, `golive station
 # up` (testbed/golive_testbed/realstation.py: its own dockerd, registry and systemd-nspawn; a debootstrap root).
+# nginx: the reverse proxy operators put in front of vLLM, in the path and TLS self-tests (tests/faults/nginx.py: its
+# own config, prefix and port on loopback).
 packages=(busybox-static openssh-server iproute2 iputils-ping ethtool chromium prometheus
-          docker.io systemd-container debootstrap docker-registry openssh-client)
+          docker.io systemd-container debootstrap docker-registry openssh-client nginx)
 # the services these packages start and enable: the self-tests start their own (the system dockerd's default bridge
-# uses a private address range, which these machines must not use); one installed here is left stopped and disabled
-services=(prometheus.service docker.service docker.socket containerd.service docker-registry.service)
+# uses a private address range, which these machines must not use; Debian's nginx would hold port 80); one installed
+# here is left stopped and disabled
+services=(prometheus.service docker.service docker.socket containerd.service docker-registry.service nginx.service)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

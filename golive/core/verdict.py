@@ -53,6 +53,12 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """A count as a finding says it, its noun agreeing: "1 stream", "3 streams", "2 batches" (`plural` where
+    adding an s is wrong). Never "stream(s)": the reader should not have to resolve it."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def clipped(text: str, limit: int = TEXT_LIMIT) -> str:
     if len(text) <= limit:
         return text

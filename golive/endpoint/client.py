@@ -139,7 +139,7 @@ class EndpointClient:
                     raise from_response(answered(response, b""), f"{method} {urlsplit(url).path} answered")
                 content, _ = read_body(response, self.caps.body_bytes)
         except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+            raise from_transport(url, exc, self.ca_file) from None
         except BoundError as exc:
             raise from_bound(url, exc) from None
         return answered(response, content)
@@ -288,7 +288,7 @@ class EndpointClient:
                 finally:
                     response.close()
         except httpx.HTTPError as exc:
-            raise from_transport(url, exc) from None
+            raise from_transport(url, exc, self.ca_file) from None
         except BoundError as exc:
             raise from_bound(url, exc) from None
         except BrokenEvent as exc:

@@ -76,7 +76,12 @@ async def vllm_ttft(
         for name in (TTFT_SUM, TTFT_COUNT)
     ]
     if not all(served):
-        return "GET /metrics has no vllm:time_to_first_token_seconds histogram for the served model"
+        labelled = sorted({labels.get("model_name", "") for labels, _ in found.get(TTFT_COUNT, [])} - {""})
+        return (
+            f"GET /metrics has no vllm:time_to_first_token_seconds histogram for model_name `{model}` (it has "
+            + (", ".join(f"`{name}`" for name in labelled) or "none")
+            + ")"
+        )
     return sum(served[0]), sum(served[1])
 
 

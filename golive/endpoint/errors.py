@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from golive.core.verdict import printable
-from golive.endpoint.bounded import BoundError, loads
+from golive.endpoint.bounded import DEFAULT_CAPS, BoundError, loads
 
 try:  # the openai client makes its requests with httpx2 (a fork): its errors are the same kinds under other classes
     import httpx2
@@ -47,8 +47,10 @@ class EndpointError(Exception):
         unreachable: bool = False,
         cut: bool = False,
         timed_out: bool = False,
+        client_side: bool = False,
     ):
         self.url, self.what, self.hint = url, what, hint
+        self.client_side = client_side  # golive's own configuration must change (its trust), not the server
         self.unreachable = unreachable  # never reached (refused, DNS, connect timeout): not checked, not a verdict
         self.cut = cut  # the connection closed or reset mid-answer: the way failed, the server said nothing
         self.timed_out = timed_out  # connected, but the answer did not come (or end) in time
@@ -126,6 +128,12 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
             "an HTML page answered, not the OpenAI API: a login page or proxy sits in front, or the URL points at "
             "another service; give the inventory the vLLM server's URL (and its key in api_key_env)"
         )
+    elif status == 404 and _names_a_model(response):
+        hint = (
+            "the server serves no model by the name golive sent (its answer names the ones it serves): requests "
+            "through the endpoint carry the profile's vllm.served_model_name; vLLM's own /tokenize and /v1/models "
+            "behind a gateway that renames the model, the inventory's `vllm_model` (README: Gateways)"
+        )
     elif status == 404:
         hint = "nothing is served at this path: check the endpoint URL and port in the inventory point at vLLM"
     elif status in (502, 503, 504):
@@ -156,6 +164,17 @@ def from_response(response: httpx.Response, what: str) -> EndpointError:
     )
 
 
+def _names_a_model(response: httpx.Response) -> bool:
+    """A 404 that is about the model, not the path: vLLM's `{"error": {"param": "model", "message": "The model `x`
+    does not exist. …"}}` (an OpenAI-style error naming the `model` parameter)."""
+    try:  # an error body is the server's: read within golive's depth cap (a hostile one nests without end)
+        error = loads(response.content, DEFAULT_CAPS.json_depth)
+    except (ValueError, httpx.HTTPError):
+        return False
+    error = error.get("error") if isinstance(error, dict) else None
+    return isinstance(error, dict) and error.get("param") == "model"
+
+
 def redirect_to(location: str | None) -> str:
     """A redirect as golive's lines name it (golive follows none)."""
     if not location:
@@ -172,8 +191,10 @@ def from_bound(url: str, exc: BoundError) -> EndpointError:
     return EndpointError(url, exc.what, exc.hint, timed_out=exc.timed_out)
 
 
-def from_transport(url: str, exc: BaseException) -> EndpointError:
-    """httpx / openai transport errors (connect, DNS, TLS, timeouts, cut streams) as one line, no internals."""
+def from_transport(url: str, exc: BaseException, ca_file: str | None = None) -> EndpointError:
+    """httpx / openai transport errors (connect, DNS, TLS, timeouts, cut streams) as one line, no internals; a TLS
+    failure says what the server presented and which side acts (golive.endpoint.tls.failure; `ca_file`: the CA golive
+    trusted for it)."""
     if isinstance(exc, BoundError):
         return from_bound(url, exc)
     cause = exc.__cause__ if _openai_error(exc, "APIConnectionError") and exc.__cause__ else exc
@@ -194,7 +215,10 @@ def from_transport(url: str, exc: BaseException) -> EndpointError:
     ):
         what, hint = f"the host name does not resolve ({text})", "check the host name in the endpoint URL and DNS"
     elif isinstance(cause, _kinds("ConnectError")) and ("SSL" in text or "certificate" in text.lower()):
-        what, hint = f"TLS failed ({text})", "check the certificate, or the scheme (http vs https) in the endpoint URL"
+        from golive.endpoint.tls import failure  # reads the server's certificate: only where TLS failed
+
+        tls = failure(url, text, ca_file)
+        return EndpointError(url, tls.what, tls.hint, client_side=tls.client_side)
     elif isinstance(cause, _kinds("ConnectError")):
         what, hint = (
             f"connection failed ({text or 'refused'})",

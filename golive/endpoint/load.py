@@ -318,7 +318,10 @@ async def sweep_async(
         light = await stack.enter_async_context(
             httpx.AsyncClient(timeout=target.request_timeout_s, verify=trusting(target.ca_file))
         )
-        sentences = await sentences_for(light, target.root, workload, headers, target.caps, target.request_timeout_s)
+        own = target.vllm_name(workload.model)  # what vLLM's own /tokenize and /metrics know the model by
+        sentences = await sentences_for(
+            light, target.root, replace(workload, model=own), headers, target.caps, target.request_timeout_s
+        )
         path = None
         if plan.probe_path:
             path = PathProbe(round_trip_s=await round_trip(light, target.root, 5, target.light_timeout_s, target.caps))
@@ -332,16 +335,12 @@ async def sweep_async(
             vLLM's own TTFT histogram is read too (plan.probe_path); beside a gate-level round batch, vLLM's running
             and waiting counts (the batch check reads them)."""
             probing = path is not None and path.problem is None and concurrency == 1 and kind in (LEVEL, ROUND)
-            before = (
-                await vllm_ttft(light, target.root, headers, workload.model, target.light_timeout_s)
-                if probing
-                else None
-            )
+            before = await vllm_ttft(light, target.root, headers, own, target.light_timeout_s) if probing else None
             done = asyncio.Event()
             watched = kind in (LEVEL, ROUND) and concurrency == plan.paired
             poll = (
                 asyncio.ensure_future(
-                    engine_counts(light, target.root, headers, workload.model, done, timeout_s=target.light_timeout_s)
+                    engine_counts(light, target.root, headers, own, done, timeout_s=target.light_timeout_s)
                 )
                 if watched
                 else None
@@ -355,7 +354,7 @@ async def sweep_async(
                 if poll is not None:
                     engine_samples.extend(await poll)
             if path is not None and before is not None:
-                after = await vllm_ttft(light, target.root, headers, workload.model, target.light_timeout_s)
+                after = await vllm_ttft(light, target.root, headers, own, target.light_timeout_s)
                 if isinstance(before, str) or isinstance(after, str):
                     path.problem = before if isinstance(before, str) else str(after)
                 else:

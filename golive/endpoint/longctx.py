@@ -161,6 +161,20 @@ def build(tokenize: Callable[[str], int], target_tokens: int, depth: float, seed
 TEMPLATE_ALLOWANCE = 256  # tokens a chat template may add around one user turn (GLM's framing: under 20)
 
 
+def no_room(served: int, prompt_tokens: int, room: int) -> str:
+    """Why a probe of `prompt_tokens` (and `room` for the template and its answer) is not sent to a server whose
+    context is `served` tokens: the not-checked line of the checks that size prompts to the context.
+
+    >>> no_room(12_000, 12_000, 256)
+    "not checked: the server's context (12,000 tokens) leaves no room for this probe's 12,000-token prompt and its \
+answer (12,256 tokens): see the max_model_len check"
+    """
+    return (
+        f"not checked: the server's context ({served:,} tokens) leaves no room for this probe's "
+        f"{prompt_tokens:,}-token prompt and its answer ({prompt_tokens + room:,} tokens): see the max_model_len check"
+    )
+
+
 class Mismatch(NamedTuple):
     found: str
     fix: str

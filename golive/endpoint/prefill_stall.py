@@ -22,7 +22,10 @@ a freeze of at least `FREEZE_SHARE` of the prefill. Measured on the reference st
 12,460-token prompt, 3 streams): chunked prefill on, the prefill took 2.60-2.68 s and the streams froze at most
 0.67-0.69 s (26 %: one 2,048-token chunk, the last and costliest); `--no-enable-chunked-prefill`, 2.63-3.95 s and
 2.61-3.92 s (99 %). Not judged where the prefill is under `MIN_STEPS` decode steps (a freeze could not be told from a
-step), or no stream decoded through it. docs/metrics.md ("Prefill that stalls decoding").
+step), or no stream decoded through it; nor where each stream arrived whole (at most 2 reads: the probe waits for 8 of
+each, which vLLM gives even where its API process lags and merges tokens): a path that holds the stream explains
+their silences, and the check points at the stream-buffering finding.
+docs/metrics.md ("Prefill that stalls decoding").
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from golive.core.verdict import counted
 from golive.endpoint.load_request import (
     Attempt,
     RequestTiming,
@@ -48,7 +52,7 @@ from golive.endpoint.load_request import (
 )
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timed_http import Lane
-from golive.endpoint.timeline import READ_GAP_S
+from golive.endpoint.timeline import BURST_READS, MIN_TOKENS, READ_GAP_S
 
 FREEZE_SHARE = 0.6  # healthy 26 % (one chunk of six), frozen 99 %; a 4-chunk prompt's last chunk is ~40 %
 MIN_STEPS = 10  # the prefill must last this many decode steps of the running streams to be judged
@@ -123,25 +127,54 @@ def reads(token_times: tuple[float, ...] | list[float]) -> list[float]:
     return merged
 
 
-def judge(probe: Round) -> Freeze | str:
-    """The round's freeze, or why it cannot be judged (a sentence)."""
+@dataclass(frozen=True)
+class Unjudged:
+    """Why a round judges nothing (a sentence); `buffered`: because its streams arrived in bursts, which a finding
+    of the path explains (the stream-buffering check's), not the station's prefill."""
+
+    reason: str
+    buffered: bool = False
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def judge(probe: Round) -> Freeze | Unjudged:
+    """The round's freeze, or why it cannot be judged."""
     if probe.error:
-        return f"a request of the probe failed: {probe.error}"
+        return Unjudged(f"a request of the probe failed: {probe.error}")
     if probe.first is None:
-        return "the long prompt got no token (see the chat checks)"
+        return Unjudged("the long prompt got no token (see the chat checks)")
     prefill = probe.first - probe.sent
-    through = [r for r in map(reads, probe.streams) if r and r[0] <= probe.sent and r[-1] >= probe.first]
+    # each stream whole, in at most BURST_READS reads: something held it (the probe waits for WARM_READS reads of each
+    # before the long prompt, which a stream that vLLM streams gives, even one whose API process lags and merges tokens)
+    long = [s for s in probe.streams if len(s) >= MIN_TOKENS]
+    if long and all(len(reads(s)) <= BURST_READS for s in long):
+        events, count = sum(map(len, long)), sum(len(reads(s)) for s in long)
+        return Unjudged(
+            f"the probe's {counted(len(long), 'stream')} arrived whole ({events:,} token events in "
+            f"{counted(count, 'read')} of the socket): something between golive and vLLM holds the stream, so when a "
+            f"stream got its tokens says nothing of when vLLM decoded them",
+            buffered=True,
+        )
+    merged = [reads(s) for s in probe.streams]
+    through = [r for r in merged if r and r[0] <= probe.sent and r[-1] >= probe.first]
     if not through:
-        return (
-            f"no running stream decoded through the long prompt's prefill ({prefill:.2f} s): each ended before its "
-            f"token or had not begun when it was sent (is --max-num-seqs above {len(probe.streams)}?)"
+        ended = sum(1 for r in merged if r and r[0] <= probe.sent and r[-1] < probe.first)
+        late = len(merged) - ended
+        return Unjudged(
+            f"no running stream decoded through the long prompt's prefill ({prefill:.2f} s): of "
+            f"{counted(len(merged), 'stream')}, {ended} ended before the long prompt's first token and {late} had "
+            f"none yet when it was sent"
         )
     steps = [b - a for r in through for a, b in itertools.pairwise(r) if b <= probe.sent]
     if len(steps) < MIN_GAPS:
-        return f"the streams decoded {len(steps)} steps before the long prompt, fewer than {MIN_GAPS}"
+        return Unjudged(
+            f"the streams decoded {counted(len(steps), 'step')} before the long prompt, fewer than {MIN_GAPS}"
+        )
     step = statistics.median(steps)
     if prefill < MIN_STEPS * step:
-        return (
+        return Unjudged(
             f"the long prompt was prefilled in {prefill:.3f} s, within {MIN_STEPS} decode steps ({step * 1000:.1f} ms "
             f"each): too short to tell a freeze from a step; a longer load.prefill_stall.prompt_tokens"
         )
@@ -155,12 +188,12 @@ def judge(probe: Round) -> Freeze | str:
     return Freeze(seconds, at, prefill, step, len(through), probe.prompt_tokens, probe.started_at)
 
 
-def settle(judged: list[Freeze | str]) -> Freeze | str:
+def settle(judged: list[Freeze | Unjudged]) -> Freeze | Unjudged:
     """The rounds' verdict: the first round that did not freeze (passes), else the smallest freeze (every round froze:
     fails), else why none could be judged."""
     freezes = [j for j in judged if isinstance(j, Freeze)]
     if not freezes:
-        return judged[0] if judged else "no round ran"
+        return judged[0] if judged else Unjudged("no round ran")
     return next((f for f in freezes if not f.frozen), min(freezes, key=lambda f: f.share))
 
 
@@ -188,25 +221,32 @@ class Plan:
     streams: int = 3
     stream_tokens: int = STREAM_TOKENS
     rounds: int = ROUNDS
-    judged: list[Freeze | str] = field(default_factory=list)
+    judged: list[Freeze | Unjudged] = field(default_factory=list)
 
 
-def _tokens(attempt: Attempt, start: float) -> tuple[float, ...]:
-    """A stream's token events, seconds since the round began; what came before it was cut counts."""
-    if attempt.response is None:
-        return ()
+def _timing(attempt: Attempt, start: float) -> RequestTiming:
+    """A stream's events read (token times in seconds since the round began); what came before it was cut counts."""
     timing, parser = RequestTiming(sent=attempt.sent), SseParser()
+    if attempt.response is None:
+        return timing
     for arrived, piece in attempt.response.pieces:
         for data, at in parser.feed(piece, arrived):
-            read_event(timing, data, at - start)
-    return tuple(timing.token_times)
+            try:
+                read_event(timing, data, at - start)
+            except ValueError as exc:  # not an OpenAI chunk: the stream's error
+                timing.error = timing.error or str(exc)[:300]
+    return timing
 
 
-def _failed(attempt: Attempt) -> str | None:
+def _failed(attempt: Attempt, timing: RequestTiming | None = None) -> str | None:
+    """Why a request of the probe failed: no answer, an HTTP error, or an error event in its stream (a gateway that
+    ends a stream it judges broken: LiteLLM's "The model is repeating the same chunk")."""
     if attempt.error:
         return attempt.error
     if attempt.response is not None and attempt.response.status != 200:
         return f"HTTP {attempt.response.status}: {attempt.response.text()}"
+    if timing is not None and timing.error:
+        return f"its stream ended with an error event: {timing.error}"
     return None
 
 
@@ -247,11 +287,12 @@ async def _round(target: EndpointTarget, plan: Plan) -> Round:
         for lane in (*lanes, long_lane):
             await lane.aclose()  # vLLM aborts a request whose client left
         attempts = await asyncio.gather(*tasks)
-    error = next((e for e in map(_failed, [*attempts, long]) if e), None)
+    timings = [_timing(a, start) for a in attempts]
+    error = next((e for e in map(_failed, [*attempts, long], [*timings, None]) if e), None)
     timing = read_timeline(long, Workload(plan.model, prompt_tokens=0, output_tokens=1))
     first = timing.ttft if timing.ttft is not None else timing.end  # a token the parsers swallow still ends it
     return Round(
-        streams=tuple(_tokens(a, start) for a in attempts),
+        streams=tuple(tuple(t.token_times) for t in timings),
         sent=long.sent - start,
         first=None if first is None else long.sent - start + first,
         prompt_tokens=timing.prompt_tokens,
@@ -260,7 +301,7 @@ async def _round(target: EndpointTarget, plan: Plan) -> Round:
     )
 
 
-def probe(target: EndpointTarget, plan: Plan) -> Freeze | str:
+def probe(target: EndpointTarget, plan: Plan) -> Freeze | Unjudged:
     """Run the rounds (a second only when the first froze); their verdict (`settle`), each round's in plan.judged."""
     for _ in range(plan.rounds):
         plan.judged.append(judge(asyncio.run(_round(target, plan))))

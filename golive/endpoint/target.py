@@ -42,6 +42,9 @@ class EndpointTarget:
     vllm_url: str | None = None
     caps: Caps = Caps()  # what golive reads of one answer at most (endpoint.max_body_bytes …)
     basic: str | None = field(default=None, repr=False)  # `user:password` from the URL's userinfo, taken out of it
+    # vLLM's own name for the model, where a gateway renames it (clients ask for the profile's served_model_name):
+    # the inventory's `vllm_model`, or the one golive learned from vLLM's own /v1/models (VllmName)
+    vllm_model: str | None = None
 
     def __post_init__(self) -> None:
         url, basic = without_userinfo(self.url)
@@ -61,6 +64,7 @@ class EndpointTarget:
             gateway=station.gateway,
             gateway_health=station.gateway_health,
             vllm_url=station.vllm_endpoint.rstrip("/") if station.vllm_endpoint else None,
+            vllm_model=station.vllm_model,
             ca_file=ca_file,
             request_timeout_s=limits.request_timeout_s,
             connect_timeout_s=limits.connect_timeout_s,
@@ -68,6 +72,15 @@ class EndpointTarget:
             stream_stall_timeout_s=limits.stream_stall_timeout_s,
             caps=Caps.of(limits),
         )
+
+    def vllm_name(self, model: str) -> str:
+        """The name vLLM's own endpoints (/tokenize, the model_name label of /metrics, its /v1/models and their
+        max_model_len) know `model` by, the name clients ask the endpoint for: the same, unless a gateway renames it.
+
+        >>> EndpointTarget("http://gw:4000/v1", vllm_model="glm-5.3-fp8").vllm_name("glm-5.3")
+        'glm-5.3-fp8'
+        """
+        return self.vllm_model or model
 
     @property
     def root(self) -> str:
@@ -112,3 +125,61 @@ def without_userinfo(url: str) -> tuple[str, str | None]:
     userinfo, _, host = parts.netloc.rpartition("@")
     user, _, password = userinfo.partition(":")
     return urlunsplit(parts._replace(netloc=host)), f"{unquote(user)}:{unquote(password)}"
+
+
+def model_names(names: tuple[str, ...] | list[str], choice: bool = False) -> str:
+    """Model names as a finding says them: "`a`", "`a`, `b`"; `choice`: "`a`", "one of `a`, `b`"; "no model".
+
+    >>> model_names(["glm-5.3"], choice=True), model_names(["a", "b"], choice=True)
+    ('`glm-5.3`', 'one of `a`, `b`')
+    """
+    said = ", ".join(f"`{n}`" for n in names)
+    if not said:
+        return "no model"
+    return f"one of {said}" if choice and len(names) > 1 else said
+
+
+@dataclass(frozen=True)
+class VllmName:
+    """vLLM's own name for the model clients ask for (`clients`), read against vLLM's own /v1/models (`served`, at
+    `where`): the inventory's `vllm_model` (`declared`), else the clients' name where vLLM serves it, else the one
+    model vLLM serves. `problem`: why no name fits (one sentence naming the names), and `name` is then None.
+
+    >>> VllmName.among("glm-5.3", None, ["glm-5.3-fp8"], "http://gb300-a:8000/v1/models").name
+    'glm-5.3-fp8'
+    """
+
+    clients: str
+    name: str | None
+    served: tuple[str, ...]
+    where: str
+    declared: str | None = None
+    problem: str | None = None
+
+    @property
+    def renamed(self) -> bool:
+        """vLLM serves the model under another name than the clients ask for (a gateway renames it)."""
+        return self.name is not None and self.name != self.clients
+
+    @classmethod
+    def among(cls, clients: str, declared: str | None, served: list[str], where: str) -> VllmName:
+        listed = tuple(served)
+        names = model_names(listed)
+        if declared is not None and listed:
+            if declared in listed:
+                return cls(clients, declared, listed, where, declared)
+            return cls(clients, None, listed, where, declared, f"vLLM's own {where} lists {names}, not `{declared}`")
+        if not listed:
+            return cls(clients, None, listed, where, declared, f"vLLM's own {where} lists no model")
+        if clients in listed:
+            return cls(clients, clients, listed, where)
+        if len(listed) == 1:
+            return cls(clients, listed[0], listed, where)
+        return cls(
+            clients,
+            None,
+            listed,
+            where,
+            problem=f"vLLM's own {where} lists {names}: none is `{clients}`, the name clients ask for, and golive "
+            f"cannot tell which of them the gateway routes it to",
+        )

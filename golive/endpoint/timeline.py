@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 PRIMING, WARMUP, LEVEL, ROUND = "priming", "warm-up", "level", "round"
 
@@ -22,11 +22,18 @@ PRIMING, WARMUP, LEVEL, ROUND = "priming", "warm-up", "level", "round"
 # Token events closer than this count as one read: a proxy's held answer can reach the socket in a few segments
 # microseconds apart, while a streamed token follows the one before by a decode step (ms).
 READ_GAP_S = 0.001
-# "one or very few reads": a proxy that flushes the first bytes and holds the rest gives two
+# An answer arrived in bursts when its token events came in few reads for its length: at most BURST_READS (a proxy
+# that flushes the first bytes and holds the rest gives two), or BURST_TOKENS tokens or more a read. A proxy that
+# passes events on when its buffer fills, or when its starved worker runs, gives an answer of 32 tokens in 3 or 4
+# reads: the "at most 2 reads" rule alone missed those (issue 41: a loaded nginx, 8-user answers in 3 bursts). vLLM
+# streams a token a read; the healthy reference station on 2 busy cores gave 1-2 tokens a read, with some answers in
+# 1-2 reads where its API process lagged, none in 3-8 (a busy-loop CPU hog on each core, levels 1-8).
 BURST_READS = 2
+BURST_TOKENS = 8
+BURST = f"at most {BURST_READS} reads for an answer, or {BURST_TOKENS} tokens or more a read"  # as findings say it
 MIN_TOKENS = 4  # answers shorter than this fit one read anyway
-# Share of the sweep's answers (of at least MIN_TOKENS tokens) that arrived in at most BURST_READS reads. The healthy
-# reference station (2 shared cores during a CI run) gave 30 % of 1,005 answers and 42 % of 670 beside a CPU hog (at
+# Share of the sweep's answers (of at least MIN_TOKENS tokens) that arrived in bursts. The healthy reference station
+# (2 shared cores during a CI run) gave 30 % of 1,005 answers and 42 % of 670 beside a CPU hog in at most 2 reads (at
 # 2 users up to 79 %): its API process writes several tokens at once when it lags. A buffering proxy gives 100 %.
 BUFFERED_SHARE = 0.9
 MIN_STREAMS = 8  # fewer answers than this decide nothing
@@ -49,6 +56,10 @@ MIN_OTHERS = 3  # batches of the same level to compare a batch with
 # time).
 PATH_FLOOR_S = 0.1
 PATH_SHARE = 0.25  # ... and at least this share of the client's TTFT
+# Or a request-free round trip (GET /health) this long, with the requests' added time at least half of it: a path
+# of 40 ms (issue 41: it showed only as a number) is below the floor above, but loopback answers /health in
+# 0.9-3.2 ms (the busy 2-core machine, load average 8), so 20 ms of it is the path's.
+PATH_ROUND_TRIP_S = 0.02
 
 
 def _percentile(values: list[float], p: int) -> float | None:
@@ -73,6 +84,16 @@ def reads(token_times: list[float]) -> int:
             count += 1
         last = at
     return count
+
+
+def bursty(read_count: int, tokens: int) -> bool:
+    """Whether an answer of `tokens` tokens that came in `read_count` reads arrived in bursts (BURST_READS,
+    BURST_TOKENS).
+
+    >>> bursty(2, 32), bursty(3, 32), bursty(4, 32), bursty(5, 32), bursty(3, 16)
+    (True, True, True, False, False)
+    """
+    return read_count <= max(BURST_READS, tokens // BURST_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -107,7 +128,9 @@ class Batch:
     silent_s: float = 0.0  # the longest time with requests in flight and no token, start or end arriving
     silent_at_s: float = 0.0  # when that silence began
     streams: int = 0  # successful answers of at least MIN_TOKENS tokens
-    bunched: int = 0  # of those, every token event in at most BURST_READS reads
+    bunched: int = 0  # of those, the ones that arrived in bursts (`bursty`)
+    bunched_tokens: int = 0  # their tokens
+    bunched_reads: int = 0  # and the reads that brought them
     round: int | None = None  # the ratio round (1-based)
 
     @property
@@ -140,6 +163,9 @@ def batch_of(kind: str, concurrency: int, streams: list[Stream], started_s: floa
     )
     silent, silent_at = max(((b - a, a) for a, b in itertools.pairwise(moments)), default=(0.0, started_s))
     long = [s for s in ok if (s.completion_tokens or 0) >= MIN_TOKENS and s.token_times]
+    bunched = [
+        (s.completion_tokens or 0, n) for s in long if bursty(n := reads(s.token_times), s.completion_tokens or 0)
+    ]
     return Batch(
         kind=kind,
         concurrency=concurrency,
@@ -158,7 +184,9 @@ def batch_of(kind: str, concurrency: int, streams: list[Stream], started_s: floa
         silent_s=silent,
         silent_at_s=silent_at,
         streams=len(long),
-        bunched=sum(reads(s.token_times) <= BURST_READS for s in long),
+        bunched=len(bunched),
+        bunched_tokens=sum(tokens for tokens, _ in bunched),
+        bunched_reads=sum(n for _, n in bunched),
     )
 
 
@@ -167,30 +195,36 @@ def batch_of(kind: str, concurrency: int, streams: list[Stream], started_s: floa
 
 @dataclass(frozen=True)
 class Buffering:
-    """The sweep's answers arrived whole: something between the client and vLLM held each one until it ended."""
+    """The sweep's answers arrived in bursts: something between the client and vLLM held the stream and passed it on
+    whole or a few pieces at a time."""
 
     streams: int
     bunched: int
     ttft_p50_s: float | None
     e2e_p50_s: float | None
+    tokens_per_read: float = 0.0  # in the answers that arrived in bursts
+    by_users: tuple[tuple[int, int, int], ...] = ()  # (users, answers, of them in bursts), by level
 
     def found(self) -> str:
-        times = (
-            f"; TTFT p50 {self.ttft_p50_s:.3f} s against end-to-end p50 {self.e2e_p50_s:.3f} s: the first token "
-            f"arrives when the whole answer does"
-            if self.ttft_p50_s is not None and self.e2e_p50_s is not None
-            else ""
-        )
+        times = ""
+        if self.ttft_p50_s is not None and self.e2e_p50_s is not None:
+            times = f"; TTFT p50 {self.ttft_p50_s:.3f} s against end-to-end p50 {self.e2e_p50_s:.3f} s"
+            if self.ttft_p50_s >= 0.9 * self.e2e_p50_s:
+                times += ": the first token arrives when the whole answer does"
+        levels = ", ".join(f"{users} {_plural(users, 'user')}: {bunched} of {n}" for users, n, bunched in self.by_users)
         return (
             f"{self.bunched} of {self.streams} streamed answers of {MIN_TOKENS}+ tokens "
-            f"({self.bunched / self.streams:.0%}) arrived with all their tokens in at most {BURST_READS} reads of "
-            f"the socket, no gap between them{times}. The response is buffered between the client and vLLM "
-            f"(vLLM streams each token as it is generated)"
+            f"({self.bunched / self.streams:.0%}) arrived in bursts, {self.tokens_per_read:,.1f} tokens a read of the "
+            f"socket on average (in bursts: {BURST})"
+            + (f"; by level, {levels}" if len(self.by_users) > 1 else "")
+            + f"{times}. The response is "
+            f"buffered between the client and vLLM: a proxy or gateway holds the stream and passes it on whole or in "
+            f"pieces, when its buffer fills or when it gets the CPU (vLLM streams each token as it is generated)"
         )
 
 
 def buffering(batches: list[Batch]) -> Buffering | None:
-    """Buffering when at least BUFFERED_SHARE of the sweep's answers of MIN_TOKENS+ tokens came in one burst."""
+    """Buffering when at least BUFFERED_SHARE of the sweep's answers of MIN_TOKENS+ tokens arrived in bursts."""
     streams = sum(b.streams for b in batches)
     bunched = sum(b.bunched for b in batches)
     if streams < MIN_STREAMS or bunched < BUFFERED_SHARE * streams:
@@ -198,7 +232,19 @@ def buffering(batches: list[Batch]) -> Buffering | None:
     measured = [b for b in batches if b.measured] or batches
     ttft = [b.ttft_p50_s for b in measured if b.ttft_p50_s is not None]
     e2e = [b.e2e_p50_s for b in measured if b.e2e_p50_s is not None]
-    return Buffering(streams, bunched, _percentile(ttft, 50), _percentile(e2e, 50))
+    reads_ = sum(b.bunched_reads for b in batches)
+    by_users: dict[int, tuple[int, int]] = {}
+    for b in batches:
+        n, bursts = by_users.get(b.concurrency, (0, 0))
+        by_users[b.concurrency] = (n + b.streams, bursts + b.bunched)
+    return Buffering(
+        streams,
+        bunched,
+        _percentile(ttft, 50),
+        _percentile(e2e, 50),
+        tokens_per_read=sum(b.bunched_tokens for b in batches) / reads_ if reads_ else 0.0,
+        by_users=tuple((users, n, bursts) for users, (n, bursts) in sorted(by_users.items()) if n),
+    )
 
 
 # --- stalls -----------------------------------------------------------------------------------------------------------
@@ -206,15 +252,45 @@ def buffering(batches: list[Batch]) -> Buffering | None:
 
 @dataclass(frozen=True)
 class Stall:
-    """One batch far outside its own kind: what was seen, and when (seconds since the sweep began)."""
+    """One stall: what was seen, and when (seconds since the sweep began) until when. Where several rules see the same
+    stall (a freeze is a silence, a slow batch and a TTFT spread at once), it is one Stall saying all of them."""
 
     at_s: float
     text: str
     batch: Batch
+    until_s: float = 0.0
+    precise: int = 2  # how closely at_s marks when the stall began: 0 a silence, 1 the worst request, 2 its batch
+
+
+def _plural(n: int, noun: str) -> str:
+    return noun if n == 1 else f"{noun}s"
 
 
 def _users(n: int) -> str:
-    return f"{n} user{'s' if n != 1 else ''}"
+    return f"{n} {_plural(n, 'user')}"
+
+
+def _times(ratio: float) -> str:
+    """A ratio as a finding says it, with a decimal below 100 (a rule at "10×" must not read 10.4 as "10×")."""
+    return f"{ratio:.1f}×" if ratio < 100 else f"{ratio:,.0f}×"
+
+
+def _one_per_stall(found: list[Stall]) -> list[Stall]:
+    """The rules' findings with those that overlap in time (the same stall) joined, in time order: each says first,
+    and is timed by, the rule that marks the stall's start most closely (a silence before its batch's start)."""
+    groups: list[list[Stall]] = []
+    for stall in sorted(found, key=lambda s: (s.at_s, s.until_s)):
+        if groups and stall.at_s < max(s.until_s for s in groups[-1]):
+            groups[-1].append(stall)
+        else:
+            groups.append([stall])
+    joined = []
+    for group in groups:
+        lead = min(group, key=lambda s: (s.precise, s.at_s))
+        others = [s.text for s in group if s is not lead]
+        text = "; the same stall: ".join([lead.text, *others])
+        joined.append(replace(lead, text=text, until_s=max(s.until_s for s in group)))
+    return sorted(joined, key=lambda s: s.at_s)
 
 
 def stalls(batches: list[Batch], buffered: bool, stall_s: float = STALL_S) -> list[Stall]:
@@ -235,6 +311,8 @@ def stalls(batches: list[Batch], buffered: bool, stall_s: float = STALL_S) -> li
                     f"no byte arrived on any stream for {b.silent_s:.1f} s, from {b.silent_at_s:.1f} s into the "
                     f"sweep, while {_users(b.concurrency)} {'was' if b.concurrency == 1 else 'were'} in flight {where}",
                     b,
+                    b.silent_at_s + b.silent_s,
+                    precise=0,
                 )
             )
         others = [o for o in measured.get(b.concurrency, []) if o is not b]
@@ -249,6 +327,7 @@ def stalls(batches: list[Batch], buffered: bool, stall_s: float = STALL_S) -> li
                         f"{typical:,.1f} over its {len(others)} other batches: {lost:.1f} s lost, in the batch that "
                         f"began {b.started_s:.1f} s into the sweep and took {b.duration_s:.1f} s {where}",
                         b,
+                        b.started_s + b.duration_s,
                     )
                 )
         for what, p50, p99, at in (
@@ -258,13 +337,19 @@ def stalls(batches: list[Batch], buffered: bool, stall_s: float = STALL_S) -> li
             if p50 is None or p99 is None or at is None:
                 continue
             if p99 > SPREAD_FACTOR * p50 and p99 - p50 >= stall_s:
+                spread = (
+                    f"is {_times(p99 / p50)} its p50 {p50:.3f} s"
+                    if p50 > 0
+                    else "against a p50 of 0 s (its tokens merged into reads)"
+                )
                 found.append(
                     Stall(
                         at,
-                        f"{what} p99 {p99:.2f} s is {p99 / p50 if p50 > 0 else float('inf'):,.0f}× its p50 "
-                        f"{p50:.3f} s in a batch at {_users(b.concurrency)}; the worst began {at:.1f} s into the "
-                        f"sweep {where}",
+                        f"{what} p99 {p99:.2f} s {spread} in a batch at {_users(b.concurrency)}; the worst began "
+                        f"{at:.1f} s into the sweep {where}",
                         b,
+                        at + p99,
+                        precise=1,
                     )
                 )
         if b.kind in (WARMUP, PRIMING) and b.requests:
@@ -276,13 +361,15 @@ def stalls(batches: list[Batch], buffered: bool, stall_s: float = STALL_S) -> li
                     found.append(
                         Stall(
                             b.started_s,
-                            f"{b.describe()} took {b.duration_s:.1f} s for {b.requests} requests, "
-                            f"{b.duration_s / expected:,.0f}× what the same requests took measured "
-                            f"({expected:.2f} s); it began {b.started_s:.1f} s into the sweep",
+                            f"{b.describe()} took {b.duration_s:.1f} s for {b.requests} "
+                            f"{_plural(b.requests, 'request')}, {_times(b.duration_s / expected)} what the same "
+                            f"{_plural(b.requests, 'request')} took measured ({expected:.2f} s); it began "
+                            f"{b.started_s:.1f} s into the sweep",
                             b,
+                            b.started_s + b.duration_s,
                         )
                     )
-    return sorted(found, key=lambda s: s.at_s)
+    return _one_per_stall(found)
 
 
 # --- the path ---------------------------------------------------------------------------------------------------------
@@ -327,6 +414,8 @@ class PathDelay:
 
     @property
     def significant(self) -> bool:
+        if self.round_trip_s is not None and self.round_trip_s >= PATH_ROUND_TRIP_S:
+            return self.added_s >= self.round_trip_s / 2
         return self.added_s >= PATH_FLOOR_S and self.added_s >= PATH_SHARE * self.client_ttft_s
 
     def said(self) -> str:
@@ -343,7 +432,7 @@ class PathDelay:
         return (
             f"≈ {self.added_s * 1000:,.0f} ms between client and vLLM that vLLM does not see (mean TTFT at 1 user: "
             f"{self.client_ttft_s:.3f} s at the client, {self.vllm_ttft_s:.3f} s in vLLM's own "
-            f"vllm:time_to_first_token_seconds, {self.requests} requests{trip})"
+            f"vllm:time_to_first_token_seconds, {self.requests} {_plural(self.requests, 'request')}{trip})"
         )
 
 

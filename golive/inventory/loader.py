@@ -171,6 +171,7 @@ class LoadedInventory:
     profile: LoadedProfile
     station_profiles: dict[str, LoadedProfile] = field(default_factory=dict)
     waivers: Waivers | None = None  # where the inventory names a waiver file
+    lines: dict[tuple[str, str], str] = field(default_factory=dict)  # (station, key) → "file:line" it was written at
 
     def profile_of(self, station: Station) -> LoadedProfile:
         return self.station_profiles.get(station.name, self.profile)
@@ -181,6 +182,11 @@ class LoadedInventory:
         if tree is None:
             return station.host
         return f"{CHROOT}{(self.path.parent / tree).resolve()}"  # an absolute tree stays as it is
+
+    def written_at(self, station: Station, key: str) -> str:
+        """Where the inventory says a station's `key` ("inventory.yaml:7"), or the station itself where the key is
+        not written; for a finding's Do that names the line to change."""
+        return self.lines.get((station.name, key)) or self.lines.get((station.name, ""), str(self.path))
 
     def tls_ca_file(self, station: Station) -> str | None:
         """The station's site CA for https, relative to the inventory file."""
@@ -252,6 +258,18 @@ def load_inventory(path: Path, profile_override: str | None = None) -> LoadedInv
         waivers = load_waivers(waivers_path)
     _check_inventory_batteries(inventory, path, located)
     _check_ca_files(inventory, path, located, where_of)
+    lines = {
+        (station.name, key): f"{file}:{line}"
+        for station, at in zip(inventory.stations, where_of, strict=True)
+        for key in ("", *type(station).model_fields)
+        if (found := located.where.get(at + (key,) if key else at)) is not None
+        for file, line in [found]
+    }
     return LoadedInventory(
-        inventory=inventory, path=path.resolve(), profile=profile, station_profiles=station_profiles, waivers=waivers
+        inventory=inventory,
+        path=path.resolve(),
+        profile=profile,
+        station_profiles=station_profiles,
+        waivers=waivers,
+        lines=lines,
     )

@@ -104,8 +104,3 @@ def duration(seconds: float) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s" if minutes else f"{secs} s"
-
-
-def counted(n: int, noun: str, nouns: str | None = None) -> str:
-    """A count and its noun, one or many: "1 check", "1,200 checks"; `nouns` where an s is wrong ("2 batches")."""
-    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"

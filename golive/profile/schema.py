@@ -45,6 +45,14 @@ class Numa(Strict):
     dram_node: int = 0
 
 
+def model_name(value: str | None) -> str | None:
+    """A model name as requests carry it: vLLM takes any string, but one with a control character or a space at
+    either end is a typo no client's request matches."""
+    if value is not None and (not value or value != value.strip() or not value.isprintable()):
+        raise ValueError(f"model name {value!r} has a space at an end, a control character, or nothing in it")
+    return value
+
+
 class Vllm(Strict):
     """Served flags as the recipe launches them; None = not pinned by the recipe."""
 
@@ -62,6 +70,8 @@ class Vllm(Strict):
     reasoning_parser: str | None = None
     kv_cache_dtype: str | None = None
     speculative_num_tokens: int | None = None
+
+    _served_model_name = field_validator("served_model_name")(model_name)
 
 
 class Checkpoint(Strict):
@@ -372,11 +382,16 @@ class StationSettings(Strict):
     gateway: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
     gateway_health: str | None = None
     vllm_endpoint: str | None = None  # in stations_from, `{host}` is each host's name
+    # vLLM's own --served-model-name where the gateway renames the model (clients ask for the profile's
+    # vllm.served_model_name); unset: the clients' name, or the one model vllm_endpoint's /v1/models lists
+    vllm_model: str | None = None
 
     @field_validator("endpoint", "vllm_endpoint")
     @classmethod
     def _endpoint_url(cls, value: str | None) -> str | None:
         return None if value is None else normalise_endpoint(value)
+
+    _vllm_model = field_validator("vllm_model")(model_name)
 
     @field_validator("gateway_health")
     @classmethod

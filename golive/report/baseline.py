@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from golive.checklist import CollectedChecks
-from golive.profile.rules import counted
+from golive.core.verdict import counted
 from golive.report.model import BaselineDiff, Change, Finding, Results, read_results
 
 __all__ = ["BaselineDiff", "Change", "diff", "gate_finding", "in_these_ids", "load_baseline", "unmatched"]

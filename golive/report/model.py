@@ -63,9 +63,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from golive.checklist import parameters_of
-from golive.core.verdict import EXIT_USAGE, GO, INCOMPLETE, NO_GO, OUTCOMES
+from golive.core.verdict import EXIT_USAGE, GO, INCOMPLETE, NO_GO, OUTCOMES, counted
 from golive.endpoint.levels import LevelResult, catches
-from golive.profile.rules import counted, duration
+from golive.profile.rules import duration
 
 SCHEMA = 5
 # 2 → 3 moved the sweep out of `metrics`; 3 → 4 added `id` and `stopped_by`; 4 → 5 made `id` the declared one

@@ -45,7 +45,8 @@ from typing import Any
 import pytest
 
 from golive.checklist import Cost, declared
-from golive.profile.rules import counted, duration
+from golive.core.verdict import counted
+from golive.profile.rules import duration
 from golive.profile.schema import Load, Profile, Station
 from golive.report.model import not_estimated, the_others
 from golive.run.probe import Probe

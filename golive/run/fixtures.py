@@ -3,13 +3,15 @@
 
 The endpoint chain is ordered so one root cause ends in one failure: `endpoint_client` (configured) →
 `endpoint_answers` (/health is 200) → `endpoint_reachable` (/v1/models lets golive in) → `endpoint` (serves the
-profile's model) → `vllm_server` (golive also sees vLLM's own /metrics, /tokenize and flags: not through a gateway
-alone). A check that needs a later link is not checked, naming the check that carries the failure.
+profile's model) → `vllm_server` (golive also sees vLLM's own /metrics, /tokenize and flags, not through a gateway
+alone, and knows vLLM's own name for the model: `vllm_names`). A check that needs a later link is not checked,
+naming the check that carries the failure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -19,7 +21,7 @@ from golive.core.secrets import hide_password, redacted_flags
 from golive.core.verdict import cite, clipped, not_applicable
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.levels import LevelResult
-from golive.endpoint.target import EndpointTarget
+from golive.endpoint.target import EndpointTarget, model_names
 from golive.inventory.cluster import ClusterFacts
 from golive.inventory.connection import Connection, chroot_tree, connect
 from golive.inventory.loader import LoadedInventory
@@ -32,6 +34,7 @@ from golive.run.session import CONNECTIONS, NO_INVENTORY, inventory, layer_of, s
 
 if TYPE_CHECKING:  # the client is imported where an endpoint check first needs it (endpoint_client): see there
     from golive.endpoint.client import EndpointClient, Health
+    from golive.endpoint.target import VllmName
 
 T = TypeVar("T")
 
@@ -287,29 +290,63 @@ def endpoint_reachable(endpoint_answers: EndpointClient, station: Station) -> En
 
 
 @pytest.fixture(scope="session")
-def endpoint(endpoint_reachable: EndpointClient, profile: Profile) -> EndpointClient:
-    """The endpoint, once it serves the profile's model name (else: see the served-name check)."""
+def vllm_names(
+    request: pytest.FixtureRequest, endpoint_reachable: EndpointClient, station: Station, profile: Profile
+) -> VllmName | None:
+    """vLLM's own name for the model clients ask for (golive.endpoint.target.VllmName), read once per station from
+    vLLM's own /v1/models where golive sees vLLM's server (a plain endpoint, or a gateway's `vllm_endpoint`); None
+    where it does not, or that list did not answer (the checks that read vLLM's own server say why)."""
+    from golive.endpoint.target import VllmName
+
+    client = endpoint_reachable
+
+    def read() -> VllmName | None:
+        if not client.sees_vllm:
+            return None
+        try:
+            served = [str(m.get("id")) for m in client.vllm_models()]
+        except EndpointError:
+            return None
+        where = (client.target.vllm_url or client.target.url) + "/models"
+        return VllmName.among(profile.vllm.served_model_name, client.target.vllm_model, served, where)
+
+    return _cached(request, ("vllm-name", station.name), read)
+
+
+@pytest.fixture(scope="session")
+def endpoint(endpoint_reachable: EndpointClient, profile: Profile, vllm_names: VllmName | None) -> EndpointClient:
+    """The endpoint, once it serves the profile's model name (else: see the served-name check); its target knows
+    vLLM's own name for that model where a gateway renames it (vllm_names), for what golive asks vLLM's own server."""
     try:
         ids = [m.get("id") for m in endpoint_reachable.models()]
     except EndpointError as exc:
         pytest.skip(f"not checked because /v1/models lists no models ({exc.what}): see the served-name check")
     if profile.vllm.served_model_name not in ids:
         pytest.skip(
-            f"the endpoint does not serve `{profile.vllm.served_model_name}` (it serves {ids}): see the "
-            f"served-name check"
+            f"not checked because the endpoint does not list `{profile.vllm.served_model_name}` (it lists "
+            f"{model_names([str(i) for i in ids])}): see the served-name check"
         )
+    named = vllm_names.name if vllm_names is not None else None
+    if named is not None and named != endpoint_reachable.target.vllm_model:
+        # learned once, then every client of the station (the sweep's lanes, /tokenize, /metrics) asks by it
+        endpoint_reachable.target = replace(endpoint_reachable.target, vllm_model=named)
     return endpoint_reachable
 
 
 @pytest.fixture(scope="session")
-def vllm_server(request: pytest.FixtureRequest, endpoint: EndpointClient, station: Station) -> EndpointClient:
-    """The endpoint, where golive also sees vLLM's own server (/metrics, /tokenize, /version, its flags): a plain
-    vLLM endpoint, or a gateway whose `vllm_endpoint` the inventory names. Behind a gateway without one, every check
-    that needs it is not checked with one reason, the same line, naming the gateway."""
+def vllm_server(
+    request: pytest.FixtureRequest, endpoint: EndpointClient, station: Station, vllm_names: VllmName | None
+) -> EndpointClient:
+    """The endpoint, where golive also sees vLLM's own server (/metrics, /tokenize, /version, its flags) and knows
+    vLLM's own name for the model: a plain vLLM endpoint, or a gateway whose `vllm_endpoint` the inventory names.
+    Behind a gateway without one, every check that needs it is not checked with one reason, the same line, naming
+    the gateway; where no name vLLM serves fits, with the served-name check's finding."""
     if not endpoint.sees_vllm:
         health = station_health(request, endpoint, station)
         assert not isinstance(health, EndpointError)  # `endpoint` comes after a health probe that answered
         pytest.skip(health.vllm_unseen)
+    if vllm_names is not None and vllm_names.problem is not None:
+        pytest.skip(f"not checked because {vllm_names.problem}: see the served-name check")
     return endpoint
 
 

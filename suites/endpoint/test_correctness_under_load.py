@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from golive.checklist import Cost, check
-from golive.core.verdict import not_applicable, require
+from golive.core.verdict import counted, not_applicable, require
 from golive.endpoint.client import ChatResult
 from golive.endpoint.load_request import Workload
 from golive.endpoint.underload import PROBES, Probe, probes_under_load
@@ -80,7 +80,8 @@ def test_tool_calls_and_arithmetic_stay_correct_under_load(
     also_alone = [o for o in wrong if alone[o.probe.name] is not None]
     if also_alone and not under_load_only:
         pytest.skip(
-            f"not checked under load because {len(also_alone)} probe(s) are wrong without load too ("
+            f"not checked under load because {counted(len(also_alone), 'probe')} "
+            f"{'is' if len(also_alone) == 1 else 'are'} wrong without load too ("
             + "; ".join(f"{o.probe.name}: {alone[o.probe.name]}" for o in also_alone)
             + "): not a load fault; see the tool-call and chat checks, which report it"
         )

@@ -39,7 +39,8 @@ def test_over_long_prompt_refused_cleanly(vllm_server: EndpointClient, profile: 
     [field practice]."""
     limit = profile.vllm.max_model_len
     name = profile.vllm.served_model_name
-    text = repeat_to(lambda t: vllm_server.tokenize(name, t), limit + 64)  # sized by vLLM's own /tokenize
+    own = vllm_server.target.vllm_name(name)  # vLLM's own name: a gateway may rename the model
+    text = repeat_to(lambda t: vllm_server.tokenize(own, t), limit + 64)  # sized by vLLM's own /tokenize
     status, detail = _outcome(lambda: vllm_server.chat(name, [{"role": "user", "content": text}], max_tokens=1))
     require(
         status == 400,

@@ -10,23 +10,34 @@ from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint.client import error_body
 from golive.endpoint.errors import EndpointError, StatusError, from_response
+from golive.endpoint.target import model_names
 
 if TYPE_CHECKING:
     from golive.endpoint.client import EndpointClient, Health
-    from golive.profile.schema import Profile
+    from golive.endpoint.target import VllmName
+    from golive.inventory.loader import LoadedInventory
+    from golive.profile.schema import Profile, Station
     from golive.run.fixtures import RecordFinding, RecordProvenance
 
 pytestmark = pytest.mark.endpoint
 
 
 @check("endpoint.liveness.health_ok", Cost.LIGHT)
-def test_health_endpoint_is_ok(endpoint_health: Health | EndpointError, record_finding: RecordFinding) -> None:
+def test_health_endpoint_is_ok(
+    endpoint_health: Health | EndpointError,
+    record_finding: RecordFinding,
+    station: Station,
+    golive_inventory: LoadedInventory,
+) -> None:
     """GET /health answers HTTP 200: the engine is alive (a dead one answers HTTP 503 while /v1/models may still
     answer HTTP 200) [002]. Behind a gateway: vLLM's /health at `vllm_endpoint`, else the gateway's own probe."""
     health = endpoint_health
     if isinstance(health, EndpointError):
         if health.unreachable:  # golive never reached the station: nothing was checked, the verdict cannot be GO
             pytest.skip(str(health))
+        if health.client_side:  # golive's own trust must change (a CA it was not given): the station is not judged
+            at = golive_inventory.written_at(station, "tls_ca_file")
+            pytest.skip(f"not checked because {health.found}. Do: {health.hint} (station {station.name}: {at})")
         if health.cut:  # the connection dropped before any answer: the way failed, the engine's state is unknown
             pytest.skip(
                 f"not checked because {health.found}: the connection dropped before /health answered (a "
@@ -53,28 +64,89 @@ def test_health_endpoint_is_ok(endpoint_health: Health | EndpointError, record_f
             f"the inventory: `gateway:` with `vllm_endpoint:`, or its own probe as `gateway_health:` (README: "
             f"Gateways); otherwise: {fix}"
         )
+    if problem is not None and not problem.what.startswith("TLS failed"):  # a certificate is no engine's fault
+        fix += (
+            "; read the server log (`journalctl -u <unit>` / `docker logs`) and restart the service once the cause "
+            "is fixed"
+        )
     require(
         problem is None,
         found=problem.found if problem else "",
         recipe="health on the serving port answers 200 before go-live [002]; a dead engine answers 503",
-        fix=fix + "; read the server log (`journalctl -u <unit>` / `docker logs`) and restart the service once the "
-        "cause is fixed",
+        fix=fix,
     )
 
 
 @check("endpoint.models.lists_served_name", Cost.LIGHT)
 def test_models_lists_served_name(
-    endpoint_reachable: EndpointClient, profile: Profile, record_provenance: RecordProvenance
+    endpoint_reachable: EndpointClient,
+    profile: Profile,
+    vllm_names: VllmName | None,
+    station: Station,
+    golive_inventory: LoadedInventory,
+    record_provenance: RecordProvenance,
+    record_finding: RecordFinding,
 ) -> None:
-    """/v1/models lists the served model name the recipe publishes, {vllm.served_model_name} [000][002]."""
-    ids = [m.get("id") for m in endpoint_reachable.models()]
-    record_provenance(served_models=ids, vllm_version=endpoint_reachable.vllm_version())
+    """/v1/models lists the served model name the recipe publishes, {vllm.served_model_name}, the name clients ask
+    for; where golive sees vLLM's own server, golive knows vLLM's own name for it (behind a gateway that renames the
+    model: the inventory's `vllm_model`, or the one model vLLM serves) [000][002]."""
+    client = endpoint_reachable
+    ids = [str(m.get("id")) for m in client.models()]
+    record_provenance(served_models=ids, vllm_version=client.vllm_version())
     want = profile.vllm.served_model_name
+    gateway = client.health.gateway if client.health is not None else None
+    gateway = gateway or (f"the gateway `{station.gateway}`" if station.gateway else None)
+    if gateway is None and client.target.declares_gateway:
+        gateway = "the gateway"
     require(
         want in ids,
-        found=f"/v1/models lists {ids}",
-        recipe=f"served model name `{want}` (clients address the model by it) [000]",
-        fix=f"serve with `--served-model-name {want}`",
+        found=f"{client.target.url}/models lists {model_names(ids)}; `{want}` is not among them",
+        recipe=f"served model name `{want}`, the name clients address the model by [000]",
+        fix=_unlisted_fix(want, ids, gateway, vllm_names, golive_inventory.written_at(station, "vllm_model")),
+    )
+    if vllm_names is None:
+        return
+    at = golive_inventory.written_at(station, "vllm_model")
+    require(
+        vllm_names.problem is None,
+        found=vllm_names.problem or "",
+        recipe=f"clients ask for `{want}` [000]; golive asks vLLM's own /tokenize, /metrics and /v1/models by the "
+        f"name vLLM serves it as (README: Gateways)",
+        fix=f"check that `vllm_endpoint` points at the vLLM {gateway or 'the gateway'} routes `{want}` to ({at}): "
+        f"a vLLM serves the model it was started with"
+        if not vllm_names.served
+        else f"correct `vllm_model: {vllm_names.declared}` ({at}) to the name vLLM serves the model as: "
+        f"{model_names(vllm_names.served, choice=True)}"
+        if vllm_names.declared
+        else f"name vLLM's own name for `{want}` as `vllm_model:` in the inventory ({at}): "
+        f"{model_names(vllm_names.served, choice=True)}, the one {gateway or 'the gateway'} routes `{want}` to "
+        f"(LiteLLM: its `litellm_params.model` after `hosted_vllm/`)",
+    )
+    if vllm_names.renamed:
+        how = "as the inventory's `vllm_model` says" if vllm_names.declared else "the one model it serves"
+        record_finding(
+            f"clients ask for `{want}`; vLLM serves it as `{vllm_names.name}` ({vllm_names.where}, {how}): golive "
+            f"asks vLLM's own /tokenize, /metrics and /v1/models by `{vllm_names.name}`"
+        )
+
+
+def _unlisted_fix(want: str, ids: list, gateway: str | None, vllm: VllmName | None, at: str) -> str:
+    """Who acts when the endpoint does not list the clients' name: vLLM's launch (a plain endpoint), or the gateway's
+    model list and golive's own names (a gateway that renames the model)."""
+    if gateway is None:
+        return f"serve with `--served-model-name {want}`"
+    if vllm is not None and want in vllm.served:
+        return (
+            f"vLLM serves `{want}` ({vllm.where}), but {gateway} does not offer it by that name: it renames the "
+            f"model. If clients ask for {model_names(ids, choice=True)}, that is the name to check: set the profile's "
+            f"vllm.served_model_name to it (a site profile that extends this one) and name vLLM's own as "
+            f"`vllm_model: {want}` in the inventory ({at}; README: Gateways); otherwise add `{want}` to "
+            f"{gateway}'s model list (LiteLLM: a model_list entry with model_name `{want}`)"
+        )
+    return (
+        f"add `{want}` to {gateway}'s model list (LiteLLM: a model_list entry with model_name `{want}`), routed to the "
+        f"vLLM that serves the model; or, if clients ask for {model_names(ids, choice=True)}, set the profile's "
+        f"vllm.served_model_name to it and name vLLM's own as `vllm_model:` in the inventory (README: Gateways)"
     )
 
 
@@ -91,7 +163,10 @@ def test_models_max_model_len_matches_profile(vllm_server: EndpointClient, profi
             f"not checked because {exc.found}: the vLLM behind the gateway wants a key of its own (golive sends it "
             f"the station's, api_key_env); its max_model_len is read from its own /v1/models"
         )
-    entry: dict[str, Any] = models.get(profile.vllm.served_model_name) or next(iter(models.values()), {})
+    name = vllm_server.target.vllm_name(profile.vllm.served_model_name)
+    if name not in models:  # the served-name check names what vLLM serves: no other model's window stands in
+        pytest.skip(f"not checked because vLLM's own /v1/models does not list `{name}`: see the served-name check")
+    entry: dict[str, Any] = models[name]
     got = entry.get("max_model_len")
     want = profile.vllm.max_model_len
     if isinstance(got, int) and got > want:

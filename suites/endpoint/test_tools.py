@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from golive.checklist import Cost, check
-from golive.core.verdict import require
+from golive.core.verdict import counted, require
 from golive.endpoint.client import error_body
 from golive.endpoint.errors import StatusError
 from golive.endpoint.toolcalls import GET_WEATHER, WEATHER_QUESTION, load_battery, score_calls
@@ -66,7 +66,7 @@ def test_smoke_get_weather_returns_structured_tool_call(smoke: Smoke, profile: P
     leaked = any(tag in result.content for tag in ("<tool_call>", "<arg_key>", "</tool_call>"))
     require(
         len(result.tool_calls) == 1 and not leaked,
-        found=f"{len(result.tool_calls)} tool call(s); content {result.content[:160]!r}"
+        found=f"{counted(len(result.tool_calls), 'tool call')}; content {result.content[:160]!r}"
         + (" — the call arrived as TEXT in content" if leaked else ""),
         recipe="exactly one `tool_calls` entry for get_weather, nothing in content [000]",
         fix=PARSER_FIX.format(parser=parser),
@@ -160,7 +160,7 @@ def test_streaming_and_non_streaming_give_same_calls(battery_runs: BatteryRuns) 
             differ.append(f"{case.id}: non-streamed {a} vs streamed {b}")
     require(
         not differ,
-        found=f"{len(differ)} case(s) differ: " + "; ".join(differ[:4]),
+        found=f"{counted(len(differ), 'case')} {'differs' if len(differ) == 1 else 'differ'}: " + "; ".join(differ[:4]),
         recipe="the same calls whether the client streams or not [000]",
         fix="stream parsing differs by build: pin the image the recipe validated, or report it upstream with "
         "these cases",

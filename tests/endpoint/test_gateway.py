@@ -70,21 +70,23 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 # Cost, beside the healthy reference station the session boots anyway: ~25 s on an idle 2-core machine (LiteLLM's
 # start about half of it, then three short golive runs of a few checks each), ~60 s with that machine 5× loaded.
 @pytest.fixture(scope="module")
-def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[ReferenceStation], str]]:
-    """start(station) → the /v1 URL of a LiteLLM proxy on a free loopback port in front of `station` (one per module),
-    master key from the environment, no database; stopped when the module ends."""
+def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., str]]:
+    """start(station, name) → the /v1 URL of a LiteLLM proxy on a free loopback port in front of `station` that
+    offers its model to clients as `name` (vLLM's own served name unless given: a gateway that renames it otherwise),
+    one per station and name in the module, master key from the environment, no database; stopped when the module
+    ends."""
     if find_spec("litellm") is None:
         pytest.skip("litellm is not installed: install the test extra (`pip install -e '.[test]'`, scripts/setup.sh)")
-    folder = tmp_path_factory.mktemp("litellm")
-    started: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    started: dict[tuple[str, str], tuple[subprocess.Popen[bytes], str]] = {}
 
-    def start(station: ReferenceStation) -> str:
-        if station.base_url in started:
-            return started[station.base_url][1]
+    def start(station: ReferenceStation, name: str = SERVED_NAME) -> str:
+        if (station.base_url, name) in started:
+            return started[station.base_url, name][1]
+        folder = tmp_path_factory.mktemp("litellm")
         config = folder / "config.yaml"
         config.write_text(
             "model_list:\n"
-            f"  - model_name: {SERVED_NAME}\n"
+            f"  - model_name: {name}\n"
             "    litellm_params:\n"
             f"      model: hosted_vllm/{SERVED_NAME}\n"
             f"      api_base: {station.base_url}\n"
@@ -92,8 +94,15 @@ def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Refe
             f"  master_key: os.environ/{KEY_ENV}\n"
         )
         port, log = _free_port(), folder / "litellm.log"
-        # no model-cost map from the internet (a 3-try fetch at start); the key only through the environment
-        env = os.environ | {KEY_ENV: MASTER_KEY, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
+        # no model-cost map from the internet (a 3-try fetch at start); the key only through the environment. LiteLLM
+        # ends a stream whose chunk repeats 100 times ("The model is repeating the same chunk"): the reference model's
+        # dummy weights do past its script, where the prefill-stall probe's 4,096-token streams decode (ignore_eos)
+        env = os.environ | {
+            KEY_ENV: MASTER_KEY,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_LOG": "ERROR",
+            "REPEATED_STREAMING_CHUNK_LIMIT": "1000000",
+        }
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "litellm.proxy.proxy_cli", "--config", str(config)]
@@ -104,7 +113,7 @@ def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Refe
                 start_new_session=True,
             )
         url = f"http://127.0.0.1:{port}"
-        started[station.base_url] = proc, f"{url}/v1"
+        started[station.base_url, name] = proc, f"{url}/v1"
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and proc.poll() is None:
             try:
@@ -121,10 +130,14 @@ def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Refe
         _stop(proc)
 
 
-def _run(folder: Path, station: str, key: str, *names: str) -> Run:
-    """`golive run -m endpoint` on one station line (`station`: its YAML mapping), only the checks `names`."""
+def _run(folder: Path, station: str, key: str, *names: str, profile: str = "reference-cpu") -> Run:
+    """`golive run -m endpoint` on one station line (`station`: its YAML mapping), only the checks `names`; `profile`:
+    a shipped profile's name, or a site profile's text."""
     folder.mkdir()
-    (folder / "inventory.yaml").write_text(f"profile: reference-cpu\nstations:\n  - {station}\n")
+    if "\n" in profile:
+        (folder / "site.yaml").write_text(profile)
+        profile = "site.yaml"
+    (folder / "inventory.yaml").write_text(f"profile: {profile}\nstations:\n  - {station}\n")
     selection = " or ".join(sorted(names))
     return golive_run(folder / "inventory.yaml", folder / "out", "-m", "endpoint", "-k", selection, env={KEY_ENV: key})
 
@@ -134,7 +147,7 @@ def _outcomes(run: Run) -> dict[str, str]:
 
 
 def test_checks_pass_through_a_litellm_gateway(
-    reference: ReferenceStation, litellm: Callable[[ReferenceStation], str], tmp_path: Path
+    reference: ReferenceStation, litellm: Callable[..., str], tmp_path: Path
 ) -> None:
     gateway = litellm(reference)
     # LiteLLM's /health, as golive met it before: it wants the key (and calls every model), so it is not the probe
@@ -175,7 +188,7 @@ def test_checks_pass_through_a_litellm_gateway(
 
 
 def test_wrong_gateway_key_is_one_auth_failure(
-    reference: ReferenceStation, litellm: Callable[[ReferenceStation], str], tmp_path: Path
+    reference: ReferenceStation, litellm: Callable[..., str], tmp_path: Path
 ) -> None:
     gateway = litellm(reference)
     station = f"{{name: gw, endpoint: '{gateway}', api_key_env: {KEY_ENV}, gateway: litellm}}"
@@ -188,6 +201,98 @@ def test_wrong_gateway_key_is_one_auth_failure(
     for name in names[1:]:
         check = run.check(name)
         assert check["outcome"] == "not_checked" and "see the auth check" in check["message"], check
+
+
+RENAMED = "glm-5.3"  # the name clients ask the renaming gateway for; it routes to vLLM's `golive-reference`
+# the clients' name in a site profile, as the README says; the sweep short (two levels, one ratio round) and the
+# needles a quarter of the context: what is proven here is which name each request carries, not the sizes
+RENAMING_SITE = (
+    f"extends: reference-cpu\nvllm:\n  served_model_name: {RENAMED}\nendpoint:\n  needle_fraction_of_context: 0.25\n"
+    "load:\n  concurrency: [1, 2]\n  gate_concurrency: 2\n  ratio_rounds: 1\n  max_requests: 200\n"
+    "  floors: {scaling_ratio: 1.0}\n  prefill: {prompt_tokens: []}\n"
+)
+# what the issue saw fail through a renaming gateway: vLLM's own /tokenize (the over-long prompt, the needles, the
+# prefill-stall probe), its /v1/models (max_model_len) and the model_name label of its /metrics (the sweep's two
+# comparisons with vLLM's own counts)
+BY_VLLMS_NAME = {
+    "test_models_max_model_len_matches_profile",
+    "test_over_long_prompt_refused_cleanly",
+    "test_needle_retrieved_near_full_context",
+    "test_streams_keep_decoding_during_long_prefill",
+    "test_latency_is_vllms_own",
+    "test_gate_level_is_never_held_back",
+}
+
+
+# ~60-90 s beside the session's station: a second LiteLLM (~12 s), three short runs, the sweep ~20 s of them
+@pytest.mark.slow
+def test_renaming_gateway_reaches_go_with_both_names(
+    reference: ReferenceStation, litellm: Callable[..., str], tmp_path: Path
+) -> None:
+    """Clients ask the gateway for `glm-5.3`; it routes to vLLM's `golive-reference`. With the profile naming the
+    clients' name and `vllm_endpoint` given, every request through the gateway carries the clients' name and every
+    request to vLLM's own server vLLM's: GO, whether the inventory names vLLM's (`vllm_model`) or golive learns it
+    from vLLM's own /v1/models; without `vllm_endpoint`, INCOMPLETE with one reason."""
+    gateway = litellm(reference, RENAMED)
+    station = f"{{name: gw, endpoint: '{gateway}', api_key_env: {KEY_ENV}, gateway: litellm"
+    behind = f"{station}, vllm_endpoint: '{reference.base_url}'"
+    checks = {*THROUGH, *VLLM_OWN, *BY_VLLMS_NAME} - {"test_auth_matches_profile"}  # auth: the profile's, unchanged
+
+    declared = _run(
+        tmp_path / "declared", f"{behind}, vllm_model: {SERVED_NAME}}}", MASTER_KEY, *checks, profile=RENAMING_SITE
+    )
+    assert set(_outcomes(declared)) == checks, declared.output
+    assert set(_outcomes(declared).values()) == {"passed"}, declared.output
+    assert declared.results["verdict"] == "pass" and declared.code == 0, declared.output
+    note = declared.check("test_models_lists_served_name")["note"] or ""
+    assert f"clients ask for `{RENAMED}`; vLLM serves it as `{SERVED_NAME}`" in note, note
+    assert "as the inventory's `vllm_model` says" in note, note
+
+    own = {"test_models_lists_served_name", "test_models_max_model_len_matches_profile"}
+    own |= {"test_over_long_prompt_refused_cleanly", "test_kv_cache_capacity_meets_floor"}
+    learned = _run(tmp_path / "learned", f"{behind}}}", MASTER_KEY, *own, profile=RENAMING_SITE)
+    assert _outcomes(learned) == dict.fromkeys(own, "passed"), learned.output
+    assert learned.code == 0, learned.output
+    assert "the one model it serves" in (learned.check("test_models_lists_served_name")["note"] or ""), learned.output
+
+    unseen = _run(tmp_path / "unseen", f"{station}}}", MASTER_KEY, *own, profile=RENAMING_SITE)
+    assert unseen.failed() == set(), unseen.output
+    assert unseen.results["verdict"] == "incomplete" and unseen.code == 2, unseen.output
+    reasons = {c["message"] for c in unseen.checks if c["outcome"] == "not_checked"}
+    assert len(reasons) == 1 and "vllm_endpoint" in next(iter(reasons)), reasons
+
+
+def test_renaming_gateway_findings_name_the_names(
+    reference: ReferenceStation, litellm: Callable[..., str], tmp_path: Path
+) -> None:
+    """A name that matches nothing is one finding saying which name, where, and which names exist: the profile
+    naming vLLM's name through a gateway that renames it is not "serve with --served-model-name" (vLLM does); a
+    `vllm_model` vLLM does not serve names the inventory's line; the checks that need vLLM's name point at it."""
+    gateway = litellm(reference, RENAMED)
+    behind = (
+        f"{{name: gw, endpoint: '{gateway}', api_key_env: {KEY_ENV}, gateway: litellm, "
+        f"vllm_endpoint: '{reference.base_url}'"
+    )
+    names = ("test_models_lists_served_name", "test_over_long_prompt_refused_cleanly")
+
+    vllms = _run(tmp_path / "vllms", f"{behind}}}", MASTER_KEY, *names)  # reference-cpu: vLLM's own name
+    assert vllms.failed() == {"test_models_lists_served_name"} and vllms.code == 1, vllms.output
+    finding = vllms.check("test_models_lists_served_name")["finding"]
+    assert f"lists `{RENAMED}`; `{SERVED_NAME}` is not among them" in finding["found"], finding
+    fix = finding["fix"]
+    assert "--served-model-name" not in fix and "the gateway `litellm` does not offer it by that name" in fix, fix
+    assert f"If clients ask for `{RENAMED}`, that is the name to check" in fix, fix
+    assert f"`vllm_model: {SERVED_NAME}` in the inventory (" in fix and "inventory.yaml:3" in fix, fix
+
+    wrong = _run(tmp_path / "wrong", f"{behind}, vllm_model: glm-5.3-fp8}}", MASTER_KEY, *names, profile=RENAMING_SITE)
+    assert wrong.failed() == {"test_models_lists_served_name"} and wrong.code == 1, wrong.output
+    finding = wrong.check("test_models_lists_served_name")["finding"]
+    assert f"/v1/models lists `{SERVED_NAME}`, not `glm-5.3-fp8`" in finding["found"], finding
+    assert "correct `vllm_model: glm-5.3-fp8` (" in finding["fix"] and f"as: `{SERVED_NAME}`" in finding["fix"]
+    skipped = wrong.check("test_over_long_prompt_refused_cleanly")
+    assert skipped["outcome"] == "not_checked" and "see the served-name check" in skipped["message"], skipped
+    for run in (vllms, wrong):
+        assert "check the endpoint URL" not in run.output and MASTER_KEY not in run.output, run.output
 
 
 class _BareGateway(BaseHTTPRequestHandler):

@@ -110,8 +110,11 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def _site_ca(folder: Path) -> tuple[Path, Path, Path]:
-    """(CA certificate, server certificate for 127.0.0.1 signed by that CA, its key): a site's own CA."""
+def _site_ca(
+    folder: Path, names: tuple[str, ...] = ("127.0.0.1",), expired: bool = False, ca: str = "golive test site CA"
+) -> tuple[Path, Path, Path]:
+    """(CA certificate, server certificate signed by that CA, its key): a site's own CA, named `ca`. The server
+    certificate names `names` (IP addresses or DNS names) and is valid for a day, or ended an hour ago (`expired`)."""
     x509 = pytest.importorskip("cryptography.x509")
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -119,36 +122,43 @@ def _site_ca(folder: Path) -> tuple[Path, Path, Path]:
 
     now = datetime.datetime.now(datetime.UTC)
 
-    def signed(subject, public_key, issuer, issuer_key, ca: bool):
+    def signed(subject, public_key, issuer, issuer_key, is_ca: bool):
+        start, end = (
+            (now - datetime.timedelta(days=2), now - datetime.timedelta(hours=1))
+            if expired and not is_ca
+            else (
+                now - datetime.timedelta(minutes=1),
+                now + datetime.timedelta(days=1),
+            )
+        )
         builder = (
             x509.CertificateBuilder()
             .subject_name(subject)
             .issuer_name(issuer)
             .public_key(public_key)
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            .not_valid_before(start)
+            .not_valid_after(end)
+            .add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True)
         )
-        if ca:
+        if is_ca:
             builder = builder.add_extension(
                 x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
             )
         else:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
-            )
+            alt = [x509.IPAddress(ipaddress.ip_address(n)) if n[0].isdigit() else x509.DNSName(n) for n in names]
+            builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
         return builder.sign(issuer_key, hashes.SHA256())
 
     ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "golive test site CA")])
-    ca_cert = signed(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ca)])
+    ca_cert = signed(ca_name, ca_key.public_key(), ca_name, ca_key, is_ca=True)
     server_cert = signed(
-        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]),
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]),
         server_key.public_key(),
         ca_name,
         ca_key,
-        ca=False,
+        is_ca=False,
     )
     paths = folder / "site-ca.pem", folder / "server.pem", folder / "server-key.pem"
     paths[0].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
@@ -206,9 +216,15 @@ def test_tls_failure_is_one_clear_failure(tmp_path, server, case):
     assert run.code == 1, output[-3000:]  # reached but misconfigured: NO-GO, not INCOMPLETE
     [failed] = [c for c in results["checks"] if c["outcome"] == "failed"]
     assert failed["nodeid"].split("::")[-1].startswith("test_health_endpoint_is_ok"), failed
-    found = failed["finding"]["found"]
+    found, fix = failed["finding"]["found"], failed["finding"]["fix"]
     assert "TLS failed" in found and url in found and "\n" not in found, found
-    assert "check the certificate, or the scheme (http vs https)" in failed["finding"]["fix"], failed
+    if case == "self-signed":  # the server's choice: no client verifies it unless each pins that very certificate
+        assert "self-signed, valid until" in found and "CN=golive-test (no subjectAltName)" in found, found
+        assert fix.startswith("the server's side: it presents a self-signed certificate") and "tls_ca_file" in fix
+    else:  # the inventory's scheme, or a missing TLS terminator: both named
+        assert "answers plain HTTP where the endpoint URL says https" in found, found
+        assert "write http:// in the inventory" in fix and "check the scheme, http vs https" in fix, fix
+    assert "journalctl" not in fix and "restart the service" not in fix, fix  # no engine fault to restart
     others = [c for c in results["checks"] if c is not failed]
     assert others and {c["outcome"] for c in others} <= {"not_checked", "not_applicable"}, others
     for text in (output, json.dumps(results), (tmp_path / "out" / "junit.xml").read_text()):
@@ -216,7 +232,7 @@ def test_tls_failure_is_one_clear_failure(tmp_path, server, case):
 
 
 def _golive(
-    tmp_path: Path, url: str, station_extra: str = "", *select: str
+    tmp_path: Path, url: str, station_extra: str = "", *select: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.CompletedProcess, dict]:
     (tmp_path / "site.yaml").write_text(
         "extends: glm-5.3-flash-gb300\nendpoint:\n  light_timeout_s: 2\n  connect_timeout_s: 2\n"
@@ -233,6 +249,7 @@ def _golive(
         "no:cacheprovider",
         *select,
         cwd=tmp_path,
+        env=env,
         timeout=120,
     )
     return run.proc, run.results
@@ -249,9 +266,12 @@ def test_site_ca_in_the_inventory_lets_the_light_checks_past_tls(tmp_path, serve
     if trusted:
         assert result.returncode == 0, output[-3000:]
         assert {c["outcome"] for c in outcomes.values()} == {"passed"} and len(outcomes) >= 2, outcomes
-    else:
-        assert result.returncode == 1, output[-3000:]
-        assert "TLS failed" in outcomes["test_health_endpoint_is_ok"]["message"], outcomes
+    else:  # golive's own trust lacks the site CA: the client's side acts, the station is not judged (INCOMPLETE)
+        assert result.returncode == 2, output[-3000:]
+        health = outcomes["test_health_endpoint_is_ok"]
+        assert health["outcome"] == "not_checked" and "TLS failed" in health["message"], outcomes
+        assert "golive's side, not the server's" in health["message"], health
+        assert "`tls_ca_file:`" in health["message"] and "inventory.yaml:3" in health["message"], health
     assert "Traceback" not in output
 
 
@@ -334,3 +354,105 @@ def test_ssl_cert_file_is_honoured_by_every_client(tmp_path, server, monkeypatch
     finally:
         monkeypatch.undo()
         trusting.cache_clear()
+
+
+# (id, the certificate nginx serves, tls_ca_file named?, SSL_CERT_FILE: another CA?, golive's exit code, the health
+# check's outcome, what its line must say, what it must not say)
+THROUGH_NGINX = [
+    (
+        "site CA not trusted",
+        {},
+        False,
+        False,
+        2,
+        "not_checked",
+        [
+            "certificate verify failed: unable to get local issuer certificate",
+            "the server presented a certificate for CN=127.0.0.1 (IP Address:127.0.0.1), issued by CN=golive test "
+            "site CA, valid until ",
+            "golive's side, not the server's: golive trusted ",
+            "Name the CA that issued the certificate (CN=golive test site CA) as `tls_ca_file:`",
+            "or put it in the bundle SSL_CERT_FILE names",
+        ],
+        ["journalctl", "restart", "the server's side"],
+    ),
+    (
+        "SSL_CERT_FILE names another CA",
+        {},
+        False,
+        True,
+        2,
+        "not_checked",
+        [
+            "golive trusted SSL_CERT_FILE=",
+            "other-ca.pem (no tls_ca_file in the inventory), which does not hold CN=golive test site CA",
+            "`tls_ca_file:`",
+        ],
+        ["journalctl", "restart"],
+    ),
+    ("site CA named", {}, True, False, 0, "passed", [], []),
+    (
+        "expired",
+        {"expired": True},
+        True,
+        False,
+        1,
+        "failed",
+        [
+            "certificate has expired",
+            "issued by CN=golive test site CA",
+            "(expired)",
+            "the server's side: its certificate expired: renew it where TLS ends",
+        ],
+        ["tls_ca_file", "golive's side"],
+    ),
+    (
+        "another host's name",
+        {"names": ("gw.example",)},
+        True,
+        False,
+        1,
+        "failed",
+        ["IP address mismatch", "its certificate names DNS:gw.example, not 127.0.0.1", "reissue it with 127.0.0.1"],
+        ["tls_ca_file", "golive's side"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "certificate", "named", "other_bundle", "code", "outcome", "says", "never"),
+    THROUGH_NGINX,
+    ids=[row[0] for row in THROUGH_NGINX],
+)
+def test_tls_advice_through_nginx_names_the_side_that_acts(
+    tmp_path, server, name, certificate, named, other_bundle, code, outcome, says, never
+):
+    """A real nginx terminates TLS in front of the endpoint with a certificate the test made. A certificate golive
+    cannot verify because it does not trust its CA is golive's to fix (tls_ca_file, SSL_CERT_FILE): not checked,
+    naming what the server presented; an expired one, or one for another host, is the server's: a failure, and the
+    Do names the server side. Verification is never turned off."""
+    from faults.nginx import Nginx
+
+    upstream = server(tls=False)
+    _, cert, key = _site_ca(tmp_path, **certificate)
+    env = {}
+    if other_bundle:  # a bundle that holds some other CA: what an operator's SSL_CERT_FILE often is
+        (tmp_path / "elsewhere").mkdir()
+        other = _site_ca(tmp_path / "elsewhere", ca="another CA")[0].rename(tmp_path / "other-ca.pem")
+        env["SSL_CERT_FILE"] = str(other)
+    with Nginx(tmp_path, upstream, tls=(cert, key)) as proxy:
+        extra = "    tls_ca_file: site-ca.pem\n" if named else ""
+        result, results = _golive(
+            tmp_path, proxy.base_url, extra, "-k", "test_health_endpoint_is_ok or test_models_lists", env=env
+        )
+    output = result.stdout + result.stderr
+    assert result.returncode == code, output[-3000:]
+    checks = {c["nodeid"].split("::")[-1].split("[")[0]: c for c in results["checks"]}
+    health = checks["test_health_endpoint_is_ok"]
+    assert health["outcome"] == outcome, health
+    said = health["message"] + json.dumps(health.get("finding") or {})
+    for fragment in says:
+        assert fragment in said, (fragment, said)
+    for fragment in never:
+        assert fragment not in said, (fragment, said)
+    assert "Traceback" not in output
