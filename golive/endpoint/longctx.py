@@ -166,12 +166,12 @@ def no_room(served: int, prompt_tokens: int, room: int) -> str:
     context is `served` tokens: the not-checked line of the checks that size prompts to the context.
 
     >>> no_room(12_000, 12_000, 256)
-    "not checked: the server's context (12,000 tokens) leaves no room for this probe's 12,000-token prompt and its \
-answer (12,256 tokens): see the max_model_len check"
+    "not checked: the server's 12,000-token context has no room for this probe's 12,000-token prompt and 256 tokens \
+for the chat template and the answer: see the max_model_len check"
     """
     return (
-        f"not checked: the server's context ({served:,} tokens) leaves no room for this probe's "
-        f"{prompt_tokens:,}-token prompt and its answer ({prompt_tokens + room:,} tokens): see the max_model_len check"
+        f"not checked: the server's {served:,}-token context has no room for this probe's {prompt_tokens:,}-token "
+        f"prompt and {room:,} tokens for the chat template and the answer: see the max_model_len check"
     )
 
 

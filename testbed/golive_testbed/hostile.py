@@ -384,14 +384,20 @@ def measured(
     the start; `signal_on`: (text, signal) sent once the output shows that text."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")} | (env or {})
     started = time.monotonic()
+    report_r, report_w = os.pipe()
+    # golive starts from a small launcher, not from this process: the kernel's ru_maxrss of a process that forked
+    # from a large one (a pytest worker with vLLM imported: 500 MiB) counts the parent's pages it held until exec
     proc = subprocess.Popen(
-        command,
+        [sys.executable, "-S", "-c", _LAUNCHER, str(report_w), *command],
         cwd=cwd,
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # SIGINT as from a terminal
+        pass_fds=(report_w,),
     )
+    os.close(report_w)
+    report = os.fdopen(report_r, "r")
+    golive = int(report.readline() or 0)  # the pid of golive itself, forked from the launcher
     chunks: list[bytes] = []
     stdout = proc.stdout
     assert isinstance(stdout, io.BufferedReader)
@@ -399,29 +405,57 @@ def measured(
     reader.start()
     killed_for: str | None = None
     sent: list[tuple[float, str]] = []
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
+    while golive and proc.poll() is None:
         took = time.monotonic() - started
         if signal_at is not None and not sent and took >= signal_at[0]:
-            os.kill(proc.pid, signal_at[1])
+            _signal(golive, signal_at[1])
             sent.append((round(took, 2), signal_at[1].name))
         if signal_on is not None and not sent and signal_on[0].encode() in b"".join(chunks):
-            os.kill(proc.pid, signal_on[1])
+            _signal(golive, signal_on[1])
             sent.append((round(took, 2), signal_on[1].name))
-        if killed_for is None and (rss := _rss_mib(proc.pid)) > rss_limit_mib:
+        if killed_for is None and (rss := _rss_mib(golive)) > rss_limit_mib:
             killed_for = f"RSS {rss:.0f} MiB past the harness's limit of {rss_limit_mib:g} MiB"
-            os.kill(proc.pid, signal.SIGKILL)
+            _signal(golive, signal.SIGKILL)
         elif killed_for is None and took > timeout:
             killed_for = f"still running after {timeout:g} s"
-            os.kill(proc.pid, signal.SIGKILL)
+            _signal(golive, signal.SIGKILL)
         time.sleep(0.01 if signal_on else 0.05)
+    proc.wait()
     wall = time.monotonic() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    code, maxrss_kib = (int(word) for word in (report.readline().split() or ["-1", "0"]))
+    report.close()
     reader.join(10)
     output = b"".join(chunks).decode("utf-8", errors="replace")
-    return Measured(proc.returncode, output, wall, usage.ru_maxrss / 1024, killed_for, sent)
+    return Measured(code, output, wall, maxrss_kib / 1024, killed_for, sent)
+
+
+# Forks golive, tells its pid, waits for it, tells its exit code and its own ru_maxrss (KiB): the launcher is a fresh
+# small process (python -S), so what golive inherits before its exec is a few MiB, not the harness's size. SIGINT as
+# from a terminal (Python's default while it starts).
+_LAUNCHER = """
+import os, signal, sys
+report = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.close(report)
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+os.write(report, b"%d\\n" % pid)
+for sig in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(sig, signal.SIG_IGN)
+_, status, usage = os.wait4(pid, 0)
+os.write(report, b"%d %d\\n" % (os.waitstatus_to_exitcode(status), usage.ru_maxrss))
+"""
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:  # it ended on its own just now
+        pass
 
 
 def _rss_mib(pid: int) -> float:
