@@ -1,5 +1,7 @@
 """The type check catches a typo in a check: a misspelt fact, facts method or client call in a copy of a real check
-fails mypy (as CI runs it: pyproject.toml's [tool.mypy]), naming the attribute; the unmodified copies pass.
+fails mypy (as CI runs it: pyproject.toml's [tool.mypy]), naming the attribute; so does a misspelt gate name, in a
+check's declaration or in the gate it reads (gate names are the closed type golive.profile.schema.GateName, issue 39
+item 2); the unmodified copies pass.
 
 One check per layer, each through the fixture type it is given: StationFacts (host), ClusterFacts (cluster) and
 EndpointClient (endpoint). The copies sit in a tmp dir outside the repository, their `golive` imports resolved from
@@ -25,17 +27,29 @@ TYPOS = [
     ),
     ("suites/endpoint/test_chat.py", "result = endpoint.chat(", "result = endpoint.caht(", "EndpointClient"),
 ]
+# (check file, a gate name as written there, the same misspelt): each place it is written fails on its own line
+GATE_TYPOS = [
+    ("suites/endpoint/test_throughput.py", 'gates=("aggregate_tok_s",))', 'gates=("aggregate_tok_sx",))'),
+    (
+        "suites/endpoint/test_throughput.py",
+        '"aggregate_tok_s", "aggregate throughput")',
+        '"aggregate_tok_sy", "aggregate throughput")',
+    ),
+]
 
 
 def _copy(folder: Path, typo: bool) -> list[Path]:
-    """The checks of TYPOS copied into `folder`, with one access in each misspelt where `typo`."""
+    """The checks of TYPOS and GATE_TYPOS copied into `folder`, with each access misspelt where `typo`."""
     folder.mkdir()
-    copies = []
-    for check, right, wrong, _ in TYPOS:
-        text = (REPO / check).read_text()
+    texts: dict[str, str] = {}
+    for check, right, wrong in [(check, right, wrong) for check, right, wrong, _ in TYPOS] + GATE_TYPOS:
+        text = texts.get(check, (REPO / check).read_text())
         assert right in text, f"{check} no longer holds {right!r}: pick another access for this test"
+        texts[check] = text.replace(right, wrong, 1) if typo else text
+    copies = []
+    for check, text in texts.items():
         copy = folder / Path(check).name
-        copy.write_text(text.replace(right, wrong, 1) if typo else text)
+        copy.write_text(text)
         copies.append(copy)
     return copies
 
@@ -78,8 +92,20 @@ def test_a_misspelt_attribute_in_a_check_fails_the_type_check(tmp_path: Path, ca
     copies = _copy(tmp_path / "checks", typo=True)
     result = _mypy(copies, cache)
     assert result.returncode != 0, result.stdout
-    for copy, (_, _, wrong, owner) in zip(copies, TYPOS, strict=True):
+    for copy, (_, _, wrong, owner) in zip(copies, TYPOS, strict=False):
         attribute = wrong.split(".", 1)[1].rstrip("(\n")
         line = next(n for n, text in enumerate(copy.read_text().splitlines(), 1) if wrong.rstrip("\n") in text)
         expected = f'{copy.name}:{line}: error: "{owner}" has no attribute "{attribute}"'
         assert expected in result.stdout, f"{expected!r} not in:\n{result.stdout}"
+
+
+def test_a_misspelt_gate_name_in_a_check_fails_the_type_check(tmp_path: Path, cache: Path) -> None:
+    copies = _copy(tmp_path / "checks", typo=True)
+    result = _mypy(copies, cache)
+    assert result.returncode != 0, result.stdout
+    for check, _, wrong in GATE_TYPOS:
+        copy = tmp_path / "checks" / Path(check).name
+        line = next(n for n, text in enumerate(copy.read_text().splitlines(), 1) if wrong in text)
+        misspelt = wrong.split('"')[1]
+        said = [row for row in result.stdout.splitlines() if row.startswith(f"{copy.name}:{line}: error:")]
+        assert said and misspelt in said[0], f"{copy.name}:{line} ({misspelt}) not named in:\n{result.stdout}"
