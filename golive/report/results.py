@@ -25,6 +25,7 @@ from golive.core.verdict import (
     NO_GO,
     NOT_APPLICABLE,
     NOT_CHECKED,
+    OUT_OF_SCOPE,
     OUTCOMES,
     PASSED,
     RECIPES,
@@ -145,6 +146,8 @@ class Recorder:
         for name, value in props:
             if name == keys.FINDING:
                 record.finding = Finding.model_validate(value)
+            elif name == keys.SCOPED_OUT:
+                record.scoped_out = bool(value)
             elif name == keys.NOTE:
                 record.note = value
             elif name == keys.WAIVER:
@@ -190,20 +193,16 @@ class Recorder:
     def of(self, *outcomes: str) -> list[CheckRecord]:
         return [r for r in self.checks.values() if r.outcome in outcomes]
 
-    def by_layer_station(self) -> dict[tuple[str, str], Counter]:
-        table: dict[tuple[str, str], Counter] = defaultdict(Counter)
-        for record in self.checks.values():
-            table[(record.layer or "other", record.station or "-")][record.outcome] += 1
-        return dict(sorted(table.items()))
-
     def summary_lines(self, interrupted: bool = False) -> list[str]:
         verdict = self.verdict(interrupted)
         lines = [f"verdict: {_VERDICT_WORDS[verdict]}" + (" (run interrupted)" if interrupted else "")]
-        for (layer, station), counts in self.by_layer_station().items():
-            shown = ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in OUTCOMES if counts[o])
-            lines.append(f"  {layer:<9} {station:<20} {shown}")
+        for row in layer_rows(list(self.checks.values())):
+            shown = [f"{row.counts[o]} {o.replace('_', ' ')}" for o in OUTCOMES if row.counts[o]]
+            lines.append(
+                f"  {row.layer:<9} {row.station:<20} {', '.join(shown + [row.scoped_out] * bool(row.scoped_out))}"
+            )
         for outcome in (NOT_CHECKED, NOT_APPLICABLE):
-            for reason, records in grouped_by_reason(self.of(outcome)).items():
+            for reason, records in grouped_by_reason(judged(self.of(outcome))).items():
                 lines.append(f"  {outcome.replace('_', ' ')} ({len(records)}): {reason}")
         lines += [f"  {cause.line()}" for cause in tie([c.model_copy(deep=True) for c in self.checks.values()])]
         return lines + [f"  warning: {warning}" for warning in self.warnings]
@@ -280,6 +279,65 @@ _VERDICT_WORDS = {GO: "GO", NO_GO: "NO-GO", INCOMPLETE: "INCOMPLETE"}
 
 def verdict_word(verdict: str) -> str:
     return _VERDICT_WORDS[verdict]
+
+
+@dataclass(frozen=True)
+class ScopedOut:
+    """The checks of one layer that one station's scope leaves out (CheckRecord.scoped_out), said as one line."""
+
+    layer: str
+    station: str
+    count: int
+    reason: str
+
+    def said(self) -> str:
+        """ "43 out of scope (the inventory scopes station gb300-tree to layers: [host])": every report's words."""
+        return f"{self.count} {OUT_OF_SCOPE} ({self.reason})"
+
+
+def judged(records: list[CheckRecord]) -> list[CheckRecord]:
+    """The records a report lists one by one: all but those out of their station's scope (`scoped_out`)."""
+    return [record for record in records if not record.scoped_out]
+
+
+def by_layer_station(records: list[CheckRecord]) -> dict[tuple[str, str], Counter]:
+    """Each layer and station's outcomes counted, the checks out of the station's scope left to `scoped_out`."""
+    table: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for record in judged(records):
+        table[(record.layer or "other", record.station or "-")][record.outcome] += 1
+    return dict(sorted(table.items()))
+
+
+def scoped_out(records: list[CheckRecord]) -> list[ScopedOut]:
+    """One ScopedOut per layer and station whose checks the scope left out, with the scope's reason."""
+    groups: dict[tuple[str, str], list[CheckRecord]] = defaultdict(list)
+    for record in records:
+        if record.scoped_out:
+            groups[(record.layer or "other", record.station or "-")].append(record)
+    return [
+        ScopedOut(layer, station, len(group), group[0].message.splitlines()[0] if group[0].message else "")
+        for (layer, station), group in sorted(groups.items())
+    ]
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """A row of the reports' layers-and-stations table: its outcomes counted, and what its scope left out, said."""
+
+    layer: str
+    station: str
+    counts: Counter
+    scoped_out: str  # "" or ScopedOut.said()
+
+
+def layer_rows(records: list[CheckRecord]) -> list[LayerRow]:
+    """The terminal's, go-live.html's and go-live.md's table of layers and stations, from the same records."""
+    counted = by_layer_station(records)
+    scoped = {(s.layer, s.station): s.said() for s in scoped_out(records)}
+    return [
+        LayerRow(layer, station, counted.get((layer, station), Counter()), scoped.get((layer, station), ""))
+        for layer, station in sorted({*counted, *scoped})
+    ]
 
 
 def grouped_by_reason(records: list[CheckRecord]) -> dict[str, list[CheckRecord]]:
