@@ -1,6 +1,9 @@
-"""One record per check, the verdict, and results.json (the contract other tools read): the Recorder collects a run's
-checks, metrics and sweep, and `Recorder.results` hands them over as golive.report.model.Results, the one model every
-report is written from and every reader reads back (schema 5 and what changed since 4: golive.report.model).
+"""The run's records as they arrive (the `Recorder`), the verdict, and the counts every report shows alike.
+
+The Recorder collects a run's checks, metrics and sweep, and `Recorder.results` hands them over as
+golive.report.model.Results, the one model every report is written from and every reader reads back (results.json,
+the contract other tools read: schema 5 and what changed since 4, golive.report.model). `layer_rows` is the table of
+layers and stations the terminal, go-live.html and go-live.md show, a layer out of a station's scope one line.
 """
 
 from __future__ import annotations
