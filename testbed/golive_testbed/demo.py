@@ -98,6 +98,18 @@ def write_station_inventory(out: Path, tree: Path | None, station: Record | None
     return path
 
 
+def _mark_gone(out: Path, what: str) -> None:
+    """The inventory stays beside the reports as the record of what was checked; its first lines say that the station
+    it names is gone, and how to check one again."""
+    path = out / "demo-inventory.yaml"
+    if path.is_file():
+        path.write_text(
+            f"# {what}: this inventory is the record of what the demo checked, not a station to check now.\n"
+            f"# To check the demo's targets again: `golive demo --keep` leaves them up, then `golive run {path}` or\n"
+            f"# `python -m pytest --pyargs golive.suites --golive-inventory {path}`.\n" + path.read_text()
+        )
+
+
 def run_demo(out: Path, pytest_args: list[str], keep: bool = False, targets: str = "auto") -> int:
     out.mkdir(parents=True, exist_ok=True)
     if choose_targets(targets) == "real-station":
@@ -120,7 +132,9 @@ def _real_station_demo(out: Path, pytest_args: list[str], keep: bool) -> int:
     try:
         try:
             station = realstation.up(DEMO_STATION, say=_say)
-            profile = station.dir / "site-profile.yaml"
+            # kept beside the reports: the station's own folder goes when it is taken down
+            profile = out / "demo-site-profile.yaml"
+            profile.write_text((station.dir / "site-profile.yaml").read_text())
         except realstation.StationError as exc:
             _say(f"real station not checked: {exc}")
             profile = PROFILE
@@ -129,6 +143,7 @@ def _real_station_demo(out: Path, pytest_args: list[str], keep: bool) -> int:
         if station is not None and not keep:
             realstation.down(DEMO_STATION)
             _say(f"real station {DEMO_STATION} down")
+            _mark_gone(out, f"the real station {DEMO_STATION} was taken down after the demo (its ssh_config with it)")
         elif station is not None:
             _say(f"real station {DEMO_STATION} left up; take it down with: golive station down --name {DEMO_STATION}")
 
@@ -162,5 +177,6 @@ def _bundled_demo(out: Path, pytest_args: list[str], keep: bool) -> int:
         if station is not None and not keep:
             station.stop()
             _say("reference station stopped")
+            _mark_gone(out, "the reference station was stopped after the demo")
         elif station is not None:
             _say(f"reference station left running (pid {station.pid}); stop it with: kill {station.pid}")
