@@ -17,7 +17,7 @@ from golive.core.verdict import OUTCOMES, printable
 from golive.profile.rules import duration, measured
 from golive.report.model import CheckRecord, Results
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
-from golive.report.results import judged, layer_rows, sweep_of, verdict_word
+from golive.report.results import basis, judged, layer_rows, sweep_of, verdict_word
 
 _ENV = Environment(
     loader=PackageLoader("golive.report", "templates"),
@@ -59,6 +59,7 @@ def render_markdown(results: Results) -> str:
         verdict_word=verdict_word(results.verdict),
         outcomes=OUTCOMES,
         table=layer_rows(results.checks),
+        basis=basis(results.checks, results.metrics),
         by_outcome=by_outcome,
         sweep=sweep_rows(sweep_of(results)),
         sweep_columns=SWEEP_COLUMNS,

@@ -33,6 +33,8 @@ from golive.core.verdict import (
     PASSED,
     RECIPES,
     VERDICT_RULES,
+    WAIVED,
+    counted,
 )
 from golive.core.verdict import verdict as verdict_of
 from golive.endpoint.levels import LevelResult
@@ -199,6 +201,7 @@ class Recorder:
     def summary_lines(self, interrupted: bool = False) -> list[str]:
         verdict = self.verdict(interrupted)
         lines = [f"verdict: {_VERDICT_WORDS[verdict]}" + (" (run interrupted)" if interrupted else "")]
+        lines.append(f"  {basis(list(self.checks.values()), self.metrics)}")
         for row in layer_rows(list(self.checks.values())):
             shown = [f"{row.counts[o]} {o.replace('_', ' ')}" for o in OUTCOMES if row.counts[o]]
             lines.append(
@@ -337,10 +340,32 @@ def layer_rows(records: list[CheckRecord]) -> list[LayerRow]:
     """The terminal's, go-live.html's and go-live.md's table of layers and stations, from the same records."""
     counted = by_layer_station(records)
     scoped = {(s.layer, s.station): s.said() for s in scoped_out(records)}
-    return [
+    rows = [
         LayerRow(layer, station, counted.get((layer, station), Counter()), scoped.get((layer, station), ""))
         for layer, station in sorted({*counted, *scoped})
     ]
+    return sorted(rows, key=lambda row: not row.counts)  # what was judged first, what the scope left out after
+
+
+def basis(records: list[CheckRecord], metrics: list[Metric]) -> str:
+    """What a verdict stands on, in one line every report shows under it: the checks judged (and on how many
+    stations), then what was not: not applicable (smoke floors among them: measured, not judged), out of scope, not
+    checked. "judged: 69 passed on 2 stations; not judged: 16 not applicable (7 of them smoke floors, measured), …"."""
+    counts = Counter(record.outcome for record in judged(records))
+    stations = {r.station for r in records if r.outcome in (PASSED, FAILED, WAIVED) and r.station}
+    judged_part = ", ".join(f"{counts[o]:,} {o}" for o in (PASSED, FAILED, WAIVED) if counts[o]) or "no check"
+    if stations:
+        judged_part += f" on {counted(len(stations), 'station')}"
+    smoke = sum(not metric.judged for metric in metrics)
+    scoped = sum(record.scoped_out for record in records)
+    left = [
+        f"{counts[NOT_APPLICABLE]:,} not applicable" * bool(counts[NOT_APPLICABLE])
+        + f" ({smoke:,} of them smoke floors, measured)" * bool(smoke),
+        f"{scoped:,} {OUT_OF_SCOPE}" * bool(scoped),
+        f"{counts[NOT_CHECKED]:,} not checked" * bool(counts[NOT_CHECKED]),
+    ]
+    said = "; ".join(part for part in left if part)
+    return f"judged: {judged_part}" + (f"; not judged: {said}" if said else "")
 
 
 def grouped_by_reason(records: list[CheckRecord]) -> dict[str, list[CheckRecord]]:

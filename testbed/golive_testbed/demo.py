@@ -125,15 +125,15 @@ def _real_station_demo(out: Path, pytest_args: list[str], keep: bool) -> int:
     tree = _station_tree()
     _say(
         f"targets: real station {DEMO_STATION} (systemd 252 in systemd-nspawn, Docker engine and registry, sshd, vLLM "
-        f"on CPU: host and endpoint layers) and the GB300 station tree (host layer); the station is up in ~2 min with "
-        f"its root file system cached, ~5 min the first time"
+        f"on CPU: host and endpoint layers) and the GB300 station tree (host layer); the station is up in about 1 min "
+        f"with its root file system and image cached, about 6 min the first time"
     )
     station = None
     try:
         try:
             station = realstation.up(DEMO_STATION, say=_say)
             # kept beside the reports: the station's own folder goes when it is taken down
-            profile = out / "demo-site-profile.yaml"
+            profile = (out / "demo-site-profile.yaml").resolve()
             profile.write_text((station.dir / "site-profile.yaml").read_text())
         except realstation.StationError as exc:
             _say(f"real station not checked: {exc}")

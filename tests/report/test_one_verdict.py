@@ -118,18 +118,24 @@ def test_a_layer_out_of_scope_is_one_line_in_every_output(tmp_path, station_tree
     passed = sum(c["outcome"] == "passed" for c in checks)
     not_applicable = sum(c["outcome"] == "not_applicable" and not c["scoped_out"] for c in checks)
     said = f"{by_layer['endpoint']} out of scope (the inventory scopes station tree to `layers: [host]`)"
+    basis = (
+        f"judged: {passed} passed on 1 station; not judged: {not_applicable} not applicable; {len(scoped)} out of scope"
+    )
 
     terminal = ran.stdout
     assert f"  endpoint  tree                 {said}" in terminal, terminal
     assert f"{passed} passed, {len(scoped)} out of scope, {not_applicable} not applicable in" in terminal, terminal
     assert f"not applicable ({by_layer['endpoint']})" not in terminal  # no reason list of its own
+    assert f"  {basis}\n" in terminal, terminal  # what the verdict stands on, under it, the same in every report
 
     markdown = (out / "go-live.md").read_text()
     assert f"- endpoint on tree: {said}".replace("`", "\\`").replace("[", "\\[").replace("]", "\\]") in markdown
     assert "| endpoint | tree |" not in markdown and "suites/endpoint/" not in markdown, markdown
     assert f"## Not applicable ({not_applicable})" in markdown
+    assert f"| on what | {basis} |" in markdown, markdown
 
     page = (out / "go-live.html").read_text()
+    assert f'<p id="golive-basis"><b>{basis}</b></p>' in page
     layers = page.split('id="golive-layers"', 1)[1].split("</table>", 1)[0]
     assert said.replace("`", "&#96;") in layers or said in layers, layers
     assert f"{passed} Passed" in page and f"{not_applicable} Skipped" in page  # pytest-html's own table: no such row

@@ -103,3 +103,15 @@ def test_the_layout_has_a_line_for_every_module():
     }
     assert len(modules) > 100, "the test looks in the wrong place"
     assert not modules - mapped, f"docs/layout.md has no line for {sorted(modules - mapped)}"
+
+
+def test_the_readme_lists_every_reference_variant():
+    """README's list of broken reference variants is the testbed's (golive_testbed.reference VARIANTS), every one."""
+    from golive_testbed.reference import VARIANTS
+
+    text = " ".join((REPO / "README.md").read_text().split("Broken\nvariants are", 1)[1].split("\n\n", 1)[0].split())
+    listed = re.findall(r"`([a-z0-9-]+)`", text.split("golive's own tests prove", 1)[0])
+    assert sorted(listed) == sorted(set(VARIANTS) - {"healthy"}), (
+        f"README's variants differ from golive_testbed.reference VARIANTS: missing "
+        f"{sorted(set(VARIANTS) - {'healthy'} - set(listed))}, unknown {sorted(set(listed) - set(VARIANTS))}"
+    )
