@@ -338,11 +338,11 @@ class LayerRow:
 
 def layer_rows(records: list[CheckRecord]) -> list[LayerRow]:
     """The terminal's, go-live.html's and go-live.md's table of layers and stations, from the same records."""
-    counted = by_layer_station(records)
+    table = by_layer_station(records)
     scoped = {(s.layer, s.station): s.said() for s in scoped_out(records)}
     rows = [
-        LayerRow(layer, station, counted.get((layer, station), Counter()), scoped.get((layer, station), ""))
-        for layer, station in sorted({*counted, *scoped})
+        LayerRow(layer, station, table.get((layer, station), Counter()), scoped.get((layer, station), ""))
+        for layer, station in sorted({*table, *scoped})
     ]
     return sorted(rows, key=lambda row: not row.counts)  # what was judged first, what the scope left out after
 
