@@ -17,6 +17,8 @@ from _pytest.outcomes import Failed, Skipped
 PASSED, FAILED, WAIVED, NOT_APPLICABLE, NOT_CHECKED = "passed", "failed", "waived", "not_applicable", "not_checked"
 OUTCOMES = (PASSED, FAILED, WAIVED, NOT_APPLICABLE, NOT_CHECKED)
 GO, NO_GO, INCOMPLETE = "pass", "fail", "incomplete"
+# not an outcome of its own: how every report counts the not-applicable checks of a layer out of a station's scope
+OUT_OF_SCOPE = "out of scope"
 # the rules a verdict follows, as results.json (`verdict_rules`) and every report state them
 VERDICT_RULES = (
     "A check ends passed, failed, waived, not applicable (the profile and the station say it cannot "
@@ -114,6 +116,12 @@ class NotApplicable(Skipped):
     """The profile and the station say this check cannot apply here (listed in the report with the reason)."""
 
 
+class OutOfScope(NotApplicable):
+    """A whole layer that the profile or the inventory takes out of a station's scope before any check runs
+    (golive.run.scope.layer_scope): not applicable, and said once per station and layer in every report ("43 out of
+    scope: …"), never as one verdict row per check; results.json keeps each record (`scoped_out`)."""
+
+
 def require(
     ok: bool, *, found: str, recipe: str, fix: str, flags: Iterable[str] = (), suspects: Iterable[str] = ()
 ) -> None:
@@ -127,3 +135,8 @@ def not_applicable(reason: str) -> NoReturn:
     """End the check as not applicable: only for reasons the profile or the station decide, never for a failure
     elsewhere (a check that cannot run because another failed is not checked: use pytest.skip)."""
     raise NotApplicable(msg=cite(reason), allow_module_level=True, _use_item_location=True)
+
+
+def out_of_scope(reason: str) -> NoReturn:
+    """End the check as not applicable because its whole layer is out of this station's scope (OutOfScope)."""
+    raise OutOfScope(msg=cite(reason), allow_module_level=True, _use_item_location=True)

@@ -1,6 +1,7 @@
-"""The endpoint's part of a capture: served models and the KV cache's configuration (GET /v1/models, GET /metrics),
-read-only, and the values they give: the served name, the context length, a KV capacity below the recipe's floor
-(golive.profile.recipe decides it, as the endpoint's KV capacity check does).
+"""The endpoint's part of a capture: the served name, the context length and the KV capacity.
+
+They are read read-only from GET /v1/models and GET /metrics; a KV capacity below the recipe's floor is decided by
+golive.profile.recipe, as the endpoint's KV capacity check decides it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""What the watcher reads of a station itself in a round, in this process (three requests, timed here): its
-/metrics (KV cache, running and waiting requests, the inter-token latency histogram), a one-token canary, one small
-timed probe, and systemd's restart count of the serving unit.
+"""What the watcher reads of a station itself in a round: /metrics, a canary, a timed probe, systemd's restarts.
+
+In this process, three requests timed here: /metrics (KV cache, running and waiting requests, the inter-token latency
+histogram), a one-token canary, one small timed probe; and systemd's restart count of the serving unit.
 """
 
 from __future__ import annotations

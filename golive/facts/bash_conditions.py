@@ -1,6 +1,7 @@
-"""Conditions golive decides without the station (bash(1), SHELL GRAMMAR; test(1)): `true`, `false`, `:`, `!`,
-`[ … ]` / `test …` over literal words, a list's status (its last command's), and the three-valued logic (true, false,
-not known) that turns "may not run" into "never runs" or into no condition at all."""
+"""Shell conditions golive decides without the station, in three-valued logic (true, false, not known).
+
+As bash(1) (SHELL GRAMMAR) and test(1) decide them: `true`, `false`, `:`, `!`, `[ … ]` / `test …` over literal words,
+a list's status (its last command's); the logic turns "may not run" into "never runs" or into no condition at all."""
 
 from __future__ import annotations
 

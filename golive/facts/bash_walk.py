@@ -1,7 +1,8 @@
-"""The state of the bash reader's walk over one shell process and its plumbing: where it is (file, line, the
-constructs around the command being visited), the functions and traps it holds, `$VAR`/`$(dirname "$0")`
-substitution, and bashlex parsing a file a statement group at a time (`case` arms line by line: bashlex has no
-`case`). The walk itself: golive.facts.bash_reader."""
+"""The bash reader's state and plumbing: where it is, what it holds, `$VAR` substitution, bashlex a group at a time.
+
+Where: file, line, the constructs around the command being visited; what it holds: the functions and traps of one shell
+process; `$VAR`/`$(dirname "$0")` substitution; bashlex parsing a file a statement group at a time (`case` arms line by
+line: bashlex has no `case`). The walk itself: golive.facts.bash_reader."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Exec lines (ExecStartPre=, ExecStart=, ExecStartPost=) as systemd runs them: read from `systemctl show` or from a
-unit file (config_parse_exec: prefixes, words, specifiers), then expanded in the service's environment
-(systemd.service(5), "Command lines"), each word remembering the line and the variables that made it."""
+"""Exec lines (ExecStartPre=, ExecStart=, ExecStartPost=) as systemd runs them, each word with the line that made it.
+
+Read from `systemctl show` or from a unit file (config_parse_exec: prefixes, words, specifiers), then expanded in the
+service's environment (systemd.service(5), "Command lines"), each word remembering the line and the variables that
+made it."""
 
 from __future__ import annotations
 

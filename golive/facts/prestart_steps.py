@@ -1,7 +1,8 @@
-"""One simple command of a prestart (or of a unit's Exec line) as the bash reader gives it: how its file was reached,
-the reasons it may not run, each with what to do about it ("never runs" / "may not run", one Do per cause), the files
-the script reads that golive did not, and what a command does in the recipe's terms (the page-cache drop, `sync`,
-`docker logs`)."""
+"""One command of a prestart as the bash reader gives it: why it may not run, and what it does in the recipe's terms.
+
+A simple command of a prestart (or of a unit's Exec line): how its file was reached, the reasons it may not run, each
+with what to do about it ("never runs" / "may not run", one Do per cause), the files the script reads that golive did
+not, and what a command does in the recipe's terms (the page-cache drop, `sync`, `docker logs`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""systemd: `systemctl show` output, time spans, and the unit the restart/prestart/start checks read (`UnitFacts`),
-from `systemctl show` or from the unit files and their drop-ins merged as systemd merges them, with the service's
-environment (Environment=, EnvironmentFile=) and its Exec lines expanded in it as systemd expands them.
+"""systemd: `systemctl show` output, time spans, and `UnitFacts`, the unit the restart, prestart and start checks read.
+
+`UnitFacts` comes from `systemctl show` or from the unit files and their drop-ins merged as systemd merges them, with
+the service's environment (Environment=, EnvironmentFile=) and its Exec lines expanded in it as systemd expands them.
 
 The pieces: unit files and drop-ins, golive.facts.unit_files; the environment, golive.facts.systemd_env; Exec lines
 and their expansion, golive.facts.exec_lines."""

@@ -1,6 +1,8 @@
-"""The service's environment as systemd builds it (systemd.exec(5), "Environment"): `Environment=` lines,
-`EnvironmentFile=` files parsed as src/basic/env-file.c parses them, `systemctl show`'s Environment= and
-EnvironmentFiles=, and systemd's word splitting (extract_first_word, C escapes) that they and Exec lines share."""
+"""The service's environment as systemd builds it, and systemd's word splitting.
+
+As systemd.exec(5) ("Environment") says: `Environment=` lines, `EnvironmentFile=` files parsed as
+src/basic/env-file.c parses them, `systemctl show`'s Environment= and EnvironmentFiles=, and systemd's word splitting
+(extract_first_word, C escapes) that they and Exec lines share."""
 
 from __future__ import annotations
 

@@ -96,7 +96,27 @@ def _load_profile_chain(
         file, line = located.where[("extends",)]
         raise ConfigError(f"{file}:{line}: {exc}") from None
     parent, chain = _load_profile_chain(parent_path, seen + (path,), cites)
-    return _merge(parent, located), chain + [path]
+    return _smoke_keeps_its_numbers(_merge(parent, located), located), chain + [path]
+
+
+def _smoke_keeps_its_numbers(merged: Located, over: Located) -> Located:
+    """A floor is a smoke floor (load.smoke) only with the number of the profile that said so: a profile that sets its
+    own number for one, and does not restate load.smoke, judges it (it leaves the inherited list)."""
+    load, own = merged.data.get("load"), over.data.get("load")
+    if not isinstance(load, dict) or not isinstance(own, dict) or "smoke" in own:
+        return merged
+    smoke = load.get("smoke")
+    floors = {**(own.get("floors") or {})} if isinstance(own.get("floors") or {}, dict) else {}
+    if "slo" in own:  # goodput's number is its share and the objectives a request must meet
+        floors["goodput_share"] = True
+    if not isinstance(smoke, dict) or not floors or not isinstance(smoke.get("floors"), list):
+        return merged
+    kept = [gate for gate in smoke["floors"] if gate not in floors]
+    if kept:
+        load["smoke"] = {**smoke, "floors": kept}
+    else:
+        del load["smoke"]
+    return merged
 
 
 @dataclass

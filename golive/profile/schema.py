@@ -185,6 +185,16 @@ class LoadFloors(Strict):
         return value
 
 
+class LoadSmoke(Strict):
+    """Floors that say only that the station answers at all: set so far below what its machine does (a CPU shared with
+    other work) that a broken station meets them too. Meeting one judges nothing: its check ends not applicable,
+    "measured, not judged", with `why`, and the number stays in the reports' Measured table marked so; missing one
+    still fails. Other gates (a ratio, the batch check) judge such a station (docs/metrics.md: smoke floors)."""
+
+    floors: list[GateName] = Field(min_length=1)
+    why: str = Field(min_length=1)  # what these floors can tell, and what judges instead
+
+
 class LoadSlo(Strict):
     """Per-request objectives for goodput; the same as `vllm bench serve --goodput ttft:MS tpot:MS e2el:MS`."""
 
@@ -236,6 +246,7 @@ class Load(Strict):
     # warm-up) that make a finding; an accelerator station never pauses this long (golive.endpoint.timeline)
     stall_s: float = Field(default=2.0, gt=0)
     floors: LoadFloors = LoadFloors()
+    smoke: LoadSmoke | None = None  # floors measured, not judged (LoadSmoke)
     slo: LoadSlo = LoadSlo()
     prefill: LoadPrefill = LoadPrefill()
     prefill_stall: LoadPrefillStall = LoadPrefillStall()

@@ -9,7 +9,7 @@ from golive.core.verdict import FAILED, NOT_APPLICABLE, NOT_CHECKED, OUTCOMES, P
 from golive.profile.rules import duration, measured
 from golive.report.model import CheckRecord
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows, sweep_svg
-from golive.report.results import Recorder, grouped_by_reason, sweep_of, verdict_word
+from golive.report.results import Recorder, basis, grouped_by_reason, judged, layer_rows, sweep_of, verdict_word
 
 
 def escaped(value: object) -> object:
@@ -36,12 +36,13 @@ def summary_html(recorder: Recorder, interrupted: bool = False) -> list[str]:
         _ENV.get_template("summary.html.j2").render(
             verdict=verdict,
             verdict_word=verdict_word(verdict),
-            table=recorder.by_layer_station(),
+            table=layer_rows(data.checks),
+            basis=basis(data.checks, data.metrics),
             outcomes=OUTCOMES,
             failures=of(FAILED),
             notes=[r for r in of(PASSED) if r.note],
             not_checked=grouped_by_reason(of(NOT_CHECKED)),
-            not_applicable=grouped_by_reason(of(NOT_APPLICABLE)),
+            not_applicable=grouped_by_reason(judged(of(NOT_APPLICABLE))),
             profile=data.profile,
             stations=data.stations,
             metrics=data.metrics,

@@ -20,6 +20,7 @@ NOTE = "golive_note"  # a passed check the operator must still read (e.g. an end
 METRIC = "golive_metric"  # a golive.report.results.Metric as plain data {name, value, unit, floor, ceiling, passed}
 SWEEP = "golive_sweep"  # the station's concurrency sweep: [golive.endpoint.levels.LevelResult as plain data, …]
 WAIVER = "golive_waiver"  # the waiver that matched a failed check {name, owner, justification, expires, expired, …}
+SCOPED_OUT = "golive_scoped_out"  # True: not applicable because the check's layer is out of the station's scope
 PROVENANCE = "golive_provenance"  # what a check learned about the station: served args, parsers, image, vLLM version
 
 

@@ -17,7 +17,7 @@ from golive.core.verdict import OUTCOMES, printable
 from golive.profile.rules import duration, measured
 from golive.report.model import CheckRecord, Results
 from golive.report.plots import SWEEP_COLUMNS, sweep_rows
-from golive.report.results import sweep_of, verdict_word
+from golive.report.results import basis, judged, layer_rows, sweep_of, verdict_word
 
 _ENV = Environment(
     loader=PackageLoader("golive.report", "templates"),
@@ -52,17 +52,14 @@ _ENV.globals["duration"] = duration
 
 
 def render_markdown(results: Results) -> str:
-    checks = results.checks
+    checks = judged(results.checks)  # those out of their station's scope: one line per station and layer
     by_outcome: dict[str, list[CheckRecord]] = {o: [c for c in checks if c.outcome == o] for o in OUTCOMES}
-    counts: dict[tuple[str, str], dict[str, int]] = {}
-    for c in checks:
-        row = counts.setdefault((c.layer or "other", c.station or "-"), dict.fromkeys(OUTCOMES, 0))
-        row[c.outcome] += 1
     return _ENV.get_template("go-live.md.j2").render(
         r=results,
         verdict_word=verdict_word(results.verdict),
         outcomes=OUTCOMES,
-        counts=dict(sorted(counts.items())),
+        table=layer_rows(results.checks),
+        basis=basis(results.checks, results.metrics),
         by_outcome=by_outcome,
         sweep=sweep_rows(sweep_of(results)),
         sweep_columns=SWEEP_COLUMNS,

@@ -17,6 +17,10 @@ key and its shape is schema 4's. Files of schema 2, 3 and 4 read into this model
 and 3) the id schema 4 derived from nodeid and station (`legacy_check_id`); the post-upgrade gate pairs those with
 this run's checks through that same derivation (golive.report.baseline.in_these_ids).
 
+Added within schema 5 (issue 39): a check's `scoped_out` (not applicable because its whole layer is out of the
+station's scope: the reports say these once per station and layer) and a metric's `judged` (false: a smoke floor of
+the profile met, measured, not judged; its check is not applicable).
+
 schema 4 (issue 26): every check carries `id`, stable across runs for the same check on one station (`legacy_check_id`):
 the nodeid without what depends on where pytest ran (the path up to `suites/`: `golive run` names checks
 `suites/host/…`, plain pytest `--pyargs golive.suites` names them from its rootdir) and without the station in its
@@ -166,6 +170,12 @@ class CheckRecord(Record):
     note: str = Field(default="", description="a passed check the operator must still read")
     waiver: WaiverRecord | None = None
     stopped_by: StoppedBy | None = Field(default=None, description="the run stopped before this check ended, and why")
+    scoped_out: bool = Field(
+        default=False,
+        description="not applicable because the profile or the inventory takes this check's whole layer out of the "
+        "station's scope (golive.run.scope.layer_scope): the reports say these once per station and layer ('43 out "
+        "of scope'), not as a row each",
+    )
 
     @model_validator(mode="after")
     def _has_its_id(self) -> CheckRecord:
@@ -198,6 +208,11 @@ class Metric(Record):
         description="the smallest degradation this run would have caught with 95 %, from its own rounds' spread: a "
         "station this many times beyond the profile's number (slower, below a floor; above a ceiling) fails the gate "
         "in 95 % of runs (golive.endpoint.gates.Gate.detectable); null: no interval",
+    )
+    judged: bool = Field(
+        default=True,
+        description="false: the value met a smoke floor (the profile's load.smoke: a floor so far below what the "
+        "station does that a broken station meets it too), so it was measured, not judged; its check is not applicable",
     )
 
     @property

@@ -1,6 +1,9 @@
-"""One record per check, the verdict, and results.json (the contract other tools read): the Recorder collects a run's
-checks, metrics and sweep, and `Recorder.results` hands them over as golive.report.model.Results, the one model every
-report is written from and every reader reads back (schema 5 and what changed since 4: golive.report.model).
+"""The run's records as they arrive (the `Recorder`), the verdict, and the counts every report shows alike.
+
+The Recorder collects a run's checks, metrics and sweep, and `Recorder.results` hands them over as
+golive.report.model.Results, the one model every report is written from and every reader reads back (results.json,
+the contract other tools read: schema 5 and what changed since 4, golive.report.model). `layer_rows` is the table of
+layers and stations the terminal, go-live.html and go-live.md show, a layer out of a station's scope one line.
 """
 
 from __future__ import annotations
@@ -25,10 +28,13 @@ from golive.core.verdict import (
     NO_GO,
     NOT_APPLICABLE,
     NOT_CHECKED,
+    OUT_OF_SCOPE,
     OUTCOMES,
     PASSED,
     RECIPES,
     VERDICT_RULES,
+    WAIVED,
+    counted,
 )
 from golive.core.verdict import verdict as verdict_of
 from golive.endpoint.levels import LevelResult
@@ -145,6 +151,8 @@ class Recorder:
         for name, value in props:
             if name == keys.FINDING:
                 record.finding = Finding.model_validate(value)
+            elif name == keys.SCOPED_OUT:
+                record.scoped_out = bool(value)
             elif name == keys.NOTE:
                 record.note = value
             elif name == keys.WAIVER:
@@ -190,20 +198,17 @@ class Recorder:
     def of(self, *outcomes: str) -> list[CheckRecord]:
         return [r for r in self.checks.values() if r.outcome in outcomes]
 
-    def by_layer_station(self) -> dict[tuple[str, str], Counter]:
-        table: dict[tuple[str, str], Counter] = defaultdict(Counter)
-        for record in self.checks.values():
-            table[(record.layer or "other", record.station or "-")][record.outcome] += 1
-        return dict(sorted(table.items()))
-
     def summary_lines(self, interrupted: bool = False) -> list[str]:
         verdict = self.verdict(interrupted)
         lines = [f"verdict: {_VERDICT_WORDS[verdict]}" + (" (run interrupted)" if interrupted else "")]
-        for (layer, station), counts in self.by_layer_station().items():
-            shown = ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in OUTCOMES if counts[o])
-            lines.append(f"  {layer:<9} {station:<20} {shown}")
+        lines.append(f"  {basis(list(self.checks.values()), self.metrics)}")
+        for row in layer_rows(list(self.checks.values())):
+            shown = [f"{row.counts[o]} {o.replace('_', ' ')}" for o in OUTCOMES if row.counts[o]]
+            lines.append(
+                f"  {row.layer:<9} {row.station:<20} {', '.join(shown + [row.scoped_out] * bool(row.scoped_out))}"
+            )
         for outcome in (NOT_CHECKED, NOT_APPLICABLE):
-            for reason, records in grouped_by_reason(self.of(outcome)).items():
+            for reason, records in grouped_by_reason(judged(self.of(outcome))).items():
                 lines.append(f"  {outcome.replace('_', ' ')} ({len(records)}): {reason}")
         lines += [f"  {cause.line()}" for cause in tie([c.model_copy(deep=True) for c in self.checks.values()])]
         return lines + [f"  warning: {warning}" for warning in self.warnings]
@@ -280,6 +285,87 @@ _VERDICT_WORDS = {GO: "GO", NO_GO: "NO-GO", INCOMPLETE: "INCOMPLETE"}
 
 def verdict_word(verdict: str) -> str:
     return _VERDICT_WORDS[verdict]
+
+
+@dataclass(frozen=True)
+class ScopedOut:
+    """The checks of one layer that one station's scope leaves out (CheckRecord.scoped_out), said as one line."""
+
+    layer: str
+    station: str
+    count: int
+    reason: str
+
+    def said(self) -> str:
+        """ "43 out of scope (the inventory scopes station gb300-tree to layers: [host])": every report's words."""
+        return f"{self.count} {OUT_OF_SCOPE} ({self.reason})"
+
+
+def judged(records: list[CheckRecord]) -> list[CheckRecord]:
+    """The records a report lists one by one: all but those out of their station's scope (`scoped_out`)."""
+    return [record for record in records if not record.scoped_out]
+
+
+def by_layer_station(records: list[CheckRecord]) -> dict[tuple[str, str], Counter]:
+    """Each layer and station's outcomes counted, the checks out of the station's scope left to `scoped_out`."""
+    table: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for record in judged(records):
+        table[(record.layer or "other", record.station or "-")][record.outcome] += 1
+    return dict(sorted(table.items()))
+
+
+def scoped_out(records: list[CheckRecord]) -> list[ScopedOut]:
+    """One ScopedOut per layer and station whose checks the scope left out, with the scope's reason."""
+    groups: dict[tuple[str, str], list[CheckRecord]] = defaultdict(list)
+    for record in records:
+        if record.scoped_out:
+            groups[(record.layer or "other", record.station or "-")].append(record)
+    return [
+        ScopedOut(layer, station, len(group), group[0].message.splitlines()[0] if group[0].message else "")
+        for (layer, station), group in sorted(groups.items())
+    ]
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """A row of the reports' layers-and-stations table: its outcomes counted, and what its scope left out, said."""
+
+    layer: str
+    station: str
+    counts: Counter
+    scoped_out: str  # "" or ScopedOut.said()
+
+
+def layer_rows(records: list[CheckRecord]) -> list[LayerRow]:
+    """The terminal's, go-live.html's and go-live.md's table of layers and stations, from the same records."""
+    table = by_layer_station(records)
+    scoped = {(s.layer, s.station): s.said() for s in scoped_out(records)}
+    rows = [
+        LayerRow(layer, station, table.get((layer, station), Counter()), scoped.get((layer, station), ""))
+        for layer, station in sorted({*table, *scoped})
+    ]
+    return sorted(rows, key=lambda row: not row.counts)  # what was judged first, what the scope left out after
+
+
+def basis(records: list[CheckRecord], metrics: list[Metric]) -> str:
+    """What a verdict stands on, in one line every report shows under it: the checks judged (and on how many
+    stations), then what was not: not applicable (smoke floors among them: measured, not judged), out of scope, not
+    checked. "judged: 69 passed on 2 stations; not judged: 16 not applicable (7 of them smoke floors, measured), …"."""
+    counts = Counter(record.outcome for record in judged(records))
+    stations = {r.station for r in records if r.outcome in (PASSED, FAILED, WAIVED) and r.station}
+    judged_part = ", ".join(f"{counts[o]:,} {o}" for o in (PASSED, FAILED, WAIVED) if counts[o]) or "no check"
+    if stations:
+        judged_part += f" on {counted(len(stations), 'station')}"
+    smoke = sum(not metric.judged for metric in metrics)
+    scoped = sum(record.scoped_out for record in records)
+    left = [
+        f"{counts[NOT_APPLICABLE]:,} not applicable" * bool(counts[NOT_APPLICABLE])
+        + f" ({smoke:,} of them smoke floors, measured)" * bool(smoke),
+        f"{scoped:,} {OUT_OF_SCOPE}" * bool(scoped),
+        f"{counts[NOT_CHECKED]:,} not checked" * bool(counts[NOT_CHECKED]),
+    ]
+    said = "; ".join(part for part in left if part)
+    return f"judged: {judged_part}" + (f"; not judged: {said}" if said else "")
 
 
 def grouped_by_reason(records: list[CheckRecord]) -> dict[str, list[CheckRecord]]:

@@ -121,6 +121,9 @@ def finish(
     junit = config.stash.get(xml_key, None)
     if junit is not None:
         junit.add_global_property("golive_verdict", verdict_word(verdict))
+        # JUnit has one word, skipped, for all of them: how many are out of a station's scope (results.json's
+        # `scoped_out`), the number the terminal and the reports say
+        junit.add_global_property("golive_out_of_scope", str(sum(r.scoped_out for r in recorder.checks.values())))
     if nothing_applies(recorder, interrupted):
         return EXIT_NOTHING_SELECTED
     return exit_code(verdict)

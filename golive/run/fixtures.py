@@ -55,6 +55,7 @@ class RecordMetric(Protocol):
         rounds: int | None = None,
         unstable: str | None = None,
         detectable: float | None = None,
+        judged: bool = True,
     ) -> bool: ...
 
 
@@ -370,8 +371,10 @@ def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
         rounds: int | None = None,
         unstable: str | None = None,
         detectable: float | None = None,
+        judged: bool = True,
     ) -> bool:
-        """`passed` given: the check's own judgement (an interval against its bound); else value against bound."""
+        """`passed` given: the check's own judgement (an interval against its bound); else value against bound.
+        `judged` False: a smoke floor met (load.smoke), shown as measured, not judged."""
         if passed is None:
             passed = (floor is None or value >= floor) and (ceiling is None or value <= ceiling)
         metric = Metric(
@@ -386,6 +389,7 @@ def record_metric(request: pytest.FixtureRequest) -> RecordMetric:
             rounds=rounds,
             unstable=unstable,
             detectable=detectable,
+            judged=judged,
         )
         # plain data on the report: it crosses pytest-xdist; the Recorder makes it a Metric again
         request.node.user_properties.append((keys.METRIC, metric.as_dict()))

@@ -12,7 +12,7 @@ import pytest
 
 from golive.core import verdict as rules
 from golive.core.secrets import scrub, scrub_data
-from golive.core.verdict import Finding, NotApplicable, clipped, printable
+from golive.core.verdict import Finding, NotApplicable, OutOfScope, clipped, printable
 from golive.endpoint.errors import EndpointError
 from golive.facts import FactError
 from golive.inventory.transport import Gone, TransportError, now
@@ -143,8 +143,11 @@ def _not_checked(item: pytest.Item, report: pytest.TestReport, reason: str) -> C
 def _skipped(report: pytest.TestReport, exc: BaseException | None) -> Classified:
     if isinstance(exc, pytest.skip.Exception):
         reason = str(exc.msg)
+        if isinstance(exc, OutOfScope):
+            report.user_properties.append((keys.SCOPED_OUT, True))
         if isinstance(exc, NotApplicable) and isinstance(report.longrepr, tuple):
-            report.longrepr = (*report.longrepr[:2], f"Not applicable: {reason}")
+            kind = "Not applicable, out of scope" if isinstance(exc, OutOfScope) else "Not applicable"
+            report.longrepr = (*report.longrepr[:2], f"{kind}: {reason}")
     else:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = reason.removeprefix("Skipped: ")

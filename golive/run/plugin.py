@@ -21,7 +21,7 @@ import pytest
 
 from golive.checklist import LIGHT, MARKER
 from golive.core.secrets import scrub, scrub_data
-from golive.core.verdict import FAILED, NOT_APPLICABLE, NOT_CHECKED, WAIVED, exit_code, not_applicable
+from golive.core.verdict import FAILED, NOT_APPLICABLE, NOT_CHECKED, OUT_OF_SCOPE, WAIVED, exit_code, out_of_scope
 from golive.endpoint.bounded import allow_requests
 from golive.inventory import loader as golive_config
 from golive.inventory.transport import Gone, now
@@ -332,7 +332,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     outcome, reason = decided
     if outcome == NOT_APPLICABLE:
-        not_applicable(reason)
+        out_of_scope(reason)
     pytest.skip(reason)
 
 
@@ -401,15 +401,17 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     and a check golive failed is "failed" whichever phase failed it (a fixture included), never pytest's "error"."""
     if inventory(config) is None or report.when not in ("setup", "call") or report.passed:
         return None
-    outcome = keys.props(report).get(keys.OUTCOME)
+    props = keys.props(report)
+    outcome = props.get(keys.OUTCOME)
     if not outcome:
         return None
-    return _TERMINAL_WORDS.get(outcome[0])
+    return _TERMINAL_WORDS.get(OUT_OF_SCOPE if props.get(keys.SCOPED_OUT) else outcome[0])
 
 
 _TERMINAL_WORDS = {
     FAILED: ("failed", "F", "FAILED"),
     NOT_APPLICABLE: ("not applicable", "n", "NOT APPLICABLE"),
+    OUT_OF_SCOPE: ("out of scope", "o", "OUT OF SCOPE"),
     NOT_CHECKED: ("not checked", "s", "NOT CHECKED"),
     WAIVED: ("waived", "w", "WAIVED"),
 }
@@ -438,6 +440,11 @@ def pytest_html_results_table_header(cells: list[str]) -> None:
 
 
 def pytest_html_results_table_row(report: pytest.TestReport, cells: list[str]) -> None:
+    """A row per check, with its station and rule; none for a check whose layer is out of its station's scope (the
+    summary says those once per station and layer)."""
     props = keys.props(report)
+    if props.get(keys.SCOPED_OUT):
+        cells.clear()  # pytest-html leaves out a row without cells, and its counts with it
+        return
     cells.insert(1, f"<td>{escape(str(props.get(keys.STATION, '')))}</td>")
     cells.insert(2, f"<td>{escape(str(props.get(keys.RULE, '')))}</td>")

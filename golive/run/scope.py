@@ -21,11 +21,12 @@ MARKER_HELP: dict[Layer, str] = {
 def layer_scope(layer: Layer, station: Station, profile: Profile, profile_name: str) -> tuple[str, str] | None:
     """None when the layer's checks run on this station; else (not_applicable | not_checked, the reason)."""
     if layer not in profile.layers:
-        return NOT_APPLICABLE, f"profile {profile_name} has no {layer} layer (layers: {', '.join(profile.layers)})"
-    if station.layers is not None and layer not in station.layers:
-        return NOT_APPLICABLE, (
-            f"the inventory scopes station {station.name} to the {', '.join(station.layers)} layer(s)"
+        return (
+            NOT_APPLICABLE,
+            f"profile {profile_name} has no {layer} layer: its layers are {', '.join(profile.layers)}",
         )
+    if station.layers is not None and layer not in station.layers:
+        return NOT_APPLICABLE, f"the inventory scopes station {station.name} to `layers: [{', '.join(station.layers)}]`"
     if layer in ("host", "cluster") and not station.host:
         return NOT_CHECKED, (
             f"station {station.name} has no `host:` in the inventory, so its {layer} layer was not "

@@ -119,12 +119,17 @@ def _judge(
     suspects: tuple[str, ...] = (),
     **finding: str,
 ) -> None:
-    """Record the gate's number with its interval; fail, pass or (undecided) leave it not checked. `suspects`: the
-    served flags whose wrong value would explain a failure (tied to the host's served-flag finding: same cause)."""
+    """Record the gate's number with its interval; fail, pass or (undecided) leave it not checked; a smoke floor met
+    (load.smoke) is measured, not judged: not applicable, with the profile's why. `suspects`: the served flags whose
+    wrong value would explain a failure (tied to the host's served-flag finding: same cause)."""
     assert gate.value is not None  # _gate() skips a gate it could not measure; the peak is always measured
-    record_metric(name, gate.value, unit, **gate.recorded(unit))
+    smoke = load.smoke if load.smoke is not None and gate.field in load.smoke.floors else None
+    met_smoke = smoke is not None and gate.decision is Decision.PASSES
+    record_metric(name, gate.value, unit, **gate.recorded(unit), judged=not met_smoke)
     if gate.decision is Decision.UNDECIDED:
         pytest.skip(gate.undecided(what, unit, load))
+    if smoke is not None and met_smoke:
+        not_applicable(f"measured, not judged: a smoke floor of the profile (load.smoke): {smoke.why}")
     require(gate.decision is Decision.PASSES, suspects=suspects, **finding)
 
 

@@ -1,0 +1,1 @@
+"""The host layer (marker `host`): the station itself, read-only through testinfra."""

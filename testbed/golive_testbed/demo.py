@@ -98,6 +98,18 @@ def write_station_inventory(out: Path, tree: Path | None, station: Record | None
     return path
 
 
+def _mark_gone(out: Path, what: str) -> None:
+    """The inventory stays beside the reports as the record of what was checked; its first lines say that the station
+    it names is gone, and how to check one again."""
+    path = out / "demo-inventory.yaml"
+    if path.is_file():
+        path.write_text(
+            f"# {what}: this inventory is the record of what the demo checked, not a station to check now.\n"
+            f"# To check the demo's targets again: `golive demo --keep` leaves them up, then `golive run {path}` or\n"
+            f"# `python -m pytest --pyargs golive.suites --golive-inventory {path}`.\n" + path.read_text()
+        )
+
+
 def run_demo(out: Path, pytest_args: list[str], keep: bool = False, targets: str = "auto") -> int:
     out.mkdir(parents=True, exist_ok=True)
     if choose_targets(targets) == "real-station":
@@ -113,14 +125,16 @@ def _real_station_demo(out: Path, pytest_args: list[str], keep: bool) -> int:
     tree = _station_tree()
     _say(
         f"targets: real station {DEMO_STATION} (systemd 252 in systemd-nspawn, Docker engine and registry, sshd, vLLM "
-        f"on CPU: host and endpoint layers) and the GB300 station tree (host layer); the station is up in ~2 min with "
-        f"its root file system cached, ~5 min the first time"
+        f"on CPU: host and endpoint layers) and the GB300 station tree (host layer); the station is up in about 1 min "
+        f"with its root file system and image cached, about 6 min the first time"
     )
     station = None
     try:
         try:
             station = realstation.up(DEMO_STATION, say=_say)
-            profile = station.dir / "site-profile.yaml"
+            # kept beside the reports: the station's own folder goes when it is taken down
+            profile = (out / "demo-site-profile.yaml").resolve()
+            profile.write_text((station.dir / "site-profile.yaml").read_text())
         except realstation.StationError as exc:
             _say(f"real station not checked: {exc}")
             profile = PROFILE
@@ -129,6 +143,7 @@ def _real_station_demo(out: Path, pytest_args: list[str], keep: bool) -> int:
         if station is not None and not keep:
             realstation.down(DEMO_STATION)
             _say(f"real station {DEMO_STATION} down")
+            _mark_gone(out, f"the real station {DEMO_STATION} was taken down after the demo (its ssh_config with it)")
         elif station is not None:
             _say(f"real station {DEMO_STATION} left up; take it down with: golive station down --name {DEMO_STATION}")
 
@@ -162,5 +177,6 @@ def _bundled_demo(out: Path, pytest_args: list[str], keep: bool) -> int:
         if station is not None and not keep:
             station.stop()
             _say("reference station stopped")
+            _mark_gone(out, "the reference station was stopped after the demo")
         elif station is not None:
             _say(f"reference station left running (pid {station.pid}); stop it with: kill {station.pid}")

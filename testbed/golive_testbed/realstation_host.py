@@ -1,5 +1,7 @@
-"""The real station's side of this machine (golive_testbed.realstation): its record, the daemons it starts and how
-they are stopped, commands into the station, and `down`, which leaves nothing behind: the station powered off
+"""The real station's side of this machine: its record, its daemons, commands into it, and `down`, which leaves nothing.
+
+For golive_testbed.realstation: its record, the daemons it starts and how they are stopped, commands into the
+station, and `down`, which leaves nothing behind: the station powered off
 (SIGRTMIN+4 to its systemd), the serving container removed, dockerd and the registry stopped, every mount under the
 scratch directory undone, the nspawn runtime tmpfs unmounted when this station mounted it and no other uses it, the
 scratch directory removed. Processes are found by their id and checked against the station (their command line names

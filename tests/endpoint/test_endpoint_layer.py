@@ -6,6 +6,7 @@ exactly the checks that station breaks, with an operator message, and nothing el
 
 import pytest
 from golive_run import golive_endpoint
+from test_throughput_layer import SMOKE
 
 # variant -> (checks expected to fail, a fragment each failure message must contain)
 BROKEN = {
@@ -144,9 +145,11 @@ def test_station_fails_exactly_its_checks(reference, tmp_path, request):
         name for name, cs in run.by_name().items() if all(c["outcome"] in ("not_checked", "not_applicable") for c in cs)
     }
     # the one floor reference-cpu leaves unset (per-user decode is noise on a busy 2-core CPU: the profile says why);
-    # its pass direction: tests/endpoint/test_throughput_layer.py, a site profile that sets it
-    assert skipped == {"test_per_user_speed_holds_under_load"}, run.output
+    # its pass direction: tests/endpoint/test_throughput_layer.py, a site profile that sets it. And its smoke floors,
+    # met: measured, not judged (load.smoke; the pass direction of those gates: test_throughput_layer.py's site floors)
+    assert skipped == {"test_per_user_speed_holds_under_load", *SMOKE}, run.output
     assert "sets no load floor per_user_ratio" in run.check("test_per_user_speed_holds_under_load")["message"]
+    assert all(run.check(name)["message"].startswith("measured, not judged") for name in SMOKE), run.output
     auth = run.check("test_auth_matches_profile")
     assert auth["note"].startswith("OPEN ENDPOINT:")  # passed, and the report says so
     assert "OPEN ENDPOINT" in (run.out / "go-live.html").read_text()

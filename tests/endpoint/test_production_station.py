@@ -119,7 +119,7 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
     assert load is not None and 0 < streaming_server.chats <= load.max_requests
     if allow:
         assert result.returncode == 0, result.stdout[-3000:]
-        assert peak["outcome"] == "passed"
+        assert peak["outcome"] == "not_applicable" and "measured, not judged" in peak["message"]  # a smoke floor
         # the peak level ran: more in flight than the refused run's cap (8 when the threads line up exactly)
         assert 4 < streaming_server.most <= 8
     else:
@@ -132,4 +132,4 @@ def test_production_station_gets_peak_load_only_when_allowed(tmp_path, streaming
             assert check["outcome"] in ("passed", "not_applicable") or (
                 check["outcome"] == "not_checked" and "--allow-peak-load" in check["message"]
             ), (name, check)
-        assert checks["test_single_user_decode_meets_floor"]["outcome"] == "passed"
+        assert checks["test_single_user_decode_meets_floor"]["outcome"] == "not_applicable"  # met, a smoke floor

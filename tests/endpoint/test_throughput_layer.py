@@ -34,6 +34,16 @@ CHECKS = {
 SCALING = "test_aggregate_scales_with_users"
 BATCH = "test_gate_level_is_never_held_back"
 PER_USER_RATIO = "test_per_user_speed_holds_under_load"  # no floor in reference-cpu (noise under CPU hogs)
+# reference-cpu's absolute floors are smoke floors (load.smoke): met, measured, not judged (not applicable)
+SMOKE = {
+    "test_single_user_decode_meets_floor",
+    "test_single_user_ttft_within_ceiling",
+    "test_aggregate_throughput_meets_floor",
+    "test_per_user_speed_meets_floor",
+    "test_ttft_under_load_within_ceiling",
+    "test_peak_throughput_meets_floor",
+    "test_goodput_meets_floor",
+}
 
 
 class DroppingProxy:
@@ -161,11 +171,17 @@ def golive_perf(
 
 def test_shipped_reference_floors_pass(healthy_endpoint_run):
     """The reference profile's floors hold on the reference station, and the sweep table lands in results.json (read
-    from the session's whole-layer run on the healthy station, tests/conftest.py)."""
+    from the session's whole-layer run on the healthy station, tests/conftest.py). Its smoke floors (load.smoke) are
+    met and said as measured, not judged: not applicable with the profile's why, never a passed gate."""
     run = healthy_endpoint_run
     output = run.output
-    assert run.code == 0 and {run.check(name)["outcome"] for name in CHECKS - {PER_USER_RATIO}} == {"passed"}, output
+    judged = CHECKS - SMOKE - {PER_USER_RATIO}
+    assert run.code == 0 and {run.check(name)["outcome"] for name in judged} == {"passed"}, output
     assert run.check(PER_USER_RATIO)["outcome"] == "not_applicable", output
+    for name in SMOKE:
+        check = run.check(name)
+        assert check["outcome"] == "not_applicable", (name, check)
+        assert check["message"].startswith("measured, not judged: a smoke floor of the profile (load.smoke): "), check
     results = run.results
     sweep = {row["concurrency"]: row for row in results["sweep"]}
     assert set(sweep) == {1, 2, 4, 8} and {row["station"] for row in results["sweep"]} == {"reference"}
@@ -196,6 +212,8 @@ def test_shipped_reference_floors_pass(healthy_endpoint_run):
     assert metrics["held_back_share_at_8"]["value"] < 0.5 and metrics["held_back_share_at_8"]["passed"]
     assert not any(name.startswith("load_c") for name in metrics)
     assert metrics["single_user_decode_tok_s"]["floor"] > 0 and metrics["single_user_decode_tok_s"]["passed"]
+    assert not metrics["single_user_decode_tok_s"]["judged"] and not metrics["aggregate_tok_s_at_8"]["judged"]
+    assert scaling["judged"] and metrics["held_back_share_at_8"]["judged"]
     assert metrics["prefix_cache_hits_during_prefill"]["value"] == 0  # vllm:prefix_cache_hits_total did not move
     assert metrics["prefill_tok_s_at_4096"]["value"] > 0 and metrics["prefill_tok_s_at_4096"]["requests"] == 2
     # streamed as generated, no stall, and the client's TTFT is vLLM's own within the loopback's few ms: no finding
@@ -210,17 +228,22 @@ def test_shipped_reference_floors_pass(healthy_endpoint_run):
 
 
 def test_floor_above_the_station_fails_that_check(reference, tmp_path):
-    """A site profile asking 100,000 tok/s of one user: only the single-user check fails, saying measured vs floor."""
+    """A site profile asking 100,000 tok/s of one user: only the single-user check fails, saying measured vs floor.
+    Its other floors are its own numbers (reference-cpu's, restated), so they are judged, not smoke: they pass."""
     site = tmp_path / "site.yaml"
     # one level keeps it short: every gate then reads concurrency 1, so the aggregate floors are scaled to one user
     site.write_text(
         "extends: reference-cpu\nload:\n  concurrency: [1]\n  gate_concurrency: 1\n"
-        "  floors: {single_user_decode_tok_s: 100000, aggregate_tok_s: 1, peak_tok_s: 1,\n"
+        "  floors: {single_user_decode_tok_s: 100000, single_user_ttft_p50_s: 4, aggregate_tok_s: 1,\n"
+        "           per_user_tok_s_p50: 1.2, ttft_p50_s: 120, peak_tok_s: 1, goodput_share: 0.8,\n"
         "           scaling_ratio: null, per_user_ratio: null}\n"
         "  prefill: {prompt_tokens: [1024], requests: 3, floors_tok_s: {1024: 1000000000}}\n"
     )
     run = golive_perf(reference.base_url, tmp_path, profile=str(site))
     assert run.failed() == {"test_single_user_decode_meets_floor", "test_prefill_speed_at_long_prompts"}, run.output
+    judged = SMOKE - {"test_single_user_decode_meets_floor"}
+    assert {run.check(name)["outcome"] for name in judged} == {"passed"}, run.output
+    assert all(m["judged"] for m in run.results["metrics"]), run.results["metrics"]
     prefill = run.check("test_prefill_speed_at_long_prompts")["message"]
     assert "1,024 tokens: " in prefill and "below the floor 1,000,000,000" in prefill and "95 % CI" in prefill, prefill
     hits = next(m for m in run.results["metrics"] if m["name"] == "prefix_cache_hits_during_prefill")

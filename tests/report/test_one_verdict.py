@@ -95,3 +95,55 @@ def test_incomplete_run_is_red_in_junit_with_the_verdict(tmp_path):
     ]
     assert len(messages) == len(not_checked)
     assert all(m.startswith("not checked: ") and "does not exist" in m for m in messages)
+
+
+def test_a_layer_out_of_scope_is_one_line_in_every_output(tmp_path, station_trees):
+    """A station scoped to `layers: [host]`: its endpoint checks (and the cluster checks its one-station profile has
+    no layer for) are said once per station and layer, "43 out of scope (…)", in the terminal, go-live.md and
+    go-live.html, never as a verdict row each; results.json keeps every record (`scoped_out`) and every output
+    counts them alike (JUnit: skipped, with the count as the property golive_out_of_scope)."""
+    inventory = tmp_path / "scoped.yaml"
+    inventory.write_text(
+        f"profile: {REPO / 'fixtures/profiles/gb300-site.yaml'}\nstations:\n"
+        f"  - {{name: tree, layers: [host], host: 'chroot://{station_trees['gb300-healthy']}', phase: serving}}\n"
+    )
+    ran = golive_run(inventory, tmp_path / "out")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    out = tmp_path / "out"
+    checks = json.loads((out / "results.json").read_text())["checks"]
+    scoped = [c for c in checks if c["scoped_out"]]
+    by_layer = {layer: sum(c["layer"] == layer for c in scoped) for layer in ("endpoint", "cluster")}
+    assert by_layer["endpoint"] > 0 and by_layer["cluster"] > 0 and len(scoped) == sum(by_layer.values())
+    assert {c["outcome"] for c in scoped} == {"not_applicable"} and not any(c["layer"] == "host" for c in scoped)
+    passed = sum(c["outcome"] == "passed" for c in checks)
+    not_applicable = sum(c["outcome"] == "not_applicable" and not c["scoped_out"] for c in checks)
+    said = f"{by_layer['endpoint']} out of scope (the inventory scopes station tree to `layers: [host]`)"
+    basis = (
+        f"judged: {passed} passed on 1 station; not judged: {not_applicable} not applicable; {len(scoped)} out of scope"
+    )
+
+    terminal = ran.stdout
+    assert f"  endpoint  tree                 {said}" in terminal, terminal
+    assert f"{passed} passed, {len(scoped)} out of scope, {not_applicable} not applicable in" in terminal, terminal
+    assert f"not applicable ({by_layer['endpoint']})" not in terminal  # no reason list of its own
+    assert f"  {basis}\n" in terminal, terminal  # what the verdict stands on, under it, the same in every report
+
+    markdown = (out / "go-live.md").read_text()
+    assert f"- endpoint on tree: {said}".replace("`", "\\`").replace("[", "\\[").replace("]", "\\]") in markdown
+    assert "| endpoint | tree |" not in markdown and "suites/endpoint/" not in markdown, markdown
+    assert f"## Not applicable ({not_applicable})" in markdown
+    assert f"| on what | {basis} |" in markdown, markdown
+
+    page = (out / "go-live.html").read_text()
+    assert f'<p id="golive-basis"><b>{basis}</b></p>' in page
+    layers = page.split('id="golive-layers"', 1)[1].split("</table>", 1)[0]
+    assert said.replace("`", "&#96;") in layers or said in layers, layers
+    assert f"{passed} Passed" in page and f"{not_applicable} Skipped" in page  # pytest-html's own table: no such row
+    not_applicable_list = page.split('id="golive-not-applicable"', 1)[1].split("</ul>", 1)[0]
+    assert "scopes station" not in not_applicable_list and "has no cluster layer" not in not_applicable_list
+
+    suite = junit_suite(out / "junit.xml")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["golive_verdict"] == "GO" and props["golive_out_of_scope"] == str(len(scoped))
+    assert int(suite.get("skipped", "")) == len(scoped) + not_applicable
+    assert int(suite.get("tests", "")) == len(checks)

@@ -105,8 +105,9 @@ def test_results_json_carries_the_sweep_as_rows_that_read_back():
         "rounds",
         "unstable",
         "detectable",
-    }  # schema 2's fields, the interval it stands on, the rounds it is the median of (issue 28), and the
-    # degradation those rounds would have caught (issue 42)
+        "judged",
+    }  # schema 2's fields, the interval it stands on, the rounds it is the median of (issue 28), the
+    # degradation those rounds would have caught (issue 42), and whether it was judged (a smoke floor met: issue 39)
 
 
 def test_markdown_has_the_sweep_table():

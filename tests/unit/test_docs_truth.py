@@ -72,16 +72,46 @@ def test_the_fuzz_count_quoted_is_the_code_s():
     assert int(quoted.group(1)) == _properties(REPO / "tests/unit/test_fuzz.py")
 
 
-def test_the_readme_map_has_a_line_for_every_module():
-    """README's "What is where" gives every module of the product and the testbed its own line
-    (`- `golive/…/x.py` — its job`): a module added without one fails here, so the map cannot drift."""
-    text = (REPO / "README.md").read_text()
-    mapped = set(re.findall(r"^- `((?:golive|testbed)/[\w/]+\.py)` — ", text, flags=re.MULTILINE))
+def _layout_script():
+    spec = importlib.util.spec_from_file_location("layout", REPO / "tools/layout.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_layout_is_what_the_code_says():
+    """docs/layout.md is written by tools/layout.py from the code (each module's docstring): a module added, renamed,
+    removed or re-described without running it fails here, with the command that fixes it."""
+    layout = _layout_script()
+    written = (REPO / "docs/layout.md").read_text()
+    assert written == layout.render(), (
+        f"docs/layout.md is not what the code says (a module added, renamed or re-described): run "
+        f"`.venv/bin/{layout.COMMAND}` and commit docs/layout.md"
+    )
+
+
+def test_the_layout_has_a_line_for_every_module():
+    """Every module of the product, the checklist and the testbed has its own line in docs/layout.md."""
+    text = (REPO / "docs/layout.md").read_text()
+    mapped = set(re.findall(r"^- `((?:golive|suites|testbed)/[\w/]+\.py)` — ", text, flags=re.MULTILINE))
     modules = {
         str(path.relative_to(REPO))
-        for root in ("golive", "testbed/golive_testbed")
+        for root in ("golive", "suites", "testbed/golive_testbed")
         for path in (REPO / root).rglob("*.py")
-        if path.name != "__init__.py" or path.parent.name == "reference"
+        if path.name != "__init__.py"
     }
-    assert modules, "no module found: the test looks in the wrong place"
-    assert not modules - mapped, f"README's map has no line for {sorted(modules - mapped)}"
+    assert len(modules) > 100, "the test looks in the wrong place"
+    assert not modules - mapped, f"docs/layout.md has no line for {sorted(modules - mapped)}"
+
+
+def test_the_readme_lists_every_reference_variant():
+    """README's list of broken reference variants is the testbed's (golive_testbed.reference VARIANTS), every one."""
+    from golive_testbed.reference import VARIANTS
+
+    text = " ".join((REPO / "README.md").read_text().split("Broken\nvariants are", 1)[1].split("\n\n", 1)[0].split())
+    listed = re.findall(r"`([a-z0-9-]+)`", text.split("golive's own tests prove", 1)[0])
+    assert sorted(listed) == sorted(set(VARIANTS) - {"healthy"}), (
+        f"README's variants differ from golive_testbed.reference VARIANTS: missing "
+        f"{sorted(set(VARIANTS) - {'healthy'} - set(listed))}, unknown {sorted(set(listed) - set(VARIANTS))}"
+    )
