@@ -163,12 +163,18 @@ class StationFacts:
 
     def _unit_of_files(self, paths: list[str]) -> systemd.UnitFacts:
         unit = self.service.unit
-        sections, cleared = unit_files.merge_unit_files([(path, self.read(path) or "") for path in paths])
+        texts = [(path, self.read(path) or "") for path in paths]
         wants = self.run("ls -1 /etc/systemd/system/*.wants/ 2>/dev/null", ok_rcs=(0, 1, 2))
         enabled = unit in wants.split()
         container = self.container
         active = "active" if container and container.running else "inactive"
-        return systemd.unit_from_file(sections, enabled=enabled, active=active, cleared=cleared, files=paths)
+        host = self.specifier_values if any(systemd.HOST_SPECIFIER_RE.search(t) for _, t in texts) else None
+        return systemd.read_unit(texts, enabled=enabled, active=active, host=host)
+
+    @cached_property
+    def specifier_values(self) -> dict[str, str]:
+        """The host's values of systemd's specifiers (`%H` …), read where a unit file names one."""
+        return systemd.host_specifiers(self.read, self.run("uname -m", ok_rcs=(0,)))
 
     @cached_property
     def unit(self) -> systemd.UnitFacts:

@@ -224,7 +224,8 @@ UNIT_EXEC_WORDS = [  # (the unit file, an ExecStart= value, the words systemd ru
         ["/bin/x", "a-b", "a/b", "glm53", "glm53", "glm53"] + ["glm53", "/a/b", "glm53@a-b.service"],
     ),
     ("glm53-flash.service", "/bin/x -e PCT=100%% '50%%' \"%%%%\"", ["/bin/x", "-e", "PCT=100%", "50%", "%%"]),
-    ("glm53-flash.service", "/bin/x %H %u %t", ["/bin/x", "%H", "%u", "%t"]),  # the host's: kept as written
+    # the system manager's constants resolve; the host's are kept as written where golive did not read them
+    ("glm53-flash.service", "/bin/x %H %u %t %S", ["/bin/x", "%H", "root", "/run", "/var/lib"]),
     ("glm53@.service", "/bin/x %i %n 10%%", ["/bin/x", "%i", "%n", "10%"]),  # a template's file: no instance known
     (
         "glm53-flash.service",
@@ -332,7 +333,7 @@ MERGED = [  # (drop-ins, Restart, RestartSec, ExecStartPre argv lists, where Res
         f"{E}/glm53-flash.service:7",
         f"{E}/{D}/a.conf:3",
     ),
-    # single-valued: the last assignment wins; an empty one returns to systemd's default
+    # single-valued: the last assignment systemd accepts wins
     (
         [(f"{E}/{D}/a.conf", "[Service]\nRestart=always\n"), (f"{E}/{D}/b.conf", "[Service]\nRestart=on-failure\n")],
         "on-failure",
@@ -341,12 +342,22 @@ MERGED = [  # (drop-ins, Restart, RestartSec, ExecStartPre argv lists, where Res
         f"{E}/{D}/b.conf:2",
         f"{E}/glm53-flash.service:5",
     ),
+    # an empty Restart= or RestartSec= is a value their parsers refuse: systemd 252 ignores the line ("Failed to parse
+    # service restart specifier, ignoring"), the value before it holds (read back from systemd 252 in the real station)
     (
         [(f"{E}/{D}/a.conf", "[Service]\nRestart=\nRestartSec=\n")],
-        "no",
-        0.1,
+        "on-failure",
+        60,
         [["/usr/local/sbin/p.sh"]],
-        None,
+        f"{E}/glm53-flash.service:7",
+        f"{E}/glm53-flash.service:5",
+    ),
+    (
+        [(f"{E}/{D}/a.conf", "[Service]\nRestart=sometimes\nRestartSec=5x\n")],
+        "on-failure",
+        60,
+        [["/usr/local/sbin/p.sh"]],
+        f"{E}/glm53-flash.service:7",
         f"{E}/glm53-flash.service:5",
     ),
 ]
@@ -412,9 +423,28 @@ def test_a_finding_points_at_the_file_that_set_the_value():
     assert unit.origin("StartLimitIntervalSec").startswith("systemd's default: not set in")
 
 
-def test_a_bad_line_names_its_file_and_line():
-    with pytest.raises(FactError, match=f"{E}/{D}/x.conf:3: unit file line outside a section"):
-        merge_unit_files([FRAGMENT, (f"{E}/{D}/x.conf", "# c\n\nRestart=always\n")])
+def test_lines_systemd_ignores_are_said_and_a_bad_header_refuses_the_unit():
+    """systemd 252's config_parse ignores an assignment before any section and a line without `=` (each with a
+    warning), and refuses the whole unit for a section header without its `]` (LoadState=error)."""
+    notes: list[str] = []
+    sections, _ = merge_unit_files([FRAGMENT, (f"{E}/{D}/x.conf", "# c\n\nRestart=always\n[Service]\nnoequals\n")], notes)
+    assert sections["Service"]["Restart"] == ["on-failure"]
+    assert notes == [
+        f"{E}/{D}/x.conf:3: `Restart=always` is before any [Section]: systemd ignores it",
+        f"{E}/{D}/x.conf:5: `noequals` has no `Key=`: systemd ignores the line",
+    ]
+    with pytest.raises(FactError, match=f"{E}/{D}/x.conf:2: invalid section header '\\[Service': systemd refuses"):
+        merge_unit_files([FRAGMENT, (f"{E}/{D}/x.conf", "# c\n[Service\nRestart=always\n")])
+
+
+def test_a_comment_inside_a_continuation_is_skipped_and_the_line_goes_on():
+    """systemd 252 (src/shared/conf-parser.c): a comment line inside a `\\` continuation is skipped, the continuation
+    goes on; an empty line ends it; blanks of the next line are kept (inside quotes they are the word's)."""
+    text = '[Service]\nExecStart=/bin/x a \\\n# --max-num-seqs 1 \\\n  b "c \\\n  d"\nExecStartPre=/bin/y \\\n\n  z\n'
+    unit = unit_from_file(parse_unit_file(text, f"{E}/x.service"), True, "active", files=[f"{E}/x.service"])
+    assert [c.argv for c in unit.exec_start] == [["/bin/x", "a", "b", "c    d"]]
+    assert unit.exec_start[0].where == f"{E}/x.service:2"
+    assert [c.argv for c in unit.exec_start_pre] == [["/bin/y"]]
 
 
 def test_an_emptied_list_says_so():
