@@ -5,6 +5,7 @@ other files: golive.facts.bash_files."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import replace
 from typing import Any
@@ -59,6 +60,7 @@ class _Walker(_Files):
             return True
         ended, returns = len(self.ended), [len(f.returns) for f in self.frames]
         options, env, traps = (self.errexit, self.errexit_sure, self.pipefail), dict(self.env), self.traps
+        cwd = (self.cwd, self.cwd_why)  # a `cd` in a subshell changes only the subshell's directory
         self.traps = []  # its own EXIT traps, run when it exits
         try:
             for child in list_:
@@ -70,6 +72,7 @@ class _Walker(_Files):
             for frame, count in zip(self.frames, returns, strict=True):
                 del frame.returns[count:]
             (self.errexit, self.errexit_sure, self.pipefail), self.env, self.traps = options, env, traps
+            self.cwd, self.cwd_why = cwd
         if failed:  # the subshell exits non-zero: under `set -e`, the script stops here
             self._errexit_stop(node, self.source_of(node.pos[0], node.pos[1]))
         return False
@@ -279,6 +282,8 @@ class _Walker(_Files):
             for word in argv[1:]:
                 if "=" in word and not word.startswith("-"):
                     self._assign(word)
+                if argv[0] == "export" and not word.startswith("-"):
+                    self.exported.add(word.split("=", 1)[0])
         if argv[0] in self.functions and argv[0] not in self.calling:  # a recursive call adds nothing new
             self._call(argv[0], node)
             return False
@@ -290,6 +295,8 @@ class _Walker(_Files):
         target = _unwrap(argv)
         if argv[0] == "set" and not never:
             self._set(argv, command)
+        if target[:1] in (["cd"], ["pushd"], ["popd"]) and not never and not any(g.kind == "&" for g in self.guards):
+            self._cd(target, command)
         if argv[0] == "trap":
             self._trap(argv, command, node)
         inner = inline_script(target)
@@ -319,6 +326,24 @@ class _Walker(_Files):
         elif failed or _constant(node) is False:
             self._errexit_stop(node, command.text())
         return False
+
+    def _cd(self, argv: list[str], command: ShellCommand) -> None:
+        """`cd DIR` (bash(1), `cd`): the directory relative paths resolve against from here on. A relative DIR is
+        taken from the current one, no DIR is $HOME (root's: /root); a DIR golive cannot work out (a variable, `cd
+        -`, `popd`), or a `cd` that may not run, leaves the current directory unknown from here on."""
+        at = f"the `{' '.join(argv)}` at {command.where()}"
+        args = [a for a in argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
+        target = args[0] if args else (self.env.get("HOME", "/root") if argv[0] == "cd" else None)
+        if self.guards:  # inside a branch, a loop, on the right of && or ||: maybe
+            self.cwd, self.cwd_why = None, f"{at} may not run (so the directory after it is not known)"
+        elif target is None or target == "-" or _NEEDS_READING.search(target):
+            self.cwd, self.cwd_why = None, f"golive cannot work out the directory of {at}"
+        elif target.startswith("/") or self.cwd is not None:
+            self.cwd = posixpath.normpath(posixpath.join(self.cwd or "/", target))
+            self.cwd = "/" + self.cwd.lstrip("/")  # normpath keeps a leading `//`
+            self.cwd_why = at
+        else:
+            self.cwd_why = f"{at}, from a directory golive does not know"
 
     def _assign(self, assignment: str) -> None:
         name, value = assignment.split("=", 1)

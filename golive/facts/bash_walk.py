@@ -104,6 +104,12 @@ class _WalkerBase(bashlex.ast.nodevisitor):
         self.traps: list[_Trap] = []  # set in this shell, run when it exits (EXIT) or maybe (signals)
         self.exiting = False  # running the traps: a `trap` in a trap sets nothing bash would run
         self.failed = False  # this shell exits with a non-zero status on every path (for a `set -e` caller)
+        # the current directory a relative path resolves against (None: golive cannot tell), and why it is that one
+        self.cwd: str | None = None
+        self.cwd_why = ""
+        self.exported: set[str] = set()  # the variables a process it runs inherits (systemd's, `export`ed)
+        # a relative path it read, by (file, line, path as written): the path bash found and how, for messages
+        self.resolved_paths: dict[tuple[str, int, str], tuple[str, str]] = {}
 
     # --- plumbing -------------------------------------------------------------------------------------------------
 

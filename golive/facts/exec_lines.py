@@ -5,7 +5,6 @@ unit file (config_parse_exec: prefixes, words, specifiers), then expanded in the
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,7 +119,7 @@ def read_unit_exec(value: str, unit: str | Specifiers | None = None) -> ExecRead
         prefix = _prefixes(first)
         ignore = "-" in prefix
 
-        def refused(why: str, start: int = start) -> ExecRead:
+        def refused(why: str, start: int = start, ignore: bool = ignore) -> ExecRead:
             if ignore:
                 return ExecRead(commands, f"{why}: the `-` prefix makes systemd ignore the rest of the line")
             return ExecRead(

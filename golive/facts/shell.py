@@ -20,15 +20,24 @@ from golive.facts.bash_walk import SHELLS, Reader, _Context
 from golive.facts.prestart_steps import Script, ShellCommand
 
 
-def commands_of(argv: list[str] | tuple[str, ...], origin: str, line: int = 0) -> list[ShellCommand]:
+def commands_of(
+    argv: list[str] | tuple[str, ...], origin: str, line: int = 0, cwd: str | None = None, cwd_why: str = ""
+) -> list[ShellCommand]:
     """One command as run, plus what it runs inline (`sh -c`), in order."""
     command = ShellCommand(tuple(argv), (), line, origin)
     inner = inline_script(argv)
-    return [command] + (parse_script(inner, origin=f"{command.where()} (-c)").commands if inner else [])
+    if not inner:
+        return [command]
+    return [command, *parse_script(inner, origin=f"{command.where()} (-c)", cwd=cwd, cwd_why=cwd_why).commands]
 
 
 def parse_script(
-    text: str, origin: str = "script", read: Reader | None = None, env: dict[str, str] | None = None
+    text: str,
+    origin: str = "script",
+    read: Reader | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    cwd_why: str = "",
 ) -> Script:
     """Every simple command in execution order; functions expanded where called; simple $VARs substituted (`env`: the
     environment the script starts with, e.g. the one systemd gives the unit's commands); each with the conditions
@@ -49,13 +58,19 @@ def parse_script(
         errexit=f"the `#!` line's -e ({origin}:1)" if _shebang_errexit(text) else "",
     )
     walker.env.update(env or {})
+    walker.exported.update(env or {})
+    walker.cwd, walker.cwd_why = cwd, cwd_why or ("" if cwd else "the directory the script starts in was not given")
     unparsed = walker.read_text(text)
     walker.finish()
     return Script(commands=walker.commands, unparsed_lines=unparsed, findings=ctx.findings)
 
 
 def script_run_by(
-    argv: list[str] | tuple[str, ...], read: Reader, env: dict[str, str] | None = None
+    argv: list[str] | tuple[str, ...],
+    read: Reader,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    cwd_why: str = "",
 ) -> tuple[str, Script] | None:
     """The shell script a command runs, read from the station with `read`: `/path/run.sh …` whose `#!` line names a
     shell, or `bash /path/run.sh …`; its path and its commands (the files it sources or runs read too). None for
@@ -85,4 +100,4 @@ def script_run_by(
         return None
     if not named_shell and _interpreter(text) not in SHELLS:
         return None
-    return path, parse_script(text, origin=path, read=read, env=env)
+    return path, parse_script(text, origin=path, read=read, env=env, cwd=cwd, cwd_why=cwd_why)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from golive.facts import FactError
+from golive.facts import FactError, unit_files
 from golive.facts.exec_lines import ExecCommand, Word, expand_argv, parse_show_exec, read_unit_exec
 from golive.facts.systemd_env import (
     EnvFileRef,
@@ -22,7 +22,6 @@ from golive.facts.systemd_env import (
     parse_show_env_files,
     parse_show_environment,
 )
-from golive.facts import unit_files
 from golive.facts.unit_files import BadSpecifier, Sections, Specifiers, Value
 
 # src/basic/time-util.c extract_multiplier: tried in this order, the first the text starts with wins ("m" is minutes,
@@ -117,7 +116,13 @@ def read_unsigned(text: str) -> int | None:
 def read_boolean(text: str) -> bool | None:
     """src/basic/parse-util.c parse_boolean."""
     word = text.lower()
-    return True if word in ("1", "yes", "y", "true", "t", "on") else False if word in ("0", "no", "n", "false", "f", "off") else None
+    return (
+        True
+        if word in ("1", "yes", "y", "true", "t", "on")
+        else False
+        if word in ("0", "no", "n", "false", "f", "off")
+        else None
+    )
 
 
 RESTART_VALUES = ("no", "on-success", "on-failure", "on-abnormal", "on-watchdog", "on-abort", "always")
@@ -771,7 +776,9 @@ def read_unit(
     notes: list[str] = []
     refused: list[str] = []
     if texts and texts[0][1] == "":  # systemd.unit(5): an empty unit file (or a link to /dev/null) masks the unit
-        refused.append(f"{texts[0][0]} is empty: systemd treats the unit as masked (LoadState=masked) and never starts it")
+        refused.append(
+            f"{texts[0][0]} is empty: systemd treats the unit as masked (LoadState=masked) and never starts it"
+        )
     elif texts:
         stop = _first_refused_line(*texts[0], specifiers)
         if stop is not None:  # in the unit file itself: systemd refuses the unit, whatever a drop-in says later

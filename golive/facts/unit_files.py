@@ -96,7 +96,7 @@ def parse_unit_file(
             if line[-1] != "]":
                 raise FactError(
                     f"{path}:{number}: invalid section header {line[:80]!r}: systemd refuses to load the unit "
-                    f"(LoadState=error, \"Bad message\")",
+                    f'(LoadState=error, "Bad message")',
                     fix=f"close the header with `]` at {path}:{number}, then `systemctl daemon-reload`",
                 )
             name = line[1:-1]

@@ -152,7 +152,10 @@ class StationFacts:
     def _with_environment(self, unit: systemd.UnitFacts) -> systemd.UnitFacts:
         """The unit with its Environment=/EnvironmentFile= environment read and its Exec lines expanded in it, as
         systemd expands them when it starts the service (the env files as they are on the station now)."""
-        return unit.with_environment(self.read, self._glob)
+        return unit.with_environment(self.read, self._glob, self._is_dir)
+
+    def _is_dir(self, path: str) -> bool:
+        return bool(self.host.file(path).is_directory)
 
     def _glob(self, pattern: str) -> list[str]:
         """The station's paths matching an EnvironmentFile= glob, sorted as glob(3) sorts them."""
@@ -235,8 +238,9 @@ class StationFacts:
             for candidate in shell.commands_of(command.argv, origin="ExecStart"):
                 if docker.is_docker_run(candidate.argv):
                     return list(candidate.argv), None
+        cwd, why = self.unit_directory
         for command in self.unit.exec_start:
-            found = shell.script_run_by(command.argv, self.read_script, self.unit_environment)
+            found = shell.script_run_by(command.argv, self.read_script, self.unit_environment, cwd, why)
             for candidate in found[1].commands if found is not None else []:
                 if docker.is_docker_run(candidate.runs) and not candidate.never_runs:
                     return candidate.runs, replace(candidate, argv=tuple(candidate.runs))
@@ -292,10 +296,33 @@ class StationFacts:
                 f"prestart script {self.service.prestart} does not exist",
                 fix=f"install the recipe's prestart script as {self.service.prestart} (mode 0755)",
             )
-        # read=: the files it sources or runs are read the same way, read-only; env=: what systemd starts it with
+        # read=: the files it sources or runs are read the same way, read-only; env=: what systemd starts it with;
+        # cwd=: where systemd starts it (WorkingDirectory=, else `/`): a relative path resolves against it
+        cwd, why = self.unit_directory
         return shell.parse_script(
-            self.prestart_text, origin=self.service.prestart, read=self.read, env=self.unit_environment
+            self.prestart_text,
+            origin=self.service.prestart,
+            read=self.read,
+            env=self.unit_environment,
+            cwd=cwd,
+            cwd_why=why,
         )
+
+    @property
+    def unit_directory(self) -> tuple[str | None, str]:
+        """Where systemd runs the unit's commands, and why there, for messages: WorkingDirectory= (where it exists),
+        else `/`. (None, why) where the unit cannot be read."""
+        try:
+            unit = self.unit
+        except FactError as exc:
+            return None, f"golive could not read {self.service.unit}: {exc}"
+        wanted = unit.working_directory
+        if wanted is None:
+            return "/", f"where systemd runs the unit's commands: {self.service.unit} sets no WorkingDirectory="
+        at = unit.set_at.get("WorkingDirectory", "systemctl show")
+        if unit.run_directory == "/" and wanted.removeprefix("-") not in ("/", "~"):
+            return "/", f"WorkingDirectory={wanted} ({at}) does not exist, so systemd runs the commands in `/`"
+        return unit.run_directory, f"WorkingDirectory={wanted} of {self.service.unit} ({at})"
 
     @property
     def unit_environment(self) -> dict[str, str]:
@@ -326,8 +353,9 @@ class StationFacts:
         """One Exec line's command, what it runs inline (`sh -c`), and the commands of the shell script it runs
         (`ExecStopPost=/usr/local/bin/cleanup.sh`), in order; named by its setting and the unit file line."""
         origin = f"{key} of {self.service.unit}" + (f" ({command.where})" if command.where else "")
-        commands = shell.commands_of(command.argv, origin=origin)
-        script = shell.script_run_by(command.argv, self.read_script, self.unit_environment)
+        cwd, why = self.unit_directory
+        commands = shell.commands_of(command.argv, origin=origin, cwd=cwd, cwd_why=why)
+        script = shell.script_run_by(command.argv, self.read_script, self.unit_environment, cwd, why)
         return commands + (script[1].commands if script is not None else [])
 
     def unit_commands(self, key: str) -> list[prestart_steps.ShellCommand]:

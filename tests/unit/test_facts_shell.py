@@ -437,9 +437,62 @@ def test_files_golive_does_not_read_are_findings_not_silence():
         "unreadable",
         "not-shell",
     ], said
-    assert "bash looks it up in $PATH, then the current directory (bash(1), `.`)" in said[0]
+    assert "bash looks it up in $PATH, then in the current directory (bash(1), `.`)" in said[0]
+    assert "golive does not know the current directory (the directory the script starts in was not given)" in said[0]
     assert "a `python3` program, not a shell script" in said[5]
     assert script.findings[0].fix() == "write the full path of lib.sh at line 1 of /p.sh"
+    assert all(f.unknown for f in script.findings)  # golive could not follow them: what they do is not known
+
+
+CWD_CASES = [  # (prestart, where it starts, files, the drop's file or the finding's words) — bash(1) `.` and `cd`
+    # a `cd` then a relative source: read from that directory, and the files it sources from there too
+    (
+        "cd /opt/x\n. ./lib.sh\n",
+        "/",
+        {"/opt/x/lib.sh": ". ./drop.sh\n", "/opt/x/drop.sh": "{DROP}\n"},
+        "/opt/x/drop.sh",
+    ),
+    ("cd /opt/x\n. lib.sh\n", "/", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),  # no slash: $PATH, then here
+    (". lib.sh\n", "/opt/x", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),  # WorkingDirectory=/opt/x
+    (". ./lib.sh\n", "/opt/x", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),
+    ("cd /opt\ncd x\n. ../x/lib.sh\n", "/", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),
+    (". drop.sh\n", "/", {"/usr/local/sbin/drop.sh": "{DROP}\n"}, "/usr/local/sbin/drop.sh"),  # found in $PATH
+    ("(cd /opt/x)\n. ./lib.sh\n", "/opt/y", {"/opt/y/lib.sh": "{DROP}\n"}, "/opt/y/lib.sh"),  # a subshell's cd
+    (
+        "cd /opt/x\nbash ./run.sh\n",
+        "/",
+        {"/opt/x/run.sh": ". ./lib.sh\n", "/opt/x/lib.sh": "{DROP}\n"},
+        "/opt/x/lib.sh",
+    ),
+    # systemd runs the prestart in `/` when the unit sets no WorkingDirectory=: `./lib.sh` is /lib.sh
+    (
+        ". ./lib.sh\n",
+        "/",
+        {},
+        "sources `./lib.sh` relative to the current directory / (where systemd starts it), that is /lib.sh, which does "
+        "not exist",
+    ),
+    # what golive cannot work out: not read, and said why
+    ("cd $X\n. ./lib.sh\n", "/", {}, "golive cannot work out the directory of the `cd $X` at /p.sh:1"),
+    ('[ "$X" = 1 ] && cd /opt/x\n. ./lib.sh\n', "/", {}, "at /p.sh:1 may not run"),
+]
+
+
+@pytest.mark.parametrize("script, start, files, said", CWD_CASES, ids=[c[0] for c in CWD_CASES])
+def test_a_relative_path_resolves_against_the_current_directory(script, start, files, said, tmp_path):
+    """bash(1): a relative path is the current directory's: where systemd starts the prestart (WorkingDirectory=, else
+    `/`), as each `cd` leaves it; a name without a slash that `.` sources is looked up in $PATH first. Where golive
+    cannot tell the directory, the file is not read, with the reason (a finding golive could not follow)."""
+    laid = {p: t.replace("{DROP}", DROP) for p, t in files.items()}
+    parsed = parse_script(script, "/p.sh", read=laid.get, cwd=start, cwd_why="where systemd starts it")
+    drops = [c for c in parsed.commands if c.drops_page_cache()]
+    if said.startswith("/"):
+        assert [(d.origin, d.verdict()) for d in drops] == [(said, "runs")], parsed.findings
+        assert not parsed.findings
+    else:
+        [finding] = parsed.findings
+        assert said in finding.describe(), finding.describe()
+        assert finding.unknown is (finding.kind != "missing")
 
 
 def test_only_scripts_are_read_never_programs():

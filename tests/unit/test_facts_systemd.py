@@ -144,9 +144,11 @@ CONFIG_PARSE_EXEC = [
     ('/sbin/find ";" /x', [("/sbin/find", None, [";", "/x"], False)]),
     ('"/PATH WITH SPACES/daemon" -1 -2', [("/PATH WITH SPACES/daemon", None, ["-1", "-2"], False)]),
     ("\"/PATH\\sWITH\\sSPACES/daemon\" '-1 -2'", [("/PATH WITH SPACES/daemon", None, ["-1 -2"], False)]),
-    ("@/RValue///slashes2 ///argv0 r1", [("/RValue///slashes2", "///argv0", ["r1"], False)]),  # honour_argv0
-    ("-@/RValue///slashes3 argv0a r1", [("/RValue///slashes3", "argv0a", ["r1"], True)]),
-    ("@-/RValue///slashes4 argv0b r1", [("/RValue///slashes4", "argv0b", ["r1"], True)]),
+    # the program's path simplified (path_simplify: `//` is `/`), argv[0] as given (read back from systemd 252)
+    ("@/RValue///slashes2 ///argv0 r1", [("/RValue/slashes2", "///argv0", ["r1"], False)]),  # honour_argv0
+    ("-@/RValue///slashes3 argv0a r1", [("/RValue/slashes3", "argv0a", ["r1"], True)]),
+    ("@-/RValue///slashes4 argv0b r1", [("/RValue/slashes4", "argv0b", ["r1"], True)]),
+    ("/usr//bin/x a", [("/usr/bin/x", "/usr//bin/x", ["a"], False)]),
     ("/bin/grep '\\w+\\K'", [("/bin/grep", None, ["\\w+\\K"], False)]),  # quoted backslashes: kept as written
     # golive's own: the docker idiom before a prestart, and a regex outside quotes ("Ignoring unknown escape")
     (
@@ -427,7 +429,9 @@ def test_lines_systemd_ignores_are_said_and_a_bad_header_refuses_the_unit():
     """systemd 252's config_parse ignores an assignment before any section and a line without `=` (each with a
     warning), and refuses the whole unit for a section header without its `]` (LoadState=error)."""
     notes: list[str] = []
-    sections, _ = merge_unit_files([FRAGMENT, (f"{E}/{D}/x.conf", "# c\n\nRestart=always\n[Service]\nnoequals\n")], notes)
+    sections, _ = merge_unit_files(
+        [FRAGMENT, (f"{E}/{D}/x.conf", "# c\n\nRestart=always\n[Service]\nnoequals\n")], notes
+    )
     assert sections["Service"]["Restart"] == ["on-failure"]
     assert notes == [
         f"{E}/{D}/x.conf:3: `Restart=always` is before any [Section]: systemd ignores it",

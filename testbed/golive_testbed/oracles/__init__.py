@@ -6,5 +6,6 @@ parser, NCCL's documented log grammar) and through golive's reader, every disagr
     report = vllm_oracle.run(count=200, seed=7)        # an Agreement: inputs, agreements, the reduced disagreements
     assert report.agreed == report.inputs, report.describe()
 
-tests/differential/ runs a seeded few hundred of each in CI; bench/oracles.py runs ≥ 10,000 of each (docs/performance.md).
+tests/differential/ runs a seeded few hundred of each in CI; bench/oracles.py runs ≥ 10,000 of each
+(docs/performance.md).
 """

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from golive.facts import FactError, systemd, unit_files
-
 from golive_testbed.oracles.reduce import Agreement, Disagreement, reduce_parts
 from golive_testbed.oracles.systemd_cases import RECORDER, UnitCase, generate
 from golive_testbed.realstation_host import Record
@@ -162,10 +161,12 @@ class SystemdOracle:
         names = [c.name for c in cases]
         quoted = " ".join(shlex.quote(n) for n in names)
         paths = sorted({p for c in cases for p, _ in [*c.files, *c.env_files]} | set(folders))
-        self._ssh("rm -rf /run/golive-oracle/* && tar -xf - -C / && systemctl daemon-reload", stdin=_tar(files, folders))
+        self._ssh(
+            "rm -rf /run/golive-oracle/* && tar -xf - -C / && systemctl daemon-reload", stdin=_tar(files, folders)
+        )
         try:
             shown = self._ssh(
-                f"for u in {quoted}; do echo \"@@@ $u\"; systemctl show -p {','.join(SHOWN)} \"$u\"; done"
+                f'for u in {quoted}; do echo "@@@ $u"; systemctl show -p {",".join(SHOWN)} "$u"; done'
             ).decode("utf-8", "surrogateescape")
             observed = {name: Observed() for name in names}
             for chunk in shown.split("@@@ ")[1:]:
@@ -176,8 +177,8 @@ class SystemdOracle:
                 listing = " ".join(shlex.quote(n) for n in loaded)
                 said = self._ssh(
                     f"systemctl start {listing} >/dev/null 2>&1; "
-                    f"for u in {listing}; do echo \"@@@ $u\"; systemctl show -p Result --value \"$u\"; "
-                    f'cat "/run/golive-oracle/$u" 2>/dev/null; done'
+                    f'for u in {listing}; do echo "@@@ $u"; systemctl show -p Result --value "$u"; '
+                    f'cat "/run/golive-oracle/$u" 2>/dev/null; done; true'
                 ).decode()
                 for chunk in said.split("@@@ ")[1:]:
                     name, _, text = chunk.partition("\n")
@@ -321,7 +322,6 @@ def golive_reading(case: UnitCase, host: dict[str, str]) -> Reading:
     except FactError as exc:
         return Reading(None, str(exc))
     unit = unit.with_environment(
-
         env.get,
         glob=lambda pattern: sorted(p for p in env if re.fullmatch(_glob_re(pattern), p)),
         is_dir=lambda path: path in case.folders or path in ("/", "/tmp", "/root", "/run"),
@@ -346,16 +346,26 @@ def compare(case: UnitCase, seen: Observed, host: dict[str, str]) -> Disagreemen
     golive_loads = unit is not None and unit.load_error is None
     if golive_loads != (state == "loaded"):
         why = reading.error or (unit.load_error if unit else None) or "loaded"
-        return Disagreement("whether systemd loads the unit", why, f"LoadState={state} {props.get('LoadError', '')}", case)
+        return Disagreement(
+            "whether systemd loads the unit", why, f"LoadState={state} {props.get('LoadError', '')}", case
+        )
     if unit is None or state != "loaded":
         return None
     checks: list[tuple[str, object, object]] = [
         ("the drop-ins applied, in order", unit.files[1:], props.get("DropInPaths", "").split()),
         ("Type=", unit.service_type, props.get("Type")),
         ("Restart=", unit.restart, props.get("Restart")),
-        ("RestartSec=", unit.restart_sec_s, systemd.parse_timespan(props.get("RestartUSec", "")) if props.get("RestartUSec") else None),
+        (
+            "RestartSec=",
+            unit.restart_sec_s,
+            systemd.parse_timespan(props.get("RestartUSec", "")) if props.get("RestartUSec") else None,
+        ),
         ("StartLimitBurst=", unit.start_limit_burst, int(props.get("StartLimitBurst", "-1"))),
-        ("StartLimitIntervalSec=", unit.start_limit_interval_s, systemd.parse_timespan(props.get("StartLimitIntervalUSec", "0"))),
+        (
+            "StartLimitIntervalSec=",
+            unit.start_limit_interval_s,
+            systemd.parse_timespan(props.get("StartLimitIntervalUSec", "0")),
+        ),
         ("WorkingDirectory=", unit.working_directory or "", _workdir(props.get("WorkingDirectory", ""))),
         (
             "EnvironmentFiles=",
@@ -370,7 +380,9 @@ def compare(case: UnitCase, seen: Observed, host: dict[str, str]) -> Disagreemen
         mine = [
             (
                 (c.written or c.argv)[0],
-                " ".join([c.argv0 if c.argv0 is not None else (c.written or c.argv)[0], *list(c.written or c.argv)[1:]]),
+                " ".join(
+                    [c.argv0 if c.argv0 is not None else (c.written or c.argv)[0], *list(c.written or c.argv)[1:]]
+                ),
                 c.ignore_errors,
                 not c.expand_env,
             )
