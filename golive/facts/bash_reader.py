@@ -23,7 +23,7 @@ from golive.facts.bash_conditions import (
 )
 from golive.facts.bash_exits import _certain_failure
 from golive.facts.bash_files import _Files, _runs_script, inline_script
-from golive.facts.bash_walk import _Frame, _Function
+from golive.facts.bash_walk import CASE_ARM, _Frame, _Function
 from golive.facts.prestart_steps import Guard, ShellCommand, _unwrap
 
 _GLOB = re.compile(r"[*?\[]")
@@ -39,13 +39,32 @@ def _exit_lets_start_go_on(argv: list[str], conditional: bool) -> bool:
     return not (status.isdigit() and int(status) % 256 != 0)
 
 
+def _flat(parts: list[Any]) -> list[Any]:
+    """An `if`'s parts in order. bashlex nests each `elif` after the second inside a reserved-word node whose `word`
+    is the list of that branch's parts: spliced back in, so its commands are read like the others'."""
+    out: list[Any] = []
+    for part in parts:
+        if part.kind == "reservedword" and isinstance(part.word, list):
+            out += _flat(part.word)
+        else:
+            out.append(part)
+    return out
+
+
 class _Walker(_Files):
     """Walks the files of one shell process; a script it runs as its own process gets a walker of its own."""
 
     # --- constructs -----------------------------------------------------------------------------------------------
 
     def visitfunction(self, node: Any, name: Any, body: Any, parts: Any) -> bool:
-        self.functions[name.word] = _Function(body, self.line_of(node.pos[0]), self.origin, self.text, self.via)
+        """A definition that never runs (in a dead branch, a loop that never turns) defines nothing: a call of the name
+        is then a command bash does not find. One that may not run defines it on those paths only."""
+        guards = self.current_guards()
+        if any(g.never for g in guards):
+            return False
+        self.functions[name.word] = _Function(
+            body, self.line_of(node.pos[0]), self.origin, self.text, self.via, guards
+        )
         return False  # the body runs where the function is called, not where it is defined
 
     def visitcommandsubstitution(self, node: Any, command: Any) -> bool:
@@ -132,11 +151,11 @@ class _Walker(_Files):
             if bg is not None:
                 self.guards.remove(bg)
 
-    def _branch_guard(self, reach: str, node: Any, pos: int, why: str) -> Guard | None:
+    def _branch_guard(self, reach: str, node: Any, pos: int, why: str, kind: str = "if") -> Guard | None:
         if reach == ALWAYS:
             return None
         return Guard(
-            "if",
+            kind,
             self.line_of(node.pos[0]),
             self.origin,
             pos=pos,
@@ -150,9 +169,10 @@ class _Walker(_Files):
         condition when every earlier one was false. A condition golive can decide decides it."""
         reach, why = ALWAYS, ""  # of the next condition (or else)
         section: list[Any] = []
+        is_case = self.source_of(node.pos[0], node.pos[1]).startswith(f"if {CASE_ARM};")  # bash_walk._case_as_if
         in_condition = False
         guard: Guard | None = None
-        for part in parts:
+        for part in _flat(parts):
             if part.kind == "reservedword":
                 if part.word in ("if", "elif"):
                     in_condition, section = True, []
@@ -166,13 +186,15 @@ class _Walker(_Files):
                         else ""
                     )
                     branch = _reach(reach, value)
-                    guard = self._branch_guard(branch, node, part.pos[0], why if reach == NEVER else decided)
+                    guard = self._branch_guard(
+                        branch, node, part.pos[0], why if reach == NEVER else decided, "case" if is_case else "if"
+                    )
                     after = _reach(reach, _not(value))
                     why = why if reach == NEVER else decided
                     reach = after
                     in_condition = False
                 elif part.word == "else":
-                    guard = self._branch_guard(reach, node, part.pos[0], why)
+                    guard = self._branch_guard(reach, node, part.pos[0], why, "case" if is_case else "if")
                 continue
             if in_condition:
                 section.append(part)
@@ -266,6 +288,8 @@ class _Walker(_Files):
     # --- simple commands ------------------------------------------------------------------------------------------
 
     def visitcommand(self, node: Any, parts: Any) -> bool:
+        if parts and parts[0].kind == "word" and parts[0].word == CASE_ARM:
+            return False  # a `case` arm's condition (bash_walk._case_as_if): nothing runs
         argv, redirects, assignments = [], [], []
         for part in parts:
             if part.kind == "word":
@@ -295,8 +319,9 @@ class _Walker(_Files):
         target = _unwrap(argv)
         if argv[0] == "set" and not never:
             self._set(argv, command)
+        cd_fails = False
         if target[:1] in (["cd"], ["pushd"], ["popd"]) and not never and not any(g.kind == "&" for g in self.guards):
-            self._cd(target, command)
+            cd_fails = self._cd(target, command)
         if argv[0] == "trap":
             self._trap(argv, command, node)
         inner = inline_script(target)
@@ -323,14 +348,15 @@ class _Walker(_Files):
             )
         elif argv[0] == "exec" and len(argv) > 1:
             self.ended.append(self.guard("exec?" if guards else "exec", node, " ".join(argv), never=not guards))
-        elif failed or _constant(node) is False:
+        elif failed or cd_fails or _constant(node) is False:
             self._errexit_stop(node, command.text())
         return False
 
-    def _cd(self, argv: list[str], command: ShellCommand) -> None:
+    def _cd(self, argv: list[str], command: ShellCommand) -> bool:
         """`cd DIR` (bash(1), `cd`): the directory relative paths resolve against from here on. A relative DIR is
         taken from the current one, no DIR is $HOME (root's: /root); a DIR golive cannot work out (a variable, `cd
-        -`, `popd`), or a `cd` that may not run, leaves the current directory unknown from here on."""
+        -`, `popd`), or a `cd` that may not run, leaves the current directory unknown from here on. A DIR that does not
+        exist on the station: the `cd` fails and bash stays where it was (True: it fails, for `set -e`)."""
         at = f"the `{' '.join(argv)}` at {command.where()}"
         args = [a for a in argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
         target = args[0] if args else (self.env.get("HOME", "/root") if argv[0] == "cd" else None)
@@ -339,11 +365,13 @@ class _Walker(_Files):
         elif target is None or target == "-" or _NEEDS_READING.search(target):
             self.cwd, self.cwd_why = None, f"golive cannot work out the directory of {at}"
         elif target.startswith("/") or self.cwd is not None:
-            self.cwd = posixpath.normpath(posixpath.join(self.cwd or "/", target))
-            self.cwd = "/" + self.cwd.lstrip("/")  # normpath keeps a leading `//`
-            self.cwd_why = at
+            went = "/" + posixpath.normpath(posixpath.join(self.cwd or "/", target)).lstrip("/")
+            if self.ctx.is_dir is not None and not self.ctx.is_dir(went):
+                return True  # bash: "cd: …: No such file or directory"; the directory stays
+            self.cwd, self.cwd_why = went, at
         else:
             self.cwd_why = f"{at}, from a directory golive does not know"
+        return False
 
     def _assign(self, assignment: str) -> None:
         name, value = assignment.split("=", 1)
@@ -355,10 +383,13 @@ class _Walker(_Files):
         self.calling.add(name)
         first = len(self.commands)
         self.frames.append(_Frame(f"function `{name}`", self.current_guards()))
+        missing = [g for g in func.guards if g not in self.current_guards()]  # defined on some paths only
+        self.guards.extend(missing)
         try:
             with self._in(func.origin, func.text, func.via):
                 self.visit(func.body)
         finally:
+            del self.guards[len(self.guards) - len(missing) :]
             self.frames.pop()
             self.calling.discard(name)
         call_line = self.line_of(node.pos[0])  # report the call site: that is where the order is decided

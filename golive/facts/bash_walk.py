@@ -28,6 +28,7 @@ class _Function:
     origin: str
     text: str
     via: tuple[Via, ...]
+    guards: tuple[Guard, ...] = ()  # the constructs around its definition: it exists only where they let it run
 
 
 @dataclass
@@ -64,6 +65,7 @@ class _Context:
     read: Reader | None
     findings: list[Unfollowed] = field(default_factory=list)
     stack: list[str] = field(default_factory=list)
+    is_dir: Callable[[str], bool] | None = None  # whether a folder exists on the station: where a `cd` goes
 
 
 _DIRNAME = re.compile(
@@ -154,6 +156,7 @@ class _WalkerBase(bashlex.ast.nodevisitor):
         bashlex has no `case` (NotImplementedError): its arms are read line by line, each command guarded by the
         `case`."""
         unparsed: list[int] = []
+        text = _case_as_if(text)
         for chunk_start, chunk in _chunks(text):
             first_line = text.count("\n", 0, chunk_start) + 1
             try:
@@ -163,9 +166,9 @@ class _WalkerBase(bashlex.ast.nodevisitor):
                 if not _case_arms(self, text, chunk_start, chunk):
                     unparsed.append(first_line)
                 continue
-            for tree in trees:
+            for n, tree in enumerate(trees):
                 self.text = "\n" * (first_line - 1) + chunk
-                self.visit(_shift(tree, first_line - 1))
+                self.visit(_shift(_fix_elif_positions(tree, n == 0), first_line - 1))
         return unparsed
 
     def _in(self, origin: str, text: str, via: tuple[Via, ...]) -> _Switch:
@@ -186,6 +189,46 @@ class _Switch:
     def __exit__(self, *exc: object) -> None:
         w = self.walker
         w.origin, w.text, w.via = self.saved
+
+
+CASE_ARM = "__golive_case_arm"  # the condition of an arm of a `case` read as an `if`: decided by the station
+_CASE_OPEN = re.compile(r"^(\s*)case\s.*\bin\s*$")
+_CASE_ARM = re.compile(r"^(\s*)\(?\s*([^()\s][^()]*?)\s*\)\s*(.*?)\s*(;;|;&|;;&)?\s*$")
+
+
+def _case_as_if(text: str) -> str:
+    """`case … in` blocks written one arm a line (bashlex has no `case`) as the `if` chain they behave like, line for
+    line: `case "$X" in` opens an `if` whose first branch holds nothing, each `PATTERN) CMDS ;;` is an `elif` on an arm
+    condition golive cannot decide, `esac` is `fi`. Nested in any construct, they are then read like the rest (each
+    arm's steps "may not run", inside the `case` at its line)."""
+    if "case" not in text or "esac" not in text:
+        return text
+    lines = text.split("\n")
+    out = list(lines)
+    stack: list[bool] = []  # per open case: has an arm been opened
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        opened = _CASE_OPEN.match(line)
+        if opened:  # the `if` starts on the `case` line, so its line is the one findings name
+            stack.append(True)
+            out[i] = f"{opened.group(1)}if {CASE_ARM}; then {CASE_ARM}"
+            continue
+        if not stack:
+            continue
+        if stripped in ("esac", "esac;"):
+            stack.pop()
+            out[i] = line.replace("esac", "fi", 1)
+            continue
+        if stripped in (";;", ";&", ";;&"):
+            out[i] = ""
+            continue
+        arm = _CASE_ARM.match(line)
+        if arm and not stripped.startswith("#") and "=" not in arm.group(2).split()[0]:
+            keyword = "elif" if stack[-1] else "if"
+            stack[-1] = True
+            body = arm.group(3)
+            out[i] = f"{arm.group(1)}{keyword} {CASE_ARM}; then" + (f" {body}" if body else "")
+    return "\n".join(out) if not stack else text
 
 
 _CASE = re.compile(r"\s*case\s.*\bin\s*$")
@@ -263,3 +306,31 @@ def _walk(node: Any) -> Iterator[Any]:
         for item in items:
             if isinstance(item, bashlex.ast.node):
                 yield from _walk(item)
+
+
+def _fix_elif_positions(tree: Any, first: bool) -> Any:
+    """bashlex gives the parts of every `elif` after the second (nested in a reserved-word node whose `word` is a
+    list) positions that, in any top-level command of a parse but the first, are counted from that command's start,
+    not from the text's (read back on many layouts): add it once to each of their nodes, so their lines are right
+    (however deep the `if` is: in a loop, a function, another `elif`)."""
+    if first:
+        return tree
+    base = tree.pos[0]
+    seen: set[int] = set()
+
+    def fix(current: Any) -> None:
+        if getattr(current, "kind", None) == "if":
+            for part in current.parts:
+                if part.kind == "reservedword" and isinstance(part.word, list):
+                    for child in part.word:
+                        for inner in _walk(child):
+                            if id(inner) not in seen and hasattr(inner, "pos"):
+                                seen.add(id(inner))
+                                inner.pos = (inner.pos[0] + base, inner.pos[1] + base)
+        for value in vars(current).values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, bashlex.ast.node):
+                    fix(item)
+
+    fix(tree)
+    return tree

@@ -302,7 +302,9 @@ class ShellCommand:
         )
 
     def is_sync(self) -> bool:
-        return self.program == "sync" and len(self.argv) == 1
+        """`sync`, `/bin/sync`, `sudo sync`: the whole machine's dirty pages written."""
+        argv = _unwrap(list(self.argv))
+        return len(argv) == 1 and argv[0].rsplit("/", 1)[-1] == "sync"
 
     def docker_verb(self) -> tuple[str, list[str]] | None:
         """("logs", [args]) for `docker logs …` / `docker container logs …`; None for anything else. `docker

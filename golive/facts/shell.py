@@ -12,6 +12,8 @@ stops it where `set -e` does (golive.facts.bash_exits). The commands and their g
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from golive.facts import docker
 from golive.facts.bash_exits import _shebang_errexit
 from golive.facts.bash_files import _interpreter, inline_script
@@ -38,17 +40,19 @@ def parse_script(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     cwd_why: str = "",
+    is_dir: Callable[[str], bool] | None = None,
 ) -> Script:
     """Every simple command in execution order; functions expanded where called; simple $VARs substituted (`env`: the
     environment the script starts with, e.g. the one systemd gives the unit's commands); each with the conditions
-    under which it may not run.
+    under which it may not run. `cwd`: the directory it starts in (where systemd runs it), `cwd_why` why that one, for
+    messages; `is_dir`: whether a folder exists on the station (a `cd` to one that does not fails, and stays).
 
     With `read` (a station path → its text, None when it is not a file there), the files the script sources or runs
     are read too (see golive.facts.bash_files): their commands in place, with their own file and line, and a finding
     for each file that could not be. A line bashlex cannot parse is recorded, not fatal: the rest of the script still
     counts.
     """
-    ctx = _Context(read, stack=[origin])
+    ctx = _Context(read, stack=[origin], is_dir=is_dir)
     shell = _interpreter(text) or "bash"
     walker = _Walker(
         ctx,

@@ -710,3 +710,26 @@ def test_a_script_sees_the_environment_it_starts_with():
     [run] = parse_script(text, "run.sh", env=env).commands
     assert run.runs == ["docker", "run", "--name", "glm53-flash", "img@sha256:a", "--max-model-len", "1048576"]
     assert bare.runs != run.runs  # without it, nothing to substitute
+
+
+def test_every_branch_of_a_long_elif_chain_is_read_at_its_own_line():
+    """bashlex nests the third and later branches of an if/elif chain, with positions counted from the `if`: golive
+    reads them all, each at its own line (found by bash as the oracle: tests/differential)."""
+    text = f'#!/bin/bash\nsync\nif [ "$X" = 1 ]; then :\nelif [ "$X" = 2 ]; then :\nelif [ "$X" = 3 ]; then\n  {DROP}\nfi\n'
+    [drop] = [c for c in parse_script(text, "/p.sh").commands if c.drops_page_cache()]
+    assert (drop.line, drop.verdict()) == (6, "may not run")
+
+
+def test_a_case_inside_another_construct_is_read_arm_by_arm():
+    """bashlex has no `case`: golive reads one as the if/elif chain it behaves like, wherever it is nested."""
+    text = f'#!/bin/bash\nfor n in a; do\n  case "$X" in\n    1) sync ;;\n    *)\n      {DROP}\n      ;;\n  esac\ndone\n'
+    script = parse_script(text, "/p.sh")
+    [drop] = [c for c in script.commands if c.drops_page_cache()]
+    assert (drop.line, drop.verdict()) == (6, "may not run") and not script.unparsed_lines
+    assert "inside the `case` at /p.sh:3" in drop.why_it_may_not_run()
+
+
+def test_a_function_defined_where_bash_never_goes_is_not_defined():
+    """A definition in a loop that never turns defines nothing: the call is a command bash does not find."""
+    text = f"#!/bin/bash\nwhile false; do\n  f() {{ {DROP}; }}\ndone\nf\n"
+    assert not [c for c in parse_script(text, "/p.sh").commands if c.drops_page_cache() and not c.never_runs]
