@@ -801,22 +801,23 @@ def _first_refused_line(path: str, text: str, specifiers: Specifiers) -> tuple[i
     """Where systemd stops reading a drop-in: its first setting that ends config_parse with an error (an Exec line
     refused without `-`, a WorkingDirectory= refused without `-`, a broken section header), why, and the part of that
     line systemd kept (`ExecStartPre=/x a` of `ExecStartPre=/x a ; rel/y`: the commands before the refused one)."""
+    every: list[tuple[str, str, Value]] = []
     try:
-        sections = unit_files.parse_unit_file(text, path)
+        unit_files.parse_unit_file(text, path, every=every)
     except FactError as exc:
         line = re.search(rf"{re.escape(path)}:(\d+):", str(exc))
         return (int(line.group(1)), "a broken section header", "") if line else (1, str(exc), "")
-    found: list[tuple[int, str, str]] = []
-    service = sections.get("Service", {})
     refuses = ": systemd refuses the unit (bad-setting)"
-    for key in EXEC_KEYS:
-        for value in service.get(key, []):
+    for section, key, value in every:  # systemd stops at the first, whatever a later line of the file resets
+        if section != "Service" or not value:
+            continue
+        if key in EXEC_KEYS:
             read = read_unit_exec(value, specifiers)
             if read.fatal:
                 kept = f"{key}={read.kept}" if read.commands else ""
-                found.append((value.line, f"{key}= {(read.problem or '').removesuffix(refuses)}", kept))
-    for value in service.get("WorkingDirectory", []):
-        fatal: list[str] = []
-        if value and _working_directory(value, specifiers, fatal) is None and fatal:
-            found.append((value.line, fatal[0].removesuffix(refuses), ""))
-    return min(found) if found else None
+                return value.line, f"{key}= {(read.problem or '').removesuffix(refuses)}", kept
+        elif key == "WorkingDirectory":
+            fatal: list[str] = []
+            if _working_directory(value, specifiers, fatal) is None and fatal:
+                return value.line, fatal[0].removesuffix(refuses), ""
+    return None

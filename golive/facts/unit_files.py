@@ -61,6 +61,7 @@ def parse_unit_file(
     into: Sections | None = None,
     cleared: dict[tuple[str, str], str] | None = None,
     notes: list[str] | None = None,
+    every: list[tuple[str, str, Value]] | None = None,
 ) -> Sections:
     """A unit file as systemd 252 reads it (src/shared/conf-parser.c config_parse, parse_line): every value remembers
     its file and the line its key is on. With `into`, the file's assignments are applied on top of those already
@@ -76,7 +77,8 @@ def parse_unit_file(
     - `Key=value`, both stripped of blanks; a line without `=` (or with nothing before it), or an assignment before
       any section, is ignored, as systemd ignores it (said in `notes`).
     An empty assignment (`ExecStartPre=`) resets the list, as systemd does; `cleared` records where. An empty value
-    of a one-value setting (SCALAR_KEYS) is kept: its parser decides."""
+    of a one-value setting (SCALAR_KEYS) is kept: its parser decides. `every` gets each assignment in order, resets
+    or not (what systemd's parser meets line by line)."""
     sections: Sections = {} if into is None else into
     current: dict[str, list[Value]] | None = None
     ignored_section = False
@@ -116,6 +118,9 @@ def parse_unit_file(
         if not eq or not key:
             note(number, f"`{line[:60]}` has no `Key=`: systemd ignores the line")
             return
+        if every is not None:  # each assignment in the order systemd reads it, before any reset applies
+            section = next(name for name, body in sections.items() if body is current)
+            every.append((section, key, Value(value, path, number)))
         if value == "" and key in SCALAR_KEYS:  # the setting's own parser decides what an empty value does
             current.setdefault(key, []).append(Value("", path, number))
         elif value == "":
