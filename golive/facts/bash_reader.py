@@ -62,9 +62,7 @@ class _Walker(_Files):
         guards = self.current_guards()
         if any(g.never for g in guards):
             return False
-        self.functions[name.word] = _Function(
-            body, self.line_of(node.pos[0]), self.origin, self.text, self.via, guards
-        )
+        self.functions[name.word] = _Function(body, self.line_of(node.pos[0]), self.origin, self.text, self.via, guards)
         return False  # the body runs where the function is called, not where it is defined
 
     def visitcommandsubstitution(self, node: Any, command: Any) -> bool:

@@ -492,7 +492,7 @@ def unit_from_file(
     order = {path: i for i, path in enumerate(files or [])}
 
     def latest(
-        read: Callable[[str], Any], *spellings: tuple[dict[str, list[Value]], str], empty_resets: bool = False
+        read: Callable[[Value], Any], *spellings: tuple[dict[str, list[Value]], str], empty_resets: bool = False
     ) -> tuple[Any, Value | None]:
         """A setting's value: the last assignment systemd reads that its parser accepts (`read` gives None where it
         refuses), under any of its names (StartLimitBurst= in [Unit], its legacy alias in [Service]: each stores
@@ -568,7 +568,7 @@ def unit_from_file(
         elif (cleared or {}).get(("Service", key)):
             set_at[key] = (cleared or {})[("Service", key)]
             emptied.add(key)
-    execs = {attr: commands(key) for key, attr in EXEC_KEYS.items()}
+    execs: dict[str, Any] = {attr: commands(key) for key, attr in EXEC_KEYS.items()}
     kind = service_type or "simple"
     fatal += _service_refuses(kind, restart or "no", bool(remain), execs["exec_start"], execs["exec_stop"], set_at)
     return UnitFacts(
@@ -596,7 +596,7 @@ def unit_from_file(
     )
 
 
-def _working_directory(value: str, specifiers: Specifiers, fatal: list[str]) -> str | None:
+def _working_directory(value: Value, specifiers: Specifiers, fatal: list[str]) -> str | None:
     """WorkingDirectory= as config_parse_working_directory reads it: `-` = a missing folder is no error, `~` = root's
     home; specifiers resolved; a relative or unnormalised path refuses the unit (ignored with `-`). Returns the path
     (`-` kept in front), or None where systemd ignores the line."""

@@ -319,8 +319,8 @@ def _read_args(args: list[str]) -> _Read:
         i += 1
     if positional is not None:  # the positional model wins over `--model`, wherever each is (model_tag)
         flags["model"] = positional
-    for name, value in list(flags.items()):  # vLLM's optional_type: an empty value, or `None`, is no value
-        if value in ("", "None") and name not in VALUE_TYPES and name not in CHOICES and name != "model":
+    for name, held in list(flags.items()):  # vLLM's optional_type: an empty value, or `None`, is no value
+        if held in ("", "None") and name not in VALUE_TYPES and name not in CHOICES and name != "model":
             del flags[name]
     for name, allowed in CHOICES.items():
         for given in uses.get(name, []):
@@ -396,7 +396,9 @@ def config_args(text: str, path: str) -> list[str]:
     its key. A file vLLM refuses raises RejectedValue."""
     extension = path.rsplit(".", 1)[-1]
     if extension not in ("yaml", "yml"):
-        raise RejectedValue(f"--config {path}: vLLM reads only a .yaml/.yml file (\"Config file must be of a yaml/yml type\")")
+        raise RejectedValue(
+            f'--config {path}: vLLM reads only a .yaml/.yml file ("Config file must be of a yaml/yml type")'
+        )
     try:
         values = yaml.safe_load(text)
         lines: dict[object, int] = {}
@@ -432,7 +434,8 @@ def config_args(text: str, path: str) -> list[str]:
 
 
 def with_config(args: list[str], text: str, path: str) -> list[str]:
-    """The arguments as vLLM parses them once it read its `--config` file (FlexibleArgumentParser._pull_args_from_config):
+    """The arguments as vLLM parses them once it read its `--config` file (FlexibleArgumentParser.
+    _pull_args_from_config):
     `--config FILE` goes, the file's flags come first, after the model where it is given as the first word, so a
     flag given on the command line wins over the file's (command line over file over defaults)."""
     offset = served_args_start(args) or 0

@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from golive.facts import FactError, docker, gpu, prestart_steps, shell, systemd, unit_files
+from golive.facts import FactError, docker, gpu, prestart_steps, shell, systemd, unit_files, vllm
 from golive.profile.recipe import dram_node
 from golive.profile.schema import Profile, Service, Station
 
@@ -53,6 +53,17 @@ class SavedLog:
     size: int
     written: str  # as stat printed it, the station's local time: 2026-12-04 23:25:47.516874436 +0000
     written_local: datetime  # that time without its zone, to compare with systemd's timestamps
+
+
+@dataclass
+class ServedConfig:
+    """The served vLLM arguments with its `--config` file read in (golive.facts.vllm.with_config)."""
+
+    args: list[str]
+    path: str | None = None  # as the command line names it (inside the container)
+    host_path: str | None = None  # where golive read it on the station
+    refused: str | None = None  # why vLLM would stop at start over it
+    unknown: str | None = None  # why golive could not read it
 
 
 @dataclass
@@ -276,6 +287,41 @@ class StationFacts:
             return f"{script.where()} (the `docker run` that ExecStart of {unit} runs)"
         where = self.unit.set_at.get("ExecStart")
         return f"ExecStart of {unit}" + (f" ({where})" if where else "")
+
+    def served_config(self, args: list[str], mounts: list[tuple[str, str]]) -> ServedConfig:
+        """vLLM's arguments once it read its `--config FILE` (vllm.with_config), FILE read on the station through
+        the container's bind mounts (`mounts`: host path, container path). Where vLLM would refuse it (no such file,
+        not YAML) `refused` says why; where golive cannot read it (a path no mount holds: the image's own) `unknown`
+        says why; without `--config`, the arguments as they are."""
+        path = vllm.config_file(args)
+        if path is None:
+            return ServedConfig(list(args))
+        tokens = list(args)[vllm.served_args_start(args) or 0 :]
+        if not path or tokens.count("--config") > 1:
+            return ServedConfig(list(args), refused="`--config` names no file, or is given more than once")
+        if not path.startswith("/"):
+            return ServedConfig(
+                list(args),
+                unknown=f"`--config {path}` is relative to the container's working directory, which golive does "
+                "not read",
+            )
+        host = docker.host_path(path, mounts)
+        if host is None:
+            return ServedConfig(
+                list(args),
+                unknown=f"`--config {path}` is in the container's own file system (no bind mount holds it): golive "
+                f"does not read inside containers",
+            )
+        text = self.read(host)
+        said = host if host == path else f"{host} (mounted at {path} in the container)"
+        if text is None:
+            return ServedConfig(
+                list(args), path, host, refused=f"`--config {path}`: {said} does not exist, so vLLM stops at start"
+            )
+        try:
+            return ServedConfig(vllm.with_config(list(args), text, host), path, host)
+        except vllm.RejectedValue as exc:
+            return ServedConfig(list(args), path, host, refused=f"{exc} ({said})")
 
     # --- prestart -----------------------------------------------------------------------------------------------------
 

@@ -715,14 +715,19 @@ def test_a_script_sees_the_environment_it_starts_with():
 def test_every_branch_of_a_long_elif_chain_is_read_at_its_own_line():
     """bashlex nests the third and later branches of an if/elif chain, with positions counted from the `if`: golive
     reads them all, each at its own line (found by bash as the oracle: tests/differential)."""
-    text = f'#!/bin/bash\nsync\nif [ "$X" = 1 ]; then :\nelif [ "$X" = 2 ]; then :\nelif [ "$X" = 3 ]; then\n  {DROP}\nfi\n'
+    text = (
+        f'#!/bin/bash\nsync\nif [ "$X" = 1 ]; then :\nelif [ "$X" = 2 ]; then :\nelif [ "$X" = 3 ]; then\n'
+        f"  {DROP}\nfi\n"
+    )
     [drop] = [c for c in parse_script(text, "/p.sh").commands if c.drops_page_cache()]
     assert (drop.line, drop.verdict()) == (6, "may not run")
 
 
 def test_a_case_inside_another_construct_is_read_arm_by_arm():
     """bashlex has no `case`: golive reads one as the if/elif chain it behaves like, wherever it is nested."""
-    text = f'#!/bin/bash\nfor n in a; do\n  case "$X" in\n    1) sync ;;\n    *)\n      {DROP}\n      ;;\n  esac\ndone\n'
+    text = (
+        f'#!/bin/bash\nfor n in a; do\n  case "$X" in\n    1) sync ;;\n    *)\n      {DROP}\n      ;;\n  esac\ndone\n'
+    )
     script = parse_script(text, "/p.sh")
     [drop] = [c for c in script.commands if c.drops_page_cache()]
     assert (drop.line, drop.verdict()) == (6, "may not run") and not script.unparsed_lines

@@ -118,7 +118,7 @@ class _Gen:
             other = self.block(depth + 1, 1) if self.chance(0.4) else []
             return [f"if {self.condition()}; then", *body, *(["else", *other] if other else []), "fi"]
         if kind == 9:
-            return [f'case "$X" in', f"  1) {self.step()} ;;", f"  *) {self.step()} ;;", "esac"]
+            return ['case "$X" in', f"  1) {self.step()} ;;", f"  *) {self.step()} ;;", "esac"]
         if kind == 10:
             return [f"for n in {self.pick('a b', 'a', '')}; do", *self.block(depth + 1, 1), "done"]
         if kind == 11:
@@ -133,9 +133,11 @@ class _Gen:
         if kind == 13 and self.functions:
             return [self.r.choice(self.functions)]
         if kind == 14:
-            return [self.pick('[ "$X" = 1 ] && exit 0', "exit 0", "if false; then exit 0; fi", "exit 1")] if self.chance(
-                0.3
-            ) else [self.step()]
+            return (
+                [self.pick('[ "$X" = 1 ] && exit 0', "exit 0", "if false; then exit 0; fi", "exit 1")]
+                if self.chance(0.3)
+                else [self.step()]
+            )
         if kind == 15:
             lib = self.lib(depth)
             return [self.pick(f". {lib}", f"source {lib}", f'[ "$X" = 1 ] && . {lib}')]
@@ -163,7 +165,7 @@ class _Gen:
         name = self.pick("lib.sh", "drop.sh", "steps.sh") if not run else self.pick("child.sh", "run.sh")
         folder = self.pick(LIB_DIR, "{D}/work") if not relative else ""
         path = f"{folder}/{name}" if folder else name
-        for home in ([LIB_DIR, "{D}/work"] if relative else [folder]):
+        for home in [LIB_DIR, "{D}/work"] if relative else [folder]:
             full = f"{home}/{name}"
             if full not in self.libs and self.chance(0.9):
                 self.libs[full] = []  # placeholder first: a file that sources itself stays a cycle, not a loop

@@ -31,7 +31,6 @@ from pathlib import Path
 from golive.facts import shell
 from golive.facts.bash_files import SYSTEMD_PATH
 from golive.facts.prestart_steps import ShellCommand
-
 from golive_testbed.oracles.bash_cases import DC, PRESTART, ScriptCase, generate
 from golive_testbed.oracles.reduce import Agreement, Disagreement, reduce_parts
 
@@ -49,7 +48,9 @@ __golive_run() {
   shift
   # in an EXIT trap: the frames below the trap's own are the functions that were running when the shell exited
   # (FUNCNAME is empty at the top level, where it has `main` seen from a function)
-  if [ -n "${__GOLIVE_TRAP:-}" ]; then last=$(( ${#FUNCNAME[@]} - (${__GOLIVE_TRAP_DEPTH:-0} > 0 ? ${__GOLIVE_TRAP_DEPTH:-0} : 1) )); fi
+  if [ -n "${__GOLIVE_TRAP:-}" ]; then
+    last=$(( ${#FUNCNAME[@]} - (${__GOLIVE_TRAP_DEPTH:-0} > 0 ? ${__GOLIVE_TRAP_DEPTH:-0} : 1) ))
+  fi
   while [ $i -lt $last ] && [ "${FUNCNAME[$i]}" != source ] && [ "${FUNCNAME[$i]}" != main ]; do
     file=${BASH_SOURCE[$((i+1))]} line=${BASH_LINENO[$i]}
     i=$((i+1))

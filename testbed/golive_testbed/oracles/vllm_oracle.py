@@ -17,13 +17,13 @@ import json
 import random
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from golive.facts import vllm
-
 from golive_testbed.oracles.reduce import Agreement, Disagreement, reduce_parts
 
 # the flags golive compares with a profile (golive.profile.recipe.pinned_flags and the served-flags check)
@@ -205,8 +205,10 @@ def vllm_reading(case: ArgsCase, folder: Path) -> dict[str, Any] | str:
 @cache
 def _defaults() -> dict[str, Any]:
     ns = _parser().parse_args([])
-    return {n: (getattr(ns, "model_tag", None) or ns.model) if n == "model" else getattr(ns, n.replace("-", "_"))
-            for n in COMPARED}
+    return {
+        n: (getattr(ns, "model_tag", None) or ns.model) if n == "model" else getattr(ns, n.replace("-", "_"))
+        for n in COMPARED
+    }
 
 
 def golive_reading(case: ArgsCase) -> dict[str, Any] | str:
@@ -262,6 +264,13 @@ def compare(case: ArgsCase) -> Disagreement[ArgsCase] | None:
     return None
 
 
+def _still(found: Disagreement[ArgsCase]) -> Callable[[list[ArgsCase]], list[bool]]:
+    def judge(candidates: list[ArgsCase]) -> list[bool]:
+        return [(d := compare(c)) is not None and d.what == found.what for c in candidates]
+
+    return judge
+
+
 def run(count: int, seed: int, reduce: bool = True) -> Agreement[ArgsCase]:
     started = time.monotonic()
     _parser()
@@ -275,12 +284,6 @@ def run(count: int, seed: int, reduce: bool = True) -> Agreement[ArgsCase]:
             report.disagreements.append(found)
     if reduce:
         for found in report.disagreements[:5]:
-            found.reduced = found.case.rebuilt(
-                reduce_parts(
-                    found.case.parts(),
-                    found.case.rebuilt,
-                    lambda cs, f=found: [(d := compare(c)) is not None and d.what == f.what for c in cs],
-                )
-            )
+            found.reduced = found.case.rebuilt(reduce_parts(found.case.parts(), found.case.rebuilt, _still(found)))
     report.seconds = time.monotonic() - started
     return report
