@@ -241,17 +241,21 @@ class StationFacts:
 
     @cached_property
     def _docker_run_found(self) -> tuple[list[str], prestart_steps.ShellCommand | None] | None:
-        """The `docker run` the unit's ExecStart performs: its words, and where ExecStart runs a shell script that runs
+        return self.docker_run_in(self.unit)
+
+    def docker_run_in(self, unit: systemd.UnitFacts) -> tuple[list[str], prestart_steps.ShellCommand | None] | None:
+        """The `docker run` a unit's ExecStart performs: its words, and where ExecStart runs a shell script that runs
         it (`ExecStart=/usr/local/bin/glm53-flash-run.sh` with `exec docker run …` in it) that script's command, as
         bash would pass its words, with its file and line. ExecStart's own words (directly or through `sh -c`) come
         first; a script's line that never runs does not count. None when neither runs one."""
-        for command in self.unit.exec_start:
+        for command in unit.exec_start:
             for candidate in shell.commands_of(command.argv, origin="ExecStart"):
                 if docker.is_docker_run(candidate.argv):
                     return list(candidate.argv), None
         cwd, why = self.unit_directory
-        for command in self.unit.exec_start:
-            found = shell.script_run_by(command.argv, self.read_script, self.unit_environment, cwd, why)
+        env = {name: setting.value for name, setting in unit.env.items()}
+        for command in unit.exec_start:
+            found = shell.script_run_by(command.argv, self.read_script, env, cwd, why)
             for candidate in found[1].commands if found is not None else []:
                 if docker.is_docker_run(candidate.runs) and not candidate.never_runs:
                     return candidate.runs, replace(candidate, argv=tuple(candidate.runs))

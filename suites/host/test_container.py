@@ -449,3 +449,120 @@ def test_served_flags_match_profile(
         )
     if notes:
         record_finding(" ".join(notes))
+
+
+def _flag_values(args: list[str]) -> dict[str, object]:
+    """The served flags as vLLM reads their values (its argparse types), to tell a change from a respelling."""
+    values: dict[str, object] = {}
+    for flag, value in parse_serve_args(args).items():
+        if flag in VALUE_TYPES and isinstance(value, str):
+            try:
+                values[flag] = VALUE_TYPES[flag](value)
+                continue
+            except (ValueError, RejectedValue):
+                pass
+        values[flag] = value
+    return values
+
+
+def _places(origins: _Origins, flags: list[str]) -> str:
+    return ", ".join(dict.fromkeys(origins.place(f) for f in flags)) or origins.default
+
+
+def test_next_start_serves_what_runs_now(
+    facts: StationFacts,
+    docker_run: DockerRun,
+    service: Service,
+    station: Station,
+    profile: Profile,
+    record_finding: RecordFinding,
+) -> None:
+    """The unit's next start (a restart, a crash, a reboot) serves what runs now: the unit loads and starts (its
+    EnvironmentFile= files and WorkingDirectory= as they are now), vLLM accepts the arguments ExecStart expands to with
+    the environment as it is now, and they are the ones the running container was started with [000]."""
+    unit = facts.unit
+    name = service.unit
+    restart = f"`systemctl restart {name}`"
+    stops = unit.load_error or unit.start_fails()
+    require(
+        stops is None,
+        found=f"{name} runs now, but its next start stops before vLLM serves: {stops}"
+        if facts.container is not None and facts.container.running
+        else f"the next start of {name} stops before vLLM serves: {stops}",
+        recipe="systemd restarts the serving container after a crash and at boot: the unit's next start serves the "
+        "recipe [000]",
+        fix="put back what the start needs (the file or folder named above), or correct the line it names, then "
+        f"`systemctl daemon-reload`; check with `systemctl show {name} -p LoadState` and `systemd-analyze verify "
+        f"{name}` before {restart}",
+    )
+    container = facts.container
+    running = station.phase == "serving" and container is not None and container.running
+    if not running or container is None:
+        not_applicable(
+            f"no container runs now ({station.phase}): the served-flags checks read the unit, which is what the next "
+            f"start runs; it loads and starts (env files, WorkingDirectory=)"
+        )
+    served = facts.served_config(docker_run.args, docker_run.mounts)
+    _config_unread(served, "a served flag")
+    served_now = facts.served_config(container.args, container.mounts)
+    _config_unread(served_now, "a served flag")
+    origins = _Origins(facts, docker_run)
+    # what vLLM refuses now too is the accepted-flags check's finding: here only what the next start brings
+    refused_now = {r.text for r in refused_args(served_now.args)} if served_now.refused is None else set()
+    refused = [r for r in refused_args(served.args) if r.text not in refused_now] if served.refused is None else []
+    after = [
+        r.text + (f" ({origins.origin(r.flag, always=True)})" if r.flag and origins.origin(r.flag, always=True) else "")
+        for r in refused
+    ] + ([served.refused] if served.refused and not served_now.refused else [])
+    now_said = f"docker inspect {container.name} Args"
+    require(
+        not after,
+        found=f"vLLM serves now ({now_said}), but after a restart it stops at start: " + "; ".join(after),
+        recipe="the unit's next start serves the recipe's flags; a value vLLM refuses ends `vllm serve` at once [000]",
+        fix=f"correct it in {_places(origins, [r.flag for r in refused if r.flag])}, then `systemctl "
+        f"daemon-reload`; the running container keeps serving until the next restart",
+    )
+    now_values, next_values = _flag_values(served_now.args), _flag_values(served.args)
+    now_raw = parse_serve_args(served_now.args)
+    pinned = pinned_flags(profile)
+    changed = sorted(f for f in set(now_values) | set(next_values) if now_values.get(f) != next_values.get(f))
+    # a flag running wrong now that the next start corrects is the served-flags check's finding ("a restart serves it")
+    worse = [f for f in changed if f not in pinned or _same(f, now_raw.get(f), pinned[f])]
+    better = [f for f in changed if f not in worse]
+    lines = [
+        f"--{f}: served now {_text(now_values.get(f, 'absent'))}, after a restart "
+        f"{_text(next_values.get(f, 'absent'))}"
+        + (f" ({origins.origin(f, always=True)})" if origins.origin(f, always=True) else "")
+        for f in worse
+    ]
+    reload_said = ""
+    if unit.need_daemon_reload:
+        on_disk = facts.docker_run_in(facts.unit_from_files)
+        if on_disk is not None:
+            disk_values = _flag_values(facts.served_config(on_disk[0], docker_run.mounts).args)
+            moved = sorted(f for f in set(disk_values) | set(next_values) if disk_values.get(f) != next_values.get(f))
+            if moved:
+                reload_said = (
+                    "; after a `systemctl daemon-reload` (or a reboot) the files on disk serve: "
+                    + ", ".join(f"--{f} {_text(disk_values.get(f, 'absent'))}" for f in moved)
+                )
+    require(
+        not worse,
+        flags=worse,
+        found=f"{name}'s next start will not serve what runs now ({now_said}; the next start: ExecStart with the "
+        f"environment as it is now): " + "; ".join(lines) + reload_said,
+        recipe="the station serves the same flags after a restart as before: a restart, a crash or a reboot must not "
+        "change what is served [000]",
+        fix=f"make {_places(origins, worse)} give what runs now (or what the recipe "
+        f"says), then `systemctl daemon-reload`; restart only once the unit serves the recipe",
+    )
+    if better or reload_said:
+        record_finding(
+            "NEXT START: "
+            + "; ".join(
+                f"--{f}: served now {_text(now_values.get(f, 'absent'))}, after a restart "
+                f"{_text(next_values.get(f, 'absent'))} (the recipe's: a restart serves it)"
+                for f in better
+            )
+            + reload_said
+        )

@@ -29,6 +29,7 @@ HOST_CHECKS = {
     "test_running_container_runs_pinned_image",
     "test_served_flags_match_profile",
     "test_served_flags_are_accepted_by_vllm",
+    "test_next_start_serves_what_runs_now",
     "test_checkpoint_shards_complete",
     "test_checkpoint_config_matches_profile",
     "test_checkpoint_disk_space",
@@ -215,6 +216,16 @@ MESSAGES = {
         "Do: fix the flags in `Environment=VLLM_EXTRA_ARGS=…` in "
         "/etc/systemd/system/glm53-flash.service.d/10-context.conf (line 3)",
         "delete the others",
+    ],
+    # the next start judged beside what runs now: an env file deleted without a restart (issue 40)
+    "env-file-gone-not-restarted": [
+        "vLLM serves now (docker inspect glm53-flash Args), but after a restart it stops at start: --max-model-len : "
+        "invalid human_readable_int value: ''",
+        "`${MAX_MODEL_LEN}` is set by no Environment= or EnvironmentFile=",
+        "EnvironmentFile=-/etc/default/glm53-flash (/etc/systemd/system/glm53-flash.service:16) names a file that "
+        "does not exist, and its `-` makes systemd skip it without a word",
+        "Do: correct it in /etc/default/glm53-flash (EnvironmentFile=- at /etc/systemd/system/glm53-flash.service:16)",
+        "put the file back (or set the variable in an `Environment=` line)",
     ],
     # one root cause, one failure: the first check that needs the missing piece fails, the others are not checked
     "unit-missing": ["unit glm53-flash.service not found", "install the recipe's unit"],
