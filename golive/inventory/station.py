@@ -356,6 +356,7 @@ class StationFacts:
             env=self.unit_environment,
             cwd=cwd,
             cwd_why=why,
+            is_dir=self._is_dir,
         )
 
     @property
