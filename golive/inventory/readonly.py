@@ -52,6 +52,7 @@ ALLOWED = (
     ("lscpu",),
     ("sha256sum",),
     ("echo",),
+    ("journalctl",),  # the unit's own lines (why systemd stopped it); the options that write are refused below
 )
 # Shell syntax that could write or hide a command from the list; `2>/dev/null` is the one redirect allowed.
 _HIDDEN = re.compile(r"`|\$\(|\n")
@@ -135,6 +136,11 @@ def _stage_allowed(words: list[str]) -> bool:
         return not _IP_WRITES & set(keys) and "netns" not in keys
     if keys[0] == "ethtool":  # -i, -k, -S, -m … read; these change the NIC
         return not _ETHTOOL_WRITES & set(keys) and not any(k.startswith(("--set", "--change")) for k in keys)
+    if keys[0] == "journalctl":  # reads, unless told to vacuum, rotate, flush, sync, set up keys or the catalog
+        return not any(
+            k.startswith(("--vacuum", "--rotate", "--flush", "--sync", "--relinquish", "--setup-keys", "--update"))
+            for k in keys
+        )
     if keys[0] == "find":
         if _FIND_WRITES & set(keys):
             return False

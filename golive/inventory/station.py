@@ -67,6 +67,15 @@ class ServedConfig:
 
 
 @dataclass
+class StartLimitHit:
+    """systemd's start limit stopped the unit: what said so."""
+
+    result: str  # `systemctl show -p Result` (252 keeps exit-code; later systemd says start-limit-hit)
+    journal: str  # the journal's "Start request repeated too quickly" line, as journalctl printed it ("" if none)
+    n_restarts: int
+
+
+@dataclass
 class RestartRecord:
     """What systemd says of the unit's restarts (`systemctl show UNIT -p NRestarts -p ActiveState -p
     ActiveExitTimestamp`): NRestarts=2, ActiveState=active, ActiveExitTimestamp=Fri 2026-12-04 23:25:46 UTC."""
@@ -220,6 +229,27 @@ class StationFacts:
             except ValueError:
                 raise FactError(f"`systemctl show` printed ActiveExitTimestamp={exited!r}: not a time") from None
         return RestartRecord(int(count) if count.isdigit() else 0, (props.get("ActiveState") or [""])[-1], exited, when)
+
+    @cached_property
+    def start_limit(self) -> StartLimitHit | None:
+        """Whether systemd's start limit is what stopped the unit: it is failed, and systemd said so (Result=
+        start-limit-hit, or its journal's last word on the unit is "Start request repeated too quickly", which
+        systemd 252 logs while Result stays exit-code); None otherwise. Reads the journal's last 200 lines of the
+        unit only where the unit is failed."""
+        unit = self.unit
+        if unit.active != "failed":
+            return None
+        name = self.service.unit
+        result = (systemd.parse_show(self.run("systemctl show %s -p Result", name)).get("Result") or [""])[-1]
+        journal = self.run("journalctl -u %s -n 200 --no-pager -o short-iso 2>/dev/null", name, ok_rcs=(0, 1))
+        lines = [line.strip() for line in journal.splitlines() if line.strip()]
+        said = next((i for i in range(len(lines) - 1, -1, -1) if "Start request repeated too quickly" in lines[i]), None)
+        started_after = said is not None and any(
+            re.search(r"\]: (Started|Starting) ", line) for line in lines[said + 1 :]
+        )
+        if result != "start-limit-hit" and (said is None or started_after):
+            return None
+        return StartLimitHit(result, lines[said] if said is not None else "", self.restarts.n_restarts)
 
     def saved_logs(self, folder: str) -> list[SavedLog]:
         """The files in `folder` (not its dot files), newest first; [] when it does not exist."""

@@ -217,6 +217,16 @@ MESSAGES = {
         "/etc/systemd/system/glm53-flash.service.d/10-context.conf (line 3)",
         "delete the others",
     ],
+    # one cause, one failure: the start limit stopped the unit; the exited container is not checked on that cause
+    "start-limit-hit": [
+        "glm53-flash.service is failed: systemd's start limit stopped it. It restarted the unit 3 time(s) (NRestarts; "
+        "StartLimitBurst=3 within StartLimitIntervalSec=3600 s), then refused the next start (journal: "
+        '"2026-11-29T13:32:09+0000 gb300-a systemd[1]: glm53-flash.service: Start request repeated too quickly.")',
+        "so container glm53-flash is not running",
+        "Do: read why it crashed",
+        "`systemctl reset-failed glm53-flash.service` (it clears the start limit) and `systemctl start "
+        "glm53-flash.service`",
+    ],
     # a relative path is the current directory's: where systemd starts the prestart (no WorkingDirectory=: `/`)
     "prestart-relative-from-root": [
         "/usr/local/sbin/glm53-flash-prestart.sh:31 sources `./page-cache.sh` relative to the current directory / "
@@ -240,7 +250,7 @@ MESSAGES = {
     "nvidia-smi-missing": ["nvidia-smi: not found", "install `nvidia-smi`"],
 }
 # variants whose one missing piece every dependent check needs: each of those is not checked, naming the failed one
-ONE_ROOT_CAUSE = {"unit-missing", "prestart-missing", "checkpoint-missing", "nvidia-smi-missing"}
+ONE_ROOT_CAUSE = {"unit-missing", "prestart-missing", "checkpoint-missing", "nvidia-smi-missing", "start-limit-hit"}
 
 pytestmark = needs_chroot
 

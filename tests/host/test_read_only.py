@@ -85,6 +85,9 @@ def test_host_layer_changes_nothing_and_sends_only_allowed_commands(tmp_path):
         "nvidia-smi -pm 1",
         "cat /a\nrm /b",
         "cat 'unterminated",
+        "journalctl --vacuum-time=1s",
+        "journalctl --rotate",
+        "journalctl --flush",
     ],
 )
 def test_allow_list_refuses_anything_that_could_write(command):
@@ -100,6 +103,7 @@ def test_allow_list_refuses_anything_that_could_write(command):
         "ip -j link show",
         "ethtool -i eth0",
         "cat -- /etc/os-release",
+        "journalctl -u glm53-flash.service -n 200 --no-pager -o short-iso 2>/dev/null",
     ],
 )
 def test_allow_list_lets_reads_through(command):
