@@ -243,7 +243,8 @@ class StationFacts:
         result = (systemd.parse_show(self.run("systemctl show %s -p Result", name)).get("Result") or [""])[-1]
         journal = self.run("journalctl -u %s -n 200 --no-pager -o short-iso 2>/dev/null", name, ok_rcs=(0, 1))
         lines = [line.strip() for line in journal.splitlines() if line.strip()]
-        said = next((i for i in range(len(lines) - 1, -1, -1) if "Start request repeated too quickly" in lines[i]), None)
+        refused = [i for i, line in enumerate(lines) if "Start request repeated too quickly" in line]
+        said = refused[-1] if refused else None
         started_after = said is not None and any(
             re.search(r"\]: (Started|Starting) ", line) for line in lines[said + 1 :]
         )

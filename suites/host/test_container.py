@@ -548,9 +548,8 @@ def test_next_start_serves_what_runs_now(
             disk_values = _flag_values(facts.served_config(on_disk[0], docker_run.mounts).args)
             moved = sorted(f for f in set(disk_values) | set(next_values) if disk_values.get(f) != next_values.get(f))
             if moved:
-                reload_said = (
-                    "; after a `systemctl daemon-reload` (or a reboot) the files on disk serve: "
-                    + ", ".join(f"--{f} {_text(disk_values.get(f, 'absent'))}" for f in moved)
+                reload_said = "; after a `systemctl daemon-reload` (or a reboot) the files on disk serve: " + ", ".join(
+                    f"--{f} {_text(disk_values.get(f, 'absent'))}" for f in moved
                 )
     require(
         not worse,
