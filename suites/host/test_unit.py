@@ -108,8 +108,8 @@ def test_unit_is_enabled_and_active(facts: StationFacts, service: Service, stati
             + f"; so container {facts.container_name} is not running: the crash the limit stopped is the cause",
             recipe="a crash loop stops at the start cap and stays down until someone reads why [000]",
             fix=f"read why it crashed: the logs the prestart saved ({service.log_dir or 'its log folder'}), "
-            f"`journalctl -u {service.unit}`; fix that, then `systemctl reset-failed {service.unit}` (it clears the start limit) "
-            f"and `systemctl start {service.unit}`",
+            f"`journalctl -u {service.unit}`; fix that, then `systemctl reset-failed {service.unit}` (it clears the "
+            f"start limit) and `systemctl start {service.unit}`",
         )
         require(
             unit.active == "active",
