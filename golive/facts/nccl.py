@@ -232,6 +232,8 @@ def parse_nccl_log(text: str) -> NcclLog:
                 warnings.append(last)
                 if _CARRIES_ON.search(line[level.end() :]):
                     continue  # a WARN, not a death (see _CARRIES_ON)
+                if number == fragment and _may_carry_on(line[level.end() :]):
+                    continue  # cut mid-line where the words that say NCCL carries on may be the ones cut off
             deaths.append(last)
             continue  # a death line is that and nothing else (torch's `…, NCCL version 2.21.5` is no version line)
         if level:
@@ -289,6 +291,17 @@ def parse_nccl_log(text: str) -> NcclLog:
         Line(fragment, lines[-1].strip()) if fragment else None,
         hole,
     )
+
+
+# how the WARNs NCCL carries on after begin (see _CARRIES_ON: src/transport/net_ib, init.cc, shm.cc, graph/xml.cc)
+_CARRY_ON_STARTS = ("NET/IB : ", "Unable to ", "NCCL_WORK_FIFO_BYTES=", "Ignoring SHM", "Skipping nvlink")
+
+
+def _may_carry_on(message: str) -> bool:
+    """A WARN's message cut mid-line could still have been one NCCL carries on after: nothing of it is left, or what
+    is left is the start of one of those (`NET/IB : mlx5_0:1 Got` may have gone on `non-fatal async event`)."""
+    said = message.strip()
+    return not said or any(start.startswith(said) or said.startswith(start) for start in _CARRY_ON_STARTS)
 
 
 def _process(text: str) -> tuple[str, str] | None:
