@@ -94,6 +94,13 @@ VARIANTS = {
         ("test_image_pinned_by_digest", "test_running_container_runs_pinned_image"),
         recreates=True,
     ),
+    "env-file-removed-not-restarted": Variant(
+        "the serving line takes --max-num-seqs ${MAX_NUM_SEQS} from `EnvironmentFile=-/etc/default/glm53-flash`; "
+        "the unit restarted with it, then the file deleted without a restart: vLLM serves 16, the next start passes "
+        "an empty value",
+        ("test_next_start_serves_what_runs_now",),
+        recreates=True,
+    ),
     "max-num-seqs-1": Variant(
         "the docker run line serves --max-num-seqs 1 (recipe 16); the unit restarted",
         ("test_served_flags_match_profile",),
@@ -170,7 +177,22 @@ _BREAKS: dict[str, Callable[[Record], object]] = {
     "image-by-tag": lambda r: _by_tag(r, repushed=False),
     "tag-repushed": lambda r: _by_tag(r, repushed=True),
     "max-num-seqs-1": lambda r: _edit_run_line(r, r"s|--max-num-seqs [0-9]*|--max-num-seqs 1|"),
+    "env-file-removed-not-restarted": lambda r: _env_file_then_gone(r),
 }
+ENV_FILE = "/etc/default/glm53-flash"
+
+
+def _env_file_then_gone(record: Record) -> None:
+    """The serving line reads --max-num-seqs from an optional env file; the unit restarts with it (the same 16 the
+    healthy line serves); then the file is deleted, without a restart."""
+    ssh(
+        record,
+        f"printf 'MAX_NUM_SEQS=16\\n' > {ENV_FILE} && sed -i "
+        f"-e 's|--max-num-seqs [0-9]*|--max-num-seqs ${{MAX_NUM_SEQS}}|' "
+        f"-e 's|^ExecStart=$|EnvironmentFile=-{ENV_FILE}\\nExecStart=|' {SERVING_DROPIN} && systemctl daemon-reload",
+    )
+    _restart(record, serving=False, timeout=300)
+    ssh(record, f"rm -f {ENV_FILE}")
 
 
 def apply_variant(record: Record, variant: str, serving: bool = True, timeout: float = 300) -> None:
@@ -182,7 +204,7 @@ def apply_variant(record: Record, variant: str, serving: bool = True, timeout: f
     if variant == "healthy":
         return
     _BREAKS[variant](record)
-    if VARIANTS[variant].recreates:
+    if VARIANTS[variant].recreates and variant != "env-file-removed-not-restarted":  # that one restarts itself
         _restart(record, serving, timeout)
 
 
@@ -198,7 +220,7 @@ def revert_variant(record: Record, serving: bool = True, timeout: float = 300) -
     recreate = _restore(record, SERVING_DROPIN, healthy_dropin)
     _restore(record, files.PRESTART, files.PRESTART_SCRIPT, mode="0755")
     recreate = _restore_tag(record) or recreate
-    ssh(record, f"rm -f {OVERRIDE} && systemctl enable --quiet {files.UNIT} && systemctl daemon-reload")
+    ssh(record, f"rm -f {OVERRIDE} {ENV_FILE} && systemctl enable --quiet {files.UNIT} && systemctl daemon-reload")
     if recreate or not _container_is_healthy(record):
         _restart(record, serving, timeout)
     elif serving:
