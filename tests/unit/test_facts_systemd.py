@@ -728,3 +728,79 @@ def test_systemctl_show_environment_and_env_files():
     located = unit.with_origins(unit_from_file(sections, True, "active", cleared, [UNIT_ENV[0]]))
     assert located.environment[0].where == f"{E}/glm53-flash.service:2"
     assert located.environment_files[1].where == f"{E}/glm53-flash.service:4"
+
+
+# --- read back from systemd 252 by the systemd oracle (testbed/golive_testbed/oracles/systemd_oracle.py) ----------
+
+
+def _read(*files: tuple[str, str]):
+    from golive.facts.systemd import read_unit
+
+    return read_unit(list(files))
+
+
+def test_a_refused_line_in_a_drop_in_ends_that_drop_in_and_the_unit_still_loads():
+    """systemd 252 stops reading a drop-in at a setting it refuses (here a `+!` prefix): what came before stays, the
+    commands before the refused one on that line too, and the unit loads; in the unit file it refuses the unit."""
+    unit = _read(
+        (f"{E}/x.service", "[Service]\nType=oneshot\nExecStart=/bin/a\n"),
+        (
+            f"{E}/x.service.d/a.conf",
+            "[Service]\nEnvironment=A=1\nExecStartPre=/bin/b x ; +!/bin/c\nRestart=on-failure\n",
+        ),
+    )
+    assert unit.load_error is None and unit.env == {} and unit.restart == "no"  # Restart= came after: not applied
+    assert [c.argv for c in unit.exec_start_pre] == [["/bin/b", "x"]]
+    assert [s.name for s in unit.environment] == ["A"]
+    assert any("systemd stops reading" in n for n in unit.ignored)
+    refused = _read((f"{E}/x.service", "[Service]\nExecStartPre=/bin/a %Z\nExecStartPre=\nExecStart=/bin/a\n"))
+    assert refused.load_error and "bad-setting" in refused.load_error  # even though a later line resets it
+
+
+def test_what_service_verify_refuses_and_an_empty_unit_file():
+    assert "only Type=oneshot" in (
+        _read((f"{E}/x.service", "[Service]\nExecStart=/a\nExecStart=/b\n")).load_error or ""
+    )
+    assert "Restart=always" in (
+        _read((f"{E}/x.service", "[Service]\nType=oneshot\nExecStart=/a\nRestart=always\n")).load_error or ""
+    )
+    assert "no ExecStart=" in (_read((f"{E}/x.service", "[Service]\nType=simple\n")).load_error or "")
+    assert "masked" in (_read((f"{E}/x.service", "")).load_error or "")
+
+
+def test_working_directory_as_systemd_runs_the_commands():
+    """WorkingDirectory=: `-` makes a missing folder no error (the commands run in `/`), without it every command
+    fails (200/CHDIR) and the start with it; `~` is root's home and sets $HOME; a relative path refuses the unit."""
+
+    def unit(line: str):
+        return _read((f"{E}/x.service", f"[Service]\nExecStart=/bin/a\n{line}\n")).with_environment(
+            lambda p: None, is_dir=lambda p: p in ("/srv", "/root")
+        )
+
+    assert unit("WorkingDirectory=/srv").run_directory == "/srv"
+    assert (unit("WorkingDirectory=-/gone").run_directory, unit("WorkingDirectory=-/gone").start_fails()) == ("/", None)
+    assert "status=200/CHDIR" in (unit("WorkingDirectory=/gone").start_fails() or "")
+    home = unit("WorkingDirectory=~")
+    assert home.run_directory == "/root" and home.env["HOME"].value == "/root"
+    assert "bad-setting" in (unit("WorkingDirectory=relative").load_error or "")
+
+
+def test_systemctl_show_of_252_prints_argv_bare_and_the_files_say_where_words_end():
+    """252 prints `"c d"` as `c d` and a newline in an argument as it is: the words come from the unit file."""
+    text = "[Service]\nExecStart=/bin/x \"c d\" 'e\\nf'\n"
+    files = unit_from_file(parse_unit_file(text, f"{E}/x.service"), True, "active", files=[f"{E}/x.service"])
+    shown = unit_from_show(
+        parse_show(
+            "Id=x.service\nExecStart={ path=/bin/x ; argv[]=/bin/x c d e\nf ; ignore_errors=no ; start_time=[n/a] }\n"
+        )
+    ).with_origins(files)
+    assert shown.exec_start[0].argv == ["/bin/x", "c d", "e\nf"] and shown.exec_start[0].where == f"{E}/x.service:2"
+
+
+def test_specifiers_of_the_system_manager_and_the_host():
+    from golive.facts.unit_files import BadSpecifier, Specifiers
+
+    spec = Specifiers("a-b.service", f"{E}/a-b.service", {"H": "gb300-a", "m": "0123"})
+    assert spec.resolve("%t %u %S %H %m %y %Y %j %%") == f"/run root /var/lib gb300-a 0123 {E}/a-b.service {E} b %"
+    with pytest.raises(BadSpecifier):
+        spec.resolve("%Z")
