@@ -7,9 +7,10 @@ Each reader meets its oracle (testbed/golive_testbed/oracles): golive's unit rea
 station (`--station NAME`: one `golive station up --name NAME` brought up; without it the systemd reader is skipped and
 said so), golive's prestart reader against bash, its reading of the served flags against vLLM's own argument parser,
 its NCCL log reader against NCCL's log grammar. The figure is agreements out of inputs; every disagreement is printed
-reduced to its smallest input (the first five a reader) and written to --out with the figures, so each is a named
-gap (docs/performance.md, "golive's readers against the tools") or a bug to fix. The bash reader's inputs are split
-over --jobs processes. The machine is shared: the seconds are this run's, not a promise.
+reduced to its smallest input (the first five a reader) and written to --out with the figures (a reader not run
+keeps the figures --out had), so each is a named gap (docs/performance.md, "golive's readers against the tools") or a
+bug to fix. The bash reader's inputs are split over --jobs processes. The machine is shared: the seconds are this
+run's, not a promise.
 """
 
 from __future__ import annotations
@@ -87,11 +88,16 @@ def main() -> int:
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "oracles.json"))
     ns = parser.parse_args()
     readers = ns.readers.split(",")
-    results: dict[str, Any] = {
-        "command": " ".join(sys.argv),
-        "machine": f"{platform.node()} ({platform.machine()}, shared)",
-        "readers": {},
-    }
+    # each reader's figures keep the command and machine that gave them: a later run of some readers leaves the
+    # others' figures in --out as they were
+    out = Path(ns.out)
+    results: dict[str, Any] = {"readers": {}}
+    if out.exists():
+        try:
+            results["readers"] = dict(json.loads(out.read_text()).get("readers", {}))
+        except (ValueError, AttributeError):
+            pass
+    run = {"command": " ".join(sys.argv), "machine": f"{platform.node()} ({platform.machine()}, shared)"}
     for reader in readers:
         print(f"[oracles] {reader}: {ns.count:,} inputs …", flush=True)
         if reader == "systemd":
@@ -115,15 +121,15 @@ def main() -> int:
             figures = _with(nccl_oracle.run(ns.count, ns.seed), nccl_oracle.LogCase.describe)
         else:
             parser.error(f"unknown reader {reader!r}")
-        results["readers"][reader] = figures
+        results["readers"][reader] = figures | run
         print(f"[oracles] {figures['line']}", flush=True)
         for d in figures["disagreements"][:5]:
             print(
                 f"  {d['what']}: golive {d['golive']}, the tool {d['tool']}\n    " + d["input"].replace("\n", "\n    ")
             )
-    Path(ns.out).write_text(json.dumps(results, indent=2) + "\n")
+    out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"[oracles] written {ns.out}")
-    return 0 if all(not r["disagreements"] for r in results["readers"].values()) else 1
+    return 0 if all(not results["readers"][r]["disagreements"] for r in readers if r in results["readers"]) else 1
 
 
 if __name__ == "__main__":

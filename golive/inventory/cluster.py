@@ -242,9 +242,10 @@ class ClusterFacts:
         return (self.station_facts.read("/proc/sys/kernel/hostname") or "").strip()
 
     def _files(self, folder: str) -> list[tuple[str, float]]:
-        """The files in `folder` with their modification time (seconds since the epoch), by name."""
+        """The files in `folder` with their modification time (seconds since the epoch), by name. `folder` may be a
+        link (a log folder moved to a larger disk): `-H` follows it."""
         text = self.station_facts.run(
-            "find %s -maxdepth 1 -type f -exec stat -c '%%n|%%Y' {} + 2>/dev/null", folder, ok_rcs=(0, 1)
+            "find -H %s -maxdepth 1 -type f -exec stat -c '%%n|%%Y' {} + 2>/dev/null", folder, ok_rcs=(0, 1)
         )
         found = []
         for line in text.splitlines():

@@ -195,6 +195,31 @@ def _env_file_then_gone(record: Record) -> None:
     ssh(record, f"rm -f {ENV_FILE}")
 
 
+# --- the serving run's own NCCL log (the cluster layer, issue 40) -----------------------------------------------------
+
+NCCL_LOG_DIR = "/var/log/glm53"  # where the container's NCCL writes, bound from the station's own /var/log/glm53
+NCCL_DEBUG_FILE = f"{NCCL_LOG_DIR}/nccl.%h.%p.log"  # NCCL expands %h (host name) and %p (pid): src/debug.cc
+
+
+def serve_with_nccl_debug_file(record: Record, timeout: float = 300) -> None:
+    """The docker run line gets `-e NCCL_DEBUG_FILE=/var/log/glm53/nccl.%h.%p.log` (written `%%h.%%p` in the drop-in:
+    systemd expands `%h` itself, to root's home) and a bind of the station's /var/log/glm53 there; the unit restarted
+    (running, not serving: the cluster layer reads `docker inspect` and the files). The station's Docker engine is the
+    host's (realstation_files.serving_dropin), so the bind's source is a host path, ROOT/var/log/glm53: inside the
+    station that path is made a link to /var/log/glm53, as the source is the station's own path where its engine is
+    its own. vLLM's CPU build writes no NCCL log: the caller writes the files NCCL would have."""
+    host_dir = f"{record.root}{NCCL_LOG_DIR}"
+    debug_file = NCCL_DEBUG_FILE.replace("%", "%%")
+    ssh(
+        record,
+        f"mkdir -p {NCCL_LOG_DIR} {shlex.quote(str(record.root) + '/var/log')} && "
+        f"ln -sfn {NCCL_LOG_DIR} {shlex.quote(host_dir)} && "
+        f"sed -i 's|--name {files.CONTAINER} |&-e NCCL_DEBUG_FILE={debug_file} -v {host_dir}:{NCCL_LOG_DIR} |' "
+        f"{SERVING_DROPIN} && systemctl daemon-reload",
+    )
+    _restart(record, serving=False, timeout=timeout)
+
+
 def apply_variant(record: Record, variant: str, serving: bool = True, timeout: float = 300) -> None:
     """Break the running station the way the variant says (the station stays up). A variant that lives in the
     container restarts the unit and waits for the new container: serving (GET /health 200) when `serving`, else only
@@ -220,7 +245,11 @@ def revert_variant(record: Record, serving: bool = True, timeout: float = 300) -
     recreate = _restore(record, SERVING_DROPIN, healthy_dropin)
     _restore(record, files.PRESTART, files.PRESTART_SCRIPT, mode="0755")
     recreate = _restore_tag(record) or recreate
-    ssh(record, f"rm -f {OVERRIDE} {ENV_FILE} && systemctl enable --quiet {files.UNIT} && systemctl daemon-reload")
+    ssh(
+        record,
+        f"rm -rf {OVERRIDE} {ENV_FILE} {NCCL_LOG_DIR} && rm -f {shlex.quote(str(record.root) + NCCL_LOG_DIR)} && "
+        f"systemctl enable --quiet {files.UNIT} && systemctl daemon-reload",
+    )
     if recreate or not _container_is_healthy(record):
         _restart(record, serving, timeout)
     elif serving:

@@ -20,6 +20,7 @@ what systemd said:
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import shlex
 import subprocess
@@ -221,9 +222,11 @@ class SystemdOracle:
     def reduced(self, found: Disagreement[UnitCase]) -> UnitCase:
         """The smallest form of the case that still disagrees on the same reading."""
         case = found.case
+        tried = itertools.count()  # a name of its own for each candidate: a command of one still running (Restart=)
+        # writes no record into another's
 
         def still(candidates: list[UnitCase]) -> list[bool]:
-            renamed = [_renamed(c, f"{c.name.split('-')[0]}r{i}-svc.service") for i, c in enumerate(candidates)]
+            renamed = [_renamed(c, f"{c.name.split('-')[0]}r{next(tried)}-svc.service") for c in candidates]
             seen = self.observe(renamed)
             verdicts = []
             for c, s in zip(renamed, seen, strict=True):
@@ -410,12 +413,19 @@ def compare(case: UnitCase, seen: Observed, host: dict[str, str]) -> Disagreemen
     # start goes on past it only with `-`; golive does not judge that, the station's files do)
     refused = bool(unit.start_refused)  # an env file without `-` missing: systemd does not start it at all
     expected: list[systemd.ExecCommand] = []
-    failed = False
-    for command in [c for attr in ORDER for c in getattr(unit, attr)]:
-        if _exists((command.written or command.argv)[0]) and not unit.chdir_fails:
-            expected.append(command)
-        elif not command.ignore_errors:
-            failed = True
+    failed = post_failed = stopped = False
+    for attr in ORDER:
+        for command in getattr(unit, attr):
+            if _exists((command.written or command.argv)[0]) and not unit.chdir_fails:
+                expected.append(command)
+            elif not command.ignore_errors:
+                failed, post_failed = True, post_failed or attr == "exec_start_post"
+                # Type=simple forks the main process and goes on to ExecStartPost= before the main process execs
+                # its program: a program that is not there fails the main process, not what follows it
+                stopped = attr != "exec_start" or unit.service_type != "simple"
+                if stopped:
+                    break
+        if stopped:
             break
     # with Restart= systemd may start it again (after a failed command, or a main process that ended): the start
     # limit then stops it; the first attempt is what golive reads
@@ -438,7 +448,8 @@ def compare(case: UnitCase, seen: Observed, host: dict[str, str]) -> Disagreemen
         def words(commands: list[systemd.ExecCommand]) -> list[list[str]]:
             return [[str(w) for w in c.argv[1:]] for c in expected if any(c is x for x in commands)]
 
-        must = words(unit.exec_start_pre) + words(unit.exec_start)
+        # an ExecStartPost= that fails stops the unit: its main process may be killed before it records
+        must = words(unit.exec_start_pre) + ([] if post_failed else words(unit.exec_start))
         if not all(r in mine_runs for r in ran) or not all(m in ran for m in must):
             return Disagreement(
                 "the commands run, each with its arguments after $VAR expansion", str(mine_runs), str(ran), case
