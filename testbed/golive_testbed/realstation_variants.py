@@ -220,6 +220,40 @@ def serve_with_nccl_debug_file(record: Record, timeout: float = 300) -> None:
     _restart(record, serving=False, timeout=timeout)
 
 
+# --- a prestart that sources its steps by a relative path (issue 40: what golive cannot resolve is not checked) ----
+
+PRESTART_LIB = "/usr/local/lib/glm53-flash"  # where the sourced steps live
+PAGE_CACHE_STEPS = "sync\necho 1 > /proc/sys/vm/drop_caches\n"  # the prestart's own lines, moved to page-cache.sh
+SOURCED_BY = {
+    # how the prestart reaches page-cache.sh in place of its sync and drop lines; the unit's drop-in for it
+    "cd-then-relative": (f"cd {PRESTART_LIB}\n. ./lib.sh\n", ""),
+    "working-directory": (". ./page-cache.sh\n", f"[Service]\nWorkingDirectory={PRESTART_LIB}"),
+    "relative-from-root": (". ./page-cache.sh\n", ""),
+    "unknown-variable": ('. "$GLM53_LIB/page-cache.sh"\n', ""),
+}
+
+
+def prestart_sources_steps(record: Record, how: str) -> int:
+    """The prestart's sync and drop_caches lines moved to PRESTART_LIB/page-cache.sh (and a lib.sh there that sources
+    it from its folder), and sourced as `how` says (SOURCED_BY): a `cd` then `. ./lib.sh`, `. ./page-cache.sh` with
+    the unit's WorkingDirectory= there (`systemctl edit`) or without one, or through a variable no file sets. The
+    station is not restarted: golive reads the files. The line number of the source line in the prestart."""
+    lines, dropin = SOURCED_BY[how]
+    script = files.PRESTART_SCRIPT
+    if PAGE_CACHE_STEPS not in script:
+        raise StationError(f"the station's prestart has no `{PAGE_CACHE_STEPS!r}` to move")
+    before = script.split(PAGE_CACHE_STEPS, 1)[0]
+    ssh(
+        record,
+        f"mkdir -p {PRESTART_LIB} && printf '%s' {shlex.quote(PAGE_CACHE_STEPS)} > {PRESTART_LIB}/page-cache.sh && "
+        f"printf '. ./page-cache.sh\\n' > {PRESTART_LIB}/lib.sh && cat > {files.PRESTART}",
+        stdin=script.replace(PAGE_CACHE_STEPS, lines, 1),
+    )
+    if dropin:
+        _systemctl_edit(record, dropin)
+    return before.count("\n") + lines.count("\n")
+
+
 def apply_variant(record: Record, variant: str, serving: bool = True, timeout: float = 300) -> None:
     """Break the running station the way the variant says (the station stays up). A variant that lives in the
     container restarts the unit and waits for the new container: serving (GET /health 200) when `serving`, else only
@@ -247,7 +281,8 @@ def revert_variant(record: Record, serving: bool = True, timeout: float = 300) -
     recreate = _restore_tag(record) or recreate
     ssh(
         record,
-        f"rm -rf {OVERRIDE} {ENV_FILE} {NCCL_LOG_DIR} && rm -f {shlex.quote(str(record.root) + NCCL_LOG_DIR)} && "
+        f"rm -rf {OVERRIDE} {ENV_FILE} {NCCL_LOG_DIR} {PRESTART_LIB} && "
+        f"rm -f {shlex.quote(str(record.root) + NCCL_LOG_DIR)} && "
         f"systemctl enable --quiet {files.UNIT} && systemctl daemon-reload",
     )
     if recreate or not _container_is_healthy(record):
