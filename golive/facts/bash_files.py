@@ -225,6 +225,7 @@ class _Files(_Exits):
         finally:
             self.frames.pop()
             self.ctx.stack.pop()
+            self.left_scope()
 
     def _run(self, run: _Run, command: ShellCommand) -> bool:
         """FILE run as its own process: its commands, under the conditions of the line that runs it. True when it

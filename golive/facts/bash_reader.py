@@ -13,6 +13,7 @@ from typing import Any
 from golive.facts.bash_conditions import (
     _NEEDS_READING,
     ALWAYS,
+    CASE_ALL,
     NEVER,
     _and,
     _constant,
@@ -23,10 +24,11 @@ from golive.facts.bash_conditions import (
 )
 from golive.facts.bash_exits import _certain_failure
 from golive.facts.bash_files import _Files, _runs_script, inline_script
-from golive.facts.bash_walk import CASE_ARM, _Frame, _Function
-from golive.facts.prestart_steps import Guard, ShellCommand, _unwrap
+from golive.facts.bash_walk import CASE_NONE, CASE_WORDS, _CdScope, _Frame, _Function
+from golive.facts.prestart_steps import Guard, ShellCommand, _at, _unwrap
 
 _GLOB = re.compile(r"[*?\[]")
+_MOVES = re.compile(r"(^|[\s;&|(])(cd|pushd|popd)(\s|;|$)")
 
 
 def _exit_lets_start_go_on(argv: list[str], conditional: bool) -> bool:
@@ -77,7 +79,7 @@ class _Walker(_Files):
             return True
         ended, returns = len(self.ended), [len(f.returns) for f in self.frames]
         options, env, traps = (self.errexit, self.errexit_sure, self.pipefail), dict(self.env), self.traps
-        cwd = (self.cwd, self.cwd_why)  # a `cd` in a subshell changes only the subshell's directory
+        cwd = (self.cwd, self.cwd_why, list(self.cwd_scopes))  # a `cd` in a subshell changes only its own directory
         self.traps = []  # its own EXIT traps, run when it exits
         try:
             for child in list_:
@@ -89,7 +91,7 @@ class _Walker(_Files):
             for frame, count in zip(self.frames, returns, strict=True):
                 del frame.returns[count:]
             (self.errexit, self.errexit_sure, self.pipefail), self.env, self.traps = options, env, traps
-            self.cwd, self.cwd_why = cwd
+            self.cwd, self.cwd_why, self.cwd_scopes = cwd
         if failed:  # the subshell exits non-zero: under `set -e`, the script stops here
             self._errexit_stop(node, self.source_of(node.pos[0], node.pos[1]))
         return False
@@ -167,7 +169,7 @@ class _Walker(_Files):
         condition when every earlier one was false. A condition golive can decide decides it."""
         reach, why = ALWAYS, ""  # of the next condition (or else)
         section: list[Any] = []
-        is_case = self.source_of(node.pos[0], node.pos[1]).startswith(f"if {CASE_ARM};")  # bash_walk._case_as_if
+        is_case = self.source_of(node.pos[0], node.pos[1]).startswith(f"if {CASE_NONE};")  # bash_walk._case_as_if
         in_condition = False
         guard: Guard | None = None
         for part in _flat(parts):
@@ -177,11 +179,15 @@ class _Walker(_Files):
                     guard = self._branch_guard(reach, node, part.pos[0], why)
                 elif part.word == "then":
                     value = _constant_of(section)
+                    condition = (
+                        self.source_of(section[0].pos[0], section[-1].pos[1]).rstrip(";").strip() if section else ""
+                    )
                     decided = (
-                        f"`{self.source_of(section[0].pos[0], section[-1].pos[1]).rstrip(';').strip()}` is "
-                        f"always {'true' if value else 'false'}"
-                        if section and value is not None
-                        else ""
+                        ""
+                        if value is None
+                        else f"an arm before it, `*)` at line {self.line_of(section[0].pos[0])}, matches every word"
+                        if condition == CASE_ALL
+                        else f"`{condition}` is always {'true' if value else 'false'}"
                     )
                     branch = _reach(reach, value)
                     guard = self._branch_guard(
@@ -219,6 +225,7 @@ class _Walker(_Files):
                 if part.word == "do" and not body:
                     body = True
                     guard = self._loop_guard(node, kind, words, condition, after_in)
+                    self._loop_moves(node, kind, guard, words)
                 continue
             if body:
                 self.under(guard, part)
@@ -233,6 +240,16 @@ class _Walker(_Files):
                 finally:
                     self.checked -= 1
         return False
+
+    def _loop_moves(self, node: Any, kind: str, guard: Guard | None, words: list[Any]) -> None:
+        """A loop whose body may run more than once and changes the directory (`cd`, `pushd`, `popd` in it): each pass
+        starts where the last one left, so golive, reading the body once, does not know the directory in it or after
+        it."""
+        once = (guard is not None and guard.never) or (kind == "for" and guard is None and len(words) == 1)
+        text = self.source_of(node.pos[0], node.pos[1])
+        if not once and _MOVES.search(text):
+            at = f"the `{kind}` loop at {_at(self.origin, self.line_of(node.pos[0]), self.via)}"
+            self.cwd, self.cwd_why = None, f"{at} changes the directory on each pass (not known in it or after it)"
 
     def _loop_guard(self, node: Any, kind: str, words: list[Any], condition: list[Any], after_in: bool) -> Guard | None:
         if kind == "for":
@@ -286,7 +303,7 @@ class _Walker(_Files):
     # --- simple commands ------------------------------------------------------------------------------------------
 
     def visitcommand(self, node: Any, parts: Any) -> bool:
-        if parts and parts[0].kind == "word" and parts[0].word == CASE_ARM:
+        if parts and parts[0].kind == "word" and parts[0].word in CASE_WORDS:
             return False  # a `case` arm's condition (bash_walk._case_as_if): nothing runs
         argv, redirects, assignments = [], [], []
         for part in parts:
@@ -358,9 +375,8 @@ class _Walker(_Files):
         at = f"the `{' '.join(argv)}` at {command.where()}"
         args = [a for a in argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
         target = args[0] if args else (self.env.get("HOME", "/root") if argv[0] == "cd" else None)
-        if self.guards:  # inside a branch, a loop, on the right of && or ||: maybe
-            self.cwd, self.cwd_why = None, f"{at} may not run (so the directory after it is not known)"
-        elif target is None or target == "-" or _NEEDS_READING.search(target):
+        before = self.cwd
+        if target is None or target == "-" or _NEEDS_READING.search(target):
             self.cwd, self.cwd_why = None, f"golive cannot work out the directory of {at}"
         elif target.startswith("/") or self.cwd is not None:
             went = "/" + posixpath.normpath(posixpath.join(self.cwd or "/", target)).lstrip("/")
@@ -368,7 +384,15 @@ class _Walker(_Files):
                 return True  # bash: "cd: …: No such file or directory"; the directory stays
             self.cwd, self.cwd_why = went, at
         else:
-            self.cwd_why = f"{at}, from a directory golive does not know"
+            self.cwd_why = f"{at}, from a directory golive does not know" + (
+                f" ({self.cwd_why})" if self.cwd_why else ""
+            )
+        # inside a branch, a loop, on the right of && or ||, after a `return` that may end its function or sourced
+        # file first: it may not run. What follows it there runs after it (its directory holds); once out, the
+        # directory is known only where it is the same either way (left_scope)
+        returns = [n for n, frame in enumerate(self.frames, 1) if frame.returns]
+        if self.guards or returns:
+            self.cwd_scopes.append(_CdScope(len(self.guards), max(returns, default=0), before, at))
         return False
 
     def _assign(self, assignment: str) -> None:
@@ -389,6 +413,7 @@ class _Walker(_Files):
         finally:
             del self.guards[len(self.guards) - len(missing) :]
             self.frames.pop()
+            self.left_scope()
             self.calling.discard(name)
         call_line = self.line_of(node.pos[0])  # report the call site: that is where the order is decided
         self.commands[first:] = [

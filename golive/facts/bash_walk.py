@@ -14,6 +14,7 @@ import bashlex
 import bashlex.ast
 import bashlex.errors
 
+from golive.facts.bash_conditions import CASE_ALL, CASE_NONE
 from golive.facts.prestart_steps import Guard, ShellCommand, Unfollowed, Via, _at
 
 Reader = Callable[[str], "str | None"]  # a station path -> its text; None when it is not a regular file there
@@ -29,6 +30,20 @@ class _Function:
     text: str
     via: tuple[Via, ...]
     guards: tuple[Guard, ...] = ()  # the constructs around its definition: it exists only where they let it run
+
+
+@dataclass(frozen=True)
+class _CdScope:
+    """A `cd` that may not run, and what decides it: `guards` deep in the walk's guards, and inside the first
+    `frames` frames (the innermost that may `return` before it)."""
+
+    guards: int
+    frames: int
+    before: str | None  # the directory where it does not run
+    at: str  # "the `cd /x` at FILE:LINE"
+
+    def holds(self, walker: _WalkerBase) -> bool:
+        return len(walker.guards) >= self.guards and len(walker.frames) >= self.frames
 
 
 @dataclass
@@ -109,6 +124,9 @@ class _WalkerBase(bashlex.ast.nodevisitor):
         # the current directory a relative path resolves against (None: golive cannot tell), and why it is that one
         self.cwd: str | None = None
         self.cwd_why = ""
+        # each `cd` that may not run, while the walk is still inside what decides it (its branch, loop, `&&`; a
+        # function or sourced file that may `return` before it): what lies there ran after it, so its directory holds
+        self.cwd_scopes: list[_CdScope] = []
         self.exported: set[str] = set()  # the variables a process it runs inherits (systemd's, `export`ed)
         # a relative path it read, by (file, line, path as written): the path bash found and how, for messages
         self.resolved_paths: dict[tuple[str, int, str], tuple[str, str]] = {}
@@ -133,6 +151,15 @@ class _WalkerBase(bashlex.ast.nodevisitor):
             self.visit(node)
         finally:
             self.guards.pop()
+            self.left_scope()
+
+    def left_scope(self) -> None:
+        """Out of what decides a `cd` that may not run: from here on the directory is the one before it or the one it
+        went to; known only where those are one."""
+        while self.cwd_scopes and not self.cwd_scopes[-1].holds(self):
+            scope = self.cwd_scopes.pop()
+            if self.cwd != scope.before:
+                self.cwd, self.cwd_why = None, f"{scope.at} may not run (so the directory after it is not known)"
 
     def current_guards(self) -> tuple[Guard, ...]:
         return tuple(self.guards) + tuple(self.ended) + tuple(g for f in self.frames for g in f.returns)
@@ -192,15 +219,18 @@ class _Switch:
 
 
 CASE_ARM = "__golive_case_arm"  # the condition of an arm of a `case` read as an `if`: decided by the station
+CASE_WORDS = (CASE_ARM, CASE_NONE, CASE_ALL)
 _CASE_OPEN = re.compile(r"^(\s*)case\s.*\bin\s*$")
 _CASE_ARM = re.compile(r"^(\s*)\(?\s*([^()\s][^()]*?)\s*\)\s*(.*?)\s*(;;|;&|;;&)?\s*$")
 
 
 def _case_as_if(text: str) -> str:
     """`case … in` blocks written one arm a line (bashlex has no `case`) as the `if` chain they behave like, line for
-    line: `case "$X" in` opens an `if` whose first branch holds nothing, each `PATTERN) CMDS ;;` is an `elif` on an arm
-    condition golive cannot decide, `esac` is `fi`. Nested in any construct, they are then read like the rest (each
-    arm's steps "may not run", inside the `case` at its line)."""
+    line: `case "$X" in` opens an `if` whose first branch never runs and holds nothing, each `PATTERN) CMDS ;;` is an
+    `elif` on an arm condition golive cannot decide, `esac` is `fi`. An arm whose patterns include a bare `*` matches
+    every word: its condition is true (the arms after it never run), unless it ends with `;&` / `;;&` (bash goes on to
+    the next arm). Nested in any construct, they are then read like the rest (each arm's steps "may not run", inside
+    the `case` at its line)."""
     if "case" not in text or "esac" not in text:
         return text
     lines = text.split("\n")
@@ -211,7 +241,7 @@ def _case_as_if(text: str) -> str:
         opened = _CASE_OPEN.match(line)
         if opened:  # the `if` starts on the `case` line, so its line is the one findings name
             stack.append(True)
-            out[i] = f"{opened.group(1)}if {CASE_ARM}; then {CASE_ARM}"
+            out[i] = f"{opened.group(1)}if {CASE_NONE}; then {CASE_ARM}"
             continue
         if not stack:
             continue
@@ -227,8 +257,22 @@ def _case_as_if(text: str) -> str:
             keyword = "elif" if stack[-1] else "if"
             stack[-1] = True
             body = arm.group(3)
-            out[i] = f"{arm.group(1)}{keyword} {CASE_ARM}; then" + (f" {body}" if body else "")
+            matches_all = "*" in (p.strip() for p in arm.group(2).split("|")) and _ends_arm(lines, i) == ";;"
+            condition = CASE_ALL if matches_all else CASE_ARM
+            out[i] = f"{arm.group(1)}{keyword} {condition}; then" + (f" {body}" if body else "")
     return "\n".join(out) if not stack else text
+
+
+def _ends_arm(lines: list[str], i: int) -> str:
+    """How the `case` arm opened at line `i` ends (`;;`, `;&`, `;;&`): the first terminator from that line on; "" where
+    another `case` opens first (golive does not tell whose terminator it is)."""
+    for n, line in enumerate(lines[i:]):
+        if n and _CASE_OPEN.match(line):
+            return ""
+        end = re.search(r"(;;&|;;|;&)\s*$", line)
+        if end:
+            return end.group(1)
+    return ""
 
 
 _CASE = re.compile(r"\s*case\s.*\bin\s*$")
@@ -259,6 +303,7 @@ def _case_arms(walker: _WalkerBase, text: str, chunk_start: int, chunk: str) -> 
                 walker.visit(_shift(tree, len(padding)))
     finally:
         walker.guards.remove(guard)
+        walker.left_scope()
     return True
 
 

@@ -258,6 +258,27 @@ FILES_CASES: list[tuple[str, dict[str, str], str]] = [
     ("and-on-station", {"main": f'[ "$X" = 1 ] && {DROP}\n'}, "may not run"),
     ("or-on-station", {"main": f'[ "$X" = 1 ] || {DROP}\n'}, "may not run"),
     ("case-on-station", {"main": f'case "$X" in\n  1) {DROP} ;;\nesac\n'}, "may not run"),
+    ("case-star-arm", {"main": f'case "$X" in\n  *) {DROP} ;;\nesac\n'}, "runs"),  # `*` matches every word
+    ("case-arm-after-star", {"main": f'case "$X" in\n  0|*) : ;;\n  1) {DROP} ;;\nesac\n'}, "never runs"),
+    ("case-star-goes-on", {"main": f'case "$X" in\n  *) : ;;&\n  1) {DROP} ;;\nesac\n'}, "may not run"),
+    ("case-quoted-star", {"main": f'case "$X" in\n  "*") : ;;\n  1) {DROP} ;;\nesac\n'}, "may not run"),
+    # a `cd` that may not run: what comes after it on its own path resolves against where it went
+    (
+        "cd-in-branch-then-relative",
+        {"main": 'if [ "$X" = 1 ]; then\n  cd {D}\n  . ./lib.sh\nfi\n', "lib.sh": LIB},
+        "may not run",
+    ),
+    (
+        "cd-in-file-sourced-on-condition",
+        {"main": '[ "$X" = 1 ] && . {D}/in.sh\n:\n', "in.sh": "cd {D}\n. ./lib.sh\n", "lib.sh": LIB},
+        "may not run",
+    ),
+    (
+        "cd-after-maybe-return",
+        {"main": 'f() {\n  [ "$X" = 1 ] && return 0\n  cd {D}\n  . ./lib.sh\n}\nf\n', "lib.sh": LIB},
+        "may not run",
+    ),
+    ("cd-in-one-pass-loop", {"main": "for n in a; do\n  cd {D}\n  . ./lib.sh\ndone\n", "lib.sh": LIB}, "runs"),
     ("for-literal-words", {"main": f"for n in a b; do {DROP}; done\n"}, "runs"),
     ("for-station-words", {"main": f"for f in $FILES; do {DROP}; done\n"}, "may not run"),
     ("while-false", {"main": f"while false; do {DROP}; done\n"}, "never runs"),
@@ -475,6 +496,20 @@ CWD_CASES = [  # (prestart, where it starts, files, the drop's file or the findi
     # what golive cannot work out: not read, and said why
     ("cd $X\n. ./lib.sh\n", "/", {}, "golive cannot work out the directory of the `cd $X` at /p.sh:1"),
     ('[ "$X" = 1 ] && cd /opt/x\n. ./lib.sh\n', "/", {}, "at /p.sh:1 may not run"),
+    # ... once out of what decides that `cd`: the directory is the one before it or the one it went to
+    ('if [ "$X" = 1 ]; then\n  cd /opt/x\nfi\n. ./lib.sh\n', "/", {}, "the `cd /opt/x` at /p.sh:2 may not run"),
+    ('f() {\n  [ "$X" = 1 ] && return 0\n  cd /opt/x\n}\nf\n. ./lib.sh\n', "/", {}, "`cd /opt/x` at /p.sh:3 may not"),
+    # a loop whose body may run again, and moves: each pass starts where the last one left
+    ("for d in a b; do\n  . ./lib.sh\n  cd /opt/x\ndone\n", "/", {}, "loop at /p.sh:1 changes the directory on each"),
+    ("for d in a b; do\n  cd ..\n  . ./lib.sh\ndone\n", "/opt/x", {}, "loop at /p.sh:1 changes the directory"),
+    (
+        "for d in a b; do cd /opt/x; done\n. ./lib.sh\n",
+        "/",
+        {},
+        "current directory /opt/x (the `cd /opt/x` at /p.sh:1)",
+    ),
+    # ... unless those are one
+    ('[ "$X" = 1 ] && cd /opt/x\n. ./lib.sh\n', "/opt/x", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),
 ]
 
 
