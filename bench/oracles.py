@@ -34,12 +34,10 @@ from golive_testbed.oracles.systemd_cases import UnitCase  # noqa: E402
 from golive_testbed.oracles.vllm_oracle import ArgsCase  # noqa: E402
 
 
-def _bash_share(share: tuple[int, int, int]) -> tuple[int, int, int, list[tuple[str, str, str, str]]]:
-    """One process's share of the bash cases: (inputs, agreed, not checked by golive, disagreements as text)."""
+def _bash_share(share: tuple[int, int, int]) -> Agreement[ScriptCase]:
+    """One process's share of the bash cases (not reduced: the first five of all shares are, after)."""
     count, seed, part = share
-    report = bash_oracle.run(count, seed * 1000 + part, reduce=False)
-    found = [(d.what, d.golive, d.tool, d.case.text()) for d in report.disagreements]
-    return report.inputs, report.agreed, report.abstained, found
+    return bash_oracle.run(count, seed * 1000 + part, reduce=False)
 
 
 def bash_deep(count: int, seed: int, jobs: int) -> dict[str, Any]:
@@ -47,15 +45,16 @@ def bash_deep(count: int, seed: int, jobs: int) -> dict[str, Any]:
     shares = [(count // jobs + (1 if i < count % jobs else 0), seed, i) for i in range(jobs)]
     with ProcessPoolExecutor(jobs) as pool:
         results = list(pool.map(_bash_share, shares))
-    inputs = sum(r[0] for r in results)
-    agreed = sum(r[1] for r in results)
-    abstained = sum(r[2] for r in results)
-    found = [d for r in results for d in r[3]]
-    report: Agreement[ScriptCase] = Agreement("golive's prestart reader", "bash", inputs, agreed)
-    report.abstained, report.seconds = abstained, time.monotonic() - started
-    return _figures(report) | {
-        "disagreements": [{"what": w, "golive": g, "tool": t, "input": x} for w, g, t, x in found]
-    }
+    report: Agreement[ScriptCase] = Agreement(results[0].reader, results[0].tool)
+    for share in results:
+        report.inputs += share.inputs
+        report.agreed += share.agreed
+        report.abstained += share.abstained
+        report.disagreements += share.disagreements
+    for found in report.disagreements[:5]:
+        found.reduced = bash_oracle.reduced(found)
+    report.seconds = time.monotonic() - started
+    return _with(report, ScriptCase.text)
 
 
 def _figures(report: Agreement[Any]) -> dict[str, Any]:
