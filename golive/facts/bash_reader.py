@@ -28,7 +28,26 @@ from golive.facts.bash_walk import CASE_NONE, CASE_WORDS, _CdScope, _Frame, _Fun
 from golive.facts.prestart_steps import Guard, ShellCommand, _at, _unwrap
 
 _GLOB = re.compile(r"[*?\[]")
-_MOVES = re.compile(r"(^|[\s;&|(])(cd|pushd|popd)(\s|;|$)")
+_MOVES = ("cd", "pushd", "popd")
+
+
+def _moves(node: Any) -> bool:
+    """A `cd` (`pushd`, `popd`) in this shell within `node`: not one in a `( … )` subshell, a command substitution or a
+    function defined there (it moves when called)."""
+    kind = getattr(node, "kind", "")
+    if kind in ("function", "commandsubstitution", "processsubstitution"):
+        return False
+    if kind == "compound" and node.list and getattr(node.list[0], "word", "") == "(":
+        return False
+    if kind == "command":
+        words = [p for p in node.parts if p.kind == "word"]
+        if words and words[0].word in _MOVES:
+            return True
+    for value in vars(node).values():
+        for item in value if isinstance(value, list) else [value]:
+            if hasattr(item, "kind") and _moves(item):
+                return True
+    return False
 
 
 def _exit_lets_start_go_on(argv: list[str], conditional: bool) -> bool:
@@ -246,8 +265,7 @@ class _Walker(_Files):
         starts where the last one left, so golive, reading the body once, does not know the directory in it or after
         it."""
         once = (guard is not None and guard.never) or (kind == "for" and guard is None and len(words) == 1)
-        text = self.source_of(node.pos[0], node.pos[1])
-        if not once and _MOVES.search(text):
+        if not once and _moves(node):
             at = f"the `{kind}` loop at {_at(self.origin, self.line_of(node.pos[0]), self.via)}"
             self.cwd, self.cwd_why = None, f"{at} changes the directory on each pass (not known in it or after it)"
 

@@ -508,6 +508,13 @@ CWD_CASES = [  # (prestart, where it starts, files, the drop's file or the findi
         {},
         "current directory /opt/x (the `cd /opt/x` at /p.sh:1)",
     ),
+    # ... not a `cd` of a subshell or a command substitution in it
+    (
+        "for d in a b; do ( cd /x; : ); y=$(cd /x; pwd); done\n. ./lib.sh\n",
+        "/opt/x",
+        {"/opt/x/lib.sh": "{DROP}\n"},
+        "/opt/x/lib.sh",
+    ),
     # ... unless those are one
     ('[ "$X" = 1 ] && cd /opt/x\n. ./lib.sh\n', "/opt/x", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),
 ]
