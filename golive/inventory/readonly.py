@@ -54,6 +54,11 @@ ALLOWED = (
     ("echo",),
     ("journalctl",),  # the unit's own lines (why systemd stopped it); the options that write are refused below
 )
+# testinfra's own probe of the station's encoding (testinfra/backend/base.py get_encoding), sent the first time an
+# answer is not ASCII (a journal with vLLM's progress bars, a UTF-8 Description=): it only prints. Exactly these.
+ENCODING_PROBES = frozenset(
+    f"{python} -c 'import locale;print(locale.getpreferredencoding())'" for python in ("python3", "python")
+)
 # Shell syntax that could write or hide a command from the list; `2>/dev/null` is the one redirect allowed.
 _HIDDEN = re.compile(r"`|\$\(|\n")
 _OPERATORS = {"|", "||"}  # fine when every stage is on the list (`cat f || echo -1`); ; && > >> & are not
@@ -100,6 +105,8 @@ _FIND_WRITES = {"-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-ok", "-o
 
 def allowed(command: str) -> bool:
     """True when every stage of `command` starts with an allowed prefix and nothing in it can write."""
+    if command in ENCODING_PROBES:
+        return True
     text = command.replace("2>/dev/null", "")
     if _HIDDEN.search(text):
         return False
