@@ -10,6 +10,9 @@ from typing import Any
 
 ALWAYS, MAYBE, NEVER = "always", "maybe", "never"
 _NEEDS_READING = re.compile(r"[$`]")
+# a `case` read as the `if` chain it behaves like (bash_walk._case_as_if): the condition before its first arm (false),
+# and that of an arm whose pattern is a bare `*` (true: it matches every word, bash(1), Pattern Matching)
+CASE_NONE, CASE_ALL = "__golive_case_none", "__golive_case_all"
 
 
 def _not(value: bool | None) -> bool | None:
@@ -83,6 +86,8 @@ def _constant(node: Any) -> bool | None:
     if kind != "command" or any(p.kind != "word" for p in node.parts):
         return None
     words = [p.word for p in node.parts]
+    if words in ([CASE_NONE], [CASE_ALL]):
+        return words == [CASE_ALL]
     if any(_NEEDS_READING.search(w) for w in words):
         return None
     if words in (["true"], [":"], ["/bin/true"], ["/usr/bin/true"]):

@@ -91,13 +91,14 @@ class _Exits(_WalkerBase):
                 guards += [g for g in self.ended[trap.ended :] if g.kind in _STOPS_TRAP]
             elif trap.conditions:  # cleared of all of them: its resets say so
                 guards.append(Guard("trap", trap.line, trap.origin, " or ".join(sorted(trap.conditions)), via=trap.via))
-            saved = self.guards, self.ended, self.frames, self.exiting
+            saved = self.guards, self.ended, self.frames, self.exiting, self.cwd_scopes
             self.guards, self.ended, self.frames, self.exiting = list(dict.fromkeys(guards)), [], [], True
+            self.cwd_scopes = []
             try:
                 with self._in(trap.origin, "", trap.via + (Via("trap", trap.origin, trap.line, trap.on),)):
                     self.read_text("\n" * (trap.line - 1) + trap.action)  # its commands at the `trap` line
             finally:
-                self.guards, self.ended, self.frames, self.exiting = saved
+                self.guards, self.ended, self.frames, self.exiting, self.cwd_scopes = saved
 
     def _errexit_stop(self, node: Any, what: str) -> None:
         """bash(1), `set -e`: a command that always fails, where -e applies (not tested by `if`/`while`/`&&`/`||`,

@@ -22,12 +22,16 @@ once, with a finding. A file golive did not read is a finding of its own (Script
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, replace
 
 from golive.facts.bash_conditions import _NEEDS_READING
 from golive.facts.bash_exits import _Exits, _shebang_errexit
 from golive.facts.bash_walk import SHELLS, _Frame
 from golive.facts.prestart_steps import MAX_DEPTH, Guard, ShellCommand, Unfollowed, Via
+
+# the PATH systemd 252 gives a service's commands (Debian's build: src/basic/path-util.h DEFAULT_PATH_SPLIT_USR)
+SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,53 @@ def inline_script(argv: list[str] | tuple[str, ...]) -> str | None:
 class _Files(_Exits):
     """The walk's other files: read in place (sourced), or by a walker of their own (run), or a finding."""
 
-    def _finding(self, kind: str, how: str, path: str, command: ShellCommand, after: str = "") -> None:
+    def _finding(
+        self, kind: str, how: str, path: str, command: ShellCommand, after: str = "", resolved: str = ""
+    ) -> None:
         self.ctx.findings.append(
-            Unfollowed(kind, how, path, command.line, command.origin, command.via, command.guards, after)
+            Unfollowed(kind, how, path, command.line, command.origin, command.via, command.guards, after, resolved)
         )
+
+    def _resolved(self, how: str, path: str, command: ShellCommand) -> tuple[str, str] | None:
+        """Where bash finds a relative `path` (bash(1), `.`: a name without a slash is looked up in $PATH, then, unless
+        POSIX, in the current directory; a script given to `bash` is opened in the current directory, then looked up
+        in $PATH; any other relative path is the current directory's): the absolute path and how it was found, for
+        the messages. None with a finding where golive cannot tell (the current directory is not known)."""
+        if "/" not in path:
+            here = [] if how == "sources" and self.posix else [path]
+            searched = [f"{d.rstrip('/') or ''}/{path}" for d in self.env.get("PATH", SYSTEMD_PATH).split(":") if d]
+            for candidate in searched if how == "sources" else []:
+                if self._exists(candidate):
+                    return candidate, f"found in $PATH ({self.env.get('PATH', SYSTEMD_PATH)})"
+            if here and self.cwd is None:
+                self._finding("no-slash" if how == "sources" else "relative", how, path, command, self.cwd_why)
+                return None
+            if here:
+                resolved = posixpath.join(self.cwd or "/", path)
+                if self._exists(resolved) or how == "sources":
+                    return resolved, self._cwd_said(resolved, "not in $PATH, so ")
+            for candidate in searched if how != "sources" else []:
+                if self._exists(candidate):
+                    return candidate, f"found in $PATH ({self.env.get('PATH', SYSTEMD_PATH)})"
+            if not here:
+                return searched[0] if searched else path, f"not found in $PATH ({self.env.get('PATH', SYSTEMD_PATH)})"
+            return posixpath.join(self.cwd or "/", path), self._cwd_said(posixpath.join(self.cwd or "/", path), "")
+        if self.cwd is None:
+            self._finding("relative", how, path, command, self.cwd_why)
+            return None
+        resolved = posixpath.normpath(posixpath.join(self.cwd, path))
+        return resolved, self._cwd_said(resolved, "")
+
+    def _cwd_said(self, resolved: str, lead: str) -> str:
+        return f"{lead}relative to the current directory {self.cwd} ({self.cwd_why}), that is {resolved}"
+
+    def _exists(self, path: str) -> bool:
+        if self.ctx.read is None:
+            return False
+        try:
+            return self.ctx.read(path) is not None
+        except UnicodeDecodeError:
+            return True
 
     def _readable(self, how: str, path: str, command: ShellCommand) -> str | None:
         """The file's text, or None with a finding saying why it was not read."""
@@ -105,12 +152,14 @@ class _Files(_Exits):
         if _NEEDS_READING.search(path):
             self._finding("unresolved", how, path, command)
             return None
-        if "/" not in path:
-            self._finding("no-slash" if how == "sources" else "relative", how, path, command)
-            return None
+        resolved_as = ""
         if not path.startswith("/"):
-            self._finding("relative", how, path, command)
-            return None
+            found = self._resolved(how, path, command)
+            if found is None:
+                return None
+            written, (path, resolved_as) = path, found
+            resolved_as = f"`{written}` {resolved_as}"
+            self.resolved_paths[(command.origin, command.line, written)] = (path, resolved_as)
         if path in self.ctx.stack:
             chain = " → ".join(self.ctx.stack[self.ctx.stack.index(path) :] + [path])
             self._finding("cycle", how, path, command, chain)
@@ -126,10 +175,10 @@ class _Files(_Exits):
             self._finding("unreadable", how, path, command)
             return None
         if text is None:
-            self._missing(how, path, command)
+            self._missing(how, path, command, resolved_as)
         return text
 
-    def _missing(self, how: str, path: str, command: ShellCommand) -> None:
+    def _missing(self, how: str, path: str, command: ShellCommand, resolved_as: str = "") -> None:
         """bash reports a missing file and goes on, unless the line stops a `set -e` (or POSIX `.`) script."""
         if how == "sources" and self.posix:
             after, stops = "under POSIX `sh` a `.` that fails ends the script with an error, so the start fails", True
@@ -147,7 +196,7 @@ class _Files(_Exits):
                 "what that file would have done",
                 False,
             )
-        self._finding("missing", how, path, command, after)
+        self._finding("missing", how, path, command, after, resolved_as)
         stops = stops and (self.errexit_sure or self.posix and how == "sources")  # -e set in a branch: maybe on
         if stops and not command.guards:  # a failure on some paths only fails the start there: no path goes on
             self.ended.append(
@@ -167,6 +216,7 @@ class _Files(_Exits):
         text = self._readable("sources", path, command)
         if text is None:
             return
+        path = self.resolved_paths.get((command.origin, command.line, path), (path, ""))[0]
         self.ctx.stack.append(path)
         self.frames.append(_Frame(f"the sourced file {path}", self.current_guards()))
         try:
@@ -175,6 +225,7 @@ class _Files(_Exits):
         finally:
             self.frames.pop()
             self.ctx.stack.pop()
+            self.left_scope()
 
     def _run(self, run: _Run, command: ShellCommand) -> bool:
         """FILE run as its own process: its commands, under the conditions of the line that runs it. True when it
@@ -182,6 +233,7 @@ class _Files(_Exits):
         text = self._readable("runs", run.path, command)
         if text is None:
             return False
+        run = replace(run, path=self.resolved_paths.get((command.origin, command.line, run.path), (run.path, ""))[0])
         interpreter = _interpreter(text)
         shell = run.shell or interpreter or "bash"  # no #! line: bash runs it itself (ENOEXEC)
         if shell not in SHELLS:
@@ -220,6 +272,8 @@ class _Files(_Exits):
         stacked: bool = True,
     ) -> bool:
         child = type(self)(self.ctx, origin, script0=origin, via=via, shell=shell, errexit=errexit)
+        child.cwd, child.cwd_why = self.cwd, self.cwd_why  # a child process starts in its parent's directory
+        child.env.update({k: v for k, v in self.env.items() if k == "PATH" or k in self.exported})
         if stacked:
             self.ctx.stack.append(origin)
         try:

@@ -5,6 +5,7 @@ other files: golive.facts.bash_files."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import replace
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from golive.facts.bash_conditions import (
     _NEEDS_READING,
     ALWAYS,
+    CASE_ALL,
     NEVER,
     _and,
     _constant,
@@ -22,10 +24,30 @@ from golive.facts.bash_conditions import (
 )
 from golive.facts.bash_exits import _certain_failure
 from golive.facts.bash_files import _Files, _runs_script, inline_script
-from golive.facts.bash_walk import _Frame, _Function
-from golive.facts.prestart_steps import Guard, ShellCommand, _unwrap
+from golive.facts.bash_walk import CASE_NONE, CASE_WORDS, _CdScope, _Frame, _Function
+from golive.facts.prestart_steps import Guard, ShellCommand, _at, _unwrap
 
 _GLOB = re.compile(r"[*?\[]")
+_MOVES = ("cd", "pushd", "popd")
+
+
+def _moves(node: Any) -> bool:
+    """A `cd` (`pushd`, `popd`) in this shell within `node`: not one in a `( … )` subshell, a command substitution or a
+    function defined there (it moves when called)."""
+    kind = getattr(node, "kind", "")
+    if kind in ("function", "commandsubstitution", "processsubstitution"):
+        return False
+    if kind == "compound" and node.list and getattr(node.list[0], "word", "") == "(":
+        return False
+    if kind == "command":
+        words = [p for p in node.parts if p.kind == "word"]
+        if words and words[0].word in _MOVES:
+            return True
+    for value in vars(node).values():
+        for item in value if isinstance(value, list) else [value]:
+            if hasattr(item, "kind") and _moves(item):
+                return True
+    return False
 
 
 def _exit_lets_start_go_on(argv: list[str], conditional: bool) -> bool:
@@ -38,13 +60,30 @@ def _exit_lets_start_go_on(argv: list[str], conditional: bool) -> bool:
     return not (status.isdigit() and int(status) % 256 != 0)
 
 
+def _flat(parts: list[Any]) -> list[Any]:
+    """An `if`'s parts in order. bashlex nests each `elif` after the second inside a reserved-word node whose `word`
+    is the list of that branch's parts: spliced back in, so its commands are read like the others'."""
+    out: list[Any] = []
+    for part in parts:
+        if part.kind == "reservedword" and isinstance(part.word, list):
+            out += _flat(part.word)
+        else:
+            out.append(part)
+    return out
+
+
 class _Walker(_Files):
     """Walks the files of one shell process; a script it runs as its own process gets a walker of its own."""
 
     # --- constructs -----------------------------------------------------------------------------------------------
 
     def visitfunction(self, node: Any, name: Any, body: Any, parts: Any) -> bool:
-        self.functions[name.word] = _Function(body, self.line_of(node.pos[0]), self.origin, self.text, self.via)
+        """A definition that never runs (in a dead branch, a loop that never turns) defines nothing: a call of the name
+        is then a command bash does not find. One that may not run defines it on those paths only."""
+        guards = self.current_guards()
+        if any(g.never for g in guards):
+            return False
+        self.functions[name.word] = _Function(body, self.line_of(node.pos[0]), self.origin, self.text, self.via, guards)
         return False  # the body runs where the function is called, not where it is defined
 
     def visitcommandsubstitution(self, node: Any, command: Any) -> bool:
@@ -59,6 +98,7 @@ class _Walker(_Files):
             return True
         ended, returns = len(self.ended), [len(f.returns) for f in self.frames]
         options, env, traps = (self.errexit, self.errexit_sure, self.pipefail), dict(self.env), self.traps
+        cwd = (self.cwd, self.cwd_why, list(self.cwd_scopes))  # a `cd` in a subshell changes only its own directory
         self.traps = []  # its own EXIT traps, run when it exits
         try:
             for child in list_:
@@ -70,6 +110,7 @@ class _Walker(_Files):
             for frame, count in zip(self.frames, returns, strict=True):
                 del frame.returns[count:]
             (self.errexit, self.errexit_sure, self.pipefail), self.env, self.traps = options, env, traps
+            self.cwd, self.cwd_why, self.cwd_scopes = cwd
         if failed:  # the subshell exits non-zero: under `set -e`, the script stops here
             self._errexit_stop(node, self.source_of(node.pos[0], node.pos[1]))
         return False
@@ -129,11 +170,11 @@ class _Walker(_Files):
             if bg is not None:
                 self.guards.remove(bg)
 
-    def _branch_guard(self, reach: str, node: Any, pos: int, why: str) -> Guard | None:
+    def _branch_guard(self, reach: str, node: Any, pos: int, why: str, kind: str = "if") -> Guard | None:
         if reach == ALWAYS:
             return None
         return Guard(
-            "if",
+            kind,
             self.line_of(node.pos[0]),
             self.origin,
             pos=pos,
@@ -147,29 +188,36 @@ class _Walker(_Files):
         condition when every earlier one was false. A condition golive can decide decides it."""
         reach, why = ALWAYS, ""  # of the next condition (or else)
         section: list[Any] = []
+        is_case = self.source_of(node.pos[0], node.pos[1]).startswith(f"if {CASE_NONE};")  # bash_walk._case_as_if
         in_condition = False
         guard: Guard | None = None
-        for part in parts:
+        for part in _flat(parts):
             if part.kind == "reservedword":
                 if part.word in ("if", "elif"):
                     in_condition, section = True, []
                     guard = self._branch_guard(reach, node, part.pos[0], why)
                 elif part.word == "then":
                     value = _constant_of(section)
+                    condition = (
+                        self.source_of(section[0].pos[0], section[-1].pos[1]).rstrip(";").strip() if section else ""
+                    )
                     decided = (
-                        f"`{self.source_of(section[0].pos[0], section[-1].pos[1]).rstrip(';').strip()}` is "
-                        f"always {'true' if value else 'false'}"
-                        if section and value is not None
-                        else ""
+                        ""
+                        if value is None
+                        else f"an arm before it, `*)` at line {self.line_of(section[0].pos[0])}, matches every word"
+                        if condition == CASE_ALL
+                        else f"`{condition}` is always {'true' if value else 'false'}"
                     )
                     branch = _reach(reach, value)
-                    guard = self._branch_guard(branch, node, part.pos[0], why if reach == NEVER else decided)
+                    guard = self._branch_guard(
+                        branch, node, part.pos[0], why if reach == NEVER else decided, "case" if is_case else "if"
+                    )
                     after = _reach(reach, _not(value))
                     why = why if reach == NEVER else decided
                     reach = after
                     in_condition = False
                 elif part.word == "else":
-                    guard = self._branch_guard(reach, node, part.pos[0], why)
+                    guard = self._branch_guard(reach, node, part.pos[0], why, "case" if is_case else "if")
                 continue
             if in_condition:
                 section.append(part)
@@ -196,6 +244,7 @@ class _Walker(_Files):
                 if part.word == "do" and not body:
                     body = True
                     guard = self._loop_guard(node, kind, words, condition, after_in)
+                    self._loop_moves(node, kind, guard, words)
                 continue
             if body:
                 self.under(guard, part)
@@ -210,6 +259,15 @@ class _Walker(_Files):
                 finally:
                     self.checked -= 1
         return False
+
+    def _loop_moves(self, node: Any, kind: str, guard: Guard | None, words: list[Any]) -> None:
+        """A loop whose body may run more than once and changes the directory (`cd`, `pushd`, `popd` in it): each pass
+        starts where the last one left, so golive, reading the body once, does not know the directory in it or after
+        it."""
+        once = (guard is not None and guard.never) or (kind == "for" and guard is None and len(words) == 1)
+        if not once and _moves(node):
+            at = f"the `{kind}` loop at {_at(self.origin, self.line_of(node.pos[0]), self.via)}"
+            self.cwd, self.cwd_why = None, f"{at} changes the directory on each pass (not known in it or after it)"
 
     def _loop_guard(self, node: Any, kind: str, words: list[Any], condition: list[Any], after_in: bool) -> Guard | None:
         if kind == "for":
@@ -263,6 +321,8 @@ class _Walker(_Files):
     # --- simple commands ------------------------------------------------------------------------------------------
 
     def visitcommand(self, node: Any, parts: Any) -> bool:
+        if parts and parts[0].kind == "word" and parts[0].word in CASE_WORDS:
+            return False  # a `case` arm's condition (bash_walk._case_as_if): nothing runs
         argv, redirects, assignments = [], [], []
         for part in parts:
             if part.kind == "word":
@@ -279,6 +339,8 @@ class _Walker(_Files):
             for word in argv[1:]:
                 if "=" in word and not word.startswith("-"):
                     self._assign(word)
+                if argv[0] == "export" and not word.startswith("-"):
+                    self.exported.add(word.split("=", 1)[0])
         if argv[0] in self.functions and argv[0] not in self.calling:  # a recursive call adds nothing new
             self._call(argv[0], node)
             return False
@@ -290,6 +352,9 @@ class _Walker(_Files):
         target = _unwrap(argv)
         if argv[0] == "set" and not never:
             self._set(argv, command)
+        cd_fails = False
+        if target[:1] in (["cd"], ["pushd"], ["popd"]) and not never and not any(g.kind == "&" for g in self.guards):
+            cd_fails = self._cd(target, command)
         if argv[0] == "trap":
             self._trap(argv, command, node)
         inner = inline_script(target)
@@ -316,8 +381,36 @@ class _Walker(_Files):
             )
         elif argv[0] == "exec" and len(argv) > 1:
             self.ended.append(self.guard("exec?" if guards else "exec", node, " ".join(argv), never=not guards))
-        elif failed or _constant(node) is False:
+        elif failed or cd_fails or _constant(node) is False:
             self._errexit_stop(node, command.text())
+        return False
+
+    def _cd(self, argv: list[str], command: ShellCommand) -> bool:
+        """`cd DIR` (bash(1), `cd`): the directory relative paths resolve against from here on. A relative DIR is
+        taken from the current one, no DIR is $HOME (root's: /root); a DIR golive cannot work out (a variable, `cd
+        -`, `popd`), or a `cd` that may not run, leaves the current directory unknown from here on. A DIR that does not
+        exist on the station: the `cd` fails and bash stays where it was (True: it fails, for `set -e`)."""
+        at = f"the `{' '.join(argv)}` at {command.where()}"
+        args = [a for a in argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
+        target = args[0] if args else (self.env.get("HOME", "/root") if argv[0] == "cd" else None)
+        before = self.cwd
+        if target is None or target == "-" or _NEEDS_READING.search(target):
+            self.cwd, self.cwd_why = None, f"golive cannot work out the directory of {at}"
+        elif target.startswith("/") or self.cwd is not None:
+            went = "/" + posixpath.normpath(posixpath.join(self.cwd or "/", target)).lstrip("/")
+            if self.ctx.is_dir is not None and not self.ctx.is_dir(went):
+                return True  # bash: "cd: …: No such file or directory"; the directory stays
+            self.cwd, self.cwd_why = went, at
+        else:
+            self.cwd_why = f"{at}, from a directory golive does not know" + (
+                f" ({self.cwd_why})" if self.cwd_why else ""
+            )
+        # inside a branch, a loop, on the right of && or ||, after a `return` that may end its function or sourced
+        # file first: it may not run. What follows it there runs after it (its directory holds); once out, the
+        # directory is known only where it is the same either way (left_scope)
+        returns = [n for n, frame in enumerate(self.frames, 1) if frame.returns]
+        if self.guards or returns:
+            self.cwd_scopes.append(_CdScope(len(self.guards), max(returns, default=0), before, at))
         return False
 
     def _assign(self, assignment: str) -> None:
@@ -330,11 +423,15 @@ class _Walker(_Files):
         self.calling.add(name)
         first = len(self.commands)
         self.frames.append(_Frame(f"function `{name}`", self.current_guards()))
+        missing = [g for g in func.guards if g not in self.current_guards()]  # defined on some paths only
+        self.guards.extend(missing)
         try:
             with self._in(func.origin, func.text, func.via):
                 self.visit(func.body)
         finally:
+            del self.guards[len(self.guards) - len(missing) :]
             self.frames.pop()
+            self.left_scope()
             self.calling.discard(name)
         call_line = self.line_of(node.pos[0])  # report the call site: that is where the order is decided
         self.commands[first:] = [

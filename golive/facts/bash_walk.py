@@ -15,6 +15,7 @@ import bashlex
 import bashlex.ast
 import bashlex.errors
 
+from golive.facts.bash_conditions import CASE_ALL, CASE_NONE
 from golive.facts.prestart_steps import Guard, ShellCommand, Unfollowed, Via, _at
 
 Reader = Callable[[str], "str | None"]  # a station path -> its text; None when it is not a regular file there
@@ -29,6 +30,21 @@ class _Function:
     origin: str
     text: str
     via: tuple[Via, ...]
+    guards: tuple[Guard, ...] = ()  # the constructs around its definition: it exists only where they let it run
+
+
+@dataclass(frozen=True)
+class _CdScope:
+    """A `cd` that may not run, and what decides it: `guards` deep in the walk's guards, and inside the first
+    `frames` frames (the innermost that may `return` before it)."""
+
+    guards: int
+    frames: int
+    before: str | None  # the directory where it does not run
+    at: str  # "the `cd /x` at FILE:LINE"
+
+    def holds(self, walker: _WalkerBase) -> bool:
+        return len(walker.guards) >= self.guards and len(walker.frames) >= self.frames
 
 
 @dataclass
@@ -65,6 +81,7 @@ class _Context:
     read: Reader | None
     findings: list[Unfollowed] = field(default_factory=list)
     stack: list[str] = field(default_factory=list)
+    is_dir: Callable[[str], bool] | None = None  # whether a folder exists on the station: where a `cd` goes
 
 
 _DIRNAME = re.compile(
@@ -105,6 +122,15 @@ class _WalkerBase(bashlex.ast.nodevisitor):
         self.traps: list[_Trap] = []  # set in this shell, run when it exits (EXIT) or maybe (signals)
         self.exiting = False  # running the traps: a `trap` in a trap sets nothing bash would run
         self.failed = False  # this shell exits with a non-zero status on every path (for a `set -e` caller)
+        # the current directory a relative path resolves against (None: golive cannot tell), and why it is that one
+        self.cwd: str | None = None
+        self.cwd_why = ""
+        # each `cd` that may not run, while the walk is still inside what decides it (its branch, loop, `&&`; a
+        # function or sourced file that may `return` before it): what lies there ran after it, so its directory holds
+        self.cwd_scopes: list[_CdScope] = []
+        self.exported: set[str] = set()  # the variables a process it runs inherits (systemd's, `export`ed)
+        # a relative path it read, by (file, line, path as written): the path bash found and how, for messages
+        self.resolved_paths: dict[tuple[str, int, str], tuple[str, str]] = {}
 
     # --- plumbing -------------------------------------------------------------------------------------------------
 
@@ -126,6 +152,15 @@ class _WalkerBase(bashlex.ast.nodevisitor):
             self.visit(node)
         finally:
             self.guards.pop()
+            self.left_scope()
+
+    def left_scope(self) -> None:
+        """Out of what decides a `cd` that may not run: from here on the directory is the one before it or the one it
+        went to; known only where those are one."""
+        while self.cwd_scopes and not self.cwd_scopes[-1].holds(self):
+            scope = self.cwd_scopes.pop()
+            if self.cwd != scope.before:
+                self.cwd, self.cwd_why = None, f"{scope.at} may not run (so the directory after it is not known)"
 
     def current_guards(self) -> tuple[Guard, ...]:
         return tuple(self.guards) + tuple(self.ended) + tuple(g for f in self.frames for g in f.returns)
@@ -149,6 +184,7 @@ class _WalkerBase(bashlex.ast.nodevisitor):
         bashlex has no `case` (NotImplementedError): its arms are read line by line, each command guarded by the
         `case`."""
         unparsed: list[int] = []
+        text = _case_as_if(text)
         for chunk_start, chunk in _chunks(text):
             first_line = text.count("\n", 0, chunk_start) + 1
             try:
@@ -158,9 +194,9 @@ class _WalkerBase(bashlex.ast.nodevisitor):
                 if not _case_arms(self, text, chunk_start, chunk):
                     unparsed.append(first_line)
                 continue
-            for tree in trees:
+            for n, tree in enumerate(trees):
                 self.text = "\n" * (first_line - 1) + chunk
-                self.visit(_shift(tree, first_line - 1))
+                self.visit(_shift(_fix_elif_positions(tree, n == 0), first_line - 1))
         return unparsed
 
     def _in(self, origin: str, text: str, via: tuple[Via, ...]) -> _Switch:
@@ -181,6 +217,63 @@ class _Switch:
     def __exit__(self, *exc: object) -> None:
         w = self.walker
         w.origin, w.text, w.via = self.saved
+
+
+CASE_ARM = "__golive_case_arm"  # the condition of an arm of a `case` read as an `if`: decided by the station
+CASE_WORDS = (CASE_ARM, CASE_NONE, CASE_ALL)
+_CASE_OPEN = re.compile(r"^(\s*)case\s.*\bin\s*$")
+_CASE_ARM = re.compile(r"^(\s*)\(?\s*([^()\s][^()]*?)\s*\)\s*(.*?)\s*(;;|;&|;;&)?\s*$")
+
+
+def _case_as_if(text: str) -> str:
+    """`case … in` blocks written one arm a line (bashlex has no `case`) as the `if` chain they behave like, line for
+    line: `case "$X" in` opens an `if` whose first branch never runs and holds nothing, each `PATTERN) CMDS ;;` is an
+    `elif` on an arm condition golive cannot decide, `esac` is `fi`. An arm whose patterns include a bare `*` matches
+    every word: its condition is true (the arms after it never run), unless it ends with `;&` / `;;&` (bash goes on to
+    the next arm). Nested in any construct, they are then read like the rest (each arm's steps "may not run", inside
+    the `case` at its line)."""
+    if "case" not in text or "esac" not in text:
+        return text
+    lines = text.split("\n")
+    out = list(lines)
+    stack: list[bool] = []  # per open case: has an arm been opened
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        opened = _CASE_OPEN.match(line)
+        if opened:  # the `if` starts on the `case` line, so its line is the one findings name
+            stack.append(True)
+            out[i] = f"{opened.group(1)}if {CASE_NONE}; then {CASE_ARM}"
+            continue
+        if not stack:
+            continue
+        if stripped in ("esac", "esac;"):
+            stack.pop()
+            out[i] = line.replace("esac", "fi", 1)
+            continue
+        if stripped in (";;", ";&", ";;&"):
+            out[i] = ""
+            continue
+        arm = _CASE_ARM.match(line)
+        if arm and not stripped.startswith("#") and "=" not in arm.group(2).split()[0]:
+            keyword = "elif" if stack[-1] else "if"
+            stack[-1] = True
+            body = arm.group(3)
+            matches_all = "*" in (p.strip() for p in arm.group(2).split("|")) and _ends_arm(lines, i) == ";;"
+            condition = CASE_ALL if matches_all else CASE_ARM
+            out[i] = f"{arm.group(1)}{keyword} {condition}; then" + (f" {body}" if body else "")
+    return "\n".join(out) if not stack else text
+
+
+def _ends_arm(lines: list[str], i: int) -> str:
+    """How the `case` arm opened at line `i` ends (`;;`, `;&`, `;;&`): the first terminator from that line on; "" where
+    another `case` opens first (golive does not tell whose terminator it is)."""
+    for n, line in enumerate(lines[i:]):
+        if n and _CASE_OPEN.match(line):
+            return ""
+        end = re.search(r"(;;&|;;|;&)\s*$", line)
+        if end:
+            return end.group(1)
+    return ""
 
 
 _CASE = re.compile(r"\s*case\s.*\bin\s*$")
@@ -211,6 +304,7 @@ def _case_arms(walker: _WalkerBase, text: str, chunk_start: int, chunk: str) -> 
                 walker.visit(_shift(tree, len(padding)))
     finally:
         walker.guards.remove(guard)
+        walker.left_scope()
     return True
 
 
@@ -258,3 +352,31 @@ def _walk(node: Any) -> Iterator[Any]:
         for item in items:
             if isinstance(item, bashlex.ast.node):
                 yield from _walk(item)
+
+
+def _fix_elif_positions(tree: Any, first: bool) -> Any:
+    """bashlex gives the parts of every `elif` after the second (nested in a reserved-word node whose `word` is a
+    list) positions that, in any top-level command of a parse but the first, are counted from that command's start,
+    not from the text's (read back on many layouts): add it once to each of their nodes, so their lines are right
+    (however deep the `if` is: in a loop, a function, another `elif`)."""
+    if first:
+        return tree
+    base = tree.pos[0]
+    seen: set[int] = set()
+
+    def fix(current: Any) -> None:
+        if getattr(current, "kind", None) == "if":
+            for part in current.parts:
+                if part.kind == "reservedword" and isinstance(part.word, list):
+                    for child in part.word:
+                        for inner in _walk(child):
+                            if id(inner) not in seen and hasattr(inner, "pos"):
+                                seen.add(id(inner))
+                                inner.pos = (inner.pos[0] + base, inner.pos[1] + base)
+        for value in vars(current).values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, bashlex.ast.node):
+                    fix(item)
+
+    fix(tree)
+    return tree

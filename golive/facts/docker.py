@@ -64,6 +64,36 @@ class DockerRun:
         return [value for name, value in self.options if name in names]
 
     @property
+    def mounts(self) -> list[tuple[str, str]]:
+        """(host path, container path) of each bind mount: `-v SRC:DST[:OPTS]`, `--volume`, `--mount
+        type=bind,source=SRC,target=DST` (a named volume's SRC has no `/`: not a host path, left out)."""
+        found = []
+        for name, value in self.options:
+            if value is None:
+                continue
+            if name in ("-v", "--volume"):
+                parts = value.split(":")
+                if len(parts) >= 2 and parts[0].startswith("/"):
+                    found.append((parts[0], parts[1]))
+            elif name == "--mount":
+                fields = dict(f.split("=", 1) for f in value.split(",") if "=" in f)
+                source = fields.get("source") or fields.get("src") or ""
+                target = fields.get("target") or fields.get("destination") or fields.get("dst") or ""
+                if fields.get("type", "volume") == "bind" and source.startswith("/") and target:
+                    found.append((source, target))
+        return found
+
+    @property
+    def env(self) -> dict[str, str]:
+        """`-e NAME=VALUE` / `--env NAME=VALUE` (a bare NAME passes the caller's: not known here, left out)."""
+        found = {}
+        for name, value in self.options:
+            if name in ("-e", "--env") and value is not None and "=" in value:
+                key, _, text = value.partition("=")
+                found[key] = text
+        return found
+
+    @property
     def removes_on_exit(self) -> bool:
         """`--rm` (the last one given wins; `--rm=false` is off: a boolean flag read with Go's strconv.ParseBool)."""
         given = self.values("--rm")
@@ -124,6 +154,30 @@ class ContainerFacts:
     pid: int
     command: list[str] = field(default_factory=list)  # what the container runs: Path, then Args
     auto_remove: bool = False  # HostConfig.AutoRemove: created with `--rm`, docker deletes it when it exits
+    mounts: list[tuple[str, str]] = field(default_factory=list)  # (host Source, container Destination) of binds
+    env: dict[str, str] = field(default_factory=dict)  # Config.Env: what the processes in it start with
+    started_at: str = ""  # State.StartedAt, RFC 3339 in UTC: when its main process (the engine) started
+    hostname: str = ""  # Config.Hostname: the host name its processes see (`--network host`: the station's)
+
+    def host_path(self, path: str) -> str | None:
+        """Where a path inside the container is on the station: under the bind mount whose destination holds it
+        (the deepest), None where no mount does (the file lives in the container's own layer)."""
+        return host_path(path, self.mounts)
+
+
+def host_path(path: str, mounts: list[tuple[str, str]]) -> str | None:
+    """A container path on the host, through the deepest bind mount that holds it; None where none does."""
+    best: tuple[str, str] | None = None
+    for source, target in mounts:
+        target = target.rstrip("/") or "/"
+        if (path == target or path.startswith(target.rstrip("/") + "/")) and (
+            best is None or len(target) > len(best[1])
+        ):
+            best = (source, target)
+    if best is None:
+        return None
+    rest = path[len(best[1].rstrip("/")) :]
+    return best[0].rstrip("/") + rest if rest else best[0]
 
 
 def _inspect_objects(text: str, what: str) -> list[dict]:
@@ -164,6 +218,14 @@ def parse_container_inspect(text: str) -> ContainerFacts:
         status=state.get("Status", ""),
         pid=int(state.get("Pid") or 0),
         auto_remove=host.get("AutoRemove") is True,
+        mounts=[
+            (str(m.get("Source", "")), str(m.get("Destination", "")))
+            for m in obj.get("Mounts") or []
+            if isinstance(m, dict) and m.get("Type", "bind") == "bind"
+        ],
+        env=dict(e.split("=", 1) for e in _words(config.get("Env")) if "=" in e),
+        started_at=str(state.get("StartedAt") or ""),
+        hostname=str(config.get("Hostname") or ""),
     )
 
 

@@ -6,15 +6,13 @@ made it."""
 
 from __future__ import annotations
 
-import posixpath
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from golive.facts import FactError
 from golive.facts.systemd_env import WHITESPACE, EnvSetting, env_name_is_valid, extract_first_word, extract_words
-from golive.facts.unit_files import Value, unit_specifiers
+from golive.facts.unit_files import BadSpecifier, Specifiers, Value, specifiers_of
 
 
 @dataclass(frozen=True)
@@ -28,34 +26,43 @@ class ExecCommand:
     written: tuple[str, ...] | None = None  # the words as written, before the expansion (None: not expanded)
     unset: tuple[str, ...] = ()  # variables the line names that nothing sets: systemd expands them to nothing
     argv0: str | None = None  # `@`: the argv[0] the program is given, when it is not the program's path
+    shown: str | None = None  # read from `systemctl show`: its argv[] text as printed (252: the words joined bare)
 
     @property
     def path(self) -> str:
         return self.argv[0] if self.argv else ""
 
 
-# `ignore_errors=` in Exec*, `flags=` in the Exec*Ex variants (systemd ≥ 243)
+# `ignore_errors=` in Exec*, `flags=` in the Exec*Ex variants (systemd ≥ 243); src/systemctl/systemctl-show.c prints
+# "{ path=%s ; argv[]=%s ; ignore_errors=%s ; start_time=…", argv[] being the words joined by one blank each
 _SHOW_EXEC = re.compile(
-    r"\{\s*path=(?P<path>[^;]*?)\s*;\s*argv\[\]=(?P<argv>.*?)\s*;\s*"
-    r"(?:ignore_errors=(?P<ign>\w+)|flags=(?P<flags>[^;]*))"
+    r"\{\s*path=(?P<path>.*?) ; argv\[\]=(?P<argv>.*?) ;\s*"
+    r"(?:ignore_errors=(?P<ign>\w+)|flags=(?P<flags>[^;]*))",
+    re.DOTALL,
 )
 
 
 def parse_show_exec(value: str) -> list[ExecCommand]:
-    """An Exec* property of `systemctl show`: `{ path=… ; argv[]=… ; ignore_errors=… ; … }`, possibly several."""
+    """An Exec* property of `systemctl show`: `{ path=… ; argv[]=… ; ignore_errors=… ; … }`, possibly several. The
+    program is path=; argv[] starts with the argv[0] it is given: the program as written in the unit (systemd
+    simplifies the path it runs: `//` is `/`), or `@`'s own. The words are split at blanks: the unit files say where
+    a word with blanks in it ends (UnitFacts.with_origins, matching on `shown`)."""
     commands = []
     for match in _SHOW_EXEC.finditer(value):
         ignore = match["ign"] == "yes" or "ignore-failure" in (match["flags"] or "")
-        argv, argv0 = _split_argv(match["argv"]), None
-        path = match["path"]
-        if argv and path and posixpath.normpath(argv[0]) != posixpath.normpath(path):  # `@`: argv[0] is not the program
-            argv0, argv = argv[0], [path, *argv[1:]]
+        shown, path = match["argv"], match["path"]
+        if shown == path or shown.startswith(path + " "):  # argv[0] is the program as systemd holds it
+            argv, argv0 = [path, *_split_argv(shown[len(path) :])], None
+        else:
+            words = _split_argv(shown)
+            argv, argv0 = [path, *words[1:]], words[0] if words else ""
         commands.append(
             ExecCommand(
                 argv=argv,
                 ignore_errors=ignore,
                 expand_env="no-env-expand" not in (match["flags"] or ""),
                 argv0=argv0,
+                shown=shown,
             )
         )
     if value.strip() and not commands:
@@ -64,36 +71,64 @@ def parse_show_exec(value: str) -> list[ExecCommand]:
 
 
 def _split_argv(text: str) -> list[str]:
-    """systemd ≥ 248 quotes arguments with spaces; older versions join them bare, which shlex may not close."""
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return text.split()
+    """systemd 252 prints argv bare, joined by one blank each: split at blanks (a word with blanks in it, or an
+    empty one, is told apart by the unit files, not here)."""
+    return text.split()
 
 
-def parse_unit_exec(value: str, unit: str | None = None) -> list[ExecCommand]:
-    """An Exec line of a unit file as src/core/load-fragment.c config_parse_exec reads it: one or more commands, a
-    word `;` alone (unquoted, or first of a command) ending one and starting the next, and a word `\\;` alone being a
-    literal `;` (as `find -exec` wants). Each command: leading `-@:+!` prefixes of its first word are flags, not the
-    program (`-`: failure ignored, `:`: no $VAR expansion, `@`: the next word is argv[0], not the program); words by
-    extract_first_word_and_warn(EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE) (`"a\\tb"` is a, tab, b; an unknown escape such
-    as grep's `\\d` is kept as written, with systemd's warning "Ignoring unknown escape sequences"), each with its
-    specifiers resolved (`unit_specifiers`, `unit`: the unit's name). A command systemd would reject (an unbalanced
-    quote) is split as a shell would, from there to the end of the line, so the rest is not lost."""
+@dataclass(frozen=True)
+class ExecRead:
+    """An Exec line as systemd's config_parse_exec reads it: the commands it keeps, and what it refused (`problem`);
+    `fatal`: systemd refuses the whole unit for it (LoadState=bad-setting), else it ignores the rest of the line."""
+
+    commands: list[ExecCommand]
+    problem: str | None = None
+    fatal: bool = False
+    kept: str = ""  # the line's text before the command systemd refused: the commands systemd kept of it
+
+
+def parse_unit_exec(value: str, unit: str | Specifiers | None = None) -> list[ExecCommand]:
+    """The commands systemd keeps of an Exec line (read_unit_exec)."""
+    return read_unit_exec(value, unit).commands
+
+
+def read_unit_exec(value: str, unit: str | Specifiers | None = None) -> ExecRead:
+    """An Exec line of a unit file as systemd 252's src/core/load-fragment.c config_parse_exec reads it: one or more
+    commands, a word `;` alone (unquoted, or first of a command) ending one and starting the next, and a word `\\;`
+    alone being a literal `;` (as `find -exec` wants). Each command: leading `-@:+!` prefixes of its first word are
+    flags, not the program (`-`: failure ignored, `:`: no $VAR expansion, `@`: the next word is argv[0], not the
+    program); words by extract_first_word_and_warn(EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE) (`"a\\tb"` is a, tab, b; an
+    unknown escape such as grep's `\\d` is kept as written, with systemd's warning "Ignoring unknown escape
+    sequences"), each with its specifiers resolved (`unit_specifiers`; `unit`: the unit's name or its Specifiers).
+
+    What systemd refuses: a first word it cannot read ends the line (the commands before it stay); an argument it
+    cannot read (an unbalanced quote), an unknown specifier, an empty program or argv[0], a program that is neither an
+    absolute path nor a file name: the command and the rest of the line are ignored where the command has the `-`
+    prefix, else systemd refuses the unit (bad-setting)."""
     where = value.where if isinstance(value, Value) else ""
+    specifiers = specifiers_of(unit)
     commands: list[ExecCommand] = []
     i, n = 0, len(value)
     while i < n:
         start = i
         first, i, error = extract_first_word(value, i, cunescape=True, unescape_relax=True)
-        if error:  # systemd rejects the line; read on as a shell would, so the rest is not lost
-            commands.append(_command(_split_argv(value[start:]), where, unit))
-            break
+        if error:
+            return ExecRead(commands, f"{error} in the program's word: systemd ignores the rest of the line")
         if first is None:
             break
         if first == ";":  # an empty command: `;` first, or twice in a row
             continue
-        words = [first]
+        prefix = _prefixes(first)
+        ignore = "-" in prefix
+
+        def refused(why: str, start: int = start, ignore: bool = ignore) -> ExecRead:
+            if ignore:
+                return ExecRead(commands, f"{why}: the `-` prefix makes systemd ignore the rest of the line")
+            return ExecRead(
+                commands, f"{why}: systemd refuses the unit (bad-setting)", fatal=True, kept=value[:start].rstrip()
+            )
+
+        words = [first[len(prefix) :]]
         while True:
             while i < n and value[i] in WHITESPACE:
                 i += 1
@@ -106,34 +141,58 @@ def parse_unit_exec(value: str, unit: str | None = None) -> list[ExecCommand]:
                 words.append(";")
                 i += 2
                 continue
-            start = i
             word, i, error = extract_first_word(value, i, cunescape=True, unescape_relax=True)
             if error:
-                words += _split_argv(value[start:])
-                i = n
-                break
+                return refused(f"{error} in an argument of `{words[0]}`")
             if word is None:
                 break
             words.append(word)
-        commands.append(_command(words, where, unit))
-    return commands
+        try:
+            resolved = [specifiers.resolve(w) for w in words]
+        except BadSpecifier as exc:
+            return refused(str(exc))
+        argv0 = None
+        if "@" in prefix:  # the program, then the argv[0] it is given
+            argv0 = resolved.pop(1) if len(resolved) > 1 else ""
+        program = resolved[0]
+        if program.startswith("/") and _simplified_path(program) != program:  # unit_path_printf + path_simplify
+            argv0 = program if argv0 is None else argv0  # argv[0] stays as written
+            program = resolved[0] = _simplified_path(program)
+        if not program or ("@" in prefix and not argv0):
+            return refused(f"an empty program or argv[0] in `{value[:60]}`")
+        if any(ord(c) < 0x20 or ord(c) == 0x7F or c in "\"'\\" for c in program):
+            return refused(f"the program `{program[:60]}` has characters systemd does not allow in it")
+        if program.endswith(("/", "/.", "/..")) or program in (".", ".."):
+            return refused(f"the program `{program[:60]}` is a directory")
+        if not program.startswith("/") and ("/" in program or len(program) > 255):
+            return refused(f"the program `{program[:60]}` is neither an absolute path nor a file name")
+        commands.append(
+            ExecCommand(argv=resolved, ignore_errors=ignore, where=where, expand_env=":" not in prefix, argv0=argv0)
+        )
+    return ExecRead(commands)
 
 
-def _command(words: list[str], where: str, unit: str | None) -> ExecCommand:
-    """One command of an Exec line: its prefixes read off the first word, `@`'s argv[0] kept aside."""
-    first = words[0] if words else ""
-    prefix = first[: len(first) - len(first.lstrip("-@:+!"))]
-    words = [first[len(prefix) :], *words[1:]]
-    argv0 = None
-    if "@" in prefix and len(words) > 1:  # the program, then the argv[0] it is given
-        argv0 = unit_specifiers(words.pop(1), unit)
-    return ExecCommand(
-        argv=[unit_specifiers(word, unit) for word in words],
-        ignore_errors="-" in prefix,
-        where=where,
-        expand_env=":" not in prefix,
-        argv0=argv0,
-    )
+def _simplified_path(path: str) -> str:
+    """src/basic/path-util.c path_simplify: `//` and `/./` collapse and a trailing `/` goes (`..` stays)."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    return "/" + "/".join(parts)
+
+
+def _prefixes(first: str) -> str:
+    """The prefixes config_parse_exec reads off a command's first word: `-` `@` `:` each at most once, and one of `+`,
+    `!` or `!!` (the `!`s need not be adjacent), in any order; the first character that is none of these (or one it
+    does not take again) starts the program, as written."""
+    privileges = ""  # "", "+", "!", "!!"
+    for i, c in enumerate(first):
+        if c in "-@:" and c not in first[:i]:
+            continue
+        if c == "+" and not privileges:
+            privileges = "+"
+        elif c == "!" and privileges in ("", "!"):
+            privileges += "!"
+        else:
+            return first[:i]
+    return first
 
 
 class Word(str):

@@ -116,6 +116,7 @@ class NcclLog:
     first: Line | None = None  # the first NCCL line (or death line): where the log starts
     progress: tuple[Line, ...] = ()  # lines that show init going on (see _PROGRESS), to judge a death line by
     fragment: Line | None = None  # the last line, when the text ends without its newline: maybe cut mid-line
+    hole: int = 0  # NUL bytes the text starts with: logrotate's copytruncate cut it while NCCL kept its offset
 
     def text_of(self, number: int) -> str:
         return self.lines[number - 1].strip() if 0 < number <= len(self.lines) else ""
@@ -151,6 +152,20 @@ class NcclLog:
 
     def extent(self) -> str:
         """Where the log's NCCL lines start and end, for a message: `lines 30–33, from `…` to `…``."""
+        if self.hole:
+            return f"{self.holed()}; after them, {self._extent()}"
+        return self._extent()
+
+    def holed(self) -> str:
+        """`a hole of 4,096 NUL bytes at its start (…)`, for a message; "" without one."""
+        if not self.hole:
+            return ""
+        return (
+            f"a hole of {self.hole:,} NUL bytes at its start: logrotate's copytruncate emptied the file while NCCL "
+            f"kept writing at its offset, so what it wrote before is gone"
+        )
+
+    def _extent(self) -> str:
         if self.first is None or self.last is None:
             return "no NCCL line"
         if self.first == self.last:
@@ -204,6 +219,8 @@ def parse_nccl_log(text: str) -> NcclLog:
     last: Line | None = None
     deaths: list[Line] = []
     progress: list[Line] = []
+    hole = len(text) - len(text.lstrip("\x00"))  # copytruncate: the writer's next line lands at its old offset
+    text = text[hole:]
     lines = tuple(_ANSI.sub("", raw).rstrip("\r") for raw in text.split("\n"))
     fragment = len(lines) if lines[-1].strip() else None  # no newline after it: it may stop mid-line
     for number, line in enumerate(lines, 1):
@@ -215,6 +232,8 @@ def parse_nccl_log(text: str) -> NcclLog:
                 warnings.append(last)
                 if _CARRIES_ON.search(line[level.end() :]):
                     continue  # a WARN, not a death (see _CARRIES_ON)
+                if number == fragment and _may_carry_on(line[level.end() :]):
+                    continue  # cut mid-line where the words that say NCCL carries on may be the ones cut off
             deaths.append(last)
             continue  # a death line is that and nothing else (torch's `…, NCCL version 2.21.5` is no version line)
         if level:
@@ -253,7 +272,7 @@ def parse_nccl_log(text: str) -> NcclLog:
         elif "Init COMPLETE" in message and complete is None:
             complete = last
     if last is None:
-        raise FactError(_unreadable(text, lines))
+        raise FactError(_unreadable(text, lines, hole))
     return NcclLog(
         tuple(versions),
         tuple(channels),
@@ -270,7 +289,19 @@ def parse_nccl_log(text: str) -> NcclLog:
         first,
         tuple(progress),
         Line(fragment, lines[-1].strip()) if fragment else None,
+        hole,
     )
+
+
+# how the WARNs NCCL carries on after begin (see _CARRIES_ON: src/transport/net_ib, init.cc, shm.cc, graph/xml.cc)
+_CARRY_ON_STARTS = ("NET/IB : ", "Unable to ", "NCCL_WORK_FIFO_BYTES=", "Ignoring SHM", "Skipping nvlink")
+
+
+def _may_carry_on(message: str) -> bool:
+    """A WARN's message cut mid-line could still have been one NCCL carries on after: nothing of it is left, or what
+    is left is the start of one of those (`NET/IB : mlx5_0:1 Got` may have gone on `non-fatal async event`)."""
+    said = message.strip()
+    return not said or any(start.startswith(said) or said.startswith(start) for start in _CARRY_ON_STARTS)
 
 
 def _process(text: str) -> tuple[str, str] | None:
@@ -283,12 +314,19 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
 
 
-def _unreadable(text: str, lines: tuple[str, ...]) -> str:
+def _unreadable(text: str, lines: tuple[str, ...], hole: int = 0) -> str:
     """One line: what an NCCL log looks like, and what this file holds instead."""
     expected = (
         "expected NCCL_DEBUG=INFO lines (`… NCCL INFO NCCL version 2.30.7+cuda13.0`, `… NCCL INFO Channel "
         "00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`)"
     )
+    if hole and re.search(r"[\x00-\x08]", text[:4096]):
+        return f"no NCCL line in the log: {expected}; found binary data (compressed? decompress it first)"
+    if hole and not text.strip():
+        return (
+            f"no NCCL line in the log: {expected}; found {hole:,} NUL bytes and nothing after them: the file was "
+            f"truncated (logrotate's copytruncate) while its writer kept its offset, and nothing was written since"
+        )
     if not text.strip():
         return f"no NCCL line in the log: {expected}; found an empty file"
     if text.startswith("\x1f\ufffd") or "\x00" in text[:4096]:
@@ -356,3 +394,43 @@ def parse_perf(text: str) -> PerfResult:
         raise FactError("nccl-tests output has no `# Avg bus bandwidth :` line (did the test finish?)")
     oob = re.search(r"^# Out of bounds values\s*: (\d+)", text, flags=re.MULTILINE)
     return PerfResult(tuple(rows), float(avg.group(1)), int(oob.group(1)) if oob else None)
+
+
+# --- NCCL_DEBUG_FILE: where NCCL writes its log (github NVIDIA/nccl, src/debug.cc ncclDebugInit) --------------------
+
+
+def log_hostname(hostname: str) -> str:
+    """The host name NCCL puts in its log file names and line prefixes (src/debug.cc getHostNameForLog: cut at the
+    first `.`, every `%` and `/` a `-`)."""
+    return hostname.strip().split(".", 1)[0].replace("%", "-").replace("/", "-")
+
+
+def debug_file_name(pattern: str, hostname: str, pid: int | None = None) -> str:
+    """NCCL_DEBUG_FILE expanded as NCCL expands it (src/debug.cc ncclDebugInit): `%h` is the host name (log_hostname),
+    `%p` the process id, `%%` a `%`, any other `%X` stays as written (a `%` at the very end too). With `pid` None, a
+    `%p` stays `%p` (see debug_file_regex)."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        i += 1
+        if c != "%":
+            out.append(c)
+            continue
+        nxt = pattern[i : i + 1]
+        i += 1
+        if nxt == "%":
+            out.append("%")
+        elif nxt == "h":
+            out.append(log_hostname(hostname))
+        elif nxt == "p":
+            out.append("%p" if pid is None else str(pid))
+        else:
+            out.append("%" + nxt)
+    return "".join(out)
+
+
+def debug_file_regex(pattern: str, hostname: str) -> re.Pattern[str]:
+    """The file names NCCL_DEBUG_FILE gives this host's processes, whatever their pid: `%p` any number."""
+    name = debug_file_name(pattern, hostname)
+    return re.compile("\\d+".join(re.escape(part) for part in name.split("%p")))

@@ -159,17 +159,26 @@ class Unfollowed:
 
     kind: str  # missing, unreadable, no-slash, relative, unresolved, cycle, depth, not-shell
     how: str  # sources | runs
-    path: str
+    path: str  # as bash finds it (a relative path resolved against the current directory), else as written
     line: int
     origin: str
     via: tuple[Via, ...] = ()
     guards: tuple[Guard, ...] = ()  # the conditions on the line that sources or runs it
-    after: str = ""  # missing: what bash does next; cycle: the chain; not-shell: the interpreter
+    after: str = ""  # missing: what bash does next; cycle: the chain; not-shell: the interpreter; relative: why the
+    #                  current directory is not known
+    resolved: str = ""  # a relative path: how bash found it (`relative to the current directory /x (the `cd` at …)`)
 
     @property
     def never(self) -> bool:
         """The line that sources or runs it never runs: nothing is lost by not reading the file."""
         return any(g.never for g in self.guards)
+
+    @property
+    def unknown(self) -> bool:
+        """golive could not follow it (a path it cannot work out, a file it cannot read or did not go into): what the
+        file would do is not known, so a rule that depends on it is not checked. A file that does not exist, or one
+        read again in a cycle, is known: bash's behaviour there is a fact."""
+        return self.kind not in ("missing", "cycle")
 
     def where(self) -> str:
         return _at(self.origin, self.line, self.via)
@@ -177,16 +186,20 @@ class Unfollowed:
     def describe(self) -> str:
         at, how = self.where(), self.how
         if self.kind == "missing":
-            return f"{at} {how} {self.path}, which does not exist on the station: {self.after}"
+            return f"{at} {how} {self.resolved or self.path}, which does not exist on the station: {self.after}"
         if self.kind == "unreadable":
             return f"{at} {how} {self.path}, which golive could not read as text"
         if self.kind == "no-slash":
             return (
-                f"{at} sources `{self.path}` without a `/`: bash looks it up in $PATH, then the current directory "
-                f"(bash(1), `.`); golive does not search the station's PATH, so it did not read it"
+                f"{at} sources `{self.path}` without a `/`: bash looks it up in $PATH, then in the current directory "
+                f"(bash(1), `.`); it is in no $PATH folder, and golive does not know the current directory "
+                f"({self.after or 'not said'}), so it did not read it"
             )
         if self.kind == "relative":
-            return f"{at} {how} `{self.path}`, relative to the current directory: golive did not read it"
+            return (
+                f"{at} {how} `{self.path}`, relative to the current directory, which golive does not know "
+                f"({self.after or 'not said'}): not read"
+            )
         if self.kind == "unresolved":
             return f"{at} {how} `{self.path}`, a path that depends on a variable golive cannot work out: not read"
         if self.kind == "cycle":
@@ -290,7 +303,9 @@ class ShellCommand:
         )
 
     def is_sync(self) -> bool:
-        return self.program == "sync" and len(self.argv) == 1
+        """`sync`, `/bin/sync`, `sudo sync`: the whole machine's dirty pages written."""
+        argv = _unwrap(list(self.argv))
+        return len(argv) == 1 and argv[0].rsplit("/", 1)[-1] == "sync"
 
     def docker_verb(self) -> tuple[str, list[str]] | None:
         """("logs", [args]) for `docker logs …` / `docker container logs …`; None for anything else. `docker

@@ -12,6 +12,8 @@ stops it where `set -e` does (golive.facts.bash_exits). The commands and their g
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from golive.facts import docker
 from golive.facts.bash_exits import _shebang_errexit
 from golive.facts.bash_files import _interpreter, inline_script
@@ -20,26 +22,37 @@ from golive.facts.bash_walk import SHELLS, Reader, _Context
 from golive.facts.prestart_steps import Script, ShellCommand
 
 
-def commands_of(argv: list[str] | tuple[str, ...], origin: str, line: int = 0) -> list[ShellCommand]:
+def commands_of(
+    argv: list[str] | tuple[str, ...], origin: str, line: int = 0, cwd: str | None = None, cwd_why: str = ""
+) -> list[ShellCommand]:
     """One command as run, plus what it runs inline (`sh -c`), in order."""
     command = ShellCommand(tuple(argv), (), line, origin)
     inner = inline_script(argv)
-    return [command] + (parse_script(inner, origin=f"{command.where()} (-c)").commands if inner else [])
+    if not inner:
+        return [command]
+    return [command, *parse_script(inner, origin=f"{command.where()} (-c)", cwd=cwd, cwd_why=cwd_why).commands]
 
 
 def parse_script(
-    text: str, origin: str = "script", read: Reader | None = None, env: dict[str, str] | None = None
+    text: str,
+    origin: str = "script",
+    read: Reader | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    cwd_why: str = "",
+    is_dir: Callable[[str], bool] | None = None,
 ) -> Script:
     """Every simple command in execution order; functions expanded where called; simple $VARs substituted (`env`: the
     environment the script starts with, e.g. the one systemd gives the unit's commands); each with the conditions
-    under which it may not run.
+    under which it may not run. `cwd`: the directory it starts in (where systemd runs it), `cwd_why` why that one, for
+    messages; `is_dir`: whether a folder exists on the station (a `cd` to one that does not fails, and stays).
 
     With `read` (a station path → its text, None when it is not a file there), the files the script sources or runs
     are read too (see golive.facts.bash_files): their commands in place, with their own file and line, and a finding
     for each file that could not be. A line bashlex cannot parse is recorded, not fatal: the rest of the script still
     counts.
     """
-    ctx = _Context(read, stack=[origin])
+    ctx = _Context(read, stack=[origin], is_dir=is_dir)
     shell = _interpreter(text) or "bash"
     walker = _Walker(
         ctx,
@@ -49,13 +62,19 @@ def parse_script(
         errexit=f"the `#!` line's -e ({origin}:1)" if _shebang_errexit(text) else "",
     )
     walker.env.update(env or {})
+    walker.exported.update(env or {})
+    walker.cwd, walker.cwd_why = cwd, cwd_why or ("" if cwd else "the directory the script starts in was not given")
     unparsed = walker.read_text(text)
     walker.finish()
     return Script(commands=walker.commands, unparsed_lines=unparsed, findings=ctx.findings)
 
 
 def script_run_by(
-    argv: list[str] | tuple[str, ...], read: Reader, env: dict[str, str] | None = None
+    argv: list[str] | tuple[str, ...],
+    read: Reader,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    cwd_why: str = "",
 ) -> tuple[str, Script] | None:
     """The shell script a command runs, read from the station with `read`: `/path/run.sh …` whose `#!` line names a
     shell, or `bash /path/run.sh …`; its path and its commands (the files it sources or runs read too). None for
@@ -85,4 +104,4 @@ def script_run_by(
         return None
     if not named_shell and _interpreter(text) not in SHELLS:
         return None
-    return path, parse_script(text, origin=path, read=read, env=env)
+    return path, parse_script(text, origin=path, read=read, env=env, cwd=cwd, cwd_why=cwd_why)

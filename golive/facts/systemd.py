@@ -9,12 +9,12 @@ and their expansion, golive.facts.exec_lines."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from golive.facts import FactError
-from golive.facts.exec_lines import ExecCommand, Word, expand_argv, parse_show_exec, parse_unit_exec
+from golive.facts import FactError, unit_files
+from golive.facts.exec_lines import ExecCommand, Word, expand_argv, parse_show_exec, read_unit_exec
 from golive.facts.systemd_env import (
     EnvFileRef,
     EnvSetting,
@@ -23,60 +23,132 @@ from golive.facts.systemd_env import (
     parse_show_env_files,
     parse_show_environment,
 )
-from golive.facts.unit_files import Sections, Value
+from golive.facts.unit_files import BadSpecifier, Sections, Specifiers, Value
 
-_SPAN_UNITS = {
-    "us": 1e-6,
-    "usec": 1e-6,
-    "ms": 1e-3,
-    "msec": 1e-3,
-    "s": 1,
-    "sec": 1,
-    "second": 1,
-    "seconds": 1,
-    "m": 60,
-    "min": 60,
-    "minute": 60,
-    "minutes": 60,
-    "h": 3600,
-    "hr": 3600,
-    "hour": 3600,
-    "hours": 3600,
-    "d": 86400,
-    "day": 86400,
-    "days": 86400,
-    "w": 604800,
-    "week": 604800,
-    "weeks": 604800,
-}
+# src/basic/time-util.c extract_multiplier: tried in this order, the first the text starts with wins ("m" is minutes,
+# "M" months; "1mins" is "1min" then "s", which is no number: refused)
+_SPAN_UNITS = (
+    ("seconds", 1.0),
+    ("second", 1.0),
+    ("sec", 1.0),
+    ("s", 1.0),
+    ("minutes", 60.0),
+    ("minute", 60.0),
+    ("min", 60.0),
+    ("months", 2629800.0),
+    ("month", 2629800.0),
+    ("M", 2629800.0),
+    ("msec", 1e-3),
+    ("ms", 1e-3),
+    ("m", 60.0),
+    ("hours", 3600.0),
+    ("hour", 3600.0),
+    ("hr", 3600.0),
+    ("h", 3600.0),
+    ("days", 86400.0),
+    ("day", 86400.0),
+    ("d", 86400.0),
+    ("weeks", 604800.0),
+    ("week", 604800.0),
+    ("w", 604800.0),
+    ("years", 31557600.0),
+    ("year", 31557600.0),
+    ("y", 31557600.0),
+    ("usec", 1e-6),
+    ("us", 1e-6),
+    ("\u00b5s", 1e-6),
+    ("\u03bcs", 1e-6),
+)
+
+
+def read_timespan(text: str) -> float | None:
+    """systemd.time(7) span to seconds as src/basic/time-util.c parse_sec reads it; None where systemd refuses it
+    ("Failed to parse sec value, ignoring"). "60", "1min", "1h30m", "1min 30s", ".5s", "infinity"; a number without
+    a unit is seconds; a negative number is refused."""
+    p = text.strip(" \t\n\r")
+    if p == "infinity":
+        return float("inf")
+    if not p:
+        return None
+    total, something = 0.0, False
+    while True:
+        p = p.lstrip(" \t\n\r")
+        if not p:
+            return total if something else None
+        match = re.match(r"\+?(\d*)(\.(\d*))?", p)
+        assert match is not None  # the pattern matches the empty string
+        whole, dot, fraction = match.group(1), match.group(2), match.group(3) or ""
+        if p.startswith("-") or (not whole and not dot):
+            return None
+        p = p[match.end() :].lstrip(" \t\n\r")
+        multiplier = next((m for unit, m in _SPAN_UNITS if p.startswith(unit)), None)
+        if multiplier is None:
+            multiplier = 1.0
+        else:
+            p = p[next(len(unit) for unit, m in _SPAN_UNITS if p.startswith(unit)) :]
+        total += (int(whole or "0") + (int(fraction) / 10 ** len(fraction) if fraction else 0.0)) * multiplier
+        something = True
 
 
 def parse_timespan(text: str) -> float:
-    """systemd.time(7) span to seconds: "60", "1min", "1h", "1min 30s", "3600s", "infinity"."""
-    text = text.strip()
-    if text == "infinity":
-        return float("inf")
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text)
-    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]+)", text)
-    if not parts or re.sub(r"[\d.\sa-z]", "", text):
+    """read_timespan, for text that must be a span (`systemctl show`'s RestartUSec=): FactError where it is none."""
+    value = read_timespan(text)
+    if value is None:
         raise FactError(f"not a systemd time span: {text!r}")
-    total = 0.0
-    for number, unit in parts:
-        if unit not in _SPAN_UNITS:
-            raise FactError(f"unknown time unit {unit!r} in {text!r}")
-        total += float(number) * _SPAN_UNITS[unit]
-    return total
+    return value
+
+
+def read_unsigned(text: str) -> int | None:
+    """src/basic/parse-util.c safe_atou (config_parse_unsigned): leading blanks and `+` allowed, `0x` hex and a leading
+    `0` octal (strtoul base 0), no sign, nothing after the number; None where systemd refuses it."""
+    t = text.lstrip(" \t\n\r")
+    if t.startswith("-"):
+        return None
+    t = t.removeprefix("+")
+    try:
+        value = int(t, 16) if t[:2].lower() == "0x" and len(t) > 2 else int(t, 8) if t[:1] == "0" else int(t, 10)
+    except ValueError:
+        return None
+    if not re.fullmatch(r"(0[xX][0-9a-fA-F]+|[0-9]+)", t):
+        return None
+    return value if value <= 0xFFFFFFFF else None
+
+
+def read_boolean(text: str) -> bool | None:
+    """src/basic/parse-util.c parse_boolean."""
+    word = text.lower()
+    return (
+        True
+        if word in ("1", "yes", "y", "true", "t", "on")
+        else False
+        if word in ("0", "no", "n", "false", "f", "off")
+        else None
+    )
+
+
+RESTART_VALUES = ("no", "on-success", "on-failure", "on-abnormal", "on-watchdog", "on-abort", "always")
+SERVICE_TYPES = ("simple", "exec", "forking", "oneshot", "dbus", "notify", "idle")
+
+
+_SHOW_KEY = re.compile(r"([A-Z][A-Za-z0-9]*)=")
 
 
 def parse_show(text: str) -> dict[str, list[str]]:
-    """`systemctl show UNIT`: Key=value lines; repeated keys (ExecStartPre) keep every value in order."""
+    """`systemctl show UNIT`: Key=value lines; repeated keys (ExecStartPre) keep every value in order. systemd 252
+    prints an Exec argument as it is, a newline in it too (`ExecStart=/x 'a\\nb'`): a line that starts no `Key=`
+    goes on the value before it."""
     props: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, value = line.split("=", 1)
-        props.setdefault(key, []).append(value)
+    last: list[str] | None = None
+    for line in text.split("\n"):
+        match = _SHOW_KEY.match(line)
+        if match:
+            last = props.setdefault(match.group(1), [])
+            last.append(line[match.end() :])
+        elif last is not None and last:
+            last[-1] += "\n" + line
+    for values in props.values():  # the text's own last newline is no part of the last value
+        if values and values[-1].endswith("\n"):
+            values[-1] = values[-1].rstrip("\n")
     return props
 
 
@@ -124,6 +196,19 @@ class UnitFacts:
     # Environment=), and what systemd ignores or refuses in it (a line it skips, a missing file), for findings
     env: dict[str, EnvSetting] = field(default_factory=dict)
     env_notes: list[str] = field(default_factory=list)
+    service_type: str = "simple"
+    # WorkingDirectory= as systemd holds it: `/path`, `-/path` (a missing folder is no error), `~` (root's home); None:
+    # not set, so systemd runs the commands in `/` (systemd.exec(5), WorkingDirectory=)
+    working_directory: str | None = None
+    # why systemd does not load the unit (LoadState=bad-setting or error), None when it does
+    load_error: str | None = None
+    ignored: list[str] = field(default_factory=list)  # what systemd ignores in the files, FILE:LINE first
+    # after with_environment: why the next start fails before any command runs (an env file without `-` missing, a
+    # WorkingDirectory= missing), the `-` env files systemd skips because they do not exist, and where the commands run
+    start_refused: list[str] = field(default_factory=list)
+    skipped_env_files: list[EnvFileRef] = field(default_factory=list)
+    run_directory: str | None = None
+    chdir_fails: str | None = None  # WorkingDirectory= does not exist and has no `-`: every command fails (200/CHDIR)
 
     @property
     def dropins(self) -> list[str]:
@@ -162,9 +247,19 @@ class UnitFacts:
         """These facts (from `systemctl show`) with where each value was set, read from the files (`other`)."""
 
         def located(mine: list[ExecCommand], theirs: list[ExecCommand]) -> list[ExecCommand]:
-            # `systemctl show` may print argv unquoted (systemd < 248): match on the words joined
-            wheres = {" ".join(c.argv): c.where for c in theirs}
-            return [replace(c, where=wheres.get(" ".join(c.argv), "")) for c in mine]
+            # `systemctl show` of systemd 252 prints argv bare, joined by blanks (`"c d"` shows as `c d`): match on
+            # the program and the words joined, and take the words (and `@`'s argv[0]) from the file, which knows
+            # where each word ends
+            known = {_joined(c): c for c in theirs}
+            out = []
+            for command in mine:
+                found = known.get((command.path, command.shown) if command.shown is not None else _joined(command))
+                out.append(
+                    replace(command, where=found.where, argv=list(found.written or found.argv), argv0=found.argv0)
+                    if found is not None
+                    else replace(command, where="")
+                )
+            return out
 
         # the file line of each variable: the last line that sets the name to the value systemd holds
         lines = {(s.name, s.value): s.where for s in other.environment}
@@ -182,20 +277,30 @@ class UnitFacts:
             environment=[replace(s, where=s.where or lines.get((s.name, s.value), "")) for s in self.environment],
             environment_files=[replace(r, where=r.where or files.get(r.path, "")) for r in self.environment_files],
             env_notes=[*self.env_notes, *other.env_notes],
+            ignored=[*self.ignored, *other.ignored],
         )
 
     def with_environment(
-        self, read: Callable[[str], str | None], glob: Callable[[str], list[str]] | None = None
+        self,
+        read: Callable[[str], str | None],
+        glob: Callable[[str], list[str]] | None = None,
+        is_dir: Callable[[str], bool] | None = None,
     ) -> UnitFacts:
         """These facts with the environment systemd starts the service with, and every Exec line expanded in it.
 
         The environment is Environment= (as merged), then each EnvironmentFile= in order, read when the service
         starts; a file's settings override Environment= and a later file's an earlier one's (systemd.exec(5),
         EnvironmentFile=; src/core/execute.c merges `context->environment` before `files_env`). `-/path`: a missing
-        file is skipped; without `-` systemd refuses to start ("Failed to load environment files"). A path may be a
-        glob (`glob`: the matching paths, sorted). `read(path)` is the file's text, None when it does not exist."""
+        file is skipped without a word (`skipped_env_files`); without `-` systemd refuses to start ("Failed to load
+        environment files", Result=resources: `start_refused`). A path may be a glob (`glob`: the matching paths,
+        sorted). `read(path)` is the file's text, None when it does not exist. With `is_dir`, the folder the commands
+        run in (`run_directory`): WorkingDirectory= where it exists, else `/` (systemd's default, and where a `-/path`
+        that does not exist leaves them); a WorkingDirectory= without `-` that does not exist fails the start
+        (status=200/CHDIR)."""
         env = {s.name: s for s in self.environment}
         notes = list(self.env_notes)
+        refused = list(self.start_refused)
+        skipped = list(self.skipped_env_files)
         for ref in self.environment_files:
             if not ref.path.startswith("/"):
                 notes.append(
@@ -207,17 +312,26 @@ class UnitFacts:
             texts = [(path, read(path)) for path in paths]
             missing = [path for path, text in texts if text is None] or ([] if texts else [ref.path])
             if missing and not ref.ignore_errors:
-                notes.append(
+                said = (
                     f"EnvironmentFile={ref.path} ({ref.where or 'systemctl show'}): {missing[0]} does not "
                     f'exist, so systemd refuses to start the unit ("Failed to load environment files"); '
                     f"prefix the path with `-` if it is optional"
                 )
+                notes.append(said)
+                refused.append(said)
+            elif missing:
+                skipped.append(ref)
             for path, text in texts:
                 if text is None:
                     continue
                 settings, ignored = parse_env_file(text, path, via=ref.where)
                 notes.extend(ignored)
                 env.update((s.name, s) for s in settings)
+        if self.working_directory in ("~", "-~") and "HOME" not in env:  # systemd sets $HOME for the home folder
+            env["HOME"] = EnvSetting("HOME", "/root", "", "systemd")
+        run_directory, chdir_fails = self.run_directory, self.chdir_fails
+        if is_dir is not None:
+            run_directory, chdir_fails = self._run_directory(is_dir)
 
         def expanded(commands: list[ExecCommand], label: str) -> list[ExecCommand]:
             out = []
@@ -238,7 +352,55 @@ class UnitFacts:
             return out
 
         execs: dict[str, Any] = {attr: expanded(getattr(self, attr), key) for key, attr in EXEC_KEYS.items()}
-        return replace(self, env=env, env_notes=list(dict.fromkeys(notes)), **execs)
+        return replace(
+            self,
+            env=env,
+            env_notes=list(dict.fromkeys(notes)),
+            **execs,
+            start_refused=list(dict.fromkeys(refused)),
+            skipped_env_files=list(dict.fromkeys(skipped)),
+            run_directory=run_directory,
+            chdir_fails=chdir_fails,
+        )
+
+    def start_fails(self) -> str | None:
+        """Why the next start fails before the service runs (after with_environment): an env file without `-` that
+        does not exist refuses the start; a WorkingDirectory= that does not exist fails every command, and the first
+        ExecStartPre=/ExecStart= command without `-` ends the start there. None where neither holds."""
+        if self.start_refused:
+            return self.start_refused[0]
+        if self.chdir_fails:
+            stopped = next((c for c in [*self.exec_start_pre, *self.exec_start] if not c.ignore_errors), None)
+            if stopped is not None:
+                where = f" ({stopped.where})" if stopped.where else ""
+                return f"{self.chdir_fails}; so `{stopped.path}`{where} fails and the start with it"
+        return None
+
+    def _run_directory(self, is_dir: Callable[[str], bool]) -> tuple[str, str | None]:
+        """Where systemd runs the commands, and why the start fails when WorkingDirectory= cannot be entered."""
+        wanted = self.working_directory
+        if wanted is None:
+            return "/", None
+        optional = wanted.startswith("-")
+        path = wanted.removeprefix("-")
+        if path == "~":
+            path = "/root"  # the system manager runs as root; WorkingDirectory=~ is root's home
+        if is_dir(path):
+            return path, None
+        if optional:
+            return "/", None
+        where = self.set_at.get("WorkingDirectory", "systemctl show")
+        return "/", (
+            f"WorkingDirectory={path} ({where}) does not exist: systemd cannot enter it, and every command fails "
+            f"before it runs (status=200/CHDIR); prefix it with `-` if it is optional"
+        )
+
+
+def _joined(command: ExecCommand) -> tuple[str, str]:
+    """A command as `systemctl show` prints it: the program, and the words it is given (argv[0] first) joined."""
+    argv = list(command.written or command.argv)  # as written: before `$VAR` expansion, as systemd holds it
+    words = [command.argv0 if command.argv0 is not None else argv[0] if argv else "", *argv[1:]]
+    return (argv[0] if argv else ""), " ".join(words)
 
 
 def unit_from_show(props: dict[str, list[str]]) -> UnitFacts:
@@ -275,7 +437,26 @@ def unit_from_show(props: dict[str, list[str]]) -> UnitFacts:
         need_daemon_reload={"yes": True, "no": False}.get(one("NeedDaemonReload") or ""),
         environment=parse_show_environment(" ".join(props.get("Environment", []))),
         environment_files=parse_show_env_files(props.get("EnvironmentFiles", [])),
+        service_type=one("Type") or "simple",
+        working_directory=_shown_working_directory(one("WorkingDirectory") or ""),
+        load_error=_load_error(one("LoadState"), one("LoadError")),
     )
+
+
+def _shown_working_directory(text: str) -> str | None:
+    """`systemctl show`'s WorkingDirectory=: empty (not set), `~`, `/path`, or `!/path` where a missing folder is no
+    error (the file's `-/path`)."""
+    if not text:
+        return None
+    return "-" + text[1:] if text.startswith("!") else text
+
+
+def _load_error(state: str | None, error: str | None) -> str | None:
+    """Why systemd did not load the unit (LoadState=bad-setting, error, not-found, masked), in its own words."""
+    if state in (None, "", "loaded"):
+        return None
+    said = (error or "").split(" ", 1)[-1].strip().strip('"')
+    return f"LoadState={state}" + (f": {said}" if said else "")
 
 
 # systemd's defaults when a unit file says nothing (systemd.service(5), systemd.unit(5))
@@ -291,52 +472,95 @@ def unit_from_file(
     cleared: dict[tuple[str, str], str] | None = None,
     files: list[str] | None = None,
     name: str | None = None,
+    host: Mapping[str, str] | None = None,
+    notes: list[str] | None = None,
 ) -> UnitFacts:
-    """The effective unit from its merged sections. `name`: the unit's name, for the `%n`/`%i` … specifiers of its
-    Exec lines; by default the first file's name where that is a unit's own file (not a template's `x@.service`)."""
+    """The effective unit from its merged sections, as systemd 252 loads it (src/core/load-fragment.c: each setting's
+    parser; src/core/service.c service_verify). `name`: the unit's name, for the `%n`/`%i` … specifiers of its words;
+    by default the first file's name where that is a unit's own file (not a template's `x@.service`). `host`: the
+    host's specifier values golive read from the station (`%H` …). `notes`: what systemd ignored in the files
+    (unit_files.parse_unit_file). A value systemd refuses is ignored, as systemd ignores it: the one before it holds."""
     if name is None and files:
         base = files[0].rsplit("/", 1)[-1]
         name = None if "@." in base else base
+    specifiers = Specifiers(name, files[0] if files else None, dict(host or {}))
     unit, service = sections.get("Unit", {}), sections.get("Service", {})
     set_at: dict[str, str] = {}
     emptied: set[str] = set()
+    said: list[str] = list(notes or [])
+    fatal: list[str] = []
 
     order = {path: i for i, path in enumerate(files or [])}
 
-    def latest(*spellings: tuple[dict[str, list[Value]], str]) -> Value | None:
-        """A setting's value: the last assignment systemd reads, under any of its names (StartLimitBurst= in
-        [Unit], its legacy alias in [Service]: each stores into the same field, so the one read last wins)."""
-        values = [section[key][-1] for section, key in spellings if section.get(key)]
-        return max(values, key=lambda v: (order.get(v.path, 0), v.line), default=None)
+    def latest(
+        read: Callable[[Value], Any], *spellings: tuple[dict[str, list[Value]], str], empty_resets: bool = False
+    ) -> tuple[Any, Value | None]:
+        """A setting's value: the last assignment systemd reads that its parser accepts (`read` gives None where it
+        refuses), under any of its names (StartLimitBurst= in [Unit], its legacy alias in [Service]: each stores
+        into the same field, so the one read last wins); with `empty_resets`, an empty value returns to the
+        default. Returns the value and the assignment that set it."""
+        values = sorted(
+            (v for section, key in spellings for v in section.get(key, [])),
+            key=lambda v: (order.get(v.path, 0), v.line),
+        )
+        found: tuple[Any, Value | None] = (None, None)
+        for value in values:
+            if value == "" and empty_resets:
+                found = (None, None)
+                continue
+            parsed = read(value)
+            if parsed is None:
+                said.append(f"{value.where}: `{value}` is not a value systemd accepts here: it ignores the line")
+                continue
+            found = (parsed, value)
+        return found
 
-    def note(name: str, value: Value | None) -> str | None:
-        if value is not None and value.line:
-            set_at[name] = value.where
+    def noted(key: str, found: tuple[Any, Value | None]) -> Any:
+        value, at = found
+        if at is not None and at.line:
+            set_at[key] = at.where
         return value
 
-    restart_sec = note("RestartSec", latest((service, "RestartSec")))
+    def enum(values: tuple[str, ...]) -> Callable[[str], str | None]:
+        return lambda text: text if text in values else None
+
+    restart_sec = noted("RestartSec", latest(read_timespan, (service, "RestartSec")))
     # StartLimitInterval= and StartLimitBurst= in [Service] are the pre-230 spellings systemd still accepts
-    interval = note(
+    interval = noted(
         "StartLimitIntervalSec",
-        latest((unit, "StartLimitIntervalSec"), (unit, "StartLimitInterval"), (service, "StartLimitInterval")),
+        latest(
+            read_timespan,
+            (unit, "StartLimitIntervalSec"),
+            (unit, "StartLimitInterval"),
+            (service, "StartLimitInterval"),
+        ),
     )
-    burst = note("StartLimitBurst", latest((unit, "StartLimitBurst"), (service, "StartLimitBurst")))
-    restart = note("Restart", latest((service, "Restart")))
+    burst = noted("StartLimitBurst", latest(read_unsigned, (unit, "StartLimitBurst"), (service, "StartLimitBurst")))
+    restart = noted("Restart", latest(enum(RESTART_VALUES), (service, "Restart")))
+    service_type = noted("Type", latest(enum(SERVICE_TYPES), (service, "Type")))
+    remain = noted("RemainAfterExit", latest(read_boolean, (service, "RemainAfterExit")))
+    workdir = noted(
+        "WorkingDirectory",
+        latest(lambda v: _working_directory(v, specifiers, fatal), (service, "WorkingDirectory"), empty_resets=True),
+    )
     environment: dict[str, EnvSetting] = {}
-    notes: list[str] = []
+    env_notes: list[str] = []
     for value in service.get("Environment", []):
-        settings, ignored = parse_environment_line(value, value.where, name)
-        notes.extend(ignored)
+        settings, ignored = parse_environment_line(value, value.where, specifiers)
+        env_notes.extend(ignored)
         for setting in settings:
             environment.pop(setting.name, None)
             environment[setting.name] = setting
-    env_files = [
-        EnvFileRef(v[1:] if v.startswith("-") else str(v), v.startswith("-"), v.where)
-        for v in service.get("EnvironmentFile", [])
-    ]
+    env_files = [ref for v in service.get("EnvironmentFile", []) if (ref := _env_file(v, specifiers, said))]
 
     def commands(key: str) -> list[ExecCommand]:
-        return [command for value in service.get(key, []) for command in parse_unit_exec(value, name)]
+        found = []
+        for value in service.get(key, []):
+            read = read_unit_exec(value, specifiers)
+            found += read.commands
+            if read.problem:
+                (fatal if read.fatal else said).append(f"{key}= at {value.where}: {read.problem}")
+        return found
 
     for key in EXEC_KEYS:
         values = service.get(key)
@@ -345,17 +569,16 @@ def unit_from_file(
         elif (cleared or {}).get(("Service", key)):
             set_at[key] = (cleared or {})[("Service", key)]
             emptied.add(key)
+    execs: dict[str, Any] = {attr: commands(key) for key, attr in EXEC_KEYS.items()}
+    kind = service_type or "simple"
+    fatal += _service_refuses(kind, restart or "no", bool(remain), execs["exec_start"], execs["exec_stop"], set_at)
     return UnitFacts(
         source="unit file" if not files or len(files) == 1 else "unit file and drop-ins",
         restart=restart or "no",
-        restart_sec_s=parse_timespan(restart_sec) if restart_sec else _DEFAULT_RESTART_SEC,
-        start_limit_burst=_int(burst) if burst else _DEFAULT_START_LIMIT_BURST,
-        start_limit_interval_s=parse_timespan(interval) if interval else _DEFAULT_START_LIMIT_INTERVAL,
-        exec_start_pre=commands("ExecStartPre"),
-        exec_start=commands("ExecStart"),
-        exec_start_post=commands("ExecStartPost"),
-        exec_stop=commands("ExecStop"),
-        exec_stop_post=commands("ExecStopPost"),
+        restart_sec_s=restart_sec if restart_sec is not None else _DEFAULT_RESTART_SEC,
+        start_limit_burst=burst if burst is not None else _DEFAULT_START_LIMIT_BURST,
+        start_limit_interval_s=interval if interval is not None else _DEFAULT_START_LIMIT_INTERVAL,
+        **execs,
         enabled=None if enabled is None else ("enabled" if enabled else "disabled"),
         active=active,
         set_at=set_at,
@@ -366,15 +589,87 @@ def unit_from_file(
         misplaced={k: service[k][-1].where for k in ("StartLimitIntervalSec",) if service.get(k) and k not in set_at},
         environment=list(environment.values()),
         environment_files=env_files,
-        env_notes=notes,
+        env_notes=env_notes,
+        service_type=kind,
+        working_directory=workdir,
+        load_error="; ".join(fatal) or None,
+        ignored=said,
     )
 
 
-def _int(value: str) -> int:
+def _working_directory(value: Value, specifiers: Specifiers, fatal: list[str]) -> str | None:
+    """WorkingDirectory= as config_parse_working_directory reads it: `-` = a missing folder is no error, `~` = root's
+    home; specifiers resolved; a relative or unnormalised path refuses the unit (ignored with `-`). Returns the path
+    (`-` kept in front), or None where systemd ignores the line."""
+    missing_ok = value.startswith("-")
+    path = value[1:] if missing_ok else str(value)
+    if path == "~":
+        return ("-" if missing_ok else "") + "~"
     try:
-        return int(value)
-    except ValueError:
-        raise FactError(f"{getattr(value, 'where', '')}: not a number: {value!r}") from None
+        path = specifiers.resolve(path)
+    except BadSpecifier as exc:
+        problem = f"WorkingDirectory= at {value.where}: {exc}"
+    else:
+        simple = _simplified(path)
+        if simple is not None:
+            return ("-" if missing_ok else "") + simple
+        problem = f"WorkingDirectory= at {value.where}: `{path}` is not an absolute, normalized path"
+    if not missing_ok:
+        fatal.append(f"{problem}: systemd refuses the unit (bad-setting)")
+    return None
+
+
+def _env_file(value: Value, specifiers: Specifiers, said: list[str]) -> EnvFileRef | None:
+    """One EnvironmentFile= as config_parse_unit_env_file reads it: specifiers resolved, `-` kept apart, the path
+    simplified (`//` is `/`); a relative or unnormalised path (`..`) is ignored at load, with a warning."""
+    optional = value.startswith("-")
+    try:
+        path = specifiers.resolve(value[1:] if optional else str(value))
+    except BadSpecifier as exc:
+        said.append(f"EnvironmentFile= at {value.where}: {exc}: systemd ignores the line")
+        return None
+    simple = _simplified(path)
+    if simple is None:
+        said.append(f"EnvironmentFile={value} ({value.where}) is not an absolute, normalized path: systemd ignores it")
+        return None
+    return EnvFileRef(simple, optional, value.where)
+
+
+def _simplified(path: str) -> str | None:
+    """src/basic/path-util.c path_simplify_and_warn(PATH_CHECK_ABSOLUTE): `//` and `/./` collapse, a trailing `/`
+    goes; None for a relative path or one with `..` (systemd: "not normalized")."""
+    if not path.startswith("/"):
+        return None
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        return None
+    return "/" + "/".join(parts)
+
+
+def _service_refuses(
+    kind: str,
+    restart: str,
+    remain: bool,
+    start: list[ExecCommand],
+    stop: list[ExecCommand],
+    set_at: dict[str, str],
+) -> list[str]:
+    """What src/core/service.c service_verify refuses (the unit is not loaded: LoadState=bad-setting)."""
+    at = f" ({set_at['ExecStart']})" if "ExecStart" in set_at else ""
+    if not start and not stop:
+        return [f"the service has no ExecStart= (nor ExecStop=){at}: systemd refuses the unit (bad-setting)"]
+    if kind != "oneshot" and not start:
+        return [f"the service has no ExecStart={at}, which only Type=oneshot allows: systemd refuses the unit"]
+    if not remain and not start:
+        return [f"the service has no ExecStart={at} and no RemainAfterExit=yes: systemd refuses the unit"]
+    if kind != "oneshot" and len(start) > 1:
+        return [
+            f"Type={kind} with {len(start)} ExecStart= commands{at}: only Type=oneshot may have more than one, so "
+            f"systemd refuses the unit (bad-setting)"
+        ]
+    if kind == "oneshot" and restart in ("always", "on-success"):
+        return [f"Type=oneshot with Restart={restart}: systemd refuses the unit (bad-setting)"]
+    return []
 
 
 def unit_differences(loaded: UnitFacts, on_disk: UnitFacts) -> list[str]:
@@ -410,3 +705,120 @@ def unit_differences(loaded: UnitFacts, on_disk: UnitFacts) -> list[str]:
 def _shown(value: object) -> str:
     """A setting as golive holds it: a time span (seconds, a float) with its unit."""
     return f"{value:g} s" if isinstance(value, float) else str(value)
+
+
+# uname(2)'s machine → systemd's architecture name (src/basic/architecture.c), for `%a`
+_ARCHITECTURES = {
+    "x86_64": "x86-64",
+    "i686": "x86",
+    "i586": "x86",
+    "i386": "x86",
+    "aarch64": "arm64",
+    "aarch64_be": "arm64-be",
+    "armv7l": "arm",
+    "ppc64le": "ppc64-le",
+    "ppc64": "ppc64",
+    "s390x": "s390x",
+    "riscv64": "riscv64",
+    "loongarch64": "loongarch64",
+}
+HOST_SPECIFIER_RE = re.compile(r"%[aAbBhHlmMoqsvwW]")
+
+
+def host_specifiers(read: Callable[[str], str | None], machine: str) -> dict[str, str]:
+    """The host's specifier values as systemd 252 gives a system unit (src/shared/specifier.c), read from the
+    station's files: `%H` the host name, `%l` its first label, `%q` the pretty one (/etc/machine-info), `%m` the
+    machine id, `%b` the boot id, `%v` the kernel release, `%a` the architecture (`machine`: `uname -m`), `%o %w %W %B
+    %M %A` from os-release (empty where it has no such field), `%h %s` root's home and shell (/etc/passwd)."""
+    host = (read("/proc/sys/kernel/hostname") or "").strip()
+    values = {"H": host, "l": host.split(".", 1)[0]}
+    pretty = _key_values(read("/etc/machine-info") or "").get("PRETTY_HOSTNAME")
+    values["q"] = pretty or host
+    values["m"] = (read("/etc/machine-id") or "").strip()
+    values["b"] = (read("/proc/sys/kernel/random/boot_id") or "").strip().replace("-", "")
+    values["v"] = (read("/proc/sys/kernel/osrelease") or "").strip()
+    values["a"] = _ARCHITECTURES.get(machine.strip(), machine.strip())
+    release = _key_values(read("/etc/os-release") or read("/usr/lib/os-release") or "")
+    for letter, key in (("o", "ID"), ("w", "VERSION_ID"), ("W", "VARIANT_ID"), ("B", "BUILD_ID")):
+        values[letter] = release.get(key, "")
+    values["M"], values["A"] = release.get("IMAGE_ID", ""), release.get("IMAGE_VERSION", "")
+    for line in (read("/etc/passwd") or "").splitlines():
+        fields = line.split(":")
+        if fields[0] == "root" and len(fields) >= 7:
+            values["h"], values["s"] = fields[5], fields[6]
+            break
+    return {k: v for k, v in values.items() if v or k in "wWBMA"}
+
+
+def _key_values(text: str) -> dict[str, str]:
+    """os-release(5) / machine-info(5): KEY=value lines, the value maybe quoted."""
+    found, _ = parse_env_file(text, "os-release")
+    return {s.name: s.value for s in found}
+
+
+def read_unit(
+    texts: list[tuple[str, str]],
+    enabled: bool | None = None,
+    active: str | None = None,
+    name: str | None = None,
+    host: Mapping[str, str] | None = None,
+) -> UnitFacts:
+    """The effective unit of a fragment and its drop-ins (`[(path, text)]`, fragment first, drop-ins in systemd's
+    order) as systemd 252 loads it: merged (unit_files.merge_unit_files), then read (unit_from_file). A setting
+    systemd cannot take in a drop-in (an Exec line or WorkingDirectory= it refuses, a broken section header) ends that
+    drop-in there: systemd stops reading the file at that line and keeps what came before it, and the unit still
+    loads (read back from systemd 252); in the unit file itself it refuses the unit (bad-setting, or LoadState=error
+    for a header: FactError)."""
+    if name is None and texts:
+        base = texts[0][0].rsplit("/", 1)[-1]
+        name = None if "@." in base else base
+    specifiers = Specifiers(name, texts[0][0] if texts else None, dict(host or {}))
+    cut: list[tuple[str, str]] = [texts[0]] if texts else []
+    notes: list[str] = []
+    refused: list[str] = []
+    if texts and texts[0][1] == "":  # systemd.unit(5): an empty unit file (or a link to /dev/null) masks the unit
+        refused.append(
+            f"{texts[0][0]} is empty: systemd treats the unit as masked (LoadState=masked) and never starts it"
+        )
+    elif texts:
+        stop = _first_refused_line(*texts[0], specifiers)
+        if stop is not None:  # in the unit file itself: systemd refuses the unit, whatever a drop-in says later
+            refused.append(f"{texts[0][0]}:{stop[0]}: {stop[1]}: systemd refuses the unit (LoadState=bad-setting)")
+    for path, text in texts[1:]:
+        stop = _first_refused_line(path, text, specifiers)
+        if stop is not None:
+            line, why, kept = stop
+            notes.append(f"{path}:{line}: {why}: systemd stops reading {path} there (what follows is not applied)")
+            text = "\n".join([*unit_files._physical_lines(text)[: line - 1], *([kept] if kept else [])])
+        cut.append((path, text))
+    sections, cleared = unit_files.merge_unit_files(cut, notes)
+    unit = unit_from_file(sections, enabled, active, cleared, [p for p, _ in texts], name=name, host=host, notes=notes)
+    if refused:
+        return replace(unit, load_error="; ".join([*refused, *([unit.load_error] if unit.load_error else [])]))
+    return unit
+
+
+def _first_refused_line(path: str, text: str, specifiers: Specifiers) -> tuple[int, str, str] | None:
+    """Where systemd stops reading a drop-in: its first setting that ends config_parse with an error (an Exec line
+    refused without `-`, a WorkingDirectory= refused without `-`, a broken section header), why, and the part of that
+    line systemd kept (`ExecStartPre=/x a` of `ExecStartPre=/x a ; rel/y`: the commands before the refused one)."""
+    every: list[tuple[str, str, Value]] = []
+    try:
+        unit_files.parse_unit_file(text, path, every=every)
+    except FactError as exc:
+        line = re.search(rf"{re.escape(path)}:(\d+):", str(exc))
+        return (int(line.group(1)), "a broken section header", "") if line else (1, str(exc), "")
+    refuses = ": systemd refuses the unit (bad-setting)"
+    for section, key, value in every:  # systemd stops at the first, whatever a later line of the file resets
+        if section != "Service" or not value:
+            continue
+        if key in EXEC_KEYS:
+            read = read_unit_exec(value, specifiers)
+            if read.fatal:
+                kept = f"{key}={read.kept}" if read.commands else ""
+                return value.line, f"{key}= {(read.problem or '').removesuffix(refuses)}", kept
+        elif key == "WorkingDirectory":
+            fatal: list[str] = []
+            if _working_directory(value, specifiers, fatal) is None and fatal:
+                return value.line, fatal[0].removesuffix(refuses), ""
+    return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from golive.facts.unit_files import unit_specifiers
+from golive.facts.unit_files import BadSpecifier, Specifiers, unit_specifiers
 
 WHITESPACE = " \t\n\r"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -176,7 +176,9 @@ def _cunescape_one(text: str, i: int) -> tuple[str | None, int]:
     return None, 0
 
 
-def parse_environment_line(value: str, where: str = "", unit: str | None = None) -> tuple[list[EnvSetting], list[str]]:
+def parse_environment_line(
+    value: str, where: str = "", unit: str | Specifiers | None = None
+) -> tuple[list[EnvSetting], list[str]]:
     """One `Environment=` value as systemd's config_parse_environ reads it (src/core/load-fragment.c): words by
     extract_first_word(EXTRACT_CUNESCAPE|EXTRACT_UNQUOTE), so `Environment="A=1 2" B=3` and `A="1 2"` both set A to
     `1 2`; `%%` is `%`; an assignment with an invalid name is ignored; a syntax error ignores the rest of the line.
@@ -184,7 +186,11 @@ def parse_environment_line(value: str, where: str = "", unit: str | None = None)
     words, error = extract_words(value, cunescape=True)
     settings, notes = [], []
     for word in words:
-        word = unit_specifiers(word, unit)  # config_parse_environ: unit_env_printf on each word
+        try:
+            word = unit_specifiers(word, unit)  # config_parse_environ: unit_env_printf on each word
+        except BadSpecifier as exc:
+            notes.append(f"{where}: `{word[:60]}`: {exc}: systemd ignores it")
+            continue
         name, eq, text = word.partition("=")
         if not eq or not env_name_is_valid(name) or not _env_value_is_valid(text):
             notes.append(f"{where}: `{word[:60]}` is not a valid assignment: systemd ignores it")

@@ -6,8 +6,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import yaml
 
 from golive.facts import FactError
+from golive.facts.vllm_options import CHOICES, OPTIONS, SHORT
 
 # vLLM 0.32.0, vllm/utils/argparse_utils.py `human_readable_int`: lowercase suffixes are decimal and take decimals
 # (truncated), uppercase are binary and take whole numbers only; no suffix is Python's int().
@@ -15,134 +19,13 @@ _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 AUTO = -1  # `--max-model-len auto` / `-1`: vLLM fits the context to the GPU memory it finds
 
-# vLLM 0.32.0's boolean flags (`vllm serve --help`: argparse.BooleanOptionalAction, so `--x` / `--no-x`, no value), and
-# its store_true flags (`--x` only); read from `make_arg_parser(FlexibleArgumentParser())` of that release.
-BOOLEAN_FLAGS = frozenset(
-    (
-        "allow-credentials",
-        "allow-deprecated-quantization",
-        "async-scheduling",
-        "cohere-is-reasoning-model",
-        "cudagraph-metrics",
-        "data-parallel-external-lb",
-        "data-parallel-hybrid-lb",
-        "dcp-q-replicate",
-        "disable-cascade-attn",
-        "disable-chunked-mm-input",
-        "disable-custom-all-reduce",
-        "disable-fastapi-docs",
-        "disable-hybrid-kv-cache-manager",
-        "disable-nccl-for-dp-synchronization",
-        "disable-sliding-window",
-        "disable-uvicorn-access-log",
-        "enable-auto-tool-choice",
-        "enable-batch-sharded-sampling",
-        "enable-chunked-prefill",
-        "enable-cumem-allocator",
-        "enable-dbo",
-        "enable-elastic-ep",
-        "enable-ep-weight-filter",
-        "enable-eplb",
-        "enable-expert-parallel",
-        "enable-fault-tolerance",
-        "enable-flash-late-interaction",
-        "enable-flashinfer-autotune",
-        "enable-force-include-usage",
-        "enable-hc-sp",
-        "enable-layerwise-nvtx-tracing",
-        "enable-log-deltas",
-        "enable-log-outputs",
-        "enable-log-requests",
-        "enable-logging-iteration-details",
-        "enable-lora",
-        "enable-mamba-cache-stochastic-rounding",
-        "enable-mamba-shared-prefix-checkpoint",
-        "enable-mfu-metrics",
-        "enable-mixed-moe-lora-format",
-        "enable-mm-embeds",
-        "enable-moe-shared-loras",
-        "enable-nccl-comm-suspend",
-        "enable-offline-docs",
-        "enable-per-request-metrics",
-        "enable-prefix-caching",
-        "enable-prompt-embeds",
-        "enable-prompt-tokens-details",
-        "enable-request-id-headers",
-        "enable-return-routed-experts",
-        "enable-scale-out",
-        "enable-server-load-tracking",
-        "enable-shm-tensor-arena",
-        "enable-sleep-mode",
-        "enable-ssl-refresh",
-        "enable-tokenizer-info-endpoint",
-        "enable-tower-connector-lora",
-        "enable-trace-replay",
-        "enforce-eager",
-        "exclude-tools-when-tool-choice-none",
-        "fail-on-environ-validation",
-        "fully-sharded-loras",
-        "interleave-mm-strings",
-        "jit-monitor-verbose",
-        "kv-cache-metrics",
-        "kv-sharing-fast-prefill",
-        "language-model-only",
-        "log-error-stack",
-        "long-prefill-token-threshold-adaptive",
-        "mm-device-do-normalize",
-        "mm-encoder-only",
-        "numa-bind",
-        "ray-workers-use-nsight",
-        "return-sampling-mask",
-        "return-tokens-as-token-ids",
-        "scheduler-reserve-full-isl",
-        "skip-mm-profiling",
-        "skip-tokenizer-init",
-        "sleep-mode-offload-cudagraph",
-        "specialize-active-lora",
-        "swa-bounded-replay",
-        "tokens-only",
-        "trust-remote-code",
-        "trust-request-chat-template",
-        "trust-request-mm-kwargs",
-        "use-fp64-gumbel",
-        "use-replayssm",
-        "use-tqdm-on-load",
-    )
-)
-STORE_TRUE_FLAGS = frozenset(
-    (
-        "aggregate-engine-logging",
-        "data-parallel-multi-port-external-lb",
-        "disable-log-stats",
-        "grpc",
-        "headless",
-    )
-)
-# flags with nargs="+": every word up to the next flag is theirs
-MULTI_VALUE_FLAGS = frozenset(
-    (
-        "allowed-media-domains",
-        "api-key",
-        "collect-detailed-traces",
-        "cpu-offload-params",
-        "cudagraph-capture-sizes",
-        "ignore-patterns",
-        "kv-cache-dtype-skip-layers",
-        "logits-processors",
-        "lora-modules",
-        "lora-target-modules",
-        "numa-bind-cpus",
-        "numa-bind-nodes",
-        "offload-params",
-        "served-model-name",
-        "sleep-preserve-parameter-names",
-    )
-)
-
-
-# vLLM 0.32.0's one `action="append"` flag: given twice, it keeps both; every other flag is a store action (store,
-# store_true, BooleanOptionalAction), where argparse keeps the last one given.
-APPEND_FLAGS = frozenset(("middleware",))
+# vLLM 0.32.0's boolean flags (argparse.BooleanOptionalAction: `--x` / `--no-x`, no value), its store_true flags
+# (`--x` only), its nargs="+" flags (every word up to the next option is theirs) and its one append flag (given
+# twice, it keeps both; every other flag keeps the last one given): from its own parser (golive.facts.vllm_options)
+BOOLEAN_FLAGS = frozenset(n for n, kind in OPTIONS.items() if kind == "switch")
+STORE_TRUE_FLAGS = frozenset(n for n, kind in OPTIONS.items() if kind == "flag")
+MULTI_VALUE_FLAGS = frozenset(n for n, kind in OPTIONS.items() if kind == "many")
+APPEND_FLAGS = frozenset(n for n, kind in OPTIONS.items() if kind == "append")
 
 
 class RejectedValue(FactError):
@@ -259,21 +142,30 @@ def rejected_args(args: list[str]) -> list[str]:
 
 
 def refused_args(args: list[str]) -> list[Refusal]:
-    """`rejected_args`, with the flag and the words each refusal is about."""
+    """`rejected_args`, with the flag and the words each refusal is about. argparse converts and checks every time a
+    flag is given, so a value refused earlier on the line (or in the `--config` file) stops vLLM even where a later one
+    would do."""
     read = _read_args(args)
     refusals = list(read.refusals)
     for name, parse in VALUE_TYPES.items():
-        value = read.flags.get(name)
-        if isinstance(value, str):
-            words = read.uses[name][-1].words
+        for use in read.uses.get(name, []):
+            value = use.value
+            if not isinstance(value, str):
+                continue
             try:
                 parse(value)
             except RejectedValue as exc:
-                refusals.append(Refusal(name, words, f"--{name} {value}: {exc}"))
+                refusals.append(Refusal(name, use.words, f"--{name} {value}: {exc}"))
             except ValueError:
                 refusals.append(
-                    Refusal(name, words, f"--{name} {value}: not {'a number' if parse is float else 'an integer'}")
+                    Refusal(name, use.words, f"--{name} {value}: not {'a number' if parse is float else 'an integer'}")
                 )
+    for use in read.uses.get("speculative-config", []):  # vLLM reads it as JSON (a mapping)
+        if isinstance(use.value, str):
+            try:
+                json.loads(use.value)
+            except ValueError:
+                refusals.append(Refusal("speculative-config", use.words, f"--speculative-config {use.value}: not JSON"))
     return refusals
 
 
@@ -303,7 +195,50 @@ def served_args_start(words: list[str] | tuple[str, ...]) -> int | None:
     return None
 
 
+_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def _normalised(token: str) -> str:
+    """FlexibleArgumentParser.parse_args: in `--a_b.c_d=x` the name up to its first `.` takes `-` for `_`."""
+    if not token.startswith("--"):
+        return token
+    name, eq, value = token.partition("=")
+    head, dot, rest = name[2:].partition(".")
+    return f"--{head.replace('_', '-')}{dot}{rest}{eq}{value}"
+
+
+def _is_option(token: str) -> bool:
+    """argparse's test: a word that starts with `-` is an option, unless it is a negative number (vLLM has no
+    option that looks like one) or `-` alone."""
+    return token.startswith("-") and token != "-" and not _NEGATIVE.match(token)
+
+
+def _option(word: str) -> tuple[str | None, str]:
+    """The option a word names (argparse: exact, else the one long option it is a prefix of, `allow_abbrev`), and
+    why not where it names none (unknown, or a prefix of several)."""
+    if word.startswith("--"):
+        name = word[2:]
+        if name in OPTIONS or (name.startswith("no-") and name[3:] in BOOLEAN_FLAGS):
+            return name, ""
+        if "." in name:  # `--compilation-config.level 3`: vLLM folds it into the JSON of its option
+            return (name, "") if name.split(".", 1)[0] in OPTIONS else (None, f"`{word}`: no such option")
+        matches = [o for o in OPTIONS if o.startswith(name)]
+        matches += [f"no-{o}" for o in BOOLEAN_FLAGS if f"no-{o}".startswith(name)]
+        if len(matches) == 1:
+            return matches[0], ""
+        if matches:
+            return None, f"`{word}` is ambiguous: it could be --{', --'.join(sorted(matches)[:4])}"
+        return None, f"`{word}`: vLLM has no such option (unrecognized arguments)"
+    if word[1:] in SHORT:
+        return SHORT[word[1:]], ""
+    return None, f"`{word}`: vLLM has no such option (unrecognized arguments)"
+
+
 def _read_args(args: list[str]) -> _Read:
+    """The arguments as vLLM 0.32's argparse reads them, option by option (its own table: vllm_options): `-tp 2` is
+    `--tensor-parallel-size 2`, `--max-num-seq 4` is `--max-num-seqs 4` (a unique prefix), `-O3` is
+    `--optimization-level 3`; a flag that takes a value takes the next word unless it is an option; one positional,
+    the model."""
     flags: dict[str, str | bool] = {}
     refusals: list[Refusal] = []
     uses: dict[str, list[FlagUse]] = {}
@@ -314,48 +249,87 @@ def _read_args(args: list[str]) -> _Read:
         flags[name] = value
         uses.setdefault(name, []).append(FlagUse(name, value, at + offset, tuple(i + offset for i in value_at)))
 
+    def refuse(flag: str | None, at: int, text: str) -> None:
+        refusals.append(Refusal(flag, (at + offset,), text))
+
     i = 0
+    positional: str | None = None
     while i < len(tokens):
         token = tokens[i]
-        if not token.startswith("--"):
-            if "model" in flags:  # `vllm serve` has one positional, the model
-                refusals.append(
-                    Refusal(None, (i + offset,), f"`{token}`: no flag takes this word (vLLM: unrecognized arguments)")
-                )
+        if not _is_option(token):
+            if positional is not None:  # vLLM has one positional argument, the model
+                refuse(None, i, f"`{token}`: no flag takes this word (vLLM: unrecognized arguments)")
             else:
+                positional = token
                 use("model", token, i, (i,))
             i += 1
             continue
-        name, eq, value = token[2:].partition("=")
-        name = name.split(".", 1)[0].replace("_", "-") + ("." + name.split(".", 1)[1] if "." in name else "")
+        if token.startswith("-O") and not token.startswith("--"):  # vLLM's own -O3, -O=3, -O 3
+            if token == "-O" and i + 1 < len(tokens) and tokens[i + 1] in ("0", "1", "2", "3"):
+                use("optimization-level", tokens[i + 1], i, (i + 1,))
+                i += 2
+                continue
+            if token != "-O":
+                use("optimization-level", token[3:] if token[2:3] == "=" else token[2:], i)
+                i += 1
+                continue
+        word, eq, value = _normalised(token).partition("=") if token.startswith("--") else token.partition("=")
+        name, why = _option(word)
+        if name is None:  # refused by vLLM 0.32; read as written all the same (an older vLLM may know it)
+            refuse(None, i, why)
+            unknown = word[2:] if word.startswith("--") else word[1:]
+            if eq:
+                use(unknown, value, i)
+            elif i + 1 < len(tokens) and not _is_option(tokens[i + 1]):
+                use(unknown, tokens[i + 1], i, (i + 1,))
+                i += 1
+            else:
+                use(unknown.removeprefix("no-"), not unknown.startswith("no-"), i)
+            i += 1
+            continue
         negated = name.startswith("no-") and name[3:] in BOOLEAN_FLAGS
-        if name in BOOLEAN_FLAGS or negated or name in STORE_TRUE_FLAGS:
+        base = name[3:] if negated else name
+        kind = "switch" if negated else OPTIONS.get(base.split(".", 1)[0], "value")
+        if kind in ("switch", "flag"):
             if eq:  # argparse: "ignored explicit argument"
-                refusals.append(
-                    Refusal(
-                        name[3:] if negated else name,
-                        (i + offset,),
-                        f"--{name}={value}: a switch takes no value (write --{name}"
-                        + (f" or --no-{name})" if name in BOOLEAN_FLAGS else ")"),
-                    )
+                refuse(
+                    base,
+                    i,
+                    f"--{name}={value}: a switch takes no value (write --{base}"
+                    + (f" or --no-{base})" if base in BOOLEAN_FLAGS else ")"),
                 )
-            use(name[3:] if negated else name, not negated, i)
+            use(base, not negated, i)
         elif eq:
-            use(name, value, i)
-        elif name in MULTI_VALUE_FLAGS:
+            use(base, value, i)
+        elif kind == "many":
             first = i
-            while i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+            while i + 1 < len(tokens) and not _is_option(tokens[i + 1]):
                 i += 1
             words = tokens[first + 1 : i + 1]
-            use(name, " ".join(words) if words else True, first, tuple(range(first + 1, i + 1)))
-        elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-            use(name, tokens[i + 1], i, (i + 1,))
+            if not words:
+                refuse(base, first, f"--{base}: expected at least one argument")
+            use(base, " ".join(words) if words else True, first, tuple(range(first + 1, i + 1)))
+        elif i + 1 < len(tokens) and not _is_option(tokens[i + 1]):
+            use(base, tokens[i + 1], i, (i + 1,))
             i += 1
-        elif name.startswith("no-"):  # a flag this table does not know: read it the way it is spelled
-            use(name[3:], False, i)
+        elif kind == "optional":
+            use(base, True, i)
         else:
-            use(name, True, i)
+            refuse(base, i, f"--{base}: expected one argument")
         i += 1
+    if positional is not None:  # the positional model wins over `--model`, wherever each is (model_tag)
+        flags["model"] = positional
+    for name, held in list(flags.items()):  # vLLM's optional_type: an empty value, or `None`, is no value
+        if held in ("", "None") and name not in VALUE_TYPES and name not in CHOICES and name != "model":
+            del flags[name]
+    for name, allowed in CHOICES.items():
+        for given in uses.get(name, []):
+            if isinstance(given.value, str) and given.value not in allowed:
+                refusals.append(
+                    Refusal(
+                        name, given.words, f"--{name} {given.value}: invalid choice (vLLM takes {', '.join(allowed)})"
+                    )
+                )
     return _Read(flags, refusals, uses)
 
 
@@ -385,3 +359,90 @@ ALL_INTERFACES = "0.0.0.0"
 def served_host(flags: dict[str, str | bool]) -> str:
     host = flags.get("host")
     return host if isinstance(host, str) and host else ALL_INTERFACES
+
+
+# --- `--config FILE`: flags from a YAML file (vLLM 0.32, vllm/utils/argparse_utils.py) ------------------------------
+
+
+class ConfigWord(str):
+    """A word vLLM takes from its `--config` YAML file: the file and line of the key that gave it (`where`)."""
+
+    where: str
+
+    def __new__(cls, text: str, where: str = "") -> ConfigWord:
+        word = super().__new__(cls, text)
+        word.where = where
+        return word
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return ConfigWord, (str(self), self.where)
+
+
+def config_file(args: list[str]) -> str | None:
+    """The file vLLM reads flags from: the word after `--config` (FlexibleArgumentParser.parse_args pulls the file
+    only where the word is exactly `--config`; `--config=FILE` is stored and never read). None without one."""
+    tokens = list(args)[served_args_start(args) or 0 :]
+    if "--config" not in tokens:
+        return None
+    at = tokens.index("--config")
+    return tokens[at + 1] if at + 1 < len(tokens) else ""
+
+
+def config_args(text: str, path: str) -> list[str]:
+    """The flags vLLM makes of its `--config` file (FlexibleArgumentParser.load_config_file): the file must end in
+    .yaml/.yml and hold a mapping; `key: true` is `--key`, `key: false` is `--no-key` where vLLM has that switch (in
+    the key's own spelling) and nothing otherwise, a list is `--key` and its items, a mapping is `--key` and its JSON,
+    anything else `--key` and Python's str() of the value (`None` for an empty one). Each word remembers the line of
+    its key. A file vLLM refuses raises RejectedValue."""
+    extension = path.rsplit(".", 1)[-1]
+    if extension not in ("yaml", "yml"):
+        raise RejectedValue(
+            f'--config {path}: vLLM reads only a .yaml/.yml file ("Config file must be of a yaml/yml type")'
+        )
+    try:
+        values = yaml.safe_load(text)
+        lines: dict[object, int] = {}
+        node = yaml.compose(text)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                lines[yaml.safe_load(yaml.serialize(key_node))] = key_node.start_mark.line + 1
+    except yaml.YAMLError as exc:
+        raise RejectedValue(f"--config {path} is not YAML vLLM can read: {str(exc).splitlines()[0]}") from None
+    if not isinstance(values, dict):
+        raise RejectedValue(f"--config {path} holds no YAML mapping of flags: vLLM stops ('items')")
+    out: list[str] = []
+    for key, value in values.items():
+        where = f"{path}:{lines.get(key, 0)}" if lines.get(key) else path
+
+        def word(text: str, where: str = where) -> ConfigWord:
+            return ConfigWord(text, where)
+
+        name = str(key)
+        if isinstance(value, bool):
+            if value:
+                out.append(word(f"--{name}"))
+            elif name in BOOLEAN_FLAGS:
+                out.append(word(f"--no-{name}"))
+        elif isinstance(value, list):
+            if value:
+                out += [word(f"--{name}"), *(word(str(item)) for item in value)]
+        elif isinstance(value, dict):
+            out += [word(f"--{name}"), word(json.dumps(value))]
+        else:
+            out += [word(f"--{name}"), word(str(value))]
+    return out
+
+
+def with_config(args: list[str], text: str, path: str) -> list[str]:
+    """The arguments as vLLM parses them once it read its `--config` file (FlexibleArgumentParser.
+    _pull_args_from_config):
+    `--config FILE` goes, the file's flags come first, after the model where it is given as the first word, so a
+    flag given on the command line wins over the file's (command line over file over defaults)."""
+    offset = served_args_start(args) or 0
+    head, tokens = list(args[:offset]), list(args[offset:])
+    at = tokens.index("--config")
+    rest = tokens[:at] + tokens[at + 2 :]
+    pulled = config_args(text, path)
+    if tokens[0].startswith("-"):  # the line starts with a flag (`--config` itself too): the file's flags first
+        return [*head, *pulled, *rest]
+    return [*head, rest[0], *pulled, *rest[1:]]  # after the first word (the model, or `serve`)

@@ -10,7 +10,9 @@ Checks of both stations at once (image, checkpoint, environment file) get two of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
 
 from golive.facts import FactError, docker, nccl, net
@@ -21,6 +23,36 @@ PING_HEADERS = 28  # IPv4 (20) + ICMP (8): `-s 8972` fills a 9000-byte frame
 # ssh's timeout only bounds the connect, and ethtool or ibv_devinfo can hang on a wedged driver: every command here is
 # bounded by coreutils `timeout` (which also runs the station's own `ip`/`ping`, never a shell's built-in applet).
 BOUND = "timeout 20 "
+
+
+class NcclLogUnknown(FactError):
+    """golive cannot tell which file holds the running engine's NCCL log: the NCCL checks are not checked."""
+
+
+@dataclass(frozen=True)
+class NcclLogSource:
+    """Where the running engine's NCCL log is: how golive found it, the files written since the engine started,
+    the stale ones beside them (path, modification time), and when the engine started (epoch seconds)."""
+
+    described: str
+    fresh: list[str]
+    stale: list[tuple[str, float]] = field(default_factory=list)
+    started: float | None = None
+
+
+def _epoch(text: str) -> float | None:
+    """Docker's RFC 3339 time (`2026-11-29T13:01:44.123456789Z`) as seconds since the epoch; None if unset."""
+    if not text or text.startswith("0001-"):
+        return None
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)", text.strip())
+    if not match:
+        return None
+    zone = "+00:00" if match.group(2) == "Z" else match.group(2)
+    return datetime.fromisoformat(match.group(1) + zone).timestamp()
+
+
+def _stamp(when: float | None) -> str:
+    return "an unknown time" if when is None else datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @dataclass(frozen=True)
@@ -124,22 +156,131 @@ class ClusterFacts:
     # --- NCCL and the pinned environment ------------------------------------------------------------------------------
 
     @cached_property
+    def engine(self) -> docker.ContainerFacts | None:
+        """The serving run's container: the profile's service container, else the running container of the image the
+        launch script runs (`docker ps --filter ancestor=cluster.image_ref`); None where neither is found."""
+        if self.station_facts.profile.service is not None:
+            return self.station_facts.container
+        ref = self.cluster.image_ref
+        if not ref:
+            return None
+        listing = self.station_facts.run(BOUND + "docker ps --filter ancestor=%s --format {{.ID}}", ref, ok_rcs=(0, 1))
+        ids = listing.split()
+        if not ids:
+            return None
+        return docker.parse_container_inspect(self.station_facts.run(BOUND + "docker inspect %s", ids[0]))
+
+    @cached_property
+    def nccl_debug_file(self) -> tuple[str, str] | None:
+        """NCCL_DEBUG_FILE as the serving run has it, and where that was read: the engine container's environment,
+        else the pinned environment file; None where neither sets it (the run logs to its stdout)."""
+        engine = self.engine
+        if engine is not None and engine.env.get("NCCL_DEBUG_FILE"):
+            return engine.env["NCCL_DEBUG_FILE"], f"the environment of container {engine.name} (docker inspect)"
+        if self.cluster.env_file:
+            try:
+                values = self.env_file.values
+            except FactError:
+                return None
+            if values.get("NCCL_DEBUG_FILE"):
+                return values["NCCL_DEBUG_FILE"], f"{self.cluster.env_file}"
+        return None
+
+    @cached_property
+    def nccl_log_source(self) -> NcclLogSource:
+        """Which files hold the running engine's NCCL log, and which beside them are stale (written before the engine
+        started: another run's). NCCL writes where NCCL_DEBUG_FILE says (`%h` the host name, `%p` each process's id,
+        src/debug.cc), inside the engine's container where it runs in one; else the profile's cluster.nccl_log."""
+        engine = self.engine
+        started = _epoch(engine.started_at) if engine is not None and engine.running else None
+        found = self.nccl_debug_file
+        if found is not None:
+            pattern, said = found
+            hostname = engine.hostname if engine is not None and engine.hostname else self._hostname
+            name = nccl.debug_file_name(pattern, hostname)
+            where = f"NCCL_DEBUG_FILE={pattern} ({said})"
+            if not name.startswith("/"):
+                raise NcclLogUnknown(f"{where} is a relative path: golive does not know the run's directory")
+            folder, _, base = name.rpartition("/")
+            host_folder = folder or "/"
+            if engine is not None and engine.running:
+                mapped = engine.host_path(folder or "/")
+                if mapped is None:
+                    raise NcclLogUnknown(
+                        f"{where}: NCCL writes {name} inside container {engine.name}, and no bind mount holds "
+                        f"{folder}: golive does not read inside containers (mount the folder from the station)"
+                    )
+                host_folder = mapped
+            regex = nccl.debug_file_regex(base, hostname)
+            files = [f for f in self._files(host_folder) if regex.fullmatch(f[0].rsplit("/", 1)[-1])]
+            described = f"{where}, which NCCL expands to {host_folder.rstrip('/')}/{base.replace('%p', '<pid>')}"
+        else:
+            path = self.cluster.nccl_log
+            if not path:
+                raise FactError(
+                    "the profile gives no cluster.nccl_log, and the serving run sets no NCCL_DEBUG_FILE",
+                    fix="set `cluster.nccl_log` (where each station keeps the serving run's NCCL_DEBUG=INFO "
+                    "log) in your site profile, or NCCL_DEBUG_FILE in the serving run's environment",
+                )
+            files = self._files(path.rsplit("/", 1)[0] or "/")
+            files = [f for f in files if f[0] == path]
+            described = f"the profile's cluster.nccl_log {path}"
+            if not files:
+                raise FactError(
+                    f"{path} does not exist on {self.station.name}",
+                    fix=f"start the serving run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV "
+                    f"NCCL_DEBUG_FILE={path} (or tee its output there)",
+                )
+        if not files:
+            raise NcclLogUnknown(f"{described}: no such file on {self.station.name} (has the run initialised NCCL?)")
+        fresh = [f for f in files if started is None or f[1] >= started]
+        stale = [f for f in files if started is not None and f[1] < started]
+        return NcclLogSource(described, [f[0] for f in fresh], [(p, t) for p, t in stale], started)
+
+    @cached_property
+    def _hostname(self) -> str:
+        return (self.station_facts.read("/proc/sys/kernel/hostname") or "").strip()
+
+    def _files(self, folder: str) -> list[tuple[str, float]]:
+        """The files in `folder` with their modification time (seconds since the epoch), by name. `folder` may be a
+        link (a log folder moved to a larger disk): `-H` follows it."""
+        text = self.station_facts.run(
+            "find -H %s -maxdepth 1 -type f -exec stat -c '%%n|%%Y' {} + 2>/dev/null", folder, ok_rcs=(0, 1)
+        )
+        found = []
+        for line in text.splitlines():
+            path, _, when = line.rpartition("|")
+            if path and when.isdigit():
+                found.append((path, float(when)))
+        return sorted(found)
+
+    @cached_property
     def nccl_log_text(self) -> str:
-        path = self.cluster.nccl_log
-        if not path:
-            raise FactError(
-                "the profile gives no cluster.nccl_log",
-                fix="set `cluster.nccl_log` (where each station keeps the serving run's NCCL_DEBUG=INFO "
-                "log) in your site profile",
+        """The running engine's NCCL log: the fresh files of nccl_log_source (one a process), one after the other.
+        Where only stale files are there, the log of this run is not known: NcclLogUnknown names them."""
+        source = self.nccl_log_source
+        if not source.fresh:
+            raise NcclLogUnknown(
+                f"{source.described}: only stale files there, written before the engine started at "
+                f"{_stamp(source.started)}: "
+                + ", ".join(f"{p} (last written {_stamp(t)})" for p, t in source.stale)
+                + ": another run's log, not evidence for this one"
             )
-        text = self.station_facts.read(path)
-        if text is None:
-            raise FactError(
-                f"{path} does not exist on {self.station.name}",
-                fix=f"start the serving run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV "
-                f"NCCL_DEBUG_FILE={path} (or tee its output there)",
-            )
-        return text
+        texts = []
+        for path in source.fresh:
+            text = self.station_facts.read(path)
+            if text is not None:
+                texts.append(text if text.endswith("\n") or path == source.fresh[-1] else text + "\n")
+        return "".join(texts)
+
+    @property
+    def nccl_log_name(self) -> str:
+        """The log as messages name it: the file(s) read, and the stale ones left aside."""
+        source = self.nccl_log_source
+        named = ", ".join(source.fresh)
+        if source.stale:
+            named += " (the running engine's; stale beside it, not read: " + ", ".join(p for p, _ in source.stale) + ")"
+        return named
 
     @cached_property
     def nccl_log(self) -> nccl.NcclLog:

@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from golive.facts import FactError, docker, gpu, prestart_steps, shell, systemd, unit_files
+from golive.facts import FactError, docker, gpu, prestart_steps, shell, systemd, unit_files, vllm
 from golive.profile.recipe import dram_node
 from golive.profile.schema import Profile, Service, Station
 
@@ -53,6 +53,26 @@ class SavedLog:
     size: int
     written: str  # as stat printed it, the station's local time: 2026-12-04 23:25:47.516874436 +0000
     written_local: datetime  # that time without its zone, to compare with systemd's timestamps
+
+
+@dataclass
+class ServedConfig:
+    """The served vLLM arguments with its `--config` file read in (golive.facts.vllm.with_config)."""
+
+    args: list[str]
+    path: str | None = None  # as the command line names it (inside the container)
+    host_path: str | None = None  # where golive read it on the station
+    refused: str | None = None  # why vLLM would stop at start over it
+    unknown: str | None = None  # why golive could not read it
+
+
+@dataclass
+class StartLimitHit:
+    """systemd's start limit stopped the unit: what said so."""
+
+    result: str  # `systemctl show -p Result` (252 keeps exit-code; later systemd says start-limit-hit)
+    journal: str  # the journal's "Start request repeated too quickly" line, as journalctl printed it ("" if none)
+    n_restarts: int
 
 
 @dataclass
@@ -152,7 +172,10 @@ class StationFacts:
     def _with_environment(self, unit: systemd.UnitFacts) -> systemd.UnitFacts:
         """The unit with its Environment=/EnvironmentFile= environment read and its Exec lines expanded in it, as
         systemd expands them when it starts the service (the env files as they are on the station now)."""
-        return unit.with_environment(self.read, self._glob)
+        return unit.with_environment(self.read, self._glob, self._is_dir)
+
+    def _is_dir(self, path: str) -> bool:
+        return bool(self.host.file(path).is_directory)
 
     def _glob(self, pattern: str) -> list[str]:
         """The station's paths matching an EnvironmentFile= glob, sorted as glob(3) sorts them."""
@@ -163,12 +186,18 @@ class StationFacts:
 
     def _unit_of_files(self, paths: list[str]) -> systemd.UnitFacts:
         unit = self.service.unit
-        sections, cleared = unit_files.merge_unit_files([(path, self.read(path) or "") for path in paths])
+        texts = [(path, self.read(path) or "") for path in paths]
         wants = self.run("ls -1 /etc/systemd/system/*.wants/ 2>/dev/null", ok_rcs=(0, 1, 2))
         enabled = unit in wants.split()
         container = self.container
         active = "active" if container and container.running else "inactive"
-        return systemd.unit_from_file(sections, enabled=enabled, active=active, cleared=cleared, files=paths)
+        host = self.specifier_values if any(systemd.HOST_SPECIFIER_RE.search(t) for _, t in texts) else None
+        return systemd.read_unit(texts, enabled=enabled, active=active, host=host)
+
+    @cached_property
+    def specifier_values(self) -> dict[str, str]:
+        """The host's values of systemd's specifiers (`%H` …), read where a unit file names one."""
+        return systemd.host_specifiers(self.read, self.run("uname -m", ok_rcs=(0,)))
 
     @cached_property
     def unit(self) -> systemd.UnitFacts:
@@ -201,6 +230,28 @@ class StationFacts:
                 raise FactError(f"`systemctl show` printed ActiveExitTimestamp={exited!r}: not a time") from None
         return RestartRecord(int(count) if count.isdigit() else 0, (props.get("ActiveState") or [""])[-1], exited, when)
 
+    @cached_property
+    def start_limit(self) -> StartLimitHit | None:
+        """Whether systemd's start limit is what stopped the unit: it is failed, and systemd said so (Result=
+        start-limit-hit, or its journal's last word on the unit is "Start request repeated too quickly", which
+        systemd 252 logs while Result stays exit-code); None otherwise. Reads the journal's last 200 lines of the
+        unit only where the unit is failed."""
+        unit = self.unit
+        if unit.active != "failed":
+            return None
+        name = self.service.unit
+        result = (systemd.parse_show(self.run("systemctl show %s -p Result", name)).get("Result") or [""])[-1]
+        journal = self.run("journalctl -u %s -n 200 --no-pager -o short-iso 2>/dev/null", name, ok_rcs=(0, 1))
+        lines = [line.strip() for line in journal.splitlines() if line.strip()]
+        refused = [i for i, line in enumerate(lines) if "Start request repeated too quickly" in line]
+        said = refused[-1] if refused else None
+        started_after = said is not None and any(
+            re.search(r"\]: (Started|Starting) ", line) for line in lines[said + 1 :]
+        )
+        if result != "start-limit-hit" and (said is None or started_after):
+            return None
+        return StartLimitHit(result, lines[said] if said is not None else "", self.restarts.n_restarts)
+
     def saved_logs(self, folder: str) -> list[SavedLog]:
         """The files in `folder` (not its dot files), newest first; [] when it does not exist."""
         text = self.run(
@@ -221,16 +272,21 @@ class StationFacts:
 
     @cached_property
     def _docker_run_found(self) -> tuple[list[str], prestart_steps.ShellCommand | None] | None:
-        """The `docker run` the unit's ExecStart performs: its words, and where ExecStart runs a shell script that runs
+        return self.docker_run_in(self.unit)
+
+    def docker_run_in(self, unit: systemd.UnitFacts) -> tuple[list[str], prestart_steps.ShellCommand | None] | None:
+        """The `docker run` a unit's ExecStart performs: its words, and where ExecStart runs a shell script that runs
         it (`ExecStart=/usr/local/bin/glm53-flash-run.sh` with `exec docker run …` in it) that script's command, as
         bash would pass its words, with its file and line. ExecStart's own words (directly or through `sh -c`) come
         first; a script's line that never runs does not count. None when neither runs one."""
-        for command in self.unit.exec_start:
+        for command in unit.exec_start:
             for candidate in shell.commands_of(command.argv, origin="ExecStart"):
                 if docker.is_docker_run(candidate.argv):
                     return list(candidate.argv), None
-        for command in self.unit.exec_start:
-            found = shell.script_run_by(command.argv, self.read_script, self.unit_environment)
+        cwd, why = self.unit_directory
+        env = {name: setting.value for name, setting in unit.env.items()}
+        for command in unit.exec_start:
+            found = shell.script_run_by(command.argv, self.read_script, env, cwd, why)
             for candidate in found[1].commands if found is not None else []:
                 if docker.is_docker_run(candidate.runs) and not candidate.never_runs:
                     return candidate.runs, replace(candidate, argv=tuple(candidate.runs))
@@ -267,6 +323,41 @@ class StationFacts:
         where = self.unit.set_at.get("ExecStart")
         return f"ExecStart of {unit}" + (f" ({where})" if where else "")
 
+    def served_config(self, args: list[str], mounts: list[tuple[str, str]]) -> ServedConfig:
+        """vLLM's arguments once it read its `--config FILE` (vllm.with_config), FILE read on the station through
+        the container's bind mounts (`mounts`: host path, container path). Where vLLM would refuse it (no such file,
+        not YAML) `refused` says why; where golive cannot read it (a path no mount holds: the image's own) `unknown`
+        says why; without `--config`, the arguments as they are."""
+        path = vllm.config_file(args)
+        if path is None:
+            return ServedConfig(list(args))
+        tokens = list(args)[vllm.served_args_start(args) or 0 :]
+        if not path or tokens.count("--config") > 1:
+            return ServedConfig(list(args), refused="`--config` names no file, or is given more than once")
+        if not path.startswith("/"):
+            return ServedConfig(
+                list(args),
+                unknown=f"`--config {path}` is relative to the container's working directory, which golive does "
+                "not read",
+            )
+        host = docker.host_path(path, mounts)
+        if host is None:
+            return ServedConfig(
+                list(args),
+                unknown=f"`--config {path}` is in the container's own file system (no bind mount holds it): golive "
+                f"does not read inside containers",
+            )
+        text = self.read(host)
+        said = host if host == path else f"{host} (mounted at {path} in the container)"
+        if text is None:
+            return ServedConfig(
+                list(args), path, host, refused=f"`--config {path}`: {said} does not exist, so vLLM stops at start"
+            )
+        try:
+            return ServedConfig(vllm.with_config(list(args), text, host), path, host)
+        except vllm.RejectedValue as exc:
+            return ServedConfig(list(args), path, host, refused=f"{exc} ({said})")
+
     # --- prestart -----------------------------------------------------------------------------------------------------
 
     @cached_property
@@ -286,10 +377,34 @@ class StationFacts:
                 f"prestart script {self.service.prestart} does not exist",
                 fix=f"install the recipe's prestart script as {self.service.prestart} (mode 0755)",
             )
-        # read=: the files it sources or runs are read the same way, read-only; env=: what systemd starts it with
+        # read=: the files it sources or runs are read the same way, read-only; env=: what systemd starts it with;
+        # cwd=: where systemd starts it (WorkingDirectory=, else `/`): a relative path resolves against it
+        cwd, why = self.unit_directory
         return shell.parse_script(
-            self.prestart_text, origin=self.service.prestart, read=self.read, env=self.unit_environment
+            self.prestart_text,
+            origin=self.service.prestart,
+            read=self.read,
+            env=self.unit_environment,
+            cwd=cwd,
+            cwd_why=why,
+            is_dir=self._is_dir,
         )
+
+    @property
+    def unit_directory(self) -> tuple[str | None, str]:
+        """Where systemd runs the unit's commands, and why there, for messages: WorkingDirectory= (where it exists),
+        else `/`. (None, why) where the unit cannot be read."""
+        try:
+            unit = self.unit
+        except FactError as exc:
+            return None, f"golive could not read {self.service.unit}: {exc}"
+        wanted = unit.working_directory
+        if wanted is None:
+            return "/", f"where systemd runs the unit's commands: {self.service.unit} sets no WorkingDirectory="
+        at = unit.set_at.get("WorkingDirectory", "systemctl show")
+        if unit.run_directory == "/" and wanted.removeprefix("-") not in ("/", "~"):
+            return "/", f"WorkingDirectory={wanted} ({at}) does not exist, so systemd runs the commands in `/`"
+        return unit.run_directory, f"WorkingDirectory={wanted} of {self.service.unit} ({at})"
 
     @property
     def unit_environment(self) -> dict[str, str]:
@@ -320,8 +435,9 @@ class StationFacts:
         """One Exec line's command, what it runs inline (`sh -c`), and the commands of the shell script it runs
         (`ExecStopPost=/usr/local/bin/cleanup.sh`), in order; named by its setting and the unit file line."""
         origin = f"{key} of {self.service.unit}" + (f" ({command.where})" if command.where else "")
-        commands = shell.commands_of(command.argv, origin=origin)
-        script = shell.script_run_by(command.argv, self.read_script, self.unit_environment)
+        cwd, why = self.unit_directory
+        commands = shell.commands_of(command.argv, origin=origin, cwd=cwd, cwd_why=why)
+        script = shell.script_run_by(command.argv, self.read_script, self.unit_environment, cwd, why)
         return commands + (script[1].commands if script is not None else [])
 
     def unit_commands(self, key: str) -> list[prestart_steps.ShellCommand]:

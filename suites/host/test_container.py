@@ -12,6 +12,7 @@ from golive.facts import exec_lines
 from golive.facts.vllm import (
     ALL_INTERFACES,
     VALUE_TYPES,
+    ConfigWord,
     FlagUse,
     RejectedValue,
     describe_tokens,
@@ -34,7 +35,7 @@ from golive.profile.recipe import (
 
 if TYPE_CHECKING:
     from golive.facts.docker import DockerRun
-    from golive.inventory.station import StationFacts
+    from golive.inventory.station import ServedConfig, StationFacts
     from golive.profile.schema import Profile, Service, Station
     from golive.run.fixtures import RecordFinding, RecordProvenance
 
@@ -151,6 +152,12 @@ def test_running_container_runs_pinned_image(
     if station.phase == "pre-start":
         not_applicable("pre-start phase: no container is expected to run")
     container = facts.container
+    if (container is None or not container.running) and facts.systemd_running and facts.start_limit is not None:
+        pytest.skip(
+            f"not checked because test_unit_is_enabled_and_active failed on the same cause: systemd's start limit "
+            f"stopped {service.unit}, so container {facts.container_name} is "
+            f"{'absent' if container is None else container.status}"
+        )
     require(
         container is not None and container.running,
         found=f"container {facts.container_name} is {'absent' if container is None else container.status}",
@@ -213,13 +220,26 @@ def _shown(flag: str, got: str | bool | None, want: object) -> str:
     return f"--{flag}: {shown}, recipe {('on' if want else 'off') if isinstance(want, bool) else want}"
 
 
-def _served(facts: StationFacts, docker_run: DockerRun, service: Service, station: Station) -> tuple[list[str], str]:
-    """The served vLLM arguments (the running container's when serving, else the unit's), and where they came from."""
+def _served(facts: StationFacts, docker_run: DockerRun, service: Service, station: Station) -> tuple[ServedConfig, str]:
+    """The served vLLM arguments (the running container's when serving, else the unit's), with vLLM's `--config`
+    file read in (through the container's bind mounts), and where they came from."""
     container = facts.container
     if station.phase == "serving" and container is not None and container.running:
-        return container.args, f"docker inspect {container.name} Args"
-    script = facts.docker_run_script
-    return docker_run.args, f"ExecStart of {service.unit}" if script is None else script.where()
+        served = facts.served_config(container.args, container.mounts)
+        source = f"docker inspect {container.name} Args"
+    else:
+        script = facts.docker_run_script
+        served = facts.served_config(docker_run.args, docker_run.mounts)
+        source = f"ExecStart of {service.unit}" if script is None else script.where()
+    if served.host_path:
+        source += f" and its --config file {served.host_path}"
+    return served, source
+
+
+def _config_unread(served: ServedConfig, what: str) -> None:
+    """Not checked where golive cannot read vLLM's `--config` file: the flags in it are not known."""
+    if served.unknown:
+        pytest.skip(f"not checked: {served.unknown}, and {what} may be set in it")
 
 
 class _Origins:
@@ -229,9 +249,10 @@ class _Origins:
 
     def __init__(self, facts: StationFacts, docker_run: DockerRun) -> None:
         self.default = facts.docker_run_place()
-        self.args = docker_run.args
-        self.uses = flag_uses(docker_run.args)
+        self.args = facts.served_config(docker_run.args, docker_run.mounts).args  # the --config file's words too
+        self.uses = flag_uses(self.args)
         self.notes = facts.unit.env_notes
+        self.skipped = facts.unit.skipped_env_files
 
     def _words(self, flag: str, occurrence: int) -> list[str]:
         uses = self.uses.get(flag)
@@ -243,20 +264,34 @@ class _Origins:
     def origin(self, flag: str, occurrence: int = -1, always: bool = False) -> str:
         """`/etc/default/glm53-flash:3 sets MAX_LEN=1m, expanded in ExecStart (FILE:LINE)`; "" for a value written
         in ExecStart unless `always`."""
+        config = [w for w in self._words(flag, occurrence) if isinstance(w, ConfigWord)]
+        if config:
+            return f"set at {config[-1].where}, vLLM's --config file"
         words = [w for w in self._words(flag, occurrence) if isinstance(w, exec_lines.Word) and (always or _via_env(w))]
         texts = list(dict.fromkeys(exec_lines.origin_of(w) for w in words))
         if any(w.unset for w in words):  # a missing env file, a line systemd skips: why the variable is unset
             texts += [
                 n for n in self.notes if any(name in n for w in words for name in w.unset) or "EnvironmentFile=" in n
             ]
+            texts += [
+                f"EnvironmentFile=-{ref.path} ({ref.where or 'systemctl show'}) names a file that does not exist, "
+                f"and its `-` makes systemd skip it without a word"
+                for ref in self.skipped
+            ]
         return "; ".join(t for t in texts if t)
 
     def place(self, flag: str, occurrence: int = -1) -> str:
-        """What to edit so that the flag changes: the variable's line, else ExecStart."""
-        places = dict.fromkeys(
-            exec_lines.edit_place(w, self.default) if _via_env(w) else self.default
-            for w in self._words(flag, occurrence)
-        )
+        """What to edit so that the flag changes: vLLM's config file's line, the variable's line (a missing env file
+        put back), else ExecStart."""
+        words = self._words(flag, occurrence)
+        config = [w for w in words if isinstance(w, ConfigWord)]
+        if config:
+            path, _, line = config[-1].where.rpartition(":")
+            return f"`{flag}:` in {path} (line {line}), vLLM's --config file"
+        if self.skipped and any(isinstance(w, exec_lines.Word) and w.unset for w in words):
+            files = ", ".join(f"{ref.path} (EnvironmentFile=- at {ref.where or 'the unit'})" for ref in self.skipped)
+            return f"{files}: put the file back (or set the variable in an `Environment=` line)"
+        places = dict.fromkeys(exec_lines.edit_place(w, self.default) if _via_env(w) else self.default for w in words)
         return ", ".join(places) or self.default
 
     def stale(self, flag: str, served: str | bool | None) -> str:
@@ -295,7 +330,16 @@ def test_served_flags_are_accepted_by_vllm(
 ) -> None:
     """vLLM's own argument parser accepts every served flag (value types, switches, no stray words); a value it
     refuses stops `vllm serve` before it serves [000][002]."""
-    args, source = _served(facts, docker_run, service, station)
+    served, source = _served(facts, docker_run, service, station)
+    require(
+        served.refused is None,
+        found=f"vLLM would stop at start ({source}): {served.refused}",
+        recipe="vLLM starts with the recipe's flags; a --config file it cannot read ends `vllm serve` at once [000]",
+        fix=f"put vLLM's --config file where {facts.docker_run_place()} says (a .yaml file on a bind mount), or "
+        f"remove `--config`, then {_reload(service.unit)}",
+    )
+    _config_unread(served, "a value vLLM refuses")
+    args = served.args
     refused = refused_args(args)
     origins = _Origins(facts, docker_run)
     lines: list[str] = []
@@ -328,7 +372,13 @@ def test_served_flags_match_profile(
     """vLLM is served with the recipe's flags: context, sequences, memory, prefill, caching, parsers, speculative
     decoding, bind address, port, name [000][002]; an open bind without auth is reported, and so is a flag given
     twice (vLLM keeps the last). A value set through the unit's environment names the file and line that set it."""
-    args, source = _served(facts, docker_run, service, station)
+    config, source = _served(facts, docker_run, service, station)
+    if config.refused:
+        pytest.skip(
+            f"not checked: vLLM would stop at start ({config.refused}): see test_served_flags_are_accepted_by_vllm"
+        )
+    _config_unread(config, "every served flag")
+    args = config.args
     served = parse_serve_args(args)
     origins = _Origins(facts, docker_run)
     repeated = repeated_flags(args)
@@ -355,7 +405,7 @@ def test_served_flags_match_profile(
                 _shown(flag, got, want)
                 + (f" ({origin})" if origin and flag not in repeated else "")
                 + (f" — {origins.twice(flag, repeated[flag])}" if flag in repeated else "")
-                + (origins.stale(flag, got) if args is not docker_run.args else "")
+                + (origins.stale(flag, got) if source.startswith("docker inspect") else "")
             )
             wrong_flags.append(flag)
             places[origins.place(flag)] = None
@@ -412,3 +462,119 @@ def test_served_flags_match_profile(
         )
     if notes:
         record_finding(" ".join(notes))
+
+
+def _flag_values(args: list[str]) -> dict[str, object]:
+    """The served flags as vLLM reads their values (its argparse types), to tell a change from a respelling."""
+    values: dict[str, object] = {}
+    for flag, value in parse_serve_args(args).items():
+        if flag in VALUE_TYPES and isinstance(value, str):
+            try:
+                values[flag] = VALUE_TYPES[flag](value)
+                continue
+            except (ValueError, RejectedValue):
+                pass
+        values[flag] = value
+    return values
+
+
+def _places(origins: _Origins, flags: list[str]) -> str:
+    return ", ".join(dict.fromkeys(origins.place(f) for f in flags)) or origins.default
+
+
+def test_next_start_serves_what_runs_now(
+    facts: StationFacts,
+    docker_run: DockerRun,
+    service: Service,
+    station: Station,
+    profile: Profile,
+    record_finding: RecordFinding,
+) -> None:
+    """The unit's next start (a restart, a crash, a reboot) serves what runs now: the unit loads and starts (its
+    EnvironmentFile= files and WorkingDirectory= as they are now), vLLM accepts the arguments ExecStart expands to with
+    the environment as it is now, and they are the ones the running container was started with [000]."""
+    unit = facts.unit
+    name = service.unit
+    restart = f"`systemctl restart {name}`"
+    stops = unit.load_error or unit.start_fails()
+    require(
+        stops is None,
+        found=f"{name} runs now, but its next start stops before vLLM serves: {stops}"
+        if facts.container is not None and facts.container.running
+        else f"the next start of {name} stops before vLLM serves: {stops}",
+        recipe="systemd restarts the serving container after a crash and at boot: the unit's next start serves the "
+        "recipe [000]",
+        fix="put back what the start needs (the file or folder named above), or correct the line it names, then "
+        f"`systemctl daemon-reload`; check with `systemctl show {name} -p LoadState` and `systemd-analyze verify "
+        f"{name}` before {restart}",
+    )
+    container = facts.container
+    running = station.phase == "serving" and container is not None and container.running
+    if not running or container is None:
+        not_applicable(
+            f"no container runs now ({station.phase}): the served-flags checks read the unit, which is what the next "
+            f"start runs; it loads and starts (env files, WorkingDirectory=)"
+        )
+    served = facts.served_config(docker_run.args, docker_run.mounts)
+    _config_unread(served, "a served flag")
+    served_now = facts.served_config(container.args, container.mounts)
+    _config_unread(served_now, "a served flag")
+    origins = _Origins(facts, docker_run)
+    # what vLLM refuses now too is the accepted-flags check's finding: here only what the next start brings
+    refused_now = {r.text for r in refused_args(served_now.args)} if served_now.refused is None else set()
+    refused = [r for r in refused_args(served.args) if r.text not in refused_now] if served.refused is None else []
+    after = [
+        r.text + (f" ({origins.origin(r.flag, always=True)})" if r.flag and origins.origin(r.flag, always=True) else "")
+        for r in refused
+    ] + ([served.refused] if served.refused and not served_now.refused else [])
+    now_said = f"docker inspect {container.name} Args"
+    require(
+        not after,
+        found=f"vLLM serves now ({now_said}), but after a restart it stops at start: " + "; ".join(after),
+        recipe="the unit's next start serves the recipe's flags; a value vLLM refuses ends `vllm serve` at once [000]",
+        fix=f"correct it in {_places(origins, [r.flag for r in refused if r.flag])}, then `systemctl "
+        f"daemon-reload`; the running container keeps serving until the next restart",
+    )
+    now_values, next_values = _flag_values(served_now.args), _flag_values(served.args)
+    now_raw = parse_serve_args(served_now.args)
+    pinned = pinned_flags(profile)
+    changed = sorted(f for f in set(now_values) | set(next_values) if now_values.get(f) != next_values.get(f))
+    # a flag running wrong now that the next start corrects is the served-flags check's finding ("a restart serves it")
+    worse = [f for f in changed if f not in pinned or _same(f, now_raw.get(f), pinned[f])]
+    better = [f for f in changed if f not in worse]
+    lines = [
+        f"--{f}: served now {_text(now_values.get(f, 'absent'))}, after a restart "
+        f"{_text(next_values.get(f, 'absent'))}"
+        + (f" ({origins.origin(f, always=True)})" if origins.origin(f, always=True) else "")
+        for f in worse
+    ]
+    reload_said = ""
+    if unit.need_daemon_reload:
+        on_disk = facts.docker_run_in(facts.unit_from_files)
+        if on_disk is not None:
+            disk_values = _flag_values(facts.served_config(on_disk[0], docker_run.mounts).args)
+            moved = sorted(f for f in set(disk_values) | set(next_values) if disk_values.get(f) != next_values.get(f))
+            if moved:
+                reload_said = "; after a `systemctl daemon-reload` (or a reboot) the files on disk serve: " + ", ".join(
+                    f"--{f} {_text(disk_values.get(f, 'absent'))}" for f in moved
+                )
+    require(
+        not worse,
+        flags=worse,
+        found=f"{name}'s next start will not serve what runs now ({now_said}; the next start: ExecStart with the "
+        f"environment as it is now): " + "; ".join(lines) + reload_said,
+        recipe="the station serves the same flags after a restart as before: a restart, a crash or a reboot must not "
+        "change what is served [000]",
+        fix=f"make {_places(origins, worse)} give what runs now (or what the recipe "
+        f"says), then `systemctl daemon-reload`; restart only once the unit serves the recipe",
+    )
+    if better or reload_said:
+        record_finding(
+            "NEXT START: "
+            + "; ".join(
+                f"--{f}: served now {_text(now_values.get(f, 'absent'))}, after a restart "
+                f"{_text(next_values.get(f, 'absent'))} (the recipe's: a restart serves it)"
+                for f in better
+            )
+            + reload_said
+        )

@@ -102,6 +102,19 @@ def test_unit_is_enabled_and_active(facts: StationFacts, service: Service, stati
         fix=f"systemctl enable {service.unit}",
     )
     if station.phase == "serving":
+        hit = facts.start_limit
+        require(
+            hit is None,
+            found=f"{service.unit} is failed: systemd's start limit stopped it. It restarted the unit "
+            f"{hit.n_restarts if hit else 0} time(s) (NRestarts; StartLimitBurst={unit.start_limit_burst} within "
+            f"StartLimitIntervalSec={span(unit.start_limit_interval_s)} s), then refused the next start"
+            + (f' (journal: "{hit.journal}")' if hit and hit.journal else f" (Result={hit.result if hit else ''})")
+            + f"; so container {facts.container_name} is not running: the crash the limit stopped is the cause",
+            recipe="a crash loop stops at the start cap and stays down until someone reads why [000]",
+            fix=f"read why it crashed: the logs the prestart saved ({service.log_dir or 'its log folder'}), "
+            f"`journalctl -u {service.unit}`; fix that, then `systemctl reset-failed {service.unit}` (it clears the "
+            f"start limit) and `systemctl start {service.unit}`",
+        )
         require(
             unit.active == "active",
             found=f"{service.unit} is {unit.active}",

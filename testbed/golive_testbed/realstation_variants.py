@@ -94,6 +94,13 @@ VARIANTS = {
         ("test_image_pinned_by_digest", "test_running_container_runs_pinned_image"),
         recreates=True,
     ),
+    "env-file-removed-not-restarted": Variant(
+        "the serving line takes --max-num-seqs ${MAX_NUM_SEQS} from `EnvironmentFile=-/etc/default/glm53-flash`; "
+        "the unit restarted with it, then the file deleted without a restart: vLLM serves 16, the next start passes "
+        "an empty value",
+        ("test_next_start_serves_what_runs_now",),
+        recreates=True,
+    ),
     "max-num-seqs-1": Variant(
         "the docker run line serves --max-num-seqs 1 (recipe 16); the unit restarted",
         ("test_served_flags_match_profile",),
@@ -170,7 +177,81 @@ _BREAKS: dict[str, Callable[[Record], object]] = {
     "image-by-tag": lambda r: _by_tag(r, repushed=False),
     "tag-repushed": lambda r: _by_tag(r, repushed=True),
     "max-num-seqs-1": lambda r: _edit_run_line(r, r"s|--max-num-seqs [0-9]*|--max-num-seqs 1|"),
+    "env-file-removed-not-restarted": lambda r: _env_file_then_gone(r),
 }
+ENV_FILE = "/etc/default/glm53-flash"
+
+
+def _env_file_then_gone(record: Record) -> None:
+    """The serving line reads --max-num-seqs from an optional env file; the unit restarts with it (the same 16 the
+    healthy line serves); then the file is deleted, without a restart."""
+    ssh(
+        record,
+        f"printf 'MAX_NUM_SEQS=16\\n' > {ENV_FILE} && sed -i "
+        f"-e 's|--max-num-seqs [0-9]*|--max-num-seqs ${{MAX_NUM_SEQS}}|' "
+        f"-e 's|^ExecStart=$|EnvironmentFile=-{ENV_FILE}\\nExecStart=|' {SERVING_DROPIN} && systemctl daemon-reload",
+    )
+    _restart(record, serving=False, timeout=300)
+    ssh(record, f"rm -f {ENV_FILE}")
+
+
+# --- the serving run's own NCCL log (the cluster layer, issue 40) -----------------------------------------------------
+
+NCCL_LOG_DIR = "/var/log/glm53"  # where the container's NCCL writes, bound from the station's own /var/log/glm53
+NCCL_DEBUG_FILE = f"{NCCL_LOG_DIR}/nccl.%h.%p.log"  # NCCL expands %h (host name) and %p (pid): src/debug.cc
+
+
+def serve_with_nccl_debug_file(record: Record, timeout: float = 300) -> None:
+    """The docker run line gets `-e NCCL_DEBUG_FILE=/var/log/glm53/nccl.%h.%p.log` (written `%%h.%%p` in the drop-in:
+    systemd expands `%h` itself, to root's home) and a bind of the station's /var/log/glm53 there; the unit restarted
+    (running, not serving: the cluster layer reads `docker inspect` and the files). The station's Docker engine is the
+    host's (realstation_files.serving_dropin), so the bind's source is a host path, ROOT/var/log/glm53: inside the
+    station that path is made a link to /var/log/glm53, as the source is the station's own path where its engine is
+    its own. vLLM's CPU build writes no NCCL log: the caller writes the files NCCL would have."""
+    host_dir = f"{record.root}{NCCL_LOG_DIR}"
+    debug_file = NCCL_DEBUG_FILE.replace("%", "%%")
+    ssh(
+        record,
+        f"mkdir -p {NCCL_LOG_DIR} {shlex.quote(str(record.root) + '/var/log')} && "
+        f"ln -sfn {NCCL_LOG_DIR} {shlex.quote(host_dir)} && "
+        f"sed -i 's|--name {files.CONTAINER} |&-e NCCL_DEBUG_FILE={debug_file} -v {host_dir}:{NCCL_LOG_DIR} |' "
+        f"{SERVING_DROPIN} && systemctl daemon-reload",
+    )
+    _restart(record, serving=False, timeout=timeout)
+
+
+# --- a prestart that sources its steps by a relative path (issue 40: what golive cannot resolve is not checked) ----
+
+PRESTART_LIB = "/usr/local/lib/glm53-flash"  # where the sourced steps live
+PAGE_CACHE_STEPS = "sync\necho 1 > /proc/sys/vm/drop_caches\n"  # the prestart's own lines, moved to page-cache.sh
+SOURCED_BY = {
+    # how the prestart reaches page-cache.sh in place of its sync and drop lines; the unit's drop-in for it
+    "cd-then-relative": (f"cd {PRESTART_LIB}\n. ./lib.sh\n", ""),
+    "working-directory": (". ./page-cache.sh\n", f"[Service]\nWorkingDirectory={PRESTART_LIB}"),
+    "relative-from-root": (". ./page-cache.sh\n", ""),
+    "unknown-variable": ('. "$GLM53_LIB/page-cache.sh"\n', ""),
+}
+
+
+def prestart_sources_steps(record: Record, how: str) -> int:
+    """The prestart's sync and drop_caches lines moved to PRESTART_LIB/page-cache.sh (and a lib.sh there that sources
+    it from its folder), and sourced as `how` says (SOURCED_BY): a `cd` then `. ./lib.sh`, `. ./page-cache.sh` with
+    the unit's WorkingDirectory= there (`systemctl edit`) or without one, or through a variable no file sets. The
+    station is not restarted: golive reads the files. The line number of the source line in the prestart."""
+    lines, dropin = SOURCED_BY[how]
+    script = files.PRESTART_SCRIPT
+    if PAGE_CACHE_STEPS not in script:
+        raise StationError(f"the station's prestart has no `{PAGE_CACHE_STEPS!r}` to move")
+    before = script.split(PAGE_CACHE_STEPS, 1)[0]
+    ssh(
+        record,
+        f"mkdir -p {PRESTART_LIB} && printf '%s' {shlex.quote(PAGE_CACHE_STEPS)} > {PRESTART_LIB}/page-cache.sh && "
+        f"printf '. ./page-cache.sh\\n' > {PRESTART_LIB}/lib.sh && cat > {files.PRESTART}",
+        stdin=script.replace(PAGE_CACHE_STEPS, lines, 1),
+    )
+    if dropin:
+        _systemctl_edit(record, dropin)
+    return before.count("\n") + lines.count("\n")
 
 
 def apply_variant(record: Record, variant: str, serving: bool = True, timeout: float = 300) -> None:
@@ -182,7 +263,7 @@ def apply_variant(record: Record, variant: str, serving: bool = True, timeout: f
     if variant == "healthy":
         return
     _BREAKS[variant](record)
-    if VARIANTS[variant].recreates:
+    if VARIANTS[variant].recreates and variant != "env-file-removed-not-restarted":  # that one restarts itself
         _restart(record, serving, timeout)
 
 
@@ -198,7 +279,12 @@ def revert_variant(record: Record, serving: bool = True, timeout: float = 300) -
     recreate = _restore(record, SERVING_DROPIN, healthy_dropin)
     _restore(record, files.PRESTART, files.PRESTART_SCRIPT, mode="0755")
     recreate = _restore_tag(record) or recreate
-    ssh(record, f"rm -f {OVERRIDE} && systemctl enable --quiet {files.UNIT} && systemctl daemon-reload")
+    ssh(
+        record,
+        f"rm -rf {OVERRIDE} {ENV_FILE} {NCCL_LOG_DIR} {PRESTART_LIB} && "
+        f"rm -f {shlex.quote(str(record.root) + NCCL_LOG_DIR)} && "
+        f"systemctl enable --quiet {files.UNIT} && systemctl daemon-reload",
+    )
     if recreate or not _container_is_healthy(record):
         _restart(record, serving, timeout)
     elif serving:

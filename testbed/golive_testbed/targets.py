@@ -25,6 +25,7 @@ import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -120,6 +121,8 @@ class Variant:
     why: str
     delete: tuple[str, ...] = ()
     modes: tuple[tuple[str, int], ...] = ()  # (path, permission bits) set after the overlay: a mode-only change
+    # (path, seconds since the epoch) set as the file's modification time after the overlay: when a log was written
+    mtimes: tuple[tuple[str, float], ...] = ()
 
 
 # --- sources ---------------------------------------------------------------------------------------------------------
@@ -165,7 +168,7 @@ def _load_variant(d: Path) -> Variant:
         raise TargetsError(f"{f}: YAML error: {exc}") from None
     if not isinstance(data, dict):
         raise TargetsError(f"{f}: must be a mapping")
-    unknown = set(data) - {"base", "phase", "breaks", "why", "delete", "modes"}
+    unknown = set(data) - {"base", "phase", "breaks", "why", "delete", "modes", "mtimes"}
     if unknown:
         raise TargetsError(f"{f}: unknown key(s): {', '.join(sorted(unknown))}")
     for key in ("base", "phase", "why"):
@@ -190,6 +193,17 @@ def _load_variant(d: Path) -> Variant:
             raise TargetsError(f"{f}: modes path '{p}' must be relative to the tree, without '..'")
         if not (isinstance(mode, str) and re.fullmatch(r"0?[0-7]{3}", mode)):
             raise TargetsError(f"{f}: mode of '{p}' must be an octal string in quotes such as \"0644\", not {mode!r}")
+    mtimes = data.get("mtimes") or {}
+    if not isinstance(mtimes, dict) or not all(isinstance(p, str) for p in mtimes):
+        raise TargetsError(f"{f}: 'mtimes' must map paths to times such as \"2026-11-29T13:02:00Z\"")
+    written: list[tuple[str, float]] = []
+    for p, when in sorted(mtimes.items()):
+        if p.startswith("/") or ".." in Path(p).parts:
+            raise TargetsError(f"{f}: mtimes path '{p}' must be relative to the tree, without '..'")
+        try:
+            written.append((p, datetime.fromisoformat(str(when).replace("Z", "+00:00")).timestamp()))
+        except ValueError:
+            raise TargetsError(f"{f}: mtime of '{p}' is not an ISO 8601 time: {when!r}") from None
     return Variant(
         d.name,
         data["base"],
@@ -198,6 +212,7 @@ def _load_variant(d: Path) -> Variant:
         " ".join(data["why"].split()),
         tuple(delete),
         tuple((p, int(m, 8)) for p, m in sorted(modes.items())),
+        tuple(written),
     )
 
 
@@ -301,6 +316,11 @@ def _build(tree: Path, layers: list[tuple[Path, Variant | None]], busybox: Path,
                 if not target.is_file() or target.is_symlink():
                     raise TargetsError(f"variant {variant.name}: modes: {rel} is not a file of the tree")
                 os.chmod(target, mode)
+            for rel, when in variant.mtimes:
+                target = tree / rel
+                if not target.is_file():
+                    raise TargetsError(f"variant {variant.name}: mtimes: {rel} is not a file of the tree")
+                os.utime(target, (when, when))
     _install_busybox(tree, busybox, applets)
     _device_files(tree)
     for manifest in sorted(tree.rglob(MANIFEST)):

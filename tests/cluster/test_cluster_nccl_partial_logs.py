@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import re
 import shutil
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -44,8 +45,20 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 def facts_of(text: str, station: str = "gb300-a", profile=PROFILE) -> ClusterFacts:
     """ClusterFacts of one station whose cluster.nccl_log holds `text` (the one file the NCCL checks read)."""
     role = "a" if station.endswith("-a") else "b"
+
+    def run(command: str, *args: str, ok_rcs: tuple[int, ...] = (0,)) -> str:
+        if "docker ps" in command:
+            return ""  # no serving container found: the profile's cluster.nccl_log is the log, and no start time
+        assert command.startswith("find "), command
+        return f"{profile.cluster.nccl_log}|{int(time.time())}\n"
+
+    no_file = SimpleNamespace(exists=False, is_file=False)
     station_facts = SimpleNamespace(
-        station=SimpleNamespace(name=station, role=role), host=None, profile=profile, read=lambda path: text
+        station=SimpleNamespace(name=station, role=role),
+        host=SimpleNamespace(file=lambda path: no_file),
+        profile=profile,
+        read=lambda path: text,
+        run=run,
     )
     return ClusterFacts(station_facts, profile.cluster)
 
@@ -455,3 +468,15 @@ def test_a_bootstrap_cut_is_not_a_death_and_a_death_is(cut_trees, tmp_path):
         "the run died before NCCL finished init: NCCL said so at line 2: `gb300-a:4107:4107 [0] misc/socket.cc:484 "
         "NCCL WARN socketStartConnect: Connect to 192.168.100.2<39867> failed"
     ) in died, died
+
+
+def test_a_run_that_died_before_its_version_line_is_not_said_to_start_after_it():
+    """A run that died in bootstrap before NCCL printed its version: the version check says it died first."""
+    text = (
+        "gb300-a:4107:4107 [0] NCCL INFO Bootstrap: Using enp1s0f0np0:192.168.100.1<0>\n"
+        "gb300-a:4107:4107 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 192.168.100.2<39867> "
+        "failed : Software caused connection abort\n"
+    )
+    got, said = outcome(VERSION, facts_of(text))
+    assert got == "not_checked" and "the run died at line 2 (`gb300-a:4107:4107 [0] misc/socket.cc:484" in said
+    assert "before NCCL printed it" in said and "starts after" not in said

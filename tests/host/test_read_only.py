@@ -9,6 +9,7 @@ import pytest
 from e2e import needs_chroot
 from golive_run import golive_run
 
+from golive.inventory.connection import connect
 from golive.inventory.readonly import allowed
 from golive_testbed.targets import build_station_trees
 
@@ -85,6 +86,11 @@ def test_host_layer_changes_nothing_and_sends_only_allowed_commands(tmp_path):
         "nvidia-smi -pm 1",
         "cat /a\nrm /b",
         "cat 'unterminated",
+        "journalctl --vacuum-time=1s",
+        "journalctl --rotate",
+        "journalctl --flush",
+        "python3 -c 'import os;os.remove(\"/etc/x\")'",
+        "python3 -c 'import locale;print(locale.getpreferredencoding())' > /etc/x",
     ],
 )
 def test_allow_list_refuses_anything_that_could_write(command):
@@ -100,7 +106,20 @@ def test_allow_list_refuses_anything_that_could_write(command):
         "ip -j link show",
         "ethtool -i eth0",
         "cat -- /etc/os-release",
+        "journalctl -u glm53-flash.service -n 200 --no-pager -o short-iso 2>/dev/null",
+        "python3 -c 'import locale;print(locale.getpreferredencoding())'",  # testinfra's, on an answer not ASCII
     ],
 )
 def test_allow_list_lets_reads_through(command):
     assert allowed(command)
+
+
+def test_an_answer_that_is_not_ascii_is_read(tmp_path):
+    """testinfra asks the station's encoding (its own probe, on the allow-list) the first time an answer is not ASCII:
+    a journal with vLLM's progress bars, a UTF-8 Description=. It was refused, and the check said "a golive bug"."""
+    (tmp_path / "unit.txt").write_text("Description=GLM-5.3 — serving █▌\n", encoding="utf-8")
+    connection = connect("local://")
+    try:
+        assert connection.host.file(str(tmp_path / "unit.txt")).content_string == "Description=GLM-5.3 — serving █▌\n"
+    finally:
+        connection.close()

@@ -95,6 +95,19 @@ HOST_BREAKS: dict[str, Expected] = {
             ("`systemctl daemon-reload`",),
         )
     },
+    # issue 40: the next start judged beside what runs now, on real systemd 252 (the `-` env file gone, no restart)
+    "env-file-removed-not-restarted": lambda s: {
+        "test_next_start_serves_what_runs_now": Said(
+            (
+                "vLLM serves now (docker inspect glm53-flash Args), but after a restart it stops at start: "
+                "--max-num-seqs : not an integer",
+                "`${MAX_NUM_SEQS}` is set by no Environment= or EnvironmentFile=",
+                f"EnvironmentFile=-/etc/default/glm53-flash ({D}/{realstation_files.DROPIN}:7) names a file that "
+                "does not exist, and its `-` makes systemd skip it without a word",
+            ),
+            (f"/etc/default/glm53-flash (EnvironmentFile=- at {D}/{realstation_files.DROPIN}:7): put the file back",),
+        )
+    },
     "unit-disabled": lambda s: {
         "test_unit_is_enabled_and_active": Said((f"{UNIT} is disabled",), (f"systemctl enable {UNIT}",))
     },

@@ -130,7 +130,7 @@ def test_saved_logs_of_the_dead_containers_and_the_check_shows_where(restarting,
     assert f"write `docker logs glm53-flash` into {LOG_DIR}" in found["fix"], found
 
 
-def test_start_limit_leaves_the_unit_failed_and_watch_says_so(restarting):
+def test_start_limit_leaves_the_unit_failed_and_watch_says_so(restarting, tmp_path):
     """Killed until systemd's start limit (StartLimitBurst=3 per hour, counted from the reset): the unit is failed,
     the watcher's round fails test_unit_is_enabled_and_active, in its log and in Prometheus, and the count is there."""
     station, prometheus = restarting.station, restarting.prometheus
@@ -143,6 +143,22 @@ def test_start_limit_leaves_the_unit_failed_and_watch_says_so(restarting):
     journal = realstation.ssh(station, f"journalctl -u {UNIT} --no-pager -n 30").stdout
     assert "Start request repeated too quickly" in journal, journal[-2000:]
     count = float(shown["NRestarts"])  # systemd 252 counts the restart it refused (the note)
+    # one cause, one failure (issue 40): the unit's check names the start limit, the journal line and reset-failed;
+    # the exited container is not checked on that cause
+    run = golive_run(
+        station.inventory, tmp_path / "host", "-m", "host", "-k", "unit_is_enabled or running_container", timeout=300
+    )
+    unit_check = run.check("test_unit_is_enabled_and_active")
+    assert unit_check["outcome"] == "failed", run.output[-3000:]
+    said = unit_check["finding"]
+    assert f"{UNIT} is failed: systemd's start limit stopped it" in said["found"], said
+    assert "Start request repeated too quickly" in said["found"] and f"StartLimitBurst={burst}" in said["found"]
+    assert f"`systemctl reset-failed {UNIT}`" in said["fix"], said
+    container = run.check("test_running_container_runs_pinned_image")
+    assert container["outcome"] == "not_checked", container
+    assert container["message"].startswith(
+        "not checked because test_unit_is_enabled_and_active failed on the same cause: systemd's start limit"
+    ), container
     rounds = watch_lines(restarting)
     started = time.monotonic()
     # a round wholly after the failure (the one running at that moment may have read the unit mid-restart)

@@ -432,3 +432,40 @@ def test_the_last_of_a_repeated_flag_wins_in_vllms_parser(vllm_parser):
             assert got == want, (args, flag)
     kinds = {a.option_strings[0][2:]: type(a).__name__ for a in vllm_parser._actions if a.option_strings}
     assert {n for n, k in kinds.items() if k == "_AppendAction"} == APPEND_FLAGS
+
+
+# --- vLLM 0.32's --config FILE (FlexibleArgumentParser._pull_args_from_config, load_config_file) -----------------
+
+
+def test_a_config_file_gives_flags_the_command_line_overrides():
+    """command line over file over defaults: the file's flags go first (after a model given first), so a flag on the
+    command line wins; each word from the file knows its line."""
+    from golive.facts.vllm import ConfigWord, config_file, with_config
+
+    args = ["--model", "/m", "--config", "/etc/v.yaml", "--max-num-seqs", "8"]
+    text = "max-num-seqs: 4\nmax_model_len: 1m\nenable-prefix-caching: false\nserved-model-name: [a, b]\n"
+    assert config_file(args) == "/etc/v.yaml"
+    read = with_config(args, text, "/etc/v.yaml")
+    flags = parse_serve_args(read)
+    assert flags["max-num-seqs"] == "8" and flags["max-model-len"] == "1m" and flags["enable-prefix-caching"] is False
+    [word] = [w for w in read if w == "1m"]
+    assert isinstance(word, ConfigWord) and word.where == "/etc/v.yaml:2"
+    assert config_file(["--config=/etc/v.yaml"]) is None  # vLLM reads the file only after the word `--config`
+
+
+def test_a_config_file_vllm_refuses():
+    from golive.facts.vllm import RejectedValue, with_config
+
+    with pytest.raises(RejectedValue, match="only a .yaml/.yml file"):
+        with_config(["--config", "/etc/v.json"], "{}", "/etc/v.json")
+    with pytest.raises(RejectedValue, match="holds no YAML mapping"):
+        with_config(["--config", "/etc/v.yaml"], "- a\n", "/etc/v.yaml")
+
+
+def test_vllm_reads_short_aliases_prefixes_and_refuses_unknown_options():
+    """vLLM 0.32's own option table: `-tp 2` is --tensor-parallel-size, a unique prefix is its option (argparse
+    allow_abbrev), an option it has not is refused, and every occurrence of a value is converted."""
+    flags = parse_serve_args(["-tp", "2", "--max-num-seq", "4", "-O3"])
+    assert flags == {"tensor-parallel-size": "2", "max-num-seqs": "4", "optimization-level": "3"}
+    assert any("no such option" in r for r in rejected_args(["--max-num-sequences", "4"]))
+    assert any("not an integer" in r for r in rejected_args(["--max-num-seqs", "1.5", "--max-num-seqs", "4"]))

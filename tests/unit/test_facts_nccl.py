@@ -7,7 +7,7 @@ from pathlib import Path
 import nccl_cuts
 import pytest
 
-from golive.facts import FactError
+from golive.facts import FactError, nccl
 from golive.facts.nccl import parse_nccl_log, parse_perf
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures/recorded"
@@ -493,3 +493,30 @@ def test_a_version_line_is_read_only_whole():
     not a version."""
     assert parse_nccl_log("a:1:1 [0] NCCL INFO NCCL version 2.30\n").versions == ()
     assert parse_nccl_log("a:1:1 [0] NCCL INFO NCCL version 2.30.7+cuda13.0\n").versions == ("2.30.7+cuda13.0",)
+
+
+# NCCL_DEBUG_FILE as NCCL expands it: github NVIDIA/nccl src/debug.cc ncclDebugInit (`%h` the host name cut at its
+# first `.` with `%` and `/` as `-`, getHostNameForLog; `%p` the pid; `%%` a `%`; anything else echoed)
+DEBUG_FILES = [
+    ("/var/log/glm53/nccl.%h.%p.log", "gb300-a", 4107, "/var/log/glm53/nccl.gb300-a.4107.log"),
+    ("/var/log/nccl.%h.log", "gb300-a.lab.example.com", 1, "/var/log/nccl.gb300-a.log"),
+    ("/tmp/%h-%p-%%-%q.log", "a%b/c", 7, "/tmp/a-b-c-7-%-%q.log"),
+    ("/tmp/nccl.log%", "h", 1, "/tmp/nccl.log%"),
+    ("/tmp/plain.log", "h", 1, "/tmp/plain.log"),
+]
+
+
+@pytest.mark.parametrize("pattern, host, pid, name", DEBUG_FILES, ids=[d[0] for d in DEBUG_FILES])
+def test_nccl_debug_file_is_expanded_as_nccl_expands_it(pattern, host, pid, name):
+    assert nccl.debug_file_name(pattern, host, pid) == name
+    assert nccl.debug_file_regex(pattern.rsplit("/", 1)[-1], host).fullmatch(name.rsplit("/", 1)[-1])
+
+
+def test_a_copytruncate_hole_is_named_not_quoted():
+    """logrotate's copytruncate empties the file while NCCL keeps its offset: its next line lands past a hole of NUL
+    bytes. golive says so, and quotes the lines after it without the NULs."""
+    log = nccl.parse_nccl_log("\x00" * 160 + "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n")
+    assert log.hole == 160 and "\x00" not in log.first.text
+    assert log.extent().startswith("a hole of 160 NUL bytes at its start: logrotate's copytruncate emptied the file")
+    with pytest.raises(FactError, match="found 4,096 NUL bytes and nothing after them"):
+        nccl.parse_nccl_log("\x00" * 4096)

@@ -258,6 +258,27 @@ FILES_CASES: list[tuple[str, dict[str, str], str]] = [
     ("and-on-station", {"main": f'[ "$X" = 1 ] && {DROP}\n'}, "may not run"),
     ("or-on-station", {"main": f'[ "$X" = 1 ] || {DROP}\n'}, "may not run"),
     ("case-on-station", {"main": f'case "$X" in\n  1) {DROP} ;;\nesac\n'}, "may not run"),
+    ("case-star-arm", {"main": f'case "$X" in\n  *) {DROP} ;;\nesac\n'}, "runs"),  # `*` matches every word
+    ("case-arm-after-star", {"main": f'case "$X" in\n  0|*) : ;;\n  1) {DROP} ;;\nesac\n'}, "never runs"),
+    ("case-star-goes-on", {"main": f'case "$X" in\n  *) : ;;&\n  1) {DROP} ;;\nesac\n'}, "may not run"),
+    ("case-quoted-star", {"main": f'case "$X" in\n  "*") : ;;\n  1) {DROP} ;;\nesac\n'}, "may not run"),
+    # a `cd` that may not run: what comes after it on its own path resolves against where it went
+    (
+        "cd-in-branch-then-relative",
+        {"main": 'if [ "$X" = 1 ]; then\n  cd {D}\n  . ./lib.sh\nfi\n', "lib.sh": LIB},
+        "may not run",
+    ),
+    (
+        "cd-in-file-sourced-on-condition",
+        {"main": '[ "$X" = 1 ] && . {D}/in.sh\n:\n', "in.sh": "cd {D}\n. ./lib.sh\n", "lib.sh": LIB},
+        "may not run",
+    ),
+    (
+        "cd-after-maybe-return",
+        {"main": 'f() {\n  [ "$X" = 1 ] && return 0\n  cd {D}\n  . ./lib.sh\n}\nf\n', "lib.sh": LIB},
+        "may not run",
+    ),
+    ("cd-in-one-pass-loop", {"main": "for n in a; do\n  cd {D}\n  . ./lib.sh\ndone\n", "lib.sh": LIB}, "runs"),
     ("for-literal-words", {"main": f"for n in a b; do {DROP}; done\n"}, "runs"),
     ("for-station-words", {"main": f"for f in $FILES; do {DROP}; done\n"}, "may not run"),
     ("while-false", {"main": f"while false; do {DROP}; done\n"}, "never runs"),
@@ -437,9 +458,83 @@ def test_files_golive_does_not_read_are_findings_not_silence():
         "unreadable",
         "not-shell",
     ], said
-    assert "bash looks it up in $PATH, then the current directory (bash(1), `.`)" in said[0]
+    assert "bash looks it up in $PATH, then in the current directory (bash(1), `.`)" in said[0]
+    assert "golive does not know the current directory (the directory the script starts in was not given)" in said[0]
     assert "a `python3` program, not a shell script" in said[5]
     assert script.findings[0].fix() == "write the full path of lib.sh at line 1 of /p.sh"
+    assert all(f.unknown for f in script.findings)  # golive could not follow them: what they do is not known
+
+
+CWD_CASES = [  # (prestart, where it starts, files, the drop's file or the finding's words) — bash(1) `.` and `cd`
+    # a `cd` then a relative source: read from that directory, and the files it sources from there too
+    (
+        "cd /opt/x\n. ./lib.sh\n",
+        "/",
+        {"/opt/x/lib.sh": ". ./drop.sh\n", "/opt/x/drop.sh": "{DROP}\n"},
+        "/opt/x/drop.sh",
+    ),
+    ("cd /opt/x\n. lib.sh\n", "/", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),  # no slash: $PATH, then here
+    (". lib.sh\n", "/opt/x", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),  # WorkingDirectory=/opt/x
+    (". ./lib.sh\n", "/opt/x", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),
+    ("cd /opt\ncd x\n. ../x/lib.sh\n", "/", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),
+    (". drop.sh\n", "/", {"/usr/local/sbin/drop.sh": "{DROP}\n"}, "/usr/local/sbin/drop.sh"),  # found in $PATH
+    ("(cd /opt/x)\n. ./lib.sh\n", "/opt/y", {"/opt/y/lib.sh": "{DROP}\n"}, "/opt/y/lib.sh"),  # a subshell's cd
+    (
+        "cd /opt/x\nbash ./run.sh\n",
+        "/",
+        {"/opt/x/run.sh": ". ./lib.sh\n", "/opt/x/lib.sh": "{DROP}\n"},
+        "/opt/x/lib.sh",
+    ),
+    # systemd runs the prestart in `/` when the unit sets no WorkingDirectory=: `./lib.sh` is /lib.sh
+    (
+        ". ./lib.sh\n",
+        "/",
+        {},
+        "sources `./lib.sh` relative to the current directory / (where systemd starts it), that is /lib.sh, which does "
+        "not exist",
+    ),
+    # what golive cannot work out: not read, and said why
+    ("cd $X\n. ./lib.sh\n", "/", {}, "golive cannot work out the directory of the `cd $X` at /p.sh:1"),
+    ('[ "$X" = 1 ] && cd /opt/x\n. ./lib.sh\n', "/", {}, "at /p.sh:1 may not run"),
+    # ... once out of what decides that `cd`: the directory is the one before it or the one it went to
+    ('if [ "$X" = 1 ]; then\n  cd /opt/x\nfi\n. ./lib.sh\n', "/", {}, "the `cd /opt/x` at /p.sh:2 may not run"),
+    ('f() {\n  [ "$X" = 1 ] && return 0\n  cd /opt/x\n}\nf\n. ./lib.sh\n', "/", {}, "`cd /opt/x` at /p.sh:3 may not"),
+    # a loop whose body may run again, and moves: each pass starts where the last one left
+    ("for d in a b; do\n  . ./lib.sh\n  cd /opt/x\ndone\n", "/", {}, "loop at /p.sh:1 changes the directory on each"),
+    ("for d in a b; do\n  cd ..\n  . ./lib.sh\ndone\n", "/opt/x", {}, "loop at /p.sh:1 changes the directory"),
+    (
+        "for d in a b; do cd /opt/x; done\n. ./lib.sh\n",
+        "/",
+        {},
+        "current directory /opt/x (the `cd /opt/x` at /p.sh:1)",
+    ),
+    # ... not a `cd` of a subshell or a command substitution in it
+    (
+        "for d in a b; do ( cd /x; : ); y=$(cd /x; pwd); done\n. ./lib.sh\n",
+        "/opt/x",
+        {"/opt/x/lib.sh": "{DROP}\n"},
+        "/opt/x/lib.sh",
+    ),
+    # ... unless those are one
+    ('[ "$X" = 1 ] && cd /opt/x\n. ./lib.sh\n', "/opt/x", {"/opt/x/lib.sh": "{DROP}\n"}, "/opt/x/lib.sh"),
+]
+
+
+@pytest.mark.parametrize("script, start, files, said", CWD_CASES, ids=[c[0] for c in CWD_CASES])
+def test_a_relative_path_resolves_against_the_current_directory(script, start, files, said, tmp_path):
+    """bash(1): a relative path is the current directory's: where systemd starts the prestart (WorkingDirectory=, else
+    `/`), as each `cd` leaves it; a name without a slash that `.` sources is looked up in $PATH first. Where golive
+    cannot tell the directory, the file is not read, with the reason (a finding golive could not follow)."""
+    laid = {p: t.replace("{DROP}", DROP) for p, t in files.items()}
+    parsed = parse_script(script, "/p.sh", read=laid.get, cwd=start, cwd_why="where systemd starts it")
+    drops = [c for c in parsed.commands if c.drops_page_cache()]
+    if said.startswith("/"):
+        assert [(d.origin, d.verdict()) for d in drops] == [(said, "runs")], parsed.findings
+        assert not parsed.findings
+    else:
+        [finding] = parsed.findings
+        assert said in finding.describe(), finding.describe()
+        assert finding.unknown is (finding.kind != "missing")
 
 
 def test_only_scripts_are_read_never_programs():
@@ -657,3 +752,31 @@ def test_a_script_sees_the_environment_it_starts_with():
     [run] = parse_script(text, "run.sh", env=env).commands
     assert run.runs == ["docker", "run", "--name", "glm53-flash", "img@sha256:a", "--max-model-len", "1048576"]
     assert bare.runs != run.runs  # without it, nothing to substitute
+
+
+def test_every_branch_of_a_long_elif_chain_is_read_at_its_own_line():
+    """bashlex nests the third and later branches of an if/elif chain, with positions counted from the `if`: golive
+    reads them all, each at its own line (found by bash as the oracle: tests/differential)."""
+    text = (
+        f'#!/bin/bash\nsync\nif [ "$X" = 1 ]; then :\nelif [ "$X" = 2 ]; then :\nelif [ "$X" = 3 ]; then\n'
+        f"  {DROP}\nfi\n"
+    )
+    [drop] = [c for c in parse_script(text, "/p.sh").commands if c.drops_page_cache()]
+    assert (drop.line, drop.verdict()) == (6, "may not run")
+
+
+def test_a_case_inside_another_construct_is_read_arm_by_arm():
+    """bashlex has no `case`: golive reads one as the if/elif chain it behaves like, wherever it is nested."""
+    text = (
+        f'#!/bin/bash\nfor n in a; do\n  case "$X" in\n    1) sync ;;\n    *)\n      {DROP}\n      ;;\n  esac\ndone\n'
+    )
+    script = parse_script(text, "/p.sh")
+    [drop] = [c for c in script.commands if c.drops_page_cache()]
+    assert (drop.line, drop.verdict()) == (6, "may not run") and not script.unparsed_lines
+    assert "inside the `case` at /p.sh:3" in drop.why_it_may_not_run()
+
+
+def test_a_function_defined_where_bash_never_goes_is_not_defined():
+    """A definition in a loop that never turns defines nothing: the call is a command bash does not find."""
+    text = f"#!/bin/bash\nwhile false; do\n  f() {{ {DROP}; }}\ndone\nf\n"
+    assert not [c for c in parse_script(text, "/p.sh").commands if c.drops_page_cache() and not c.never_runs]

@@ -144,9 +144,11 @@ CONFIG_PARSE_EXEC = [
     ('/sbin/find ";" /x', [("/sbin/find", None, [";", "/x"], False)]),
     ('"/PATH WITH SPACES/daemon" -1 -2', [("/PATH WITH SPACES/daemon", None, ["-1", "-2"], False)]),
     ("\"/PATH\\sWITH\\sSPACES/daemon\" '-1 -2'", [("/PATH WITH SPACES/daemon", None, ["-1 -2"], False)]),
-    ("@/RValue///slashes2 ///argv0 r1", [("/RValue///slashes2", "///argv0", ["r1"], False)]),  # honour_argv0
-    ("-@/RValue///slashes3 argv0a r1", [("/RValue///slashes3", "argv0a", ["r1"], True)]),
-    ("@-/RValue///slashes4 argv0b r1", [("/RValue///slashes4", "argv0b", ["r1"], True)]),
+    # the program's path simplified (path_simplify: `//` is `/`), argv[0] as given (read back from systemd 252)
+    ("@/RValue///slashes2 ///argv0 r1", [("/RValue/slashes2", "///argv0", ["r1"], False)]),  # honour_argv0
+    ("-@/RValue///slashes3 argv0a r1", [("/RValue/slashes3", "argv0a", ["r1"], True)]),
+    ("@-/RValue///slashes4 argv0b r1", [("/RValue/slashes4", "argv0b", ["r1"], True)]),
+    ("/usr//bin/x a", [("/usr/bin/x", "/usr//bin/x", ["a"], False)]),
     ("/bin/grep '\\w+\\K'", [("/bin/grep", None, ["\\w+\\K"], False)]),  # quoted backslashes: kept as written
     # golive's own: the docker idiom before a prestart, and a regex outside quotes ("Ignoring unknown escape")
     (
@@ -224,7 +226,8 @@ UNIT_EXEC_WORDS = [  # (the unit file, an ExecStart= value, the words systemd ru
         ["/bin/x", "a-b", "a/b", "glm53", "glm53", "glm53"] + ["glm53", "/a/b", "glm53@a-b.service"],
     ),
     ("glm53-flash.service", "/bin/x -e PCT=100%% '50%%' \"%%%%\"", ["/bin/x", "-e", "PCT=100%", "50%", "%%"]),
-    ("glm53-flash.service", "/bin/x %H %u %t", ["/bin/x", "%H", "%u", "%t"]),  # the host's: kept as written
+    # the system manager's constants resolve; the host's are kept as written where golive did not read them
+    ("glm53-flash.service", "/bin/x %H %u %t %S", ["/bin/x", "%H", "root", "/run", "/var/lib"]),
     ("glm53@.service", "/bin/x %i %n 10%%", ["/bin/x", "%i", "%n", "10%"]),  # a template's file: no instance known
     (
         "glm53-flash.service",
@@ -332,7 +335,7 @@ MERGED = [  # (drop-ins, Restart, RestartSec, ExecStartPre argv lists, where Res
         f"{E}/glm53-flash.service:7",
         f"{E}/{D}/a.conf:3",
     ),
-    # single-valued: the last assignment wins; an empty one returns to systemd's default
+    # single-valued: the last assignment systemd accepts wins
     (
         [(f"{E}/{D}/a.conf", "[Service]\nRestart=always\n"), (f"{E}/{D}/b.conf", "[Service]\nRestart=on-failure\n")],
         "on-failure",
@@ -341,12 +344,22 @@ MERGED = [  # (drop-ins, Restart, RestartSec, ExecStartPre argv lists, where Res
         f"{E}/{D}/b.conf:2",
         f"{E}/glm53-flash.service:5",
     ),
+    # an empty Restart= or RestartSec= is a value their parsers refuse: systemd 252 ignores the line ("Failed to parse
+    # service restart specifier, ignoring"), the value before it holds (read back from systemd 252 in the real station)
     (
         [(f"{E}/{D}/a.conf", "[Service]\nRestart=\nRestartSec=\n")],
-        "no",
-        0.1,
+        "on-failure",
+        60,
         [["/usr/local/sbin/p.sh"]],
-        None,
+        f"{E}/glm53-flash.service:7",
+        f"{E}/glm53-flash.service:5",
+    ),
+    (
+        [(f"{E}/{D}/a.conf", "[Service]\nRestart=sometimes\nRestartSec=5x\n")],
+        "on-failure",
+        60,
+        [["/usr/local/sbin/p.sh"]],
+        f"{E}/glm53-flash.service:7",
         f"{E}/glm53-flash.service:5",
     ),
 ]
@@ -412,9 +425,30 @@ def test_a_finding_points_at_the_file_that_set_the_value():
     assert unit.origin("StartLimitIntervalSec").startswith("systemd's default: not set in")
 
 
-def test_a_bad_line_names_its_file_and_line():
-    with pytest.raises(FactError, match=f"{E}/{D}/x.conf:3: unit file line outside a section"):
-        merge_unit_files([FRAGMENT, (f"{E}/{D}/x.conf", "# c\n\nRestart=always\n")])
+def test_lines_systemd_ignores_are_said_and_a_bad_header_refuses_the_unit():
+    """systemd 252's config_parse ignores an assignment before any section and a line without `=` (each with a
+    warning), and refuses the whole unit for a section header without its `]` (LoadState=error)."""
+    notes: list[str] = []
+    sections, _ = merge_unit_files(
+        [FRAGMENT, (f"{E}/{D}/x.conf", "# c\n\nRestart=always\n[Service]\nnoequals\n")], notes
+    )
+    assert sections["Service"]["Restart"] == ["on-failure"]
+    assert notes == [
+        f"{E}/{D}/x.conf:3: `Restart=always` is before any [Section]: systemd ignores it",
+        f"{E}/{D}/x.conf:5: `noequals` has no `Key=`: systemd ignores the line",
+    ]
+    with pytest.raises(FactError, match=f"{E}/{D}/x.conf:2: invalid section header '\\[Service': systemd refuses"):
+        merge_unit_files([FRAGMENT, (f"{E}/{D}/x.conf", "# c\n[Service\nRestart=always\n")])
+
+
+def test_a_comment_inside_a_continuation_is_skipped_and_the_line_goes_on():
+    """systemd 252 (src/shared/conf-parser.c): a comment line inside a `\\` continuation is skipped, the continuation
+    goes on; an empty line ends it; blanks of the next line are kept (inside quotes they are the word's)."""
+    text = '[Service]\nExecStart=/bin/x a \\\n# --max-num-seqs 1 \\\n  b "c \\\n  d"\nExecStartPre=/bin/y \\\n\n  z\n'
+    unit = unit_from_file(parse_unit_file(text, f"{E}/x.service"), True, "active", files=[f"{E}/x.service"])
+    assert [c.argv for c in unit.exec_start] == [["/bin/x", "a", "b", "c    d"]]
+    assert unit.exec_start[0].where == f"{E}/x.service:2"
+    assert [c.argv for c in unit.exec_start_pre] == [["/bin/y"]]
 
 
 def test_an_emptied_list_says_so():
@@ -694,3 +728,79 @@ def test_systemctl_show_environment_and_env_files():
     located = unit.with_origins(unit_from_file(sections, True, "active", cleared, [UNIT_ENV[0]]))
     assert located.environment[0].where == f"{E}/glm53-flash.service:2"
     assert located.environment_files[1].where == f"{E}/glm53-flash.service:4"
+
+
+# --- read back from systemd 252 by the systemd oracle (testbed/golive_testbed/oracles/systemd_oracle.py) ----------
+
+
+def _read(*files: tuple[str, str]):
+    from golive.facts.systemd import read_unit
+
+    return read_unit(list(files))
+
+
+def test_a_refused_line_in_a_drop_in_ends_that_drop_in_and_the_unit_still_loads():
+    """systemd 252 stops reading a drop-in at a setting it refuses (here a `+!` prefix): what came before stays, the
+    commands before the refused one on that line too, and the unit loads; in the unit file it refuses the unit."""
+    unit = _read(
+        (f"{E}/x.service", "[Service]\nType=oneshot\nExecStart=/bin/a\n"),
+        (
+            f"{E}/x.service.d/a.conf",
+            "[Service]\nEnvironment=A=1\nExecStartPre=/bin/b x ; +!/bin/c\nRestart=on-failure\n",
+        ),
+    )
+    assert unit.load_error is None and unit.env == {} and unit.restart == "no"  # Restart= came after: not applied
+    assert [c.argv for c in unit.exec_start_pre] == [["/bin/b", "x"]]
+    assert [s.name for s in unit.environment] == ["A"]
+    assert any("systemd stops reading" in n for n in unit.ignored)
+    refused = _read((f"{E}/x.service", "[Service]\nExecStartPre=/bin/a %Z\nExecStartPre=\nExecStart=/bin/a\n"))
+    assert refused.load_error and "bad-setting" in refused.load_error  # even though a later line resets it
+
+
+def test_what_service_verify_refuses_and_an_empty_unit_file():
+    assert "only Type=oneshot" in (
+        _read((f"{E}/x.service", "[Service]\nExecStart=/a\nExecStart=/b\n")).load_error or ""
+    )
+    assert "Restart=always" in (
+        _read((f"{E}/x.service", "[Service]\nType=oneshot\nExecStart=/a\nRestart=always\n")).load_error or ""
+    )
+    assert "no ExecStart=" in (_read((f"{E}/x.service", "[Service]\nType=simple\n")).load_error or "")
+    assert "masked" in (_read((f"{E}/x.service", "")).load_error or "")
+
+
+def test_working_directory_as_systemd_runs_the_commands():
+    """WorkingDirectory=: `-` makes a missing folder no error (the commands run in `/`), without it every command
+    fails (200/CHDIR) and the start with it; `~` is root's home and sets $HOME; a relative path refuses the unit."""
+
+    def unit(line: str):
+        return _read((f"{E}/x.service", f"[Service]\nExecStart=/bin/a\n{line}\n")).with_environment(
+            lambda p: None, is_dir=lambda p: p in ("/srv", "/root")
+        )
+
+    assert unit("WorkingDirectory=/srv").run_directory == "/srv"
+    assert (unit("WorkingDirectory=-/gone").run_directory, unit("WorkingDirectory=-/gone").start_fails()) == ("/", None)
+    assert "status=200/CHDIR" in (unit("WorkingDirectory=/gone").start_fails() or "")
+    home = unit("WorkingDirectory=~")
+    assert home.run_directory == "/root" and home.env["HOME"].value == "/root"
+    assert "bad-setting" in (unit("WorkingDirectory=relative").load_error or "")
+
+
+def test_systemctl_show_of_252_prints_argv_bare_and_the_files_say_where_words_end():
+    """252 prints `"c d"` as `c d` and a newline in an argument as it is: the words come from the unit file."""
+    text = "[Service]\nExecStart=/bin/x \"c d\" 'e\\nf'\n"
+    files = unit_from_file(parse_unit_file(text, f"{E}/x.service"), True, "active", files=[f"{E}/x.service"])
+    shown = unit_from_show(
+        parse_show(
+            "Id=x.service\nExecStart={ path=/bin/x ; argv[]=/bin/x c d e\nf ; ignore_errors=no ; start_time=[n/a] }\n"
+        )
+    ).with_origins(files)
+    assert shown.exec_start[0].argv == ["/bin/x", "c d", "e\nf"] and shown.exec_start[0].where == f"{E}/x.service:2"
+
+
+def test_specifiers_of_the_system_manager_and_the_host():
+    from golive.facts.unit_files import BadSpecifier, Specifiers
+
+    spec = Specifiers("a-b.service", f"{E}/a-b.service", {"H": "gb300-a", "m": "0123"})
+    assert spec.resolve("%t %u %S %H %m %y %Y %j %%") == f"/run root /var/lib gb300-a 0123 {E}/a-b.service {E} b %"
+    with pytest.raises(BadSpecifier):
+        spec.resolve("%Z")

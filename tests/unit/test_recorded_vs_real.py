@@ -80,8 +80,6 @@ READINGS = {"MemoryCurrent", "CPUUsageNSec", "TasksCurrent"}
 # Keys systemd 252 prints only for some units, none of them recorded on the real station yet: the form comes from
 # systemd's source (docs/recorded-vs-real.md says which). A key outside these and the real recordings fails.
 UNRECORDED = {
-    "Environment",
-    "EnvironmentFiles",
     "ExecStartPost",
     "ExecStartPostEx",
     "ExecMainExitTimestamp",

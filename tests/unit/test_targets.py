@@ -387,13 +387,18 @@ def expanded_exec_start(tree: Path) -> list[str]:
     return argv
 
 
+# trees whose running container was started before the station changed (the next start differs): their container
+# matches the unit of the tree they were, and the next-start check finds the difference
+STARTED_BEFORE = {"env-file-gone-not-restarted": "served-flag-from-env-file"}
+
+
 @needs_busybox
 def test_docker_recordings_match_the_unit_files(trees):
     for name, tree in gb300(trees).items():
         if not (tree / UNIT).exists():
             assert name == "unit-missing", name  # the one tree without a unit has no docker run line to compare
             continue
-        argv = expanded_exec_start(tree)
+        argv = expanded_exec_start(trees[STARTED_BEFORE.get(name, name)])
         c = container(tree)
         image_at = (
             argv.index(c["Config"]["Image"])
