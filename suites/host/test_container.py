@@ -482,6 +482,7 @@ def _places(origins: _Origins, flags: list[str]) -> str:
     return ", ".join(dict.fromkeys(origins.place(f) for f in flags)) or origins.default
 
 
+@check("host.unit.next_start_serves_what_runs_now", Cost.READ)
 def test_next_start_serves_what_runs_now(
     facts: StationFacts,
     docker_run: DockerRun,
