@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from golive.core.secrets import hide_password, scrub, station_secrets
-from golive.core.verdict import EXIT_GO, EXIT_INCOMPLETE, EXIT_USAGE, printable
+from golive.core.verdict import EXIT_GO, EXIT_INCOMPLETE, EXIT_USAGE, counted, printable
 from golive.day2.captured import Capture, CaptureError, Collector, Observed
 from golive.day2.cluster_values import capture_cluster
 from golive.day2.endpoint_values import capture_endpoint, read_endpoint
@@ -144,7 +144,7 @@ def cmd_capture(ns: argparse.Namespace) -> int:
         print(f"golive: the captured profile does not load ({exc}); please report this", file=sys.stderr)
         return EXIT_INCOMPLETE
     print(f"golive: wrote {out} (extends {result.recipe}: {printable(scrub(result.why, result.secrets))})")
-    print(f"golive: {len(result.values)} value(s) written, {result.matched} equal to the recipe")
+    print(f"golive: {counted(len(result.values), 'value')} written, {result.matched} equal to the recipe")
     if result.review or result.cannot_keep:
         print("Review before go-live:")
         for item in result.review:

@@ -58,7 +58,7 @@ def capture_cluster(collect: Collector, loaded: golive_config.LoadedInventory, s
         rails.append(rail.model_dump(mode="json") | {"addresses": addresses})
     if missing:
         collect.capture.cannot_keep.append(
-            f"rail interface(s) missing or without an IPv4 address: "
+            f"{'a rail interface' if len(missing) == 1 else 'rail interfaces'} missing or without an IPv4 address: "
             f"{', '.join(missing)} — the recipe's rails are not this station's"
         )
         return

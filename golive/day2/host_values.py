@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING
 
 from golive.core.secrets import hide_password
+from golive.core.verdict import counted
 from golive.day2.captured import CaptureError, Collector, Observed, shown
 from golive.facts import FactError, shell
 from golive.facts.vllm import parse_human_int, parse_serve_args, served_host, speculative_tokens
@@ -323,7 +324,7 @@ def capture_gpus(collect: Collector, host: Host, station: Station, observed: Obs
         name = observed.gpu_names[0].removeprefix("NVIDIA ").strip()
         collect.add("gpu", "name_contains", name, source, said=f"has {observed.gpu_names[0]} GPUs")
         matching = [n for n in observed.gpu_names if name.lower() in n.lower()]
-    collect.add("gpu", "per_station", len(matching), source, said=f"has {len(matching)} serving GPU(s)")
+    collect.add("gpu", "per_station", len(matching), source, said=f"has {counted(len(matching), 'serving GPU')}")
 
 
 def gpu_names(host: Host, station: Station, any_recipe: Profile) -> list[str]:

@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 
 from golive.core.secrets import scrub
-from golive.core.verdict import printable
+from golive.core.verdict import counted, printable
 from golive.day2.captured import Capture, Value
 
 SECTION_ORDER = ("service", "image", "vllm", "checkpoint", "gpu", "endpoint", "security", "cluster")
@@ -37,7 +37,7 @@ def render(result: Capture, when: datetime | None = None) -> str:
         f"{when:%Y-%m-%d %H:%M} UTC.",
         f"# Read from: {_comment('; '.join(result.read_from), result.secrets)}.",
         f"# Extends {result.recipe}: {_comment(result.why, result.secrets)}.",
-        f"# {result.matched} captured value(s) equal the recipe's and are not repeated here.",
+        f"# {counted(result.matched, 'captured value')} equal the recipe's and are not repeated here.",
         "# Secrets (API keys, passwords in host specs) are never captured.",
     ]
     if result.review or result.cannot_keep:

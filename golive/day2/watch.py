@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from golive.core.secrets import scrub
-from golive.core.verdict import EXIT_USAGE, printable
+from golive.core.verdict import EXIT_USAGE, counted, printable
 from golive.day2.alert_rules import rules_text
 from golive.day2.watcher import Watcher
 from golive.inventory import loader as golive_config
@@ -67,7 +67,7 @@ def cmd_watch(ns: argparse.Namespace) -> int:
         return EXIT_USAGE
     print(
         f"golive watch: serving metrics on http://{where}/metrics, a round every {ns.every:g} s "
-        f"({len(loaded.inventory.stations)} station(s))",
+        f"({counted(len(loaded.inventory.stations), 'station')})",
         flush=True,
     )
     stop = threading.Event()

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from golive.core.verdict import printable
+from golive.core.verdict import counted, printable
 from golive.endpoint.bounded import (
     BoundError,
     Events,
@@ -300,7 +300,7 @@ class EndpointClient:
         if answer.finish_reason is None:
             raise EndpointError(
                 url,
-                f"the stream ended before the answer did (no finish_reason after {answer.events} event(s))",
+                f"the stream ended before the answer did (no finish_reason after {counted(answer.events, 'event')})",
                 "check the server log for a crash; a proxy may be cutting long event streams",
             )
         return ChatResult(

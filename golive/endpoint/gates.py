@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from golive.core.verdict import counted
 from golive.endpoint.levels import LevelResult, Rounded, catches
 from golive.endpoint.uncertainty import (
     Decision,
@@ -355,7 +356,7 @@ class Curve:
             )
         if self.peak < self.points[-1][0] and (max_num_seqs is None or self.peak < max_num_seqs):
             return (
-                f"the aggregate stops rising at {self.peak} users{expected}: batching is capped at about "
+                f"the aggregate stops rising at {counted(self.peak, 'user')}{expected}: batching is capped at about "
                 f"{self.peak} sequences (the served --max-num-seqs) or the KV cache holds no more (a KV or "
                 f"scheduling ceiling: `vllm:num_requests_waiting` > 0 while running stays at {self.peak})"
             )

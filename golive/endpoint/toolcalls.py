@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from golive.core.verdict import counted
+
 BATTERY = Path(__file__).parent / "batteries" / "toolcalls.yaml"
 OMITTED = ""  # in an acceptable-values list: the argument may be left out
 
@@ -128,7 +130,7 @@ def score_calls(case: ToolCase, calls: list[tuple[str, str]]) -> Verdict:
 
     want = [c["name"] for c in case.expected]
     if len(parsed) != len(want):
-        return Verdict(False, f"expected {len(want)} call(s) {want}, got {len(parsed)} {names}")
+        return Verdict(False, f"expected {counted(len(want), 'call')} {want}, got {len(parsed)} {names}")
 
     # Parallel calls may come in any order: pair expected and actual calls by bipartite matching.
     problems = [[_value_problem(exp, name, args) for name, args in parsed] for exp in case.expected]
@@ -142,7 +144,7 @@ def score_calls(case: ToolCase, calls: list[tuple[str, str]]) -> Verdict:
         problem = problems[i][free[0]]
         assert problem is not None  # a maximum matching leaves no free call that would fit expected call i
         return Verdict(False, problem)
-    return Verdict(True, f"{len(parsed)} call(s) matched")
+    return Verdict(True, f"{counted(len(parsed), 'call')} matched")
 
 
 def _schema_problem(name: str, args: dict, params: dict) -> str | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from golive.core.verdict import counted
 from golive.facts import FactError
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -333,7 +334,7 @@ def _unreadable(text: str, lines: tuple[str, ...], hole: int = 0) -> str:
         return f"no NCCL line in the log: {expected}; found binary data (compressed? decompress it first)"
     shown = [line.strip() for line in lines if line.strip()]
     return (
-        f"no NCCL line in the log: {expected}; found {len(shown)} other line(s), the first: "
+        f"no NCCL line in the log: {expected}; found {counted(len(shown), 'other line')}, the first: "
         f"`{shown[0][:120]}` (was NCCL_DEBUG=INFO set for this run?)"
     )
 

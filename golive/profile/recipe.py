@@ -43,7 +43,8 @@ class DramPin:
     values: tuple[str, ...]  # every --cpuset-mems the container has, the unit's and the running container's
 
     def __str__(self) -> str:
-        return f"the serving container is confined to memory node(s) {', '.join(self.values)}"
+        nodes = "node" if len(self.values) == 1 else "nodes"
+        return f"the serving container is confined to memory {nodes} {', '.join(self.values)}"
 
 
 def dram_pin(profile: Profile, run: DockerRun, container: ContainerFacts | None) -> DramPin | None:

@@ -149,7 +149,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if unknown:
         report_writer.write_nothing(config)
         raise pytest.UsageError(
-            f"-m {config.option.markexpr!r}: no check carries the marker(s) {', '.join(unknown)}; "
+            f"-m {config.option.markexpr!r}: no check carries the {'marker' if len(unknown) == 1 else 'markers'} "
+            f"{', '.join(unknown)}; "
             f"golive's markers: {', '.join([*MARKER_HELP, 'perf', 'quality', LIGHT])}"
         )
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 from golive.checklist import Cost, check
-from golive.core.verdict import not_applicable, require
+from golive.core.verdict import counted, not_applicable, require
 from golive.facts.nccl import Channel, Line, NcclLog
 from golive.inventory.cluster import NcclLogUnknown
 from golive.profile.schema import Cluster, Station
@@ -119,7 +119,8 @@ def test_rdma_port_active_on_ethernet(cluster_facts: ClusterFacts, rdma_rails: l
     require(
         not bad,
         found=f"on {station.name}: " + "; ".join(bad),
-        recipe=f"{len(rdma_rails)} RoCEv2 rail(s) ({', '.join(r.rdma_device or '' for r in rdma_rails)}), every "
+        recipe=f"{counted(len(rdma_rails), 'RoCEv2 rail')} "
+        f"({', '.join(r.rdma_device or '' for r in rdma_rails)}), every "
         f"port active with link layer Ethernet [002]",
         fix="check the rail's link (`ip link`, cable, switch port); a port in InfiniBand mode needs "
         "`mlxconfig -d DEV set LINK_TYPE_P1=2` (Ethernet) and a reboot",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from golive.checklist import Cost, check
-from golive.core.verdict import not_applicable, require
+from golive.core.verdict import counted, not_applicable, require
 from golive.endpoint import gates, timeline
 from golive.endpoint.client import metric_total
 from golive.endpoint.errors import EndpointError
@@ -333,7 +333,7 @@ def test_aggregate_scales_with_users(swept: Sweep, load: Load, profile: Profile,
         suspects=("max-num-seqs", "max-num-batched-tokens"),
         found=f"the aggregate at {users} users is {gate.measured('.2f')}× the single user's, below the "
         f"floor {gate.bound:.2f}×{gates.ratio_rounds(swept.at(users))}; aggregate tok/s by users: "
-        f"{shape.described()}; it stops rising at {shape.peak} users (max_num_seqs in the profile: "
+        f"{shape.described()}; it stops rising at {counted(shape.peak, 'user')} (max_num_seqs in the profile: "
         f"{profile.vllm.max_num_seqs})",
         recipe=f"aggregate at {users} users ÷ aggregate at 1 user ≥ {load.floors.scaling_ratio:g}, less "
         f"{load.tolerance:.0%} (the recipe's table: the aggregate keeps rising up to max_num_seqs) "
@@ -530,7 +530,7 @@ def test_sweep_never_stalls(swept: Sweep, load: Load) -> None:
     found = timeline.stalls(swept.batches, buffered=swept.buffered is not None, stall_s=load.stall_s)
     require(
         not found,
-        found=f"{len(found)} stall(s) in the sweep: "
+        found=f"{counted(len(found), 'stall')} in the sweep: "
         + "; ".join(f"{stall.text}, at {_clock(swept, stall.at_s)}" for stall in found),
         recipe=f"every batch within 1/{timeline.BATCH_FACTOR:g} of its level's median, TTFT and ITL p99 within "
         f"{timeline.SPREAD_FACTOR:g}× their p50, warm-up within {timeline.WARMUP_FACTOR:g}× the measured batches "

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from golive.checklist import Cost, check
-from golive.core.verdict import not_applicable, require
+from golive.core.verdict import counted, not_applicable, require
 from golive.facts import FactError
 
 if TYPE_CHECKING:
@@ -279,7 +279,8 @@ def test_prestart_saved_the_dead_containers_logs(
         )
     if record.active_state not in ("active", "activating", "reloading") or record.active_exit_local is None:
         not_applicable(
-            f"{service.unit} is {record.active_state or 'not running'} after {record.n_restarts} restart(s): not "
+            f"{service.unit} is {record.active_state or 'not running'} after "
+            f"{counted(record.n_restarts, 'restart')}: not "
             f"started again since its container last went down"
             + (f" (at {record.active_exit})" if record.active_exit else "")
             + f", so that container's logs are still with Docker (`docker logs {service.container}`) until the "
@@ -288,7 +289,7 @@ def test_prestart_saved_the_dead_containers_logs(
     fresh = [log for log in logs if log.written_local >= record.active_exit_local]
     require(
         bool(fresh),
-        found=f"systemd restarted {service.unit} {record.n_restarts} time(s), the last after it went down at "
+        found=f"systemd restarted {service.unit} {counted(record.n_restarts, 'time')}, the last after it went down at "
         f"{record.active_exit}, but {folder} holds no file written since ({newest}): the dead container's logs "
         f"were not kept",
         recipe="the prestart saves the previous container's logs before `docker rm` on every start, restarts "
@@ -298,7 +299,8 @@ def test_prestart_saved_the_dead_containers_logs(
         f"removes the container",
     )
     record_finding(
-        f"systemd restarted {service.unit} {record.n_restarts} time(s); the logs of the container that went down at "
+        f"systemd restarted {service.unit} {counted(record.n_restarts, 'time')}; the logs of the container that "
+        f"went down at "
         f"{record.active_exit} were saved to {fresh[0].path} ({fresh[0].size:,} bytes, written "
         f"{fresh[0].written})"
     )

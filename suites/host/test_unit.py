@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from golive.checklist import Cost, check
-from golive.core.verdict import not_applicable, require
+from golive.core.verdict import counted, not_applicable, require
 from golive.facts import FactError
 from golive.facts.systemd import unit_differences
 from golive.profile.origins import sourced
@@ -106,7 +106,8 @@ def test_unit_is_enabled_and_active(facts: StationFacts, service: Service, stati
         require(
             hit is None,
             found=f"{service.unit} is failed: systemd's start limit stopped it. It restarted the unit "
-            f"{hit.n_restarts if hit else 0} time(s) (NRestarts; StartLimitBurst={unit.start_limit_burst} within "
+            f"{counted(hit.n_restarts if hit else 0, 'time')} (NRestarts; "
+            f"StartLimitBurst={unit.start_limit_burst} within "
             f"StartLimitIntervalSec={span(unit.start_limit_interval_s)} s), then refused the next start"
             + (f' (journal: "{hit.journal}")' if hit and hit.journal else f" (Result={hit.result if hit else ''})")
             + f"; so container {facts.container_name} is not running: the crash the limit stopped is the cause",

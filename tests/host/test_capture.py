@@ -26,7 +26,7 @@ REVIEW = {
     "start-limit-burst-5": "this station has StartLimitBurst=5; the recipe says 3 — keep?",
     "docker-restart-always": "this station's docker run has --restart=always; the recipe says no docker restart policy",
     "image-by-tag": "runs vllm/vllm-openai:nightly-aarch64 (a tag, no digest)",
-    "docker-cpuset-mems-0": "the serving container is confined to memory node(s) 0 (--cpuset-mems); CUDA init fails",
+    "docker-cpuset-mems-0": "the serving container is confined to memory node 0 (--cpuset-mems); CUDA init fails",
     "wrong-quantization": "this station serves a FP8 checkpoint; the recipe says NVFP4 — keep?",
 }
 
@@ -168,7 +168,7 @@ def test_two_station_capture_reads_nccl_and_rails(cluster_trees, tmp_path, a, b,
         "image.digest and checkpoint.path: the recipe launches vLLM by a script golive does not read" in captured.stdout
     )
     if review is None:  # NCCL 2.30.7 and both rails' addresses and MTU as the recipe says: nothing written
-        assert "golive: 0 value(s) written, 3 equal to the recipe" in captured.stdout
+        assert "golive: 0 values written, 3 equal to the recipe" in captured.stdout
     else:
         assert review in captured.stdout
     golive_config.load_profile(site)

@@ -115,7 +115,7 @@ MESSAGES = {
         "Do: remove `--restart=…` from /usr/local/bin/glm53-flash-run.sh:11 (the `docker run` that ExecStart of "
         "glm53-flash.service runs)",
     ],
-    "docker-cpuset-mems-0": ["confined to memory node(s) 0", "Error 802"],
+    "docker-cpuset-mems-0": ["confined to memory node 0", "Error 802"],
     "image-by-tag": ["vllm/vllm-openai:nightly-aarch64 (a tag: it moves under you)"],
     "image-wrong-digest": [
         "sha256:6fd5bb80ea3bc534e29daf8353968b760e8a33d972e061b31a2bfaa05bc3851e",
@@ -219,7 +219,7 @@ MESSAGES = {
     ],
     # one cause, one failure: the start limit stopped the unit; the exited container is not checked on that cause
     "start-limit-hit": [
-        "glm53-flash.service is failed: systemd's start limit stopped it. It restarted the unit 3 time(s) (NRestarts; "
+        "glm53-flash.service is failed: systemd's start limit stopped it. It restarted the unit 3 times (NRestarts; "
         "StartLimitBurst=3 within StartLimitIntervalSec=3600 s), then refused the next start (journal: "
         '"2026-11-29T13:32:09+0000 gb300-a systemd[1]: glm53-flash.service: Start request repeated too quickly.")',
         "so container glm53-flash is not running",

@@ -126,7 +126,7 @@ HOST_BREAKS: dict[str, Expected] = {
     "cpuset-mems-dram": lambda s: {
         "test_container_not_pinned_to_dram_node": Said(
             (
-                "confined to memory node(s) 0 (docker run --cpuset-mems 0; "
+                "confined to memory node 0 (docker run --cpuset-mems 0; "
                 f"docker inspect {CONTAINER} HostConfig.CpusetMems '0')",
             ),
             (f"remove `--cpuset-mems` from ExecStart of {UNIT} ({_run_line(s)})",),

@@ -219,7 +219,7 @@ def test_the_first_lines_of_real_logs_cover_every_kind():
         ("\n\n", "found an empty file"),
         (
             "INFO 09-30 10:00:00 api_server.py:1 vLLM API server version 0.32.0\nINFO ready\n",
-            "found 2 other line(s), the first: `INFO 09-30 10:00:00 api_server.py:1 vLLM API server version 0.32.0`",
+            "found 2 other lines, the first: `INFO 09-30 10:00:00 api_server.py:1 vLLM API server version 0.32.0`",
         ),
         ("\x00\x01binary", "found binary data"),
     ],

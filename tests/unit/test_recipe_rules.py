@@ -140,9 +140,9 @@ def test_dram_node_is_the_profiles_else_node_0():
     [
         (Setup(), None),
         (Setup(run_options=("--cpuset-mems", "1")), None),  # the HBM node: not the trap this rule is about
-        (Setup(run_options=("--cpuset-mems", "0")), "the serving container is confined to memory node(s) 0"),
-        (Setup(container_cpuset="0"), "the serving container is confined to memory node(s) 0"),
-        (Setup(run_options=("--cpuset-mems=2",), numa_dram_node=2), "confined to memory node(s) 2"),
+        (Setup(run_options=("--cpuset-mems", "0")), "the serving container is confined to memory node 0"),
+        (Setup(container_cpuset="0"), "the serving container is confined to memory node 0"),
+        (Setup(run_options=("--cpuset-mems=2",), numa_dram_node=2), "confined to memory node 2"),
         (Setup(run_options=("--cpuset-mems=0",), numa_dram_node=2), None),
     ],
 )

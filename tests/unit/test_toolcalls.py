@@ -108,7 +108,7 @@ def test_load_battery_rejects_duplicate_ids(tmp_path):
 
 def test_simple_call_passes():
     verdict = score("simple_weather_smoke", call("get_weather", city="Paris"))
-    assert verdict.passed and verdict.reason == "1 call(s) matched"
+    assert verdict.passed and verdict.reason == "1 call matched"
 
 
 def test_optional_argument_may_be_given_with_an_accepted_value():
@@ -141,7 +141,7 @@ def test_parallel_multiple_in_any_order():
         call("create_ticket", title="Cooling fan noise in rack 4", priority="high"),
         call("get_weather", city="Oslo"),
     )
-    assert verdict.passed and verdict.reason == "2 call(s) matched"
+    assert verdict.passed and verdict.reason == "2 calls matched"
 
 
 def test_arrays_and_integers():
@@ -228,7 +228,7 @@ def test_enum_respected():
 
 def test_wrong_number_of_calls():
     verdict = score("parallel_weather", call("get_weather", city="Paris"))
-    assert verdict.reason == "expected 2 call(s) ['get_weather', 'get_weather'], got 1 ['get_weather']"
+    assert verdict.reason == "expected 2 calls ['get_weather', 'get_weather'], got 1 ['get_weather']"
 
 
 def test_wrong_function_chosen():
