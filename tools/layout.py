@@ -18,6 +18,7 @@ import ast
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -198,9 +199,8 @@ def circles(edges: set[tuple[str, str]]) -> list[list[str]]:
     return sorted(list(group) for group in groups if len(group) > 1)
 
 
-def package_graph() -> list[str]:
-    """The section of the map that says which package of golive imports which (a mermaid graph and the same as a
-    list), with upward imports and circles named."""
+def imports_between() -> tuple[dict[tuple[str, str], int], set[tuple[str, str]]]:
+    """Which package of golive imports which, with how many import statements, and which module imports which."""
     files = [p for p in tracked("golive") if p.suffix == ".py"]
     modules = {module_name(p) for p in files}
     unplaced = sorted({package_of(m) for m in modules} - set(PRODUCT_LAYERS))
@@ -217,8 +217,21 @@ def package_graph() -> list[str]:
             for target in sorted({package_of(name) for name in names} - {package_of(source)}):
                 edge = (package_of(source), target)
                 lines_between[edge] = lines_between.get(edge, 0) + 1
+    return lines_between, module_edges
+
+
+def upward(edges: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The imports that go up PRODUCT_LAYERS: a lower package importing a higher one."""
     rank = {name: i for i, name in enumerate(PRODUCT_LAYERS)}
-    upward = {edge for edge in lines_between if rank[edge[1]] > rank[edge[0]]}
+    return {(a, b) for a, b in edges if rank[b] > rank[a]}
+
+
+def package_graph() -> list[str]:
+    """The section of the map that says which package of golive imports which (a mermaid graph and the same as a
+    list), with upward imports and circles named."""
+    lines_between, module_edges = imports_between()
+    rank = {name: i for i, name in enumerate(PRODUCT_LAYERS)}
+    up = upward(lines_between)
     package_circles = circles(set(lines_between))
     module_circles = circles(module_edges)
     short = {name: name.removeprefix("golive.").strip("_") if name != "golive" else "golive" for name in rank}
@@ -234,16 +247,16 @@ def package_graph() -> list[str]:
         "```mermaid",
         "graph TD",
         *[f"  {short[a]}[{a}]" for a in PRODUCT_LAYERS if any(a in edge for edge in lines_between)],
-        *[f"  {short[a]} {'-.->' if (a, b) in upward else '-->'}|{lines_between[a, b]}| {short[b]}" for a, b in order],
+        *[f"  {short[a]} {'-.->' if (a, b) in up else '-->'}|{lines_between[a, b]}| {short[b]}" for a, b in order],
         "```",
         "",
         *[
-            f"- `{a}` → `{b}`: {n} import{'s' * (n != 1)}{' — upward' if (a, b) in upward else ''}"
+            f"- `{a}` → `{b}`: {n} import{'s' * (n != 1)}{' — upward' if (a, b) in up else ''}"
             for (a, b) in order
             for n in [lines_between[a, b]]
         ],
         "",
-        f"Upward imports: {', '.join(f'`{a}` → `{b}`' for a, b in order if (a, b) in upward) or 'none'}. "
+        f"Upward imports: {', '.join(f'`{a}` → `{b}`' for a, b in order if (a, b) in up) or 'none'}. "
         f"Circles between packages: {'; '.join(' ⇄ '.join(group) for group in package_circles) or 'none'}. "
         f"Circles between modules: {'; '.join(' ⇄ '.join(group) for group in module_circles) or 'none'}.",
         "",
