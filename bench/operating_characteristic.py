@@ -62,8 +62,8 @@ from station_model import (
 from golive.endpoint import gates
 from golive.endpoint.load import SweepPlan, run_plan
 from golive.endpoint.uncertainty import Decision, share_interval
-from golive.inventory.loader import load_profile
 from golive.profile.schema import Load, Profile
+from golive.site.loader import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILES = {"reference-cpu": "reference", "glm-5.3-flash-gb300": "gb300", "glm-5.3-2x-station-tp2": "tp2"}

@@ -45,7 +45,7 @@ def inventory(work: Path, name: str, host: str, ssh_config: Path | None) -> Path
 
 # golive as before issue 16 (no ControlPath: testinfra's ssh backend opens one connection per command), for the
 # "before" column of the same run
-WITHOUT_MUX = "import sys, golive.inventory.station as s, golive.cli as c; s.MUX_SCHEMES = (); sys.exit(c.main())"
+WITHOUT_MUX = "import sys, golive.station.host as s, golive.cli as c; s.MUX_SCHEMES = (); sys.exit(c.main())"
 
 
 def timed_run(inv: Path, out: Path, commands: Path, multiplexed: bool = True) -> dict:

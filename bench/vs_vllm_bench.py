@@ -47,7 +47,7 @@ from golive.endpoint.load import SweepPlan, sweep_async
 from golive.endpoint.load_request import Workload, prompt, sentences_for
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.uncertainty import Rounds
-from golive.inventory.loader import load_profile
+from golive.site.loader import load_profile
 from golive_testbed.reference.launcher import ReferenceStation
 from golive_testbed.reference.model import SERVED_NAME
 

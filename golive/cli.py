@@ -17,8 +17,8 @@ import yaml
 from golive import __version__
 from golive.core.secrets import scrub
 from golive.core.verdict import EXIT_CODES, EXIT_INCOMPLETE, EXIT_USAGE, printable
-from golive.inventory import loader as golive_config
 from golive.run.scope import suites_dir
+from golive.site import loader
 
 COMMANDS_GROUP = "golive.commands"  # other distributions (golive's testbed) add subcommands here
 TESTBED_COMMANDS = ("demo", "reference", "station")
@@ -199,8 +199,8 @@ def _secrets_of(inventory: Path) -> list[str]:
     from golive.endpoint.target import api_key_of
 
     try:
-        loaded = golive_config.load_inventory(inventory)
-    except golive_config.ConfigError:
+        loaded = loader.load_inventory(inventory)
+    except loader.ConfigError:
         return []
     return station_secrets(loaded.inventory.stations, api_key_of)
 
@@ -227,8 +227,8 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
     try:
-        loaded = golive_config.load_inventory(Path(ns.inventory), ns.profile)
-    except golive_config.ConfigError as exc:
+        loaded = loader.load_inventory(Path(ns.inventory), ns.profile)
+    except loader.ConfigError as exc:
         return _fail(str(exc))
     out = (
         Path(ns.output)
@@ -273,15 +273,15 @@ def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
 
         return cmd_capture(ns)
     if ns.action == "list":
-        for name in golive_config.shipped_profiles():
+        for name in loader.shipped_profiles():
             print(name)
         return 0
     if not ns.name:
         return _fail("profile show needs a profile name or file")
     try:
         ref = Path(ns.name) if ns.name.endswith((".yaml", ".yml")) else ns.name
-        loaded = golive_config.load_profile(ref)
-    except golive_config.ConfigError as exc:
+        loaded = loader.load_profile(ref)
+    except loader.ConfigError as exc:
         return _fail(str(exc))
     print(f"# resolved from: {' <- '.join(str(p) for p in loaded.files)}")
     print(f"# sha256: {loaded.sha256}")

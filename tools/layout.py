@@ -1,6 +1,12 @@
 """docs/layout.md written from the code: every package and module of the product, the checklist, the testbed, the
 benches and the tools, each with the first sentence of its docstring (a shell script: its header comment).
 
+The map ends with how the packages of golive depend on each other (`package_graph`): which package imports which,
+with how many import lines, read with `ast` from every `import golive.…` and `from golive.… import …` (those inside a
+function or under TYPE_CHECKING count too: they are dependencies all the same). PRODUCT_LAYERS is the order the
+packages are meant to stack in, lowest first: an import from a lower layer up to a higher one is flagged "upward", and
+packages that import each other round a circle are named.
+
 `python tools/layout.py` writes it; tests/unit/test_docs_truth.py fails when the file differs from what this script
 writes, so a module added, renamed or re-described without running it fails a test. The folders of the repository
 that hold no Python are described here (FOLDERS); a top-level folder that is in neither fails the script.
@@ -12,6 +18,7 @@ import ast
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,6 +50,23 @@ SECTIONS = (
     ("bench", "benchmarks"),
     ("tools", "tools"),
     ("scripts", "scripts"),
+)
+# The product's packages (and its top-level modules) as they stack, lowest first: each imports only from those before
+# it. A package or top-level module of golive that is not here fails the script: say where it stands.
+PRODUCT_LAYERS = (
+    "golive",  # the package itself: its __version__
+    "golive.core",
+    "golive.facts",
+    "golive.profile",
+    "golive.checklist",
+    "golive.endpoint",
+    "golive.station",
+    "golive.site",
+    "golive.report",
+    "golive.run",
+    "golive.day2",
+    "golive.cli",
+    "golive.__main__",
 )
 _SENTENCE = re.compile(r"(.+?[.!?])(?=\s+[A-Z`(\"]|$)")
 
@@ -128,6 +152,118 @@ def section(folder: str, heading: str) -> list[str]:
     return [*lines, ""]
 
 
+def module_name(path: Path) -> str:
+    """`golive/facts/nccl.py` → `golive.facts.nccl`; a package's `__init__.py` is the package."""
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: Path, modules: set[str]) -> list[set[str]]:
+    """The golive modules each import statement of a file names, one set per statement (a `from PACKAGE import name`
+    names the module PACKAGE.name where that is a module, else PACKAGE)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = {
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module for a in node.names
+            }
+        else:
+            continue
+        golive = {name for name in names if name.split(".")[0] == "golive"}
+        if golive:
+            found.append(golive)
+    return found
+
+
+def package_of(module: str) -> str:
+    """The node a module belongs to in the package graph: `golive.facts.nccl` → `golive.facts`; a top-level module
+    (`golive.cli`) is its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def circles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """The groups of nodes that reach each other along `edges` (strongly connected, more than one node), sorted."""
+    nodes = sorted({n for edge in edges for n in edge})
+    reach = {n: {b for a, b in edges if a == n} for n in nodes}
+    changed = True
+    while changed:
+        changed = False
+        for n in nodes:
+            further = set().union(*(reach[m] for m in reach[n])) - reach[n]
+            if further:
+                reach[n] |= further
+                changed = True
+    groups = {tuple(sorted(m for m in nodes if m == n or (m in reach[n] and n in reach[m]))) for n in nodes}
+    return sorted(list(group) for group in groups if len(group) > 1)
+
+
+def imports_between() -> tuple[dict[tuple[str, str], int], set[tuple[str, str]]]:
+    """Which package of golive imports which, with how many import statements, and which module imports which."""
+    files = [p for p in tracked("golive") if p.suffix == ".py"]
+    modules = {module_name(p) for p in files}
+    unplaced = sorted({package_of(m) for m in modules} - set(PRODUCT_LAYERS))
+    if unplaced:
+        raise SystemExit(
+            f"tools/layout.py: say where {', '.join(unplaced)} stands in PRODUCT_LAYERS, then run {COMMAND}"
+        )
+    lines_between: dict[tuple[str, str], int] = {}
+    module_edges: set[tuple[str, str]] = set()
+    for path in files:
+        source = module_name(path)
+        for names in imported(path, modules):
+            module_edges |= {(source, name) for name in names if name in modules and name != source}
+            for target in sorted({package_of(name) for name in names} - {package_of(source)}):
+                edge = (package_of(source), target)
+                lines_between[edge] = lines_between.get(edge, 0) + 1
+    return lines_between, module_edges
+
+
+def upward(edges: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The imports that go up PRODUCT_LAYERS: a lower package importing a higher one."""
+    rank = {name: i for i, name in enumerate(PRODUCT_LAYERS)}
+    return {(a, b) for a, b in edges if rank[b] > rank[a]}
+
+
+def package_graph() -> list[str]:
+    """The section of the map that says which package of golive imports which (a mermaid graph and the same as a
+    list), with upward imports and circles named."""
+    lines_between, module_edges = imports_between()
+    rank = {name: i for i, name in enumerate(PRODUCT_LAYERS)}
+    up = upward(lines_between)
+    package_circles = circles(set(lines_between))
+    module_circles = circles(module_edges)
+    short = {name: name.removeprefix("golive.").strip("_") if name != "golive" else "golive" for name in rank}
+    order = sorted(lines_between, key=lambda edge: (-rank[edge[0]], rank[edge[1]]))
+    lines = [
+        "## How the packages of `golive/` depend on each other",
+        "",
+        "Read from the imports (`ast`; those inside a function or under TYPE_CHECKING count too): an arrow A → B says",
+        "modules of A import from B, with the number of import statements. The layers, lowest first:",
+        ", ".join(f"`{name}`" for name in PRODUCT_LAYERS) + "; an import up the layers is drawn dotted and listed",
+        "as upward. Before issue 39's reorganisation: docs/module-graph-before.md.",
+        "",
+        "```mermaid",
+        "graph TD",
+        *[f"  {short[a]}[{a}]" for a in PRODUCT_LAYERS if any(a in edge for edge in lines_between)],
+        *[f"  {short[a]} {'-.->' if (a, b) in up else '-->'}|{lines_between[a, b]}| {short[b]}" for a, b in order],
+        "```",
+        "",
+        *[
+            f"- `{a}` → `{b}`: {n} import{'s' * (n != 1)}{' — upward' if (a, b) in up else ''}"
+            for (a, b) in order
+            for n in [lines_between[a, b]]
+        ],
+        "",
+        f"Upward imports: {', '.join(f'`{a}` → `{b}`' for a, b in order if (a, b) in up) or 'none'}. "
+        f"Circles between packages: {'; '.join(' ⇄ '.join(group) for group in package_circles) or 'none'}. "
+        f"Circles between modules: {'; '.join(' ⇄ '.join(group) for group in module_circles) or 'none'}.",
+        "",
+    ]
+    return lines
+
+
 def render() -> str:
     top = sorted({p.relative_to(REPO).parts[0] for p in tracked(".") if len(p.relative_to(REPO).parts) > 1})
     unknown = [name for name in top if name not in FOLDERS]
@@ -147,6 +283,8 @@ def render() -> str:
     ]
     for folder, heading in SECTIONS:
         lines += section(folder, heading)
+        if folder == "golive":
+            lines += package_graph()
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

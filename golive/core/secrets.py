@@ -150,7 +150,7 @@ def basic_forms(url: str | None) -> list[str]:
 
 
 class _Specs(Protocol):
-    """What a station shows of where it is (golive.profile.schema.Station)."""
+    """What a station shows of where it is (golive.profile.inventory.Station)."""
 
     @property
     def host(self) -> str | None: ...

@@ -11,8 +11,9 @@ from typing import Any
 from golive.core.secrets import hide_password, scrub, scrub_data, station_secrets
 from golive.day2.light_checks import LIGHT_MARKERS
 from golive.endpoint.target import api_key_of
-from golive.inventory import loader as golive_config
-from golive.profile.schema import Profile, Station
+from golive.profile.inventory import Station
+from golive.profile.schema import Profile
+from golive.site import loader
 
 
 @dataclass
@@ -147,7 +148,7 @@ def station_rules(station: Station, profile: Profile, every_s: float, inventory:
     return rules
 
 
-def rules_document(loaded: golive_config.LoadedInventory, every_s: float, inventory: str) -> dict[str, Any]:
+def rules_document(loaded: loader.LoadedInventory, every_s: float, inventory: str) -> dict[str, Any]:
     """Every station's alert rules, as Prometheus reads them; every label and annotation scrubbed of the inventory's
     secrets (golive.core.secrets)."""
     secrets = station_secrets(loaded.inventory.stations, api_key_of)
@@ -170,7 +171,7 @@ def rules_document(loaded: golive_config.LoadedInventory, every_s: float, invent
     return {"groups": groups}
 
 
-def rules_text(loaded: golive_config.LoadedInventory, every_s: float, inventory: str) -> str:
+def rules_text(loaded: loader.LoadedInventory, every_s: float, inventory: str) -> str:
     import yaml
 
     header = (

@@ -1,6 +1,6 @@
 """`golive profile capture`: a running, known-good station written down as a site profile.
 
-The station is read read-only through the facts the checks read (golive.inventory.station.StationFacts, the endpoint
+The station is read read-only through the facts the checks read (golive.station.host.StationFacts, the endpoint
 client), the closest shipped recipe is chosen, and the site profile `extends:` it with only what differs from the
 recipe or what only the site knows, each value commented with where it was read. Values that differ from the recipe,
 and station facts that break a recipe rule no profile can keep (a docker restart policy, say), make the review list
@@ -27,7 +27,7 @@ from golive.day2.profile_yaml import render
 from golive.day2.recipe_fit import choose_recipe, is_pair, units_present
 from golive.endpoint.target import api_key_of
 from golive.facts import FactError
-from golive.inventory import loader as golive_config
+from golive.site import loader
 
 if TYPE_CHECKING:
     import argparse
@@ -39,8 +39,8 @@ def capture(inventory: Path, station_name: str | None = None, recipe: str | None
     """Read the station and compare it with the closest shipped recipe. What a CaptureError says is scrubbed of the
     inventory's secrets (golive.core.secrets): it quotes exception text."""
     try:
-        loaded = golive_config.load_inventory(inventory)
-    except golive_config.ConfigError as exc:
+        loaded = loader.load_inventory(inventory)
+    except loader.ConfigError as exc:
         raise CaptureError(scrub(str(exc)), EXIT_USAGE) from None
     secrets = station_secrets(loaded.inventory.stations, api_key_of)
     try:
@@ -51,7 +51,7 @@ def capture(inventory: Path, station_name: str | None = None, recipe: str | None
     return result
 
 
-def _capture(loaded: golive_config.LoadedInventory, station_name: str | None, recipe: str | None) -> Capture:
+def _capture(loaded: loader.LoadedInventory, station_name: str | None, recipe: str | None) -> Capture:
     stations = loaded.inventory.stations
     if station_name:
         chosen = [s for s in stations if s.name == station_name]
@@ -70,12 +70,12 @@ def _capture(loaded: golive_config.LoadedInventory, station_name: str | None, re
             f"({', '.join(s.name for s in stations)})",
             EXIT_USAGE,
         )
-    recipes = {name: golive_config.load_profile(name).profile for name in golive_config.shipped_profiles()}
+    recipes = {name: loader.load_profile(name).profile for name in loader.shipped_profiles()}
     if recipe and recipe not in recipes and Path(recipe).is_file():  # a site's own base profile, as extends: takes
         recipe = str(Path(recipe).resolve())
         try:
-            recipes[recipe] = golive_config.load_profile(Path(recipe)).profile
-        except golive_config.ConfigError as exc:
+            recipes[recipe] = loader.load_profile(Path(recipe)).profile
+        except loader.ConfigError as exc:
             raise CaptureError(f"--recipe {recipe}: {exc}", EXIT_USAGE) from None
     if recipe and recipe not in recipes:  # before the station is read: a usage error, said at once
         raise CaptureError(
@@ -139,8 +139,8 @@ def cmd_capture(ns: argparse.Namespace) -> int:
         print(f"golive: profile capture -o {printable(str(out))}: cannot write it ({exc.strerror})", file=sys.stderr)
         return EXIT_USAGE
     try:  # what we wrote must load as golive loads it
-        golive_config.load_profile(out.resolve())
-    except golive_config.ConfigError as exc:
+        loader.load_profile(out.resolve())
+    except loader.ConfigError as exc:
         print(f"golive: the captured profile does not load ({exc}); please report this", file=sys.stderr)
         return EXIT_INCOMPLETE
     print(f"golive: wrote {out} (extends {result.recipe}: {printable(scrub(result.why, result.secrets))})")

@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING
 from golive.day2.captured import Collector
 from golive.day2.host_values import connect_host
 from golive.facts import FactError
-from golive.profile.schema import Station
+from golive.profile.inventory import Station
 
 if TYPE_CHECKING:
-    from golive.inventory import loader as golive_config
+    from golive.site import loader
 
 
-def capture_cluster(collect: Collector, loaded: golive_config.LoadedInventory, stations: list[Station]) -> None:
+def capture_cluster(collect: Collector, loaded: loader.LoadedInventory, stations: list[Station]) -> None:
     """NCCL version from each station's NCCL log and the rails' addresses and MTU, read the way the cluster checks
-    read them (golive.inventory.cluster.ClusterFacts). Rails are written whole when any address differs: a list
+    read them (golive.station.cluster.ClusterFacts). Rails are written whole when any address differs: a list
     replaces."""
-    from golive.inventory.cluster import ClusterFacts
-    from golive.inventory.station import StationFacts
+    from golive.station.cluster import ClusterFacts
+    from golive.station.host import StationFacts
 
     recipe = collect.recipe
     cluster = recipe.cluster

@@ -10,22 +10,23 @@ from typing import TYPE_CHECKING
 
 from golive.core.secrets import hide_password
 from golive.day2.captured import CaptureError, Collector, Observed
+from golive.profile.inventory import Station
 from golive.profile.recipe import kv_capacity_short, kv_capacity_tokens
-from golive.profile.schema import Profile, Station
+from golive.profile.schema import Profile
 
 if TYPE_CHECKING:  # imported where used: the client brings openai
     from golive.endpoint.client import EndpointClient
-    from golive.inventory import loader as golive_config
+    from golive.site import loader
 
 
-def _endpoint_client(loaded: golive_config.LoadedInventory, station: Station, profile: Profile) -> EndpointClient:
+def _endpoint_client(loaded: loader.LoadedInventory, station: Station, profile: Profile) -> EndpointClient:
     from golive.endpoint.client import EndpointClient
     from golive.endpoint.target import EndpointTarget
 
     return EndpointClient(EndpointTarget.of(station, profile.endpoint, loaded.tls_ca_file(station)))
 
 
-def read_endpoint(loaded: golive_config.LoadedInventory, station: Station, observed: Observed) -> None:
+def read_endpoint(loaded: loader.LoadedInventory, station: Station, observed: Observed) -> None:
     """Served models and the KV cache's configuration (GET /v1/models, GET /metrics), read-only."""
     from golive.endpoint.errors import EndpointError
 

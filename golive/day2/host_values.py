@@ -1,6 +1,6 @@
 """The host's part of a capture: the systemd unit, its docker run line, the running container and its image, the
 served vLLM flags, the checkpoint on disk and the GPUs, read through the facts the host checks read
-(golive.inventory.station.StationFacts). Where a recipe rule decides (golive.profile.recipe), the capture asks the
+(golive.station.host.StationFacts). Where a recipe rule decides (golive.profile.recipe), the capture asks the
 rule the check asks, so a captured profile and a check never disagree.
 """
 
@@ -14,6 +14,7 @@ from golive.core.verdict import counted
 from golive.day2.captured import CaptureError, Collector, Observed, shown
 from golive.facts import FactError, shell
 from golive.facts.vllm import parse_human_int, parse_serve_args, served_host, speculative_tokens
+from golive.profile.inventory import Station
 from golive.profile.recipe import (
     VLLM_FLAGS,
     docker_restart_policy,
@@ -26,21 +27,21 @@ from golive.profile.recipe import (
     start_limit_settings,
     unit_not_enabled,
 )
-from golive.profile.schema import Profile, Station
+from golive.profile.schema import Profile
 
 if TYPE_CHECKING:  # imported where used: testinfra is slow to import
     from testinfra.host import Host
 
-    from golive.inventory import loader as golive_config
+    from golive.site import loader
 
 INT_FLAGS = {"port", "tensor_parallel_size", "max_num_seqs"}
 # never read a value of these into a profile, a comment or the terminal
 SECRET_FLAG = re.compile(r"api-key|token|password|secret", re.IGNORECASE)
 
 
-def connect_host(loaded: golive_config.LoadedInventory, station: Station) -> Host:
+def connect_host(loaded: loader.LoadedInventory, station: Station) -> Host:
     """The station's testinfra host, reachable, or a CaptureError that says why not."""
-    from golive.inventory.connection import connect
+    from golive.station.connection import connect
 
     spec = loaded.host_spec(station)
     if spec is None:  # a pair's other station without `host:` (connect(None) used to end in an AttributeError)
@@ -117,7 +118,7 @@ def _checkpoint_on_host(model: str, volumes: list[str]) -> str | None:
 
 
 def capture_host(collect: Collector, host: Host, station: Station, observed: Observed) -> None:
-    from golive.inventory.station import StationFacts
+    from golive.station.host import StationFacts
 
     recipe = collect.recipe
     service = recipe.service
@@ -275,7 +276,7 @@ def capture_host(collect: Collector, host: Host, station: Station, observed: Obs
 
 
 def capture_checkpoint(collect: Collector, host: Host, station: Station, profile: Profile) -> None:
-    from golive.inventory.station import StationFacts
+    from golive.station.host import StationFacts
 
     facts = StationFacts(host, station, profile)
     where = facts.checkpoint_dir
@@ -328,7 +329,7 @@ def capture_gpus(collect: Collector, host: Host, station: Station, observed: Obs
 
 
 def gpu_names(host: Host, station: Station, any_recipe: Profile) -> list[str]:
-    from golive.inventory.station import StationFacts
+    from golive.station.host import StationFacts
 
     # the query the GPU checks run (StationFacts.gpus), so a recorded station answers it too
     return [g["name"] for g in StationFacts(host, station, any_recipe).gpus]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from golive.checklist import LIGHT
 from golive.core.verdict import NOT_APPLICABLE, PASSED, WAIVED
-from golive.profile.schema import Station
+from golive.profile.inventory import Station
 from golive.report.model import CheckRecord, Results, read_results
 
 LIGHT_MARKERS = f"{LIGHT} and (host or endpoint)"  # what a round runs (a station: the layers it can be watched on)

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from golive.core.verdict import EXIT_USAGE
 from golive.day2.captured import CaptureError, Observed
-from golive.profile.schema import Profile, Station
+from golive.profile.inventory import Station
+from golive.profile.schema import Profile
 
 if TYPE_CHECKING:  # imported where used: testinfra is slow to import
     from testinfra.host import Host
@@ -62,7 +63,7 @@ def choose_recipe(
 
 
 def units_present(host: Host, recipes: dict[str, Profile]) -> set[str]:
-    from golive.inventory.station import UNIT_DIRS
+    from golive.station.host import UNIT_DIRS
 
     found = set()
     for profile in recipes.values():

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from golive.core.verdict import printable
 from golive.day2.light_checks import WatchedCheck
-from golive.inventory import loader as golive_config
-from golive.profile.schema import Profile, Station
+from golive.profile.inventory import Station
+from golive.profile.schema import Profile
+from golive.site import loader
 
 if TYPE_CHECKING:  # imported where used: the client brings openai
     from golive.endpoint.client import EndpointClient
@@ -110,12 +111,12 @@ def probe(client: EndpointClient, profile: Profile, reading: StationRound) -> No
         reading.decode_tok_s = (tokens - 1) / (total - answer.first_token_s)  # TPOT from the end of the stream
 
 
-def read_restarts(loaded: golive_config.LoadedInventory, station: Station, profile: Profile) -> float | None:
+def read_restarts(loaded: loader.LoadedInventory, station: Station, profile: Profile) -> float | None:
     """systemd's NRestarts of the unit (`systemctl show`), where the host is reachable and systemd runs."""
     if not station.host or profile.service is None:
         return None
     from golive.facts import systemd
-    from golive.inventory.connection import connect
+    from golive.station.connection import connect
 
     with connect(
         loaded.host_spec(station) or "", loaded.ssh_config, profile.host.connect_timeout_s, station.name

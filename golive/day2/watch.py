@@ -18,7 +18,7 @@ from golive.core.secrets import scrub
 from golive.core.verdict import EXIT_USAGE, counted, printable
 from golive.day2.alert_rules import rules_text
 from golive.day2.watcher import Watcher
-from golive.inventory import loader as golive_config
+from golive.site import loader
 
 if TYPE_CHECKING:
     import argparse
@@ -42,8 +42,8 @@ def cmd_watch(ns: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         address, port = parse_listen(ns.listen)
-        loaded = golive_config.load_inventory(Path(ns.inventory))
-    except (ValueError, golive_config.ConfigError) as exc:
+        loaded = loader.load_inventory(Path(ns.inventory))
+    except (ValueError, loader.ConfigError) as exc:
         print(f"golive: {printable(scrub(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
     if ns.rules:

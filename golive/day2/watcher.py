@@ -24,8 +24,8 @@ from golive.day2.station_readings import (
     read_station_metrics,
 )
 from golive.endpoint.target import api_key_of
-from golive.inventory import loader as golive_config
-from golive.profile.schema import Station
+from golive.profile.inventory import Station
+from golive.site import loader
 
 if TYPE_CHECKING:  # imported where used: the collector brings prometheus_client
     from prometheus_client.metrics_core import Metric
@@ -47,7 +47,7 @@ class Watcher:
     def __init__(self, inventory: Path, every_s: float):
         self.inventory = Path(inventory)
         self.every_s = every_s
-        self.loaded = golive_config.load_inventory(self.inventory)
+        self.loaded = loader.load_inventory(self.inventory)
         self.secrets = station_secrets(self.loaded.inventory.stations, api_key_of)  # out of every line and label
         self.state = State()
         self._latency: dict[str, Latency | None] = {}

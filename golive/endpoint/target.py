@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from golive.endpoint.bounded import Caps
-from golive.profile.schema import Endpoint, Station
+from golive.profile.inventory import Station
+from golive.profile.schema import Endpoint
 
 
 def api_key_of(station: Station) -> str | None:

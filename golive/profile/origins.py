@@ -4,7 +4,7 @@ A shipped profile transcribes a recipe: its values cite the recipe tags of their
 (`start_limit_burst: 3   # at most 3 starts per hour … [000]`), else of the nearest section above that has one
 (`service:   # systemd owns restarts … [000]`), else the profile's `sources`. A site profile (any profile file golive
 does not ship; it usually `extends:` a shipped one) is its own source: file, line and key. The loader
-(golive/inventory/loader.py) records this for every profile it loads; `origin` reads it:
+(golive/site/loader.py) records this for every profile it loads; `origin` reads it:
 
     origin(profile, "service.start_limit_burst")  # "[000]": a finding shows "[single-station recipe]"
     origin(profile, "service.restart_sec_s")      # "[site profile /etc/golive/site.yaml:12 service.restart_sec_s]"

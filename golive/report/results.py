@@ -38,7 +38,6 @@ from golive.core.verdict import (
 )
 from golive.core.verdict import verdict as verdict_of
 from golive.endpoint.levels import LevelResult
-from golive.inventory.loader import LoadedInventory
 from golive.report import keys
 from golive.report.causes import tie
 from golive.report.model import (
@@ -56,6 +55,7 @@ from golive.report.model import (
     SweepRow,
     WaiverRecord,
 )
+from golive.site.loader import LoadedInventory
 
 __all__ = ["SCHEMA", "CheckRecord", "Metric", "Recorder", "Results", "SweepPoint", "sweep_of", "verdict_word"]
 

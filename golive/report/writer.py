@@ -24,11 +24,11 @@ from _pytest.junitxml import mangle_test_address, xml_key
 
 from golive.core.secrets import scrub
 from golive.core.verdict import EXIT_INCOMPLETE, EXIT_NOTHING_SELECTED, NOT_APPLICABLE, NOT_CHECKED, exit_code
-from golive.inventory.loader import LoadedInventory
 from golive.report.markdown import render_markdown
 from golive.report.model import Results
 from golive.report.results import Recorder, verdict_word
 from golive.run.session import secrets
+from golive.site.loader import LoadedInventory
 
 REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
 INTERRUPTED_REASON = "the run was interrupted (Ctrl-C or SIGTERM)"

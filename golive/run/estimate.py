@@ -46,8 +46,9 @@ import pytest
 
 from golive.checklist import Cost, declared
 from golive.core.verdict import counted
+from golive.profile.inventory import Station
 from golive.profile.rules import duration
-from golive.profile.schema import Load, Profile, Station
+from golive.profile.schema import Load, Profile
 from golive.report.model import not_estimated, the_others
 from golive.run.probe import Probe
 from golive.run.scope import layer_scope

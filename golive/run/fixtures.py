@@ -22,15 +22,16 @@ from golive.core.verdict import cite, clipped, not_applicable
 from golive.endpoint.errors import EndpointError
 from golive.endpoint.levels import LevelResult
 from golive.endpoint.target import EndpointTarget, model_names
-from golive.inventory.cluster import ClusterFacts
-from golive.inventory.connection import Connection, chroot_tree, connect
-from golive.inventory.loader import LoadedInventory
-from golive.inventory.station import StationFacts
-from golive.profile.schema import Cluster, Profile, Service, Station
+from golive.profile.inventory import Station
+from golive.profile.schema import Cluster, Profile, Service
 from golive.report import keys
 from golive.report.results import Metric
 from golive.run.scope import layer_scope
 from golive.run.session import CONNECTIONS, NO_INVENTORY, inventory, layer_of, station_of
+from golive.site.loader import LoadedInventory
+from golive.station.cluster import ClusterFacts
+from golive.station.connection import Connection, chroot_tree, connect
+from golive.station.host import StationFacts
 
 if TYPE_CHECKING:  # the client is imported where an endpoint check first needs it (endpoint_client): see there
     from golive.endpoint.client import EndpointClient, Health

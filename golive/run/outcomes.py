@@ -15,10 +15,10 @@ from golive.core.secrets import scrub, scrub_data
 from golive.core.verdict import Finding, NotApplicable, OutOfScope, clipped, printable
 from golive.endpoint.errors import EndpointError
 from golive.facts import FactError
-from golive.inventory.transport import Gone, TransportError, now
 from golive.profile.waivers import expired_message
 from golive.report import keys
 from golive.run.session import CONNECTIONS, inventory, layer_of, station_of
+from golive.station.transport import Gone, TransportError, now
 
 Classified = tuple[str, str]  # (outcome, reason)
 
@@ -80,7 +80,7 @@ def same_cause(item: pytest.Item, report: pytest.TestReport, call: pytest.CallIn
 
 
 def lost_way(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> Classified | None:
-    """A check whose way to the station failed mid-run (golive.inventory.transport.TransportError; an endpoint that had
+    """A check whose way to the station failed mid-run (golive.station.transport.TransportError; an endpoint that had
     answered /health and then refused, timed out connecting or cut an answer; an endpoint check that failed while
     the station stopped answering /health, as vLLM does once its engine died): not checked, one line naming the
     station, the time and the check that met it first; recorded so that later checks of that station are not

@@ -23,8 +23,6 @@ from golive.checklist import LIGHT, MARKER
 from golive.core.secrets import scrub, scrub_data
 from golive.core.verdict import FAILED, NOT_APPLICABLE, NOT_CHECKED, OUT_OF_SCOPE, WAIVED, exit_code, out_of_scope
 from golive.endpoint.bounded import allow_requests
-from golive.inventory import loader as golive_config
-from golive.inventory.transport import Gone, now
 from golive.profile.rules import rule_of
 from golive.profile.schema import LAYERS
 from golive.report import keys
@@ -50,6 +48,8 @@ from golive.run.session import (
     secrets,
     station_of,
 )
+from golive.site import loader
+from golive.station.transport import Gone, now
 
 pytest_plugins = ["golive.run.fixtures"]
 
@@ -210,17 +210,17 @@ def _unknown_markers(config: pytest.Config) -> list[str]:
     return sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", config.option.markexpr)) - {"and", "or", "not"} - known)
 
 
-def _load_inventory(config: pytest.Config) -> golive_config.LoadedInventory | None:
+def _load_inventory(config: pytest.Config) -> loader.LoadedInventory | None:
     path = config.getoption("golive_inventory")
     if not path:
         return None
     try:
-        return golive_config.load_inventory(Path(path), config.getoption("golive_profile"))
-    except golive_config.ConfigError as exc:
+        return loader.load_inventory(Path(path), config.getoption("golive_profile"))
+    except loader.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _budget(item: pytest.Item, loaded: golive_config.LoadedInventory) -> str:
+def _budget(item: pytest.Item, loaded: loader.LoadedInventory) -> str:
     station = station_of(item)
     if layer_of(item) != "endpoint" or station is None:
         return ""

@@ -37,10 +37,11 @@ import pytest
 from golive.checklist import declared
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.timeline import reads
-from golive.inventory.loader import LoadedInventory
-from golive.profile.schema import Profile, Station
+from golive.profile.inventory import Station
+from golive.profile.schema import Profile
 from golive.run.scope import layer_scope
 from golive.run.session import layer_of, station_of
+from golive.site.loader import LoadedInventory
 
 if TYPE_CHECKING:
     from golive.endpoint.load_request import RequestTiming

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 from golive.core.verdict import NOT_APPLICABLE, NOT_CHECKED
-from golive.profile.schema import LAYERS, Layer, Profile, Station
+from golive.profile.inventory import Station
+from golive.profile.schema import LAYERS, Layer, Profile
 
 # the pytest marker of each layer (golive.profile.schema.LAYERS), as `pytest --markers` shows it
 MARKER_HELP: dict[Layer, str] = {

@@ -13,10 +13,11 @@ import pytest
 from golive.checklist import Collected, CollectedChecks, check_id, declared
 from golive.core.secrets import station_secrets
 from golive.endpoint.target import api_key_of
-from golive.inventory.loader import LoadedInventory
-from golive.profile.schema import LAYERS, Layer, Station
+from golive.profile.inventory import Station
+from golive.profile.schema import LAYERS, Layer
 from golive.report.model import legacy_check_id
 from golive.report.results import Recorder, Results
+from golive.site.loader import LoadedInventory
 
 INVENTORY = pytest.StashKey[LoadedInventory | None]()
 RECORDER = pytest.StashKey[Recorder]()

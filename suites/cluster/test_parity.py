@@ -12,9 +12,9 @@ from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 
 if TYPE_CHECKING:
-    from golive.inventory.cluster import ClusterFacts
     from golive.profile.schema import Cluster
     from golive.run.fixtures import RecordMetric
+    from golive.station.cluster import ClusterFacts
 
 pytestmark = pytest.mark.cluster
 

@@ -12,8 +12,9 @@ from golive.core.verdict import not_applicable, require
 from golive.facts.net import PingVerdict
 
 if TYPE_CHECKING:
-    from golive.inventory.cluster import ClusterFacts
-    from golive.profile.schema import Cluster, Rail, Station
+    from golive.profile.inventory import Station
+    from golive.profile.schema import Cluster, Rail
+    from golive.station.cluster import ClusterFacts
 
 pytestmark = pytest.mark.cluster
 

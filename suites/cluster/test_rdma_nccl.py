@@ -14,14 +14,15 @@ import pytest
 from golive.checklist import Cost, check
 from golive.core.verdict import counted, not_applicable, require
 from golive.facts.nccl import Channel, Line, NcclLog
-from golive.inventory.cluster import NcclLogUnknown
-from golive.profile.schema import Cluster, Station
+from golive.profile.inventory import Station
+from golive.profile.schema import Cluster
+from golive.station.cluster import NcclLogUnknown
 
 if TYPE_CHECKING:
     from golive.facts.net import IbPort
-    from golive.inventory.cluster import ClusterFacts
     from golive.profile.schema import Profile, Rail
     from golive.run.fixtures import RecordProvenance
+    from golive.station.cluster import ClusterFacts
 
 pytestmark = pytest.mark.cluster
 

@@ -21,7 +21,8 @@ from golive.endpoint.underload import PROBES, Probe, probes_under_load
 
 if TYPE_CHECKING:
     from golive.endpoint.client import EndpointClient
-    from golive.profile.schema import Profile, Station
+    from golive.profile.inventory import Station
+    from golive.profile.schema import Profile
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]
 

@@ -15,9 +15,10 @@ from golive.endpoint.target import model_names
 if TYPE_CHECKING:
     from golive.endpoint.client import EndpointClient, Health
     from golive.endpoint.target import VllmName
-    from golive.inventory.loader import LoadedInventory
-    from golive.profile.schema import Profile, Station
+    from golive.profile.inventory import Station
+    from golive.profile.schema import Profile
     from golive.run.fixtures import RecordFinding, RecordProvenance
+    from golive.site.loader import LoadedInventory
 
 pytestmark = pytest.mark.endpoint
 

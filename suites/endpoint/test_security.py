@@ -12,7 +12,8 @@ from golive.endpoint.errors import from_response
 
 if TYPE_CHECKING:
     from golive.endpoint.client import EndpointClient
-    from golive.profile.schema import Profile, Station
+    from golive.profile.inventory import Station
+    from golive.profile.schema import Profile
     from golive.run.fixtures import RecordFinding
 
 pytestmark = pytest.mark.endpoint

@@ -15,9 +15,10 @@ from golive.endpoint.battery_runs import Spread, failing_ids
 if TYPE_CHECKING:
     from golive.endpoint.answers import AnswerCase
     from golive.endpoint.client import ChatResult, EndpointClient
-    from golive.inventory.loader import LoadedInventory
-    from golive.profile.schema import Profile, Station
+    from golive.profile.inventory import Station
+    from golive.profile.schema import Profile
     from golive.run.fixtures import RecordFinding, RecordMetric, RecordProvenance
+    from golive.site.loader import LoadedInventory
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.quality]
 

@@ -27,7 +27,8 @@ from golive.endpoint.uncertainty import Decision, against_floor, interval_text
 
 if TYPE_CHECKING:
     from golive.endpoint.client import EndpointClient
-    from golive.profile.schema import GateName, Load, Profile, Station
+    from golive.profile.inventory import Station
+    from golive.profile.schema import GateName, Load, Profile
     from golive.run.fixtures import RecordFinding, RecordMetric, RecordSweep
 
 pytestmark = [pytest.mark.endpoint, pytest.mark.perf]

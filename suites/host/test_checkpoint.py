@@ -13,9 +13,9 @@ from golive.profile.origins import sourced
 from golive.profile.recipe import dram_node
 
 if TYPE_CHECKING:
-    from golive.inventory.station import StationFacts
     from golive.profile.schema import Profile
     from golive.run.fixtures import RecordProvenance
+    from golive.station.host import StationFacts
 
 pytestmark = pytest.mark.host
 SIZE_TOLERANCE = 0.05  # shards of another quantization differ by far more; one missing shard of 40 by 2.5 %

@@ -35,9 +35,10 @@ from golive.profile.recipe import (
 
 if TYPE_CHECKING:
     from golive.facts.docker import DockerRun
-    from golive.inventory.station import ServedConfig, StationFacts
-    from golive.profile.schema import Profile, Service, Station
+    from golive.profile.inventory import Station
+    from golive.profile.schema import Profile, Service
     from golive.run.fixtures import RecordFinding, RecordProvenance
+    from golive.station.host import ServedConfig, StationFacts
 
 pytestmark = pytest.mark.host
 

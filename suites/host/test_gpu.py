@@ -11,12 +11,13 @@ from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
 from golive.facts import FactError
 from golive.facts.gpu import is_workstation_brand, mib, normalize_bus_id
+from golive.profile.inventory import Station
 from golive.profile.origins import origin, sourced
-from golive.profile.schema import Profile, Station
+from golive.profile.schema import Profile
 
 if TYPE_CHECKING:
-    from golive.inventory.station import StationFacts
     from golive.run.fixtures import RecordProvenance
+    from golive.station.host import StationFacts
 
 pytestmark = pytest.mark.host
 

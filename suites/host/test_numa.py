@@ -12,8 +12,8 @@ from golive.profile.origins import sourced
 from golive.profile.recipe import dram_node
 
 if TYPE_CHECKING:
-    from golive.inventory.station import StationFacts
     from golive.profile.schema import Profile
+    from golive.station.host import StationFacts
 
 pytestmark = pytest.mark.host
 

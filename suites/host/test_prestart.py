@@ -12,9 +12,9 @@ from golive.facts import FactError
 
 if TYPE_CHECKING:
     from golive.facts.prestart_steps import ShellCommand, Unfollowed
-    from golive.inventory.station import StationFacts
     from golive.profile.schema import Service
     from golive.run.fixtures import RecordFinding
+    from golive.station.host import StationFacts
 
 pytestmark = pytest.mark.host
 

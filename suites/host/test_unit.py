@@ -30,8 +30,9 @@ from golive.profile.recipe import (
 
 if TYPE_CHECKING:
     from golive.facts.systemd import UnitFacts
-    from golive.inventory.station import StationFacts
-    from golive.profile.schema import Profile, Service, Station
+    from golive.profile.inventory import Station
+    from golive.profile.schema import Profile, Service
+    from golive.station.host import StationFacts
 
 pytestmark = pytest.mark.host
 

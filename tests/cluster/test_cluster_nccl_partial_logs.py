@@ -23,8 +23,8 @@ from e2e import needs_chroot
 from golive_run import golive_run
 
 from golive.core.verdict import Finding, NotApplicable
-from golive.inventory.cluster import ClusterFacts
-from golive.inventory.loader import load_profile
+from golive.site.loader import load_profile
+from golive.station.cluster import ClusterFacts
 from golive.suites.cluster import test_rdma_nccl as checks
 from golive_testbed.targets import build_station_trees
 

@@ -13,7 +13,7 @@ import pytest
 from golive_run import golive_run
 
 from golive.endpoint.load import levels_to_run
-from golive.inventory.loader import load_profile
+from golive.site.loader import load_profile
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "golive-reference"  # the reference-cpu profile's served name

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from golive_run import Run, golive_run
 
-from golive.inventory.loader import load_profile
+from golive.site.loader import load_profile
 
 CHECKS = {
     "test_sweep_runs_every_level_without_failures",

@@ -118,7 +118,7 @@ def _start(target: Target, out: Path) -> subprocess.Popen:
     out.mkdir(parents=True, exist_ok=True)
     (out / "inventory.yaml").write_text(target.inventory)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env["GOLIVE_COMMAND_LOG"] = str(out / "commands.log")  # every command sent, one a line (golive.inventory.readonly)
+    env["GOLIVE_COMMAND_LOG"] = str(out / "commands.log")  # every command sent, one a line (golive.station.readonly)
     return subprocess.Popen(
         [
             sys.executable,

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import testinfra
 
-from golive.inventory.connection import Connection, connect
-from golive.inventory.transport import TransportError, failure_of_ansible, failure_of_result
+from golive.station.connection import Connection, connect
+from golive.station.transport import TransportError, failure_of_ansible, failure_of_result
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from golive.core.secrets import hide_password
 from golive.day2.captured import Capture, Collector, Observed
 from golive.day2.host_values import capture_flags
 from golive.day2.profile_yaml import render
-from golive.inventory import loader as golive_config
+from golive.site import loader
 from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_healthy_tree_captures_into_a_profile_that_goes_live(trees, tmp_path):
         "extends glm-5.3-flash-gb300: the station has its unit glm53-flash.service, has a GB300 GPU" in captured.stdout
     )
     assert "Review: nothing differs from the recipe." in captured.stdout
-    loaded = golive_config.load_profile(site)
+    loaded = loader.load_profile(site)
     assert loaded.profile.name == "glm-5.3-flash-gb300"
     # what the bundled hand-written site profile says, read back from the station itself
     hand = yaml.safe_load((REPO / "fixtures/profiles/gb300-site.yaml").read_text())
@@ -91,7 +91,7 @@ def test_broken_tree_capture_names_the_broken_value(trees, tmp_path, variant):
     review = captured.stdout.split("Review before go-live:\n", 1)[1]
     assert REVIEW[variant] in review, captured.stdout
     assert REVIEW[variant] in site.read_text()  # the file carries its review list too
-    golive_config.load_profile(site)
+    loader.load_profile(site)
 
 
 def test_no_station_no_recipe_is_one_line(trees, tmp_path):
@@ -102,7 +102,7 @@ def test_no_station_no_recipe_is_one_line(trees, tmp_path):
 
 
 def test_secrets_are_never_captured(tmp_path):
-    recipe = golive_config.load_profile("glm-5.3-flash-gb300").profile
+    recipe = loader.load_profile("glm-5.3-flash-gb300").profile
     result = Capture(station="s", recipe=recipe.name, why="test")
     observed = Observed(
         flags={"served-model-name": "glm-5.3-flash", "api-key": "sk-not-for-files", "gpu-memory-utilization": "0.95"},
@@ -117,7 +117,7 @@ def test_secrets_are_never_captured(tmp_path):
     assert "this station serves --gpu-memory-utilization 0.95; the recipe says 0.94 — keep?" in "\n".join(result.review)
     site = tmp_path / "site.yaml"
     site.write_text(text)
-    assert golive_config.load_profile(site).profile.vllm.gpu_memory_utilization == 0.95
+    assert loader.load_profile(site).profile.vllm.gpu_memory_utilization == 0.95
 
 
 @pytest.mark.parametrize(
@@ -171,7 +171,7 @@ def test_two_station_capture_reads_nccl_and_rails(cluster_trees, tmp_path, a, b,
         assert "golive: 0 values written, 3 equal to the recipe" in captured.stdout
     else:
         assert review in captured.stdout
-    golive_config.load_profile(site)
+    loader.load_profile(site)
 
 
 @pytest.mark.parametrize(
@@ -189,7 +189,7 @@ def test_two_station_capture_reads_nccl_and_rails(cluster_trees, tmp_path, a, b,
 def test_kv_capacity_below_the_recipe_is_reviewed_never_tightened(info, written, review):
     from golive.day2.endpoint_values import capture_endpoint
 
-    recipe = golive_config.load_profile("glm-5.3-flash-gb300").profile
+    recipe = loader.load_profile("glm-5.3-flash-gb300").profile
     result = Capture(station="s", recipe=recipe.name, why="test")
     observed = Observed(
         endpoint="http://u:secret@gb300-a:8888",

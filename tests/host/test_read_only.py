@@ -1,5 +1,5 @@
 """Read-only, proven: the host layer leaves a station tree exactly as it was, and every command it sends is on the
-read-only allow-list (golive/inventory/readonly.py), which refuses anything that could write."""
+read-only allow-list (golive/station/readonly.py), which refuses anything that could write."""
 
 import hashlib
 import os
@@ -9,8 +9,8 @@ import pytest
 from e2e import needs_chroot
 from golive_run import golive_run
 
-from golive.inventory.connection import connect
-from golive.inventory.readonly import allowed
+from golive.station.connection import connect
+from golive.station.readonly import allowed
 from golive_testbed.targets import build_station_trees
 
 REPO = Path(__file__).resolve().parents[2]

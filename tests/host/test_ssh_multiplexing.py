@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.inventory.connection import connect
-from golive.inventory.loader import load_inventory
+from golive.site.loader import load_inventory
+from golive.station.connection import connect
 from golive_testbed.sshd import available, loopback_sshd
 from golive_testbed.targets import build_station_trees
 

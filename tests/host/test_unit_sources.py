@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from golive.facts.systemd import unit_differences
-from golive.inventory.connection import connect
-from golive.inventory.loader import load_inventory
-from golive.inventory.station import StationFacts
+from golive.site.loader import load_inventory
+from golive.station.connection import connect
+from golive.station.host import StationFacts
 from golive_testbed.targets import build_station_trees, load_variants
 
 REPO = Path(__file__).resolve().parents[2]

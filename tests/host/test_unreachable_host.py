@@ -6,7 +6,7 @@ import time
 import pytest
 from golive_run import golive_run
 
-from golive.inventory.connection import with_connect_timeout
+from golive.station.connection import with_connect_timeout
 
 
 def test_ssh_specs_get_the_connect_timeout_unless_they_set_one():

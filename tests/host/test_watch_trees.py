@@ -73,7 +73,7 @@ def test_watch_round_on_a_tree(trees, variant, failing):
 
 
 def test_watched_layers_follow_the_inventory():
-    from golive.profile.schema import Station
+    from golive.profile.inventory import Station
 
     assert watched_layers(Station(name="a", host="ssh://h", endpoint="http://h:8000/v1")) == {"host", "endpoint"}
     assert watched_layers(Station(name="a", endpoint="http://h:8000/v1")) == {"endpoint"}

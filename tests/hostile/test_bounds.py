@@ -39,7 +39,7 @@ from golive.endpoint.errors import EndpointError
 from golive.endpoint.load_request import max_tokens_of
 from golive.endpoint.target import EndpointTarget
 from golive.endpoint.tls import trusting
-from golive.inventory.connection import CommandOutputTooLarge, CommandTimeout, run_bounded
+from golive.station.connection import CommandOutputTooLarge, CommandTimeout, run_bounded
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])

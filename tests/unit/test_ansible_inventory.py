@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from golive.inventory.loader import ConfigError, load_inventory
+from golive.site.loader import ConfigError, load_inventory
 
 pytest.importorskip("ansible", reason="ansible-core is golive's `test` extra (scripts/setup.sh installs it)")
 

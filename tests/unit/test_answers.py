@@ -4,8 +4,8 @@ import pytest
 
 from golive.endpoint.answers import SHIPPED, Expect, load_answer_battery, score_answer
 from golive.endpoint.battery_runs import Spread, failing_ids
-from golive.inventory.loader import ConfigError, load_inventory, load_profile
 from golive.profile.schema import Sampling
+from golive.site.loader import ConfigError, load_inventory, load_profile
 
 # Answers as the reference station's server returned them (message.content; streamed content joins to the same text).
 SALES = "Sales rose every quarter, from $100k in Q1 to $120k in Q4: a 20% increase from Q1 to Q4."

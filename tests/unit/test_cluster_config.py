@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from golive.inventory.loader import ConfigError, load_inventory, load_profile
+from golive.site.loader import ConfigError, load_inventory, load_profile
 
 
 def test_two_station_profile_pins_both_rails_and_nccl():

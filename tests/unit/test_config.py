@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from golive.inventory.loader import ConfigError, load_inventory, load_profile, shipped_profiles
+from golive.site.loader import ConfigError, load_inventory, load_profile, shipped_profiles
 
 REPO = Path(__file__).resolve().parents[2]
 

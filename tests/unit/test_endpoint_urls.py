@@ -2,7 +2,7 @@
 
 import pytest
 
-from golive.inventory import loader as config
+from golive.site import loader
 
 
 def _inventory(tmp_path, endpoint: str):
@@ -22,12 +22,12 @@ def _inventory(tmp_path, endpoint: str):
     ],
 )
 def test_endpoint_url_with_or_without_v1_is_one_form(tmp_path, written):
-    loaded = config.load_inventory(_inventory(tmp_path, written))
+    loaded = loader.load_inventory(_inventory(tmp_path, written))
     assert loaded.inventory.stations[0].endpoint == "http://gb300-a:8888/v1"
 
 
 def test_endpoint_url_behind_a_path_prefix_keeps_it(tmp_path):
-    loaded = config.load_inventory(_inventory(tmp_path, "https://proxy.example/glm/"))
+    loaded = loader.load_inventory(_inventory(tmp_path, "https://proxy.example/glm/"))
     assert loaded.inventory.stations[0].endpoint == "https://proxy.example/glm/v1"
 
 
@@ -42,8 +42,8 @@ def test_endpoint_url_behind_a_path_prefix_keeps_it(tmp_path):
 )
 def test_unusable_endpoint_url_is_one_line_with_file_and_line(tmp_path, written, fragment):
     path = _inventory(tmp_path, written)
-    with pytest.raises(config.ConfigError) as caught:
-        config.load_inventory(path)
+    with pytest.raises(loader.ConfigError) as caught:
+        loader.load_inventory(path)
     message = str(caught.value)
     assert message.startswith(f"{path}:4: 'stations.0.endpoint': ") and fragment in message, message
     assert "\n" not in message and "Value error" not in message

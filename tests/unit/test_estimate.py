@@ -12,8 +12,7 @@ import pytest
 from golive.checklist import MARKER, Cost, Declaration
 from golive.endpoint.load_request import RequestTiming
 from golive.endpoint.target import EndpointTarget
-from golive.inventory.loader import load_profile
-from golive.profile.schema import Station
+from golive.profile.inventory import Station
 from golive.run.estimate import (
     ANSWER_TOKENS,
     OTHER_CHECK_S,
@@ -29,6 +28,7 @@ from golive.run.estimate import (
     sweep_seconds,
 )
 from golive.run.probe import MIN_READS, Probe, decode_speed, probe_endpoint
+from golive.site.loader import load_profile
 
 REFERENCE = load_profile("reference-cpu").profile  # levels 1, 2, 4, 8 (gate 8); 3 repeats, ≥ 12; 1 warm-up; 7 rounds
 GB300 = load_profile("glm-5.3-flash-gb300").profile

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from golive.inventory.loader import load_inventory
+from golive.site.loader import load_inventory
 from golive_testbed import realstation_files as files
 from golive_testbed.realstation import Record
 

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from golive.endpoint.answers import load_answer_battery
 from golive.endpoint.load_request import RequestTiming, SseParser, read_event
 from golive.facts import FactError, docker, exec_lines, gpu, nccl, net, shell, systemd, systemd_env, unit_files, vllm
-from golive.inventory.loader import ConfigError, load_inventory, load_profile
 from golive.profile.waivers import load_waivers
+from golive.site.loader import ConfigError, load_inventory, load_profile
 
 # derandomized: CI sees the same examples every run (a red here is a regression, not luck); no example database
 DEPTH = int(os.environ.get("GOLIVE_FUZZ_EXAMPLES") or 0)  # CI's fuzz step: 10000 examples a property

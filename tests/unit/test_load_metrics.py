@@ -206,7 +206,7 @@ def _table(markdown: str) -> dict[int, dict[str, float]]:
 def test_shipped_profiles_carry_the_recipes_load_numbers():
     """Each shipped profile's sweep and floors follow from its recipe's measurements: levels = the measured levels,
     single-user floors = the 1-user row, gate floors = the gate level's row, peak = the best throughput measured."""
-    from golive.inventory.loader import load_profile
+    from golive.site.loader import load_profile
     from golive_testbed.reference.launcher import healthy_flags
 
     flash = load_profile("glm-5.3-flash-gb300").profile.load
@@ -251,7 +251,7 @@ def test_shipped_profiles_carry_the_recipes_load_numbers():
     ids=["over-max-concurrency", "over-max-requests", "gate-not-a-level", "tolerance"],
 )
 def test_load_outside_its_bounds_is_one_line_with_its_place(tmp_path, load, fragment):
-    from golive.inventory.loader import ConfigError, load_profile
+    from golive.site.loader import ConfigError, load_profile
 
     site = tmp_path / "site.yaml"
     site.write_text(f"extends: reference-cpu\nload:\n  max_concurrency: 256\n  {load}\n")

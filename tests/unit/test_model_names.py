@@ -13,7 +13,7 @@ import pytest
 
 from golive.endpoint.errors import from_response
 from golive.endpoint.target import EndpointTarget, VllmName
-from golive.inventory.loader import load_inventory
+from golive.site.loader import load_inventory
 
 WHERE = "http://vllm:8000/v1/models"
 

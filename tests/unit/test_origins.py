@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from golive.core.verdict import Finding, cite
-from golive.inventory.loader import PROFILES_DIR, load_profile
 from golive.profile.origins import origin, sourced
 from golive.profile.recipe import restart_does, start_limit_does
 from golive.profile.schema import Profile
 from golive.profile.yamlfile import load_yaml
+from golive.site.loader import PROFILES_DIR, load_profile
 
 SHIPPED = PROFILES_DIR / "glm-5.3-flash-gb300.yaml"
 

@@ -20,7 +20,7 @@ from golive.day2.host_values import capture_host
 from golive.facts.docker import ContainerFacts, DockerRun, parse_run
 from golive.facts.systemd import UnitFacts, unit_from_file
 from golive.facts.unit_files import merge_unit_files
-from golive.inventory.loader import load_profile
+from golive.profile.inventory import Station
 from golive.profile.recipe import (
     INSPECTED,
     RUN_LINE,
@@ -36,7 +36,8 @@ from golive.profile.recipe import (
     start_limit_problems,
     unit_not_enabled,
 )
-from golive.profile.schema import Numa, Profile, Station
+from golive.profile.schema import Numa, Profile
+from golive.site.loader import load_profile
 from golive.suites.endpoint import test_cache as cache_checks
 from golive.suites.host import test_container as container_checks
 from golive.suites.host import test_unit as unit_checks
@@ -287,7 +288,7 @@ def _check(run_check: Callable[[], None]) -> str | None:
 
 
 def _host_capture(facts: FakeFacts, profile: Profile, monkeypatch: pytest.MonkeyPatch) -> Capture:
-    monkeypatch.setattr("golive.inventory.station.StationFacts", lambda *_: facts)
+    monkeypatch.setattr("golive.station.host.StationFacts", lambda *_: facts)
     result = Capture(station=STATION.name, recipe=profile.name, why="test")
     capture_host(Collector(profile, result), None, STATION, Observed())
     return result

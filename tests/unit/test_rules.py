@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from golive.inventory.loader import load_profile, shipped_profiles
 from golive.profile.rules import NOT_SET, field_value, fields_in, first_paragraph, number, rule_text
 from golive.profile.schema import LAYERS, Profile
+from golive.site.loader import load_profile, shipped_profiles
 
 PROFILES: dict[str, Profile] = {name: load_profile(name).profile for name in shipped_profiles()}
 PROSE = {"name", "description", "sources", "note", "source"}

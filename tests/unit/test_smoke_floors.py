@@ -10,9 +10,9 @@ import pytest
 
 from golive.core.verdict import Finding, NotApplicable
 from golive.endpoint.gates import Gate
-from golive.inventory.loader import load_profile
 from golive.profile.schema import GATE_NAMES, Load
 from golive.profile.yamlfile import ConfigError
+from golive.site.loader import load_profile
 from golive.suites.endpoint import test_throughput as throughput
 
 JUDGED_HERE = {"scaling_ratio", "per_user_ratio"}  # what reference-cpu's own comments say judges there

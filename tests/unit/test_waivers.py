@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from golive.checklist import Collected, CollectedChecks
-from golive.inventory.loader import ConfigError, load_inventory
 from golive.profile.schema import LAYERS
 from golive.profile.waivers import load_waivers
+from golive.site.loader import ConfigError, load_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 

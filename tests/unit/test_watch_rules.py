@@ -13,9 +13,9 @@ from golive.day2.alert_rules import rules_document
 from golive.day2.light_checks import WatchedCheck, check_name, checks_from_results
 from golive.day2.station_readings import Latency, StationRound, per_user_speed
 from golive.day2.watcher import Watcher
-from golive.inventory import loader as golive_config
-from golive.inventory.loader import load_profile
 from golive.report.model import CheckRecord, Results
+from golive.site import loader
+from golive.site.loader import load_profile
 
 REPO = Path(__file__).resolve().parents[2]
 EVERY = 60
@@ -38,7 +38,7 @@ def inventory(tmp_path):
 
 
 def rules_of(inventory: Path) -> dict[str, dict[str, dict]]:
-    loaded = golive_config.load_inventory(inventory)
+    loaded = loader.load_inventory(inventory)
     document = rules_document(loaded, EVERY, str(inventory))
     return {g["name"].removeprefix("golive-"): {r["alert"]: r for r in g["rules"]} for g in document["groups"]}
 
@@ -351,7 +351,7 @@ def test_each_alert_fires_on_its_threshold_and_not_below(inventory, tmp_path):
         "GoliveKvCacheExhausted",
     }
     assert set(rules["gb300-a"]) == every_alert  # a new alert without a scenario fails here
-    loaded = golive_config.load_inventory(inventory)
+    loaded = loader.load_inventory(inventory)
     rules_file = tmp_path / "golive.profile.rules.yml"
     rules_file.write_text(yaml.safe_dump(rules_document(loaded, EVERY, str(inventory)), sort_keys=False))
     for swap in (False, True):  # swapped expectations must fail: the scenarios really decide
@@ -437,7 +437,7 @@ def test_no_secret_in_the_watchers_rules_lines_or_labels(tmp_path, monkeypatch, 
         "profile: reference-cpu\nstations:\n  - {name: ref, endpoint: 'http://ops:hunter2@[fe80::1]:8888/v1',"
         " api_key_env: GOLIVE_TEST_WATCH_KEY}\n"
     )
-    loaded = golive_config.load_inventory(path)
+    loaded = loader.load_inventory(path)
     rules = yaml.safe_dump(rules_document(loaded, EVERY, str(path)))
     assert "curl -i http://ops:***@[fe80::1]:8888/health" in rules and "hunter2" not in rules
     watcher = Watcher(path, EVERY)

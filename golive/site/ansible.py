@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from golive.profile.schema import AnsibleStations, Station, StationSettings
+from golive.profile.inventory import AnsibleStations, Station, StationSettings
 
 EXTRA = "pip install 'golive[ansible]'"
 # The ansible_connection types testinfra's ansible backend runs commands through itself

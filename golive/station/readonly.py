@@ -1,6 +1,6 @@
 """What golive may send to a station: read-only commands only, checked before each one leaves (an allow-list).
 
-Every command a station's connection sends passes `allowed` first (golive.inventory.connection.Connection.send);
+Every command a station's connection sends passes `allowed` first (golive.station.connection.Connection.send);
 anything not on the list is refused before it reaches the station. GOLIVE_COMMAND_LOG=PATH appends every command
 sent, one a line, for an operator's audit.
 """

@@ -7,7 +7,7 @@
     connection.close()                # ends the ssh master
 
 A `Connection` owns what golive adds to testinfra: the read-only guard every command passes
-(golive.inventory.readonly.allowed), the "station gone" record (golive.inventory.transport), the command log and the
+(golive.station.readonly.allowed), the "station gone" record (golive.station.transport), the command log and the
 ssh master. Its backend is an instance of golive's subclass of the spec's own testinfra backend class, so that every
 command the backend sends itself (testinfra's encoding probe, the ansible backend's `run` → `run_ansible`) passes the
 same guard; nothing is set on testinfra's objects, and testinfra's host cache is not used (a new run is a new
@@ -35,8 +35,8 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from golive.facts import FactError
-from golive.inventory.readonly import allowed
-from golive.inventory.transport import (
+from golive.station.readonly import allowed
+from golive.station.transport import (
     Gone,
     TransportError,
     failure_of_ansible,
@@ -185,7 +185,7 @@ class Connection:
         if not allowed(line):
             raise FactError(
                 f"golive refused to send `{line}`: it is not on golive's read-only allow-list "
-                f"(golive/inventory/readonly.py)",
+                f"(golive/station/readonly.py)",
                 fix="report this as a golive bug: no check may change a station",
             )
         if self.gone is not None:  # not tried again: one dead connection costs one timeout, not one a check
@@ -359,7 +359,7 @@ def connect(
     """A connection from a host spec; `chroot:///tree` reaches a station tree (testinfra's chroot backend);
     `ssh_config` is passed to the ssh backends (an inventory's or a station's `ssh_config:`), and so is the connect
     timeout. ssh:// hosts share one ssh connection for every command (see MUX_SCHEMES); close() it at the end.
-    `station` names the station in a transport failure's line (golive.inventory.transport)."""
+    `station` names the station in a transport failure's line (golive.station.transport)."""
     tree = chroot_tree(spec)
     if tree:
         return Connection(tree, station, connection="chroot")

@@ -12,12 +12,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from golive.facts import FactError, docker, gpu, prestart_steps, shell, systemd, unit_files, vllm
+from golive.profile.inventory import Station
 from golive.profile.recipe import dram_node
-from golive.profile.schema import Profile, Service, Station
+from golive.profile.schema import Profile, Service
 
 if TYPE_CHECKING:
     from golive.facts.exec_lines import ExecCommand
-    from golive.inventory.connection import StationHost
+    from golive.station.connection import StationHost
 
 UNIT_DIRS = unit_files.UNIT_DIRS
 QUERY_GPU = ["index", "name", "pci.bus_id", "memory.used", "memory.total"]

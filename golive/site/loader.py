@@ -12,12 +12,13 @@ from typing import Any
 import yaml
 
 from golive.endpoint.answers import battery_ref, load_answer_battery
-from golive.inventory.ansible import AnsibleError, expand
-from golive.inventory.connection import CHROOT, chroot_tree
+from golive.profile.inventory import Inventory, Station
 from golive.profile.origins import ValueOrigins, shipped_cites
-from golive.profile.schema import Inventory, Profile, Station
+from golive.profile.schema import Profile
 from golive.profile.waivers import Waivers, load_waivers
 from golive.profile.yamlfile import ConfigError, Located, Path_, load_yaml, read_bounded, validate
+from golive.site.ansible import AnsibleError, expand
+from golive.station.connection import CHROOT, chroot_tree
 
 PROFILES_DIR = Path(__file__).parents[1] / "profile" / "profiles"
 

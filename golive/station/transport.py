@@ -1,6 +1,6 @@
 """A station that stopped answering is not a station that answered wrong.
 
-Every command golive sends goes through its station's connection (golive.inventory.connection.Connection.send),
+Every command golive sends goes through its station's connection (golive.station.connection.Connection.send),
 which calls `failure_of_result` / `failure_of_exception` on what came back: ssh's own exit 255 ("Connection refused",
 "closed by remote host", "Broken pipe"), paramiko's lost sessions, ansible's "unreachable", a docker daemon that no
 longer answers. Such a failure says nothing about the station, so it becomes a `TransportError` (never a FactError:

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from functools import cached_property
 
 from golive.facts import FactError, docker, nccl, net
-from golive.inventory.station import StationFacts
 from golive.profile.schema import Cluster, Rail
+from golive.station.host import StationFacts
 
 PING_HEADERS = 28  # IPv4 (20) + ICMP (8): `-s 8972` fills a 9000-byte frame
 # ssh's timeout only bounds the connect, and ethtool or ibv_devinfo can hang on a wedged driver: every command here is
