@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from golive.profile.yamlfile import Located, Path_, _model_in
+from golive.profile.yamlfile import Located, Path_, model_in
 
 _TAG = re.compile(r"\[(\d{3})\]")  # a recipe tag, as golive.core.verdict cites it
 
@@ -102,11 +102,11 @@ def sourced(profile: Profile, parts: Mapping[str, str], join: Callable[[list[str
 
 
 def _check_field(model: type[Any], at: Path_, path: str) -> None:
-    current = _model_in(model)
+    current = model_in(model)
     for part in at:
         if current is None:  # inside a mapping or a list value (cluster.env, load.prefill.floors_tok_s): any key
             return
         info = current.model_fields.get(part)
         if info is None:
             raise KeyError(f"profile has no field {path!r}")
-        current = _model_in(info.annotation)
+        current = model_in(info.annotation)
