@@ -242,7 +242,7 @@ def disk_case(work: Path, only: set[str]) -> list[dict]:
 
 
 def frozen_sshd_case(work: Path, only: set[str]) -> list[dict]:
-    from golive_testbed.sshd import _descendants, available, loopback_sshd
+    from golive_testbed.sshd import available, descendants, loopback_sshd
     from golive_testbed.targets import build_station_trees
 
     if (only and "ssh" not in only) or available() is not None:
@@ -273,7 +273,7 @@ def frozen_sshd_case(work: Path, only: set[str]) -> list[dict]:
             give_up = time.monotonic() + 60
             while time.monotonic() < give_up and frozen.log.read_text().count("Starting session:") < 10:
                 time.sleep(0.02)
-            for pid in [frozen.pid, *_descendants(frozen.pid)]:
+            for pid in [frozen.pid, *descendants(frozen.pid)]:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGSTOP)
 

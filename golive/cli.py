@@ -29,7 +29,7 @@ REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
 UNUSED_PLUGINS = ("hypothesispytest", "anyio")
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> int:
+def fail(message: str, code: int = EXIT_USAGE) -> int:
     """One line on stderr (escaped, secrets hidden by their shape: golive.core.secrets), and the exit code."""
     print(f"golive: {printable(scrub(' '.join(message.split())))}", file=sys.stderr)
     return code
@@ -149,7 +149,7 @@ def _run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str
 
     problem = report_folder_problem(out)
     if problem:
-        return _fail(problem)
+        return fail(problem)
     suites = suites_dir()
     before = {name: _stamp(out / name) for name in REPORT_FILES}
     args = [
@@ -172,7 +172,7 @@ def _run_suites(inventory: Path, out: Path, pytest_args: list[str], command: str
     try:
         code = int(pytest.main(args))
     except KeyboardInterrupt:  # a signal while pytest starts or ends, outside its own interrupt path
-        code = _fail("the run was interrupted (Ctrl-C or SIGTERM) while pytest started or ended", EXIT_INCOMPLETE)
+        code = fail("the run was interrupted (Ctrl-C or SIGTERM) while pytest started or ended", EXIT_INCOMPLETE)
     finally:
         os.chdir(here)
         sys.stdout.flush()
@@ -229,7 +229,7 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
     try:
         loaded = loader.load_inventory(Path(ns.inventory), ns.profile)
     except loader.ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     out = (
         Path(ns.output)
         if ns.output
@@ -244,7 +244,7 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
         try:  # read here too: a baseline that cannot be one is a usage error before pytest starts
             load_baseline(Path(ns.baseline), loaded.profile.profile.name)
         except ValueError as exc:
-            return _fail(f"--baseline {exc}")
+            return fail(f"--baseline {exc}")
         extra = [f"--golive-baseline={Path(ns.baseline).resolve()}", *extra]
     if ns.max_run_time is not None:
         try:
@@ -252,7 +252,7 @@ def cmd_run(ns: argparse.Namespace, extra: list[str]) -> int:
         except ValueError:
             seconds = float("nan")
         if not 0 < seconds < float("inf"):
-            return _fail(f"--max-run-time takes a number of seconds above 0, not {ns.max_run_time!r}")
+            return fail(f"--max-run-time takes a number of seconds above 0, not {ns.max_run_time!r}")
         extra = [f"--golive-max-run-time={seconds:g}", *extra]
     return run_suites(Path(ns.inventory), out, extra)
 
@@ -267,7 +267,7 @@ def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
     refused = [PROFILE_OPTIONS[option] for option in given if option not in PROFILE_TAKES[ns.action]]
     if refused:
         what = f"{ns.name!r}" if refused == ["a name"] else ", ".join(refused)
-        return _fail(f"profile {ns.action} does not take {what} (see `golive profile --help`)")
+        return fail(f"profile {ns.action} does not take {what} (see `golive profile --help`)")
     if ns.action == "capture":
         from golive.day2.capture import cmd_capture
 
@@ -277,12 +277,12 @@ def cmd_profile(ns: argparse.Namespace, extra: list[str]) -> int:
             print(name)
         return 0
     if not ns.name:
-        return _fail("profile show needs a profile name or file")
+        return fail("profile show needs a profile name or file")
     try:
         ref = Path(ns.name) if ns.name.endswith((".yaml", ".yml")) else ns.name
         loaded = loader.load_profile(ref)
     except loader.ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     print(f"# resolved from: {' <- '.join(str(p) for p in loaded.files)}")
     print(f"# sha256: {loaded.sha256}")
     print(yaml.safe_dump(loaded.profile.model_dump(mode="json"), sort_keys=False), end="")
@@ -410,9 +410,9 @@ def main(argv: list[str] | None = None) -> int:
         name for action in parser._actions if isinstance(action, argparse._SubParsersAction) for name in action.choices
     }
     if argv and argv[0] in parser.broken:
-        return _fail(parser.broken[argv[0]])
+        return fail(parser.broken[argv[0]])
     if argv and argv[0] in TESTBED_COMMANDS and argv[0] not in commands:
-        return _fail(
+        return fail(
             f"`golive {argv[0]}` belongs to golive's testbed, which runs from golive's source checkout: "
             f"run `bash scripts/setup.sh` there, then `.venv/bin/golive {argv[0]}`"
         )
@@ -422,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
     if extra and ns.command not in ("run", "demo"):
-        return _fail(f"unexpected arguments: {' '.join(extra)}")
+        return fail(f"unexpected arguments: {' '.join(extra)}")
     return int(ns.func(ns, extra))
 
 

@@ -190,9 +190,7 @@ USAGE_ERRORS = [
         "golive demo: unrecognized arguments: --no-such-pytest-flag",
         marks=TESTBED,
     ),
-    pytest.param(
-        ["demo", "-o", "{tmp}/out", "-m", "host or hots"], "no check carries the marker hots", marks=TESTBED
-    ),
+    pytest.param(["demo", "-o", "{tmp}/out", "-m", "host or hots"], "no check carries the marker hots", marks=TESTBED),
     pytest.param(["reference"], "golive reference: the following arguments are required: action", marks=TESTBED),
     pytest.param(["reference", "sideways"], "invalid choice: 'sideways'", marks=TESTBED),
     pytest.param(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from golive.core.secrets import hide_password
 from golive.core.verdict import counted
 from golive.day2.captured import CaptureError, Collector, Observed, shown
-from golive.facts import FactError, shell
+from golive.facts import FactError, bash
 from golive.facts.vllm import parse_human_int, parse_serve_args, served_host, speculative_tokens
 from golive.profile.inventory import Station
 from golive.profile.recipe import (
@@ -156,7 +156,7 @@ def capture_host(collect: Collector, host: Host, station: Station, observed: Obs
             collect.ruled("service", setting.field, setting.got, usource, said, differs=setting.differs, does=does)
             does = does if not setting.differs else []  # said once, on the first setting that differs
     # the prestart is the script an ExecStartPre line runs (`-/usr/bin/docker rm -f …` may come first)
-    scripts = [found[0] for c in unit.exec_start_pre if (found := shell.script_run_by(c.argv, facts.read_script))]
+    scripts = [found[0] for c in unit.exec_start_pre if (found := bash.script_run_by(c.argv, facts.read_script))]
     pre = scripts or [c.path for c in unit.exec_start_pre if c.path.startswith("/")]
     if pre:
         collect.add("service", "prestart", pre[0], f"ExecStartPre of {usource}", said=f"runs {pre[0]} before start")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from golive.endpoint.answers import Expect, score_answer
-from golive.endpoint.toolcalls import ToolCase, _norm, score_calls
+from golive.endpoint.toolcalls import ToolCase, normalized, score_calls
 
 if TYPE_CHECKING:  # agent.py scores answers; it needs the client only to name what a chat returns
     from golive.endpoint.client import ChatResult
@@ -42,7 +42,9 @@ class AgentCase:
             args = {}
         for entry in self.results:
             match = entry.get("match", {})
-            if entry["name"] == name and all(_norm(str(args.get(k, ""))) == _norm(str(v)) for k, v in match.items()):
+            if entry["name"] == name and all(
+                normalized(str(args.get(k, ""))) == normalized(str(v)) for k, v in match.items()
+            ):
                 result: str = entry["result"]  # the battery's canned results are JSON text
                 return result
         return json.dumps({"error": f"no such call in this test: {name}({arguments})"})

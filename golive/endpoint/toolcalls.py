@@ -123,7 +123,7 @@ def score_calls(case: ToolCase, calls: list[tuple[str, str]]) -> Verdict:
             return Verdict(False, f"{name}: arguments are not valid JSON ({exc})")
         if not isinstance(args, dict):
             return Verdict(False, f"{name}: arguments must be a JSON object, got {_json_type(args)}")
-        problem = _schema_problem(name, args, params)
+        problem = schema_problem(name, args, params)
         if problem:
             return Verdict(False, problem)
         parsed.append((name, args))
@@ -147,7 +147,7 @@ def score_calls(case: ToolCase, calls: list[tuple[str, str]]) -> Verdict:
     return Verdict(True, f"{counted(len(parsed), 'call')} matched")
 
 
-def _schema_problem(name: str, args: dict, params: dict) -> str | None:
+def schema_problem(name: str, args: dict, params: dict) -> str | None:
     """Validity against the tool's own schema, independent of what the case expects."""
     props = params.get("properties", {})
     for req in params.get("required", []):
@@ -215,7 +215,7 @@ def _same(actual: object, wanted: object) -> bool:
     if isinstance(actual, (int, float)) and isinstance(wanted, (int, float)):
         return math.isclose(actual, wanted, rel_tol=1e-9, abs_tol=1e-9)
     if isinstance(actual, str) and isinstance(wanted, str):
-        return _norm(actual) == _norm(wanted)
+        return normalized(actual) == normalized(wanted)
     if isinstance(actual, list) and isinstance(wanted, list):
         return len(actual) == len(wanted) and all(map(_same, actual, wanted))
     if isinstance(actual, dict) and isinstance(wanted, dict):
@@ -223,7 +223,7 @@ def _same(actual: object, wanted: object) -> bool:
     return False
 
 
-def _norm(text: str) -> str:
+def normalized(text: str) -> str:
     """Case, surrounding punctuation and runs of whitespace don't change what a string argument means."""
     return " ".join(text.split()).strip(string.punctuation + " ").casefold()
 

@@ -789,7 +789,7 @@ def read_unit(
         if stop is not None:
             line, why, kept = stop
             notes.append(f"{path}:{line}: {why}: systemd stops reading {path} there (what follows is not applied)")
-            text = "\n".join([*unit_files._physical_lines(text)[: line - 1], *([kept] if kept else [])])
+            text = unit_files.read_up_to(text, line, kept)
         cut.append((path, text))
     sections, cleared = unit_files.merge_unit_files(cut, notes)
     unit = unit_from_file(sections, enabled, active, cleared, [p for p, _ in texts], name=name, host=host, notes=notes)

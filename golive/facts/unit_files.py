@@ -55,6 +55,12 @@ def _physical_lines(text: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
+def read_up_to(text: str, line: int, kept: str = "") -> str:
+    """A unit file as systemd applied it when it stopped reading at `line` (1-based): the lines before it, then the
+    part of that line it kept (`kept`, may be empty)."""
+    return "\n".join([*_physical_lines(text)[: line - 1], *([kept] if kept else [])])
+
+
 def parse_unit_file(
     text: str,
     path: str = "unit file",

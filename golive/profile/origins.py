@@ -6,8 +6,12 @@ A shipped profile transcribes a recipe: its values cite the recipe tags of their
 does not ship; it usually `extends:` a shipped one) is its own source: file, line and key. The loader
 (golive/site/loader.py) records this for every profile it loads; `origin` reads it:
 
-    origin(profile, "service.start_limit_burst")  # "[000]": a finding shows "[single-station recipe]"
-    origin(profile, "service.restart_sec_s")      # "[site profile /etc/golive/site.yaml:12 service.restart_sec_s]"
+    origin(profile, lambda p: p.service.start_limit_burst)  # "[000]": a finding shows "[single-station recipe]"
+    origin(profile, lambda p: p.service.restart_sec_s)  # "[site profile site.yaml:12 service.restart_sec_s]"
+
+A field is named by the attribute access that reads it, not by a string: the lambda's parameter is the profile's own
+type (golive.profile.schema.Profile), so mypy checks the path, and a misspelt field is a type error where it is
+written (tests/unit/test_types.py). `origin` runs the lambda once against a recorder that notes each attribute and key.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
-from golive.profile.yamlfile import Located, Path_, _model_in
+from golive.profile.yamlfile import Located, Path_, model_in
 
 _TAG = re.compile(r"\[(\d{3})\]")  # a recipe tag, as golive.core.verdict cites it
 
@@ -64,12 +68,46 @@ class Profile(Protocol):
     def cited(self) -> str: ...
 
 
+P = TypeVar("P", bound=Profile)
+S = TypeVar("S")
+Field = Callable[[P], object]  # a profile field as the access that reads it: `lambda p: p.service.restart_sec_s`
+
+
+class _Recorder:
+    """Stands in for a profile while a field's lambda runs: each attribute and key read is one part of the path."""
+
+    def __init__(self) -> None:
+        self.parts: list[str | int] = []
+
+    def __getattr__(self, name: str) -> _Recorder:
+        self.parts.append(name)
+        return self
+
+    def __getitem__(self, key: str | int) -> _Recorder:  # inside a mapping value: `p.cluster.env["NCCL_IB_HCA"]`
+        self.parts.append(key)
+        return self
+
+
+def section(value: S | None) -> S:
+    """A section the profile may leave out (`service`, `numa`), in a field's lambda: `lambda p:
+    section(p.service).restart_sec_s`. The lambda runs on a recorder, never on a profile, so the section is there."""
+    return cast(S, value)
+
+
+def field_path(field: Field[Any]) -> Path_:
+    """The path a field's lambda reads: `lambda p: p.service.restart_sec_s` → ("service", "restart_sec_s")."""
+    recorder = _Recorder()
+    if field(recorder) is not recorder or not recorder.parts:
+        raise TypeError("a profile field is one access from the profile: `lambda p: p.service.restart_sec_s`")
+    return tuple(recorder.parts)
+
+
 def _tags(comment: str) -> str:
     return "".join(f"[{tag}]" for tag in dict.fromkeys(_TAG.findall(comment)))
 
 
-def origin(profile: Profile, path: str) -> str:
-    """Where `profile`'s value at `path` ("service.restart_sec_s") came from, as a Recipe line cites it:
+def origin(profile: P, field: Field[P]) -> str:
+    """Where `profile`'s value at `field` (`lambda p: p.service.restart_sec_s`) came from, as a Recipe line cites it:
 
     - "[000]" where a shipped profile sets it: the recipe tags its line cites (a finding shows
       "[single-station recipe]"), else that profile's sources;
@@ -78,9 +116,10 @@ def origin(profile: Profile, path: str) -> str:
     - "[golive's default: service.restart_sec_s is set in no profile file]" where no file of the chain sets it;
     - the profile's own sources where it was not loaded from files (a profile built in code).
 
-    A path the schema does not have is a KeyError: a check that cites a field by a wrong name fails at once.
+    A path the schema does not have is a KeyError (mypy says so first: the lambda reads the schema's type).
     """
-    at = tuple(path.split("."))
+    at = field_path(field)
+    path = ".".join(map(str, at))
     _check_field(type(profile), at, path)
     origins = profile.origins
     if origins is None:
@@ -91,22 +130,23 @@ def origin(profile: Profile, path: str) -> str:
     return origins.cites.get((file, at)) or f"[site profile {file}:{line} {path}]"
 
 
-def sourced(profile: Profile, parts: Mapping[str, str], join: Callable[[list[str]], str] = ", ".join) -> str:
-    """Values of a Recipe line with where each came from: {"service.restart": "Restart=on-failure",
-    "service.restart_sec_s": "RestartSec=60 s"} → "Restart=on-failure, RestartSec=60 s [000]" when every value has
-    one origin, else each value followed by its own ("Restart=on-failure [000], RestartSec=10 s [site profile …]")."""
-    origins = {path: origin(profile, path) for path in parts}
-    if len(set(origins.values())) == 1:
-        return f"{join(list(parts.values()))} {next(iter(origins.values()))}"
-    return join([f"{text} {origins[path]}" for path, text in parts.items()])
+def sourced(profile: P, *parts: tuple[Field[P], str], join: Callable[[list[str]], str] = ", ".join) -> str:
+    """Values of a Recipe line with where each came from, each a field and its text:
+    `(lambda p: p.service.restart, "Restart=on-failure"), (lambda p: p.service.restart_sec_s, "RestartSec=60 s")` →
+    "Restart=on-failure, RestartSec=60 s [000]" when every value has one origin, else each value followed by its own
+    ("Restart=on-failure [000], RestartSec=10 s [site profile …]")."""
+    cited = [(text, origin(profile, field)) for field, text in parts]
+    if len({where for _, where in cited}) == 1:
+        return f"{join([text for text, _ in cited])} {cited[0][1]}"
+    return join([f"{text} {where}" for text, where in cited])
 
 
 def _check_field(model: type[Any], at: Path_, path: str) -> None:
-    current = _model_in(model)
+    current = model_in(model)
     for part in at:
         if current is None:  # inside a mapping or a list value (cluster.env, load.prefill.floors_tok_s): any key
             return
         info = current.model_fields.get(part)
         if info is None:
             raise KeyError(f"profile has no field {path!r}")
-        current = _model_in(info.annotation)
+        current = model_in(info.annotation)

@@ -307,17 +307,17 @@ def _fields_at(model: type[BaseModel], loc: Path_) -> list[str]:
         info = current.model_fields.get(part)
         if info is None:
             return []
-        current = _model_in(info.annotation)
+        current = model_in(info.annotation)
         if current is None:
             return []
     return list(current.model_fields)
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
+def model_in(annotation: Any) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in getattr(annotation, "__args__", ()):
-        found = _model_in(arg)
+        found = model_in(arg)
         if found:
             return found
     return None

@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from golive.facts import FactError, docker, gpu, prestart_steps, shell, systemd, unit_files, vllm
+from golive.facts import FactError, bash, docker, gpu, systemd, unit_files, vllm
 from golive.profile.inventory import Station
 from golive.profile.recipe import dram_node
 from golive.profile.schema import Profile, Service
@@ -272,22 +272,22 @@ class StationFacts:
         return sorted(logs, key=lambda log: (log.written_local, log.path), reverse=True)
 
     @cached_property
-    def _docker_run_found(self) -> tuple[list[str], prestart_steps.ShellCommand | None] | None:
+    def _docker_run_found(self) -> tuple[list[str], bash.ShellCommand | None] | None:
         return self.docker_run_in(self.unit)
 
-    def docker_run_in(self, unit: systemd.UnitFacts) -> tuple[list[str], prestart_steps.ShellCommand | None] | None:
+    def docker_run_in(self, unit: systemd.UnitFacts) -> tuple[list[str], bash.ShellCommand | None] | None:
         """The `docker run` a unit's ExecStart performs: its words, and where ExecStart runs a shell script that runs
         it (`ExecStart=/usr/local/bin/glm53-flash-run.sh` with `exec docker run …` in it) that script's command, as
         bash would pass its words, with its file and line. ExecStart's own words (directly or through `sh -c`) come
         first; a script's line that never runs does not count. None when neither runs one."""
         for command in unit.exec_start:
-            for candidate in shell.commands_of(command.argv, origin="ExecStart"):
+            for candidate in bash.commands_of(command.argv, origin="ExecStart"):
                 if docker.is_docker_run(candidate.argv):
                     return list(candidate.argv), None
         cwd, why = self.unit_directory
         env = {name: setting.value for name, setting in unit.env.items()}
         for command in unit.exec_start:
-            found = shell.script_run_by(command.argv, self.read_script, env, cwd, why)
+            found = bash.script_run_by(command.argv, self.read_script, env, cwd, why)
             for candidate in found[1].commands if found is not None else []:
                 if docker.is_docker_run(candidate.runs) and not candidate.never_runs:
                     return candidate.runs, replace(candidate, argv=tuple(candidate.runs))
@@ -308,7 +308,7 @@ class StationFacts:
         return found[0] if found is not None else []
 
     @property
-    def docker_run_script(self) -> prestart_steps.ShellCommand | None:
+    def docker_run_script(self) -> bash.ShellCommand | None:
         """The `docker run` in a shell script that ExecStart runs, with its file and line; None where ExecStart's own
         words are the docker run, or nothing runs one."""
         found = self._docker_run_found
@@ -372,7 +372,7 @@ class StationFacts:
         return f.mode if f.exists else None
 
     @cached_property
-    def prestart(self) -> prestart_steps.Script:
+    def prestart(self) -> bash.Script:
         if self.prestart_text is None:
             raise FactError(
                 f"prestart script {self.service.prestart} does not exist",
@@ -381,7 +381,7 @@ class StationFacts:
         # read=: the files it sources or runs are read the same way, read-only; env=: what systemd starts it with;
         # cwd=: where systemd starts it (WorkingDirectory=, else `/`): a relative path resolves against it
         cwd, why = self.unit_directory
-        return shell.parse_script(
+        return bash.parse_script(
             self.prestart_text,
             origin=self.service.prestart,
             read=self.read,
@@ -432,26 +432,26 @@ class StationFacts:
             self._scripts[path] = text
         return self._scripts[path]
 
-    def exec_line_commands(self, key: str, command: ExecCommand) -> list[prestart_steps.ShellCommand]:
+    def exec_line_commands(self, key: str, command: ExecCommand) -> list[bash.ShellCommand]:
         """One Exec line's command, what it runs inline (`sh -c`), and the commands of the shell script it runs
         (`ExecStopPost=/usr/local/bin/cleanup.sh`), in order; named by its setting and the unit file line."""
         origin = f"{key} of {self.service.unit}" + (f" ({command.where})" if command.where else "")
         cwd, why = self.unit_directory
-        commands = shell.commands_of(command.argv, origin=origin, cwd=cwd, cwd_why=why)
-        script = shell.script_run_by(command.argv, self.read_script, self.unit_environment, cwd, why)
+        commands = bash.commands_of(command.argv, origin=origin, cwd=cwd, cwd_why=why)
+        script = bash.script_run_by(command.argv, self.read_script, self.unit_environment, cwd, why)
         return commands + (script[1].commands if script is not None else [])
 
-    def unit_commands(self, key: str) -> list[prestart_steps.ShellCommand]:
+    def unit_commands(self, key: str) -> list[bash.ShellCommand]:
         """The commands of one Exec setting (`ExecStop`, …), in order (exec_line_commands)."""
         return [
             c for command in getattr(self.unit, systemd.EXEC_KEYS[key]) for c in self.exec_line_commands(key, command)
         ]
 
-    def prestart_sequence(self) -> list[prestart_steps.ShellCommand]:
+    def prestart_sequence(self) -> list[bash.ShellCommand]:
         """What systemd runs before the container's start, in order: every ExecStartPre= line, one after the other
         (systemd.service(5)), with the prestart script's own commands in place of the line that runs it. Where no
         line runs it, its commands come first: test_prestart_is_what_the_unit_runs_before_start says so, once."""
-        sequence: list[prestart_steps.ShellCommand] = []
+        sequence: list[bash.ShellCommand] = []
         placed = False
         for command in self.unit.exec_start_pre:
             if not placed and self.service.prestart in command.argv:
@@ -461,12 +461,12 @@ class StationFacts:
             sequence.extend(self.exec_line_commands("ExecStartPre", command))
         return sequence if placed else [*self.prestart.commands, *sequence]
 
-    def start_sequence(self) -> list[prestart_steps.ShellCommand]:
+    def start_sequence(self) -> list[bash.ShellCommand]:
         """What one start attempt runs, in order: the ExecStartPre lines (the prestart's commands), ExecStart,
         ExecStartPost."""
         return [*self.prestart_sequence(), *self.unit_commands("ExecStart"), *self.unit_commands("ExecStartPost")]
 
-    def between_containers(self) -> list[prestart_steps.ShellCommand]:
+    def between_containers(self) -> list[bash.ShellCommand]:
         """What runs from a container's end to the next one's start, in order: ExecStop= and ExecStopPost= (after a
         crash too: systemd.service(5), ExecStop=), then the ExecStartPre lines with the prestart's commands."""
         return [*self.unit_commands("ExecStop"), *self.unit_commands("ExecStopPost"), *self.prestart_sequence()]

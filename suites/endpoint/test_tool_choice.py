@@ -13,7 +13,7 @@ from golive.checklist import Cost, check
 from golive.core.verdict import require
 from golive.endpoint.client import ChatResult, error_body
 from golive.endpoint.errors import StatusError
-from golive.endpoint.toolcalls import _schema_problem
+from golive.endpoint.toolcalls import schema_problem
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -132,7 +132,7 @@ def _invalid(calls: list[tuple[str, str]]) -> str | None:
             args = json.loads(raw)
         except (TypeError, ValueError):
             return f"{name}: arguments are not JSON: {raw!r}"
-        problem = _schema_problem(name, args, params[name]) if isinstance(args, dict) else "arguments not an object"
+        problem = schema_problem(name, args, params[name]) if isinstance(args, dict) else "arguments not an object"
         if problem:
             return problem
     return None

@@ -9,7 +9,7 @@ import pytest
 
 from golive.checklist import Cost, check
 from golive.core.verdict import require
-from golive.profile.origins import sourced
+from golive.profile.origins import Field, sourced
 from golive.profile.recipe import dram_node
 
 if TYPE_CHECKING:
@@ -99,16 +99,16 @@ def test_checkpoint_config_matches_profile(
         ("quant_algo", c.quant_algo, quant_algo),
         ("kv_cache_quant_algo", c.kv_cache_quant_algo, kv_algo),
     ]
-    field_of = {
-        "architectures": "checkpoint.architecture",
-        "quant_algo": "checkpoint.quant_algo",
-        "kv_cache_quant_algo": "checkpoint.kv_cache_quant_algo",
+    field_of: dict[str, Field[Profile]] = {
+        "architectures": lambda p: p.checkpoint.architecture,
+        "quant_algo": lambda p: p.checkpoint.quant_algo,
+        "kv_cache_quant_algo": lambda p: p.checkpoint.kv_cache_quant_algo,
     }
     wrong = [f"{name} {got!r}, expected {want!r}" for name, want, got in checks if want is not None and got != want]
     require(
         not wrong,
         found=f"{facts.checkpoint_dir}/config.json: " + "; ".join(wrong),
-        recipe=f"{c.repository}: " + sourced(profile, {field_of[n]: f"{n} {w}" for n, w, _ in checks if w}),
+        recipe=f"{c.repository}: " + sourced(profile, *[(field_of[n], f"{n} {w}") for n, w, _ in checks if w]),
         fix=f"this is not the recipe's checkpoint: download {c.repository}"
         + (f" at revision {c.revision}" if c.revision else "")
         + " and point the unit at it",
@@ -128,7 +128,10 @@ def test_checkpoint_disk_space(facts: StationFacts, profile: Profile) -> None:
         f"= {(have + free) / 1e9:.0f} GB",
         recipe=sourced(
             profile,
-            {"checkpoint.disk_need_gb": f"at least {profile.checkpoint.disk_need_gb:g} GB for the checkpoint alone"},
+            (
+                lambda p: p.checkpoint.disk_need_gb,
+                f"at least {profile.checkpoint.disk_need_gb:g} GB for the checkpoint alone",
+            ),
         ),
         fix="free space on that filesystem or move the checkpoint to a larger disk (copy under "
         f"`numactl --membind={dram_node(profile)}`, then drop caches)",

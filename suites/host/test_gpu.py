@@ -26,10 +26,8 @@ def _per_station(profile: Profile) -> str:
     """ "1 × GB300 per station [000]": the GPUs a station serves with, and where the profile's numbers came from."""
     return sourced(
         profile,
-        {
-            "gpu.per_station": f"{profile.gpu.per_station} ×",
-            "gpu.name_contains": f"{profile.gpu.name_contains} per station",
-        },
+        (lambda p: p.gpu.per_station, f"{profile.gpu.per_station} ×"),
+        (lambda p: p.gpu.name_contains, f"{profile.gpu.name_contains} per station"),
         join=" ".join,
     )
 
@@ -39,7 +37,7 @@ def _not_applicable_without_gpus(profile: Profile) -> None:
     if profile.gpu.per_station == 0:
         not_applicable(
             f"the profile expects no serving GPU on this station (gpu.per_station: 0 "
-            f"{origin(profile, 'gpu.per_station')})"
+            f"{origin(profile, lambda p: p.gpu.per_station)})"
         )
 
 
@@ -138,10 +136,12 @@ def test_idle_hbm_below_ceiling_before_start(facts: StationFacts, profile: Profi
             f"{g['name']} {g['pci.bus_id']} has {used / 1024:.1f} GiB in use with the service stopped"
             for g, used in busy
         ),
-        recipe=sourced(profile, {"gpu.idle_hbm_used_ceiling_mib": f"HBM in use below {ceiling:g} MiB before a start"})
+        recipe=sourced(
+            profile, (lambda p: p.gpu.idle_hbm_used_ceiling_mib, f"HBM in use below {ceiling:g} MiB before a start")
+        )
         + (
             f"; vLLM claims {profile.vllm.gpu_memory_utilization:g} of it "
-            f"{origin(profile, 'vllm.gpu_memory_utilization')}"
+            f"{origin(profile, lambda p: p.vllm.gpu_memory_utilization)}"
             if profile.vllm.gpu_memory_utilization is not None
             else "; vLLM claims 0.9 of it [vLLM's default --gpu-memory-utilization]"
         ),

@@ -8,7 +8,7 @@ import pytest
 
 from golive.checklist import Cost, check
 from golive.core.verdict import not_applicable, require
-from golive.profile.origins import sourced
+from golive.profile.origins import section, sourced
 from golive.profile.recipe import dram_node
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def test_hbm_node_page_cache_is_near_empty(facts: StationFacts, profile: Profile
             found=f"NUMA node {node.node} (the GPU's HBM, found by {node.how}) holds {kib / 1024 / 1024:.1f} GiB "
             f"of page cache (FilePages {kib} kB)",
             recipe="FilePages on the HBM node near 0 ("
-            + sourced(profile, {"numa.hbm_file_pages_ceiling_mib": f"ceiling {ceiling:g} MiB"})
+            + sourced(profile, (lambda p: section(p.numa).hbm_file_pages_ceiling_mib, f"ceiling {ceiling:g} MiB"))
             + ") before vLLM allocates its KV cache; otherwise it dies with a self-contradicting OOM [000]",
             fix="run `sync; echo 1 > /proc/sys/vm/drop_caches` before starting, and run downloads/copies under "
             f"`numactl --membind={dram_node(profile)}` so their cache stays in LPDDR [000]",

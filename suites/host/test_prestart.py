@@ -11,7 +11,7 @@ from golive.core.verdict import counted, not_applicable, require
 from golive.facts import FactError
 
 if TYPE_CHECKING:
-    from golive.facts.prestart_steps import ShellCommand, Unfollowed
+    from golive.facts.bash import ShellCommand, Unfollowed
     from golive.profile.schema import Service
     from golive.run.fixtures import RecordFinding
     from golive.station.host import StationFacts

@@ -17,7 +17,7 @@ from golive.checklist import Cost, check
 from golive.core.verdict import counted, not_applicable, require
 from golive.facts import FactError
 from golive.facts.systemd import unit_differences
-from golive.profile.origins import sourced
+from golive.profile.origins import section, sourced
 from golive.profile.recipe import (
     UnitSetting,
     restart_does,
@@ -55,10 +55,8 @@ def test_unit_restarts_on_failure_after_delay(facts: StationFacts, service: Serv
         f"({unit.origin('RestartSec')}; {unit.source} of {service.unit})" + "".join(f"; {d}" for d in does),
         recipe=sourced(
             profile,
-            {
-                "service.restart": f"Restart={service.restart}",
-                "service.restart_sec_s": f"RestartSec={service.restart_sec_s:g} s",
-            },
+            (lambda p: section(p.service).restart, f"Restart={service.restart}"),
+            (lambda p: section(p.service).restart_sec_s, f"RestartSec={service.restart_sec_s:g} s"),
         )
         + "; systemd restarts a crashed container after a pause and runs the prestart before every attempt",
         fix=_do_each(unit, service.unit, wrong),
@@ -79,10 +77,8 @@ def test_unit_caps_starts_per_interval(facts: StationFacts, service: Service, pr
         f"({unit.origin('StartLimitIntervalSec')}; {unit.source})" + "".join(f"; {d}" for d in does),
         recipe=sourced(
             profile,
-            {
-                "service.start_limit_burst": f"at most {service.start_limit_burst} starts",
-                "service.start_limit_interval_s": f"{service.start_limit_interval_s:g} s",
-            },
+            (lambda p: section(p.service).start_limit_burst, f"at most {service.start_limit_burst} starts"),
+            (lambda p: section(p.service).start_limit_interval_s, f"{service.start_limit_interval_s:g} s"),
             join=" per ".join,
         )
         + "; a crash loop must stop, not bury the first failure's logs",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from golive.cli import _fail, arguments_refused, report_folder_problem
+from golive.cli import arguments_refused, fail, report_folder_problem
 from golive.core.verdict import EXIT_USAGE
 from golive_testbed.realstation_host import StationError
 
@@ -125,7 +125,7 @@ def cmd_demo(ns: argparse.Namespace, extra: list[str]) -> int:
 
     problem = report_folder_problem(Path(ns.output))
     if problem:
-        return _fail(problem)
+        return fail(problem)
     if extra:
         with tempfile.TemporaryDirectory(prefix="golive-demo-") as scratch:
             inventory = write_inventory(Path(scratch), None, f"http://127.0.0.1:{DEMO_PORT}/v1")
@@ -134,19 +134,19 @@ def cmd_demo(ns: argparse.Namespace, extra: list[str]) -> int:
     try:
         return run_demo(Path(ns.output), extra, keep=ns.keep, targets=ns.targets)
     except StationError as exc:  # --targets real-station where none can run: one line
-        return _fail(f"demo: {exc}", code=1)
+        return fail(f"demo: {exc}", code=1)
 
 
 def cmd_reference(ns: argparse.Namespace, extra: list[str]) -> int:
     try:
         from golive_testbed.reference import launcher
     except ImportError as exc:
-        return _fail(f"the reference station needs vLLM ({exc.name} is missing): pip install -e './testbed[reference]'")
+        return fail(f"the reference station needs vLLM ({exc.name} is missing): pip install -e './testbed[reference]'")
     state = Path(ns.state_dir)
     try:
         if ns.action == "up":
             if ns.variant not in launcher.VARIANTS:
-                return _fail(
+                return fail(
                     f"unknown variant '{ns.variant}'; the variants are: {', '.join(launcher.VARIANTS)} "
                     f"(`golive reference --help` says what each is)"
                 )
@@ -157,5 +157,5 @@ def cmd_reference(ns: argparse.Namespace, extra: list[str]) -> int:
         else:
             print(f"golive: no reference station was up (none recorded in {state}); nothing to stop")
     except launcher.ReferenceStationError as exc:
-        return _fail(str(exc), code=1)
+        return fail(str(exc), code=1)
     return 0

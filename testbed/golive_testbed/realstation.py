@@ -492,7 +492,7 @@ def add_station(sub: Subcommands) -> None:
 
 
 def cmd_station(ns: argparse.Namespace, extra: list[str]) -> int:
-    from golive.cli import _fail
+    from golive.cli import fail
 
     state = Path(ns.state_dir)
     try:
@@ -539,5 +539,5 @@ def cmd_station(ns: argparse.Namespace, extra: list[str]) -> int:
             )
             return 0 if serving and all(running.values()) else 3
     except StationError as exc:
-        return _fail(f"station {ns.name}: {exc}", code=1)
+        return fail(f"station {ns.name}: {exc}", code=1)
     return 0

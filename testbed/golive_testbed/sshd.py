@@ -131,7 +131,7 @@ class Sshd:
 
     def sessions(self) -> int:
         """sshd processes serving a connection now (one per open connection, and its session children)."""
-        return len(_descendants(self.pid))
+        return len(descendants(self.pid))
 
     def cut(self) -> int:
         """Every established session's sshd killed: the client sees its connection closed by the remote host; the
@@ -139,7 +139,7 @@ class Sshd:
         orphan, then killed (SIGKILL). How many processes were killed (0: no connection was open)."""
         frozen: list[int] = []
         for _ in range(10):  # until no unfrozen one is left (the listener may fork a session meanwhile)
-            new = [pid for pid in _descendants(self.pid) if pid not in frozen]
+            new = [pid for pid in descendants(self.pid) if pid not in frozen]
             if not new:
                 break
             for pid in new:
@@ -242,7 +242,7 @@ def loopback_sshd(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _descendants(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
     """Every process below `root`, from /proc/PID/stat's ppid field (proc(5))."""
     children: dict[int, list[int]] = {}
     for proc in Path("/proc").iterdir():

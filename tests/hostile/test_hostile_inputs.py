@@ -119,9 +119,9 @@ def _freeze_once_serving(sshd: Sshd, frozen: threading.Event, give_up: float, af
     an established ssh master (the issue froze it after golive's 10th command; here a few checks in)."""
     while time.monotonic() < give_up and _commands_served(sshd) < after:
         time.sleep(0.02)
-    from golive_testbed.sshd import _descendants
+    from golive_testbed.sshd import descendants
 
-    for pid in [sshd.pid, *_descendants(sshd.pid)]:
+    for pid in [sshd.pid, *descendants(sshd.pid)]:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGSTOP)
     frozen.set()

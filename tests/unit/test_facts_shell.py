@@ -6,8 +6,7 @@ import subprocess
 
 import pytest
 
-from golive.facts.prestart_steps import DROP_CACHES
-from golive.facts.shell import commands_of, parse_script
+from golive.facts.bash import DROP_CACHES, commands_of, parse_script
 
 PRESTART = """#!/bin/bash
 set -euo pipefail

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from golive.endpoint.answers import load_answer_battery
 from golive.endpoint.load_request import RequestTiming, SseParser, read_event
-from golive.facts import FactError, docker, exec_lines, gpu, nccl, net, shell, systemd, systemd_env, unit_files, vllm
+from golive.facts import FactError, bash, docker, exec_lines, gpu, nccl, net, systemd, systemd_env, unit_files, vllm
 from golive.profile.waivers import load_waivers
 from golive.site.loader import ConfigError, load_inventory, load_profile
 
@@ -261,8 +261,8 @@ PARSERS: dict[str, tuple[Callable[..., Any], Any]] = {
     "net.parse_ibv_devinfo": (net.parse_ibv_devinfo, st.tuples(ANY_TEXT)),
     "net.parse_sysfs_gid": (net.parse_sysfs_gid, st.tuples(st.integers(0, 300), ANY_TEXT, st.none() | ANY_TEXT)),
     "net.parse_env_file": (net.parse_env_file, st.tuples(ANY_TEXT | st.binary(max_size=200))),
-    "shell.parse_script": (shell.parse_script, st.tuples(ANY_TEXT)),
-    "shell.commands_of": (shell.commands_of, st.tuples(ARGV, st.just("unit"))),
+    "bash.parse_script": (bash.parse_script, st.tuples(ANY_TEXT)),
+    "bash.commands_of": (bash.commands_of, st.tuples(ARGV, st.just("unit"))),
     "systemd.parse_timespan": (systemd.parse_timespan, st.tuples(ANY_TEXT)),
     "systemd.parse_show+unit_from_show": (
         lambda text: systemd.unit_from_show(systemd.parse_show(text)),
@@ -312,7 +312,7 @@ def test_facts_parser_gives_a_result_or_a_fact_error(name, data):
 
 # Crashes the fuzzing at depth found (GOLIVE_FUZZ_EXAMPLES=10000), kept as explicit cases: (parser, its arguments).
 FOUND_AT_DEPTH = [
-    ("shell.parse_script", ("0\\",)),  # bashlex: TypeError at a digit word ending in a backslash
+    ("bash.parse_script", ("0\\",)),  # bashlex: TypeError at a digit word ending in a backslash
 ]
 
 

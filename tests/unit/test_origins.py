@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from golive.core.verdict import Finding, cite
-from golive.profile.origins import origin, sourced
+from golive.profile.origins import field_path, origin, section, sourced
 from golive.profile.recipe import restart_does, start_limit_does
 from golive.profile.schema import Profile
 from golive.profile.yamlfile import load_yaml
@@ -24,13 +24,13 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_a_shipped_value_cites_its_lines_recipe_tags():
     profile = load_profile("glm-5.3-flash-gb300").profile
-    assert origin(profile, "service.start_limit_burst") == "[000]"  # its own line: `… stays down [000]`
-    assert origin(profile, "service.restart_sec_s") == "[000]"  # no comment: the `service:` line's [000]
-    assert origin(profile, "numa.hbm_file_pages_ceiling_mib") == "[000][001]"
+    assert origin(profile, lambda p: p.service.start_limit_burst) == "[000]"  # its own line: `… stays down [000]`
+    assert origin(profile, lambda p: p.service.restart_sec_s) == "[000]"  # no comment: the `service:` line's [000]
+    assert origin(profile, lambda p: p.numa.hbm_file_pages_ceiling_mib) == "[000][001]"
     # no tag on its line or its section: the file's own sources
-    assert origin(profile, "gpu.idle_hbm_used_ceiling_mib") == "[000][001]"
-    assert cite(origin(profile, "service.restart")) == "[single-station recipe]"
-    assert origin(load_profile("glm-5.3-2x-station-tp2").profile, "cluster.mtu") == "[002]"
+    assert origin(profile, lambda p: p.gpu.idle_hbm_used_ceiling_mib) == "[000][001]"
+    assert cite(origin(profile, lambda p: p.service.restart)) == "[single-station recipe]"
+    assert origin(load_profile("glm-5.3-2x-station-tp2").profile, lambda p: p.cluster.mtu) == "[002]"
 
 
 def test_a_site_value_names_its_file_line_and_key(tmp_path):
@@ -41,20 +41,24 @@ def test_a_site_value_names_its_file_line_and_key(tmp_path):
         "  unit: glm53-flash.service\n  restart_sec_s: 30   # our crash logs [000]\n",
     )
     profile = load_profile(site).profile
-    assert origin(profile, "service.restart_sec_s") == f"[site profile {site.resolve()}:5 service.restart_sec_s]"
-    assert origin(profile, "service.unit") == f"[site profile {site.resolve()}:4 service.unit]"
+    assert (
+        origin(profile, lambda p: p.service.restart_sec_s) == f"[site profile {site.resolve()}:5 service.restart_sec_s]"
+    )
+    assert origin(profile, lambda p: p.service.unit) == f"[site profile {site.resolve()}:4 service.unit]"
     # inherited through extends: the recipe's, though the site file has a `service:` section of its own
-    assert origin(profile, "service.start_limit_burst") == "[000]"
-    assert origin(profile, "vllm.max_model_len") == "[000][001]"
+    assert origin(profile, lambda p: p.service.start_limit_burst) == "[000]"
+    assert origin(profile, lambda p: p.vllm.max_model_len) == "[000][001]"
 
 
 def test_a_value_inherited_through_a_chain_of_site_files_names_the_file_that_set_it(tmp_path):
     base = write(tmp_path, "fleet.yaml", "extends: glm-5.3-flash-gb300\nservice:\n  restart_sec_s: 90\n")
     site = write(tmp_path, "site.yaml", f"extends: {base}\nvllm:\n  max_num_seqs: 64\n")
     profile = load_profile(site).profile
-    assert origin(profile, "service.restart_sec_s") == f"[site profile {base.resolve()}:3 service.restart_sec_s]"
-    assert origin(profile, "vllm.max_num_seqs") == f"[site profile {site.resolve()}:3 vllm.max_num_seqs]"
-    assert origin(profile, "service.restart") == "[000]"
+    assert (
+        origin(profile, lambda p: p.service.restart_sec_s) == f"[site profile {base.resolve()}:3 service.restart_sec_s]"
+    )
+    assert origin(profile, lambda p: p.vllm.max_num_seqs) == f"[site profile {site.resolve()}:3 vllm.max_num_seqs]"
+    assert origin(profile, lambda p: p.service.restart) == "[000]"
 
 
 def test_a_site_section_that_replaces_a_list_is_the_sites(tmp_path):
@@ -62,31 +66,47 @@ def test_a_site_section_that_replaces_a_list_is_the_sites(tmp_path):
         tmp_path, "site.yaml", "extends: glm-5.3-flash-gb300\nload:\n  concurrency: [1, 8]\n  gate_concurrency: 8\n"
     )
     profile = load_profile(site).profile
-    assert origin(profile, "load.concurrency") == f"[site profile {site.resolve()}:3 load.concurrency]"
+    assert origin(profile, lambda p: p.load.concurrency) == f"[site profile {site.resolve()}:3 load.concurrency]"
 
 
 def test_a_value_no_file_sets_is_golives_default_and_a_profile_built_in_code_cites_its_sources(tmp_path):
     shipped = load_profile("glm-5.3-flash-gb300").profile
     assert (
-        origin(shipped, "host.connect_timeout_s")
+        origin(shipped, lambda p: p.host.connect_timeout_s)
         == "[golive's default: host.connect_timeout_s is set in no profile file]"
     )
     in_code = Profile.model_validate(load_yaml(SHIPPED).data)
-    assert in_code.origins is None and origin(in_code, "service.restart_sec_s") == "[000][001]"
+    assert in_code.origins is None and origin(in_code, lambda p: p.service.restart_sec_s) == "[000][001]"
 
 
 def test_a_field_the_schema_does_not_have_is_an_error():
     profile = load_profile("glm-5.3-flash-gb300").profile
     with pytest.raises(KeyError, match="service.restart_secs"):
-        origin(profile, "service.restart_secs")
-    origin(profile, "cluster.env.NCCL_IB_HCA")  # inside a mapping value any key is a field (no section here)
+        origin(profile, lambda p: p.service.restart_secs)
+    origin(
+        profile, lambda p: p.cluster.env["NCCL_IB_HCA"]
+    )  # inside a mapping value any key is a field (no section here)
+
+
+def test_a_field_is_one_access_from_the_profile():
+    """The lambda is read once, on a recorder: the path is what it reads, and anything but one access is refused."""
+    assert field_path(lambda p: p.load.prefill.floors_tok_s) == ("load", "prefill", "floors_tok_s")
+    assert field_path(lambda p: section(p.service).restart_sec_s) == ("service", "restart_sec_s")
+    assert field_path(lambda p: p.cluster.env["NCCL_IB_HCA"]) == ("cluster", "env", "NCCL_IB_HCA")
+    profile = load_profile("glm-5.3-flash-gb300").profile
+    for wrong in (lambda p: p, lambda p: "service.restart_sec_s", lambda p: (p.service.restart, p.service.unit)):
+        with pytest.raises(TypeError, match="one access from the profile"):
+            origin(profile, wrong)
 
 
 def test_sourced_cites_once_when_every_value_has_one_origin_else_each(tmp_path):
-    parts = {"service.restart": "Restart=on-failure", "service.restart_sec_s": "RestartSec=60 s"}
-    assert sourced(load_profile("glm-5.3-flash-gb300").profile, parts) == "Restart=on-failure, RestartSec=60 s [000]"
+    parts = (
+        (lambda p: p.service.restart, "Restart=on-failure"),
+        (lambda p: p.service.restart_sec_s, "RestartSec=60 s"),
+    )
+    assert sourced(load_profile("glm-5.3-flash-gb300").profile, *parts) == "Restart=on-failure, RestartSec=60 s [000]"
     site = write(tmp_path, "site.yaml", "extends: glm-5.3-flash-gb300\nservice:\n  restart_sec_s: 60\n")
-    mixed = sourced(load_profile(site).profile, parts)
+    mixed = sourced(load_profile(site).profile, *parts)
     assert mixed == (
         f"Restart=on-failure [000], RestartSec=60 s [site profile {site.resolve()}:3 service.restart_sec_s]"
     )

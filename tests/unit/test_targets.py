@@ -14,7 +14,7 @@ import pytest
 import yaml
 from e2e import REQUIRE_E2E, needs_chroot, skip_e2e
 
-from golive.facts import docker, shell, systemd, unit_files
+from golive.facts import bash, docker, systemd, unit_files
 from golive_testbed import targets
 from golive_testbed.targets import TargetsError, build_station_trees, load_variants
 
@@ -381,7 +381,7 @@ def expanded_exec_start(tree: Path) -> list[str]:
         return f.read_text() if f.is_file() else None
 
     argv = [str(word) for word in unit.with_environment(read).exec_start[-1].argv]
-    found = None if docker.is_docker_run(argv) else shell.script_run_by(argv, read)
+    found = None if docker.is_docker_run(argv) else bash.script_run_by(argv, read)
     if found is not None:  # ExecStart runs a script: its `exec docker run …`, as bash passes it
         return next(c.runs for c in found[1].commands if docker.is_docker_run(c.runs))
     return argv

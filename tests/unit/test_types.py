@@ -1,7 +1,8 @@
 """The type check catches a typo in a check: a misspelt fact, facts method or client call in a copy of a real check
 fails mypy (as CI runs it: pyproject.toml's [tool.mypy]), naming the attribute; so does a misspelt gate name, in a
 check's declaration or in the gate it reads (gate names are the closed type golive.profile.schema.GateName, issue 39
-item 2); the unmodified copies pass.
+item 2); so does a misspelt profile field where a check cites its origin (`origin(profile, lambda p: …)`, `sourced`:
+golive/profile/origins.py, issue 39 item 4); the unmodified copies pass.
 
 One check per layer, each through the fixture type it is given: StationFacts (host), ClusterFacts (cluster) and
 EndpointClient (endpoint). The copies sit in a tmp dir outside the repository, their `golive` imports resolved from
@@ -36,13 +37,34 @@ GATE_TYPOS = [
         '"aggregate_tok_sy", "aggregate throughput")',
     ),
 ]
+# (check file, a profile field a finding cites, the same misspelt, the misspelt attribute, the section mypy names)
+FIELD_TYPOS = [
+    (
+        "suites/host/test_gpu.py",
+        "origin(profile, lambda p: p.gpu.per_station)",
+        "origin(profile, lambda p: p.gpu.per_statoin)",
+        "per_statoin",
+        "Gpu",
+    ),
+    (
+        "suites/host/test_unit.py",
+        "(lambda p: section(p.service).restart_sec_s,",
+        "(lambda p: section(p.service).restart_secs,",
+        "restart_secs",
+        "Service",
+    ),
+]
 
 
 def _copy(folder: Path, typo: bool) -> list[Path]:
-    """The checks of TYPOS and GATE_TYPOS copied into `folder`, with each access misspelt where `typo`."""
+    """The checks of TYPOS, GATE_TYPOS and FIELD_TYPOS copied into `folder`, with each access misspelt where `typo`."""
     folder.mkdir()
     texts: dict[str, str] = {}
-    for check, right, wrong in [(check, right, wrong) for check, right, wrong, _ in TYPOS] + GATE_TYPOS:
+    for check, right, wrong in (
+        [(check, right, wrong) for check, right, wrong, _ in TYPOS]
+        + GATE_TYPOS
+        + [(check, right, wrong) for check, right, wrong, _, _ in FIELD_TYPOS]
+    ):
         text = texts.get(check, (REPO / check).read_text())
         assert right in text, f"{check} no longer holds {right!r}: pick another access for this test"
         texts[check] = text.replace(right, wrong, 1) if typo else text
@@ -109,3 +131,14 @@ def test_a_misspelt_gate_name_in_a_check_fails_the_type_check(tmp_path: Path, ca
         misspelt = wrong.split('"')[1]
         said = [row for row in result.stdout.splitlines() if row.startswith(f"{copy.name}:{line}: error:")]
         assert said and misspelt in said[0], f"{copy.name}:{line} ({misspelt}) not named in:\n{result.stdout}"
+
+
+def test_a_misspelt_profile_field_in_a_citation_fails_the_type_check(tmp_path: Path, cache: Path) -> None:
+    copies = _copy(tmp_path / "checks", typo=True)
+    result = _mypy(copies, cache)
+    assert result.returncode != 0, result.stdout
+    for check, _, wrong, attribute, owner in FIELD_TYPOS:
+        copy = tmp_path / "checks" / Path(check).name
+        line = next(n for n, text in enumerate(copy.read_text().splitlines(), 1) if wrong in text)
+        expected = f'{copy.name}:{line}: error: "{owner}" has no attribute "{attribute}"'
+        assert expected in result.stdout, f"{expected!r} not in:\n{result.stdout}"

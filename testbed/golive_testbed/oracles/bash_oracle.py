@@ -1,7 +1,7 @@
 """bash as the oracle of golive's prestart reader: each generated prestart (bash_cases) is run by bash in a sandbox
 of its own, in both worlds the station may be in ($X 0 and 1), with every step that matters (`sync`, the drop of
 the page cache, `docker logs`, `docker rm`) recording that it ran, from which file and line, in which order; golive
-reads the same files (golive.facts.shell.parse_script, as the prestart checks read a station) and must say:
+reads the same files (golive.facts.bash.parse_script, as the prestart checks read a station) and must say:
 
 - in the worlds where the prestart ends well (exit 0: systemd starts the container), a step golive says "runs" ran
   in each; one it says "never runs" ran in none; one it says "may not run" did not run in both (a step in the
@@ -30,9 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from golive.facts import shell
-from golive.facts.bash_files import SYSTEMD_PATH
-from golive.facts.prestart_steps import ShellCommand
+from golive.facts import bash
 from golive_testbed.oracles.bash_cases import DC, PRESTART, ScriptCase, generate
 from golive_testbed.oracles.reduce import Agreement, Disagreement, reduce_parts
 
@@ -97,7 +95,7 @@ def _for_bash(text: str, folder: str, path: str) -> str:
     return "\n".join(lines).replace(DC, "{D}/proc/sys/vm/drop_caches").replace("{D}", folder)
 
 
-def _kind(command: ShellCommand) -> str | None:
+def _kind(command: bash.ShellCommand) -> str | None:
     if command.writes_drop_caches():
         return "drop"
     if command.is_sync():
@@ -118,11 +116,11 @@ def golive_reading(case: ScriptCase, folder: str) -> tuple[list[tuple[Event, str
     files = {p.replace("{D}", folder): _for_golive(t, folder) for p, t in case.files}
     main = PRESTART.replace("{D}", folder)
     start = case.start.replace("{D}", folder)
-    script = shell.parse_script(
+    script = bash.parse_script(
         files[main],
         origin=main,
         read=files.get,
-        env={"PATH": SYSTEMD_PATH},
+        env={"PATH": bash.SYSTEMD_PATH},
         cwd=start,
         cwd_why="where systemd starts it",
         is_dir=os.path.isdir,
@@ -152,7 +150,7 @@ def bash_run(case: ScriptCase, folder: str, world: str) -> tuple[list[Event], bo
     trace = root / f"trace-{world}"
     trace.unlink(missing_ok=True)
     env = {
-        "PATH": f"{folder}/bin:{SYSTEMD_PATH}",
+        "PATH": f"{folder}/bin:{bash.SYSTEMD_PATH}",
         "BASH_ENV": f"{folder}/.golive-env.sh",
         "GOLIVE_TRACE": str(trace),
         "X": world,

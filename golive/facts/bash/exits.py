@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from golive.facts.bash_walk import _Trap, _WalkerBase
-from golive.facts.prestart_steps import Guard, ShellCommand, Via
+from golive.facts.bash.steps import Guard, ShellCommand, Via
+from golive.facts.bash.walk import Trap, WalkerBase
 
 # what, passed after an EXIT trap is set, keeps it from running before the start: an `exec` replaces the shell (it
 # never exits, so never runs the trap); a failure that stops the script fails the start (the trap runs, the container
@@ -40,7 +40,7 @@ def _exit_status_fails(text: str) -> bool:
     return len(words) > 1 and words[1].isdigit() and int(words[1]) % 256 != 0
 
 
-def _certain_failure(ended: list[Guard]) -> bool:
+def certain_failure(ended: list[Guard]) -> bool:
     """A shell that passed one of these on every path exits with a non-zero status."""
     return any(
         g.never and (g.kind in ("errexit", "fails") or (g.kind == "exit" and _exit_status_fails(g.detail)))
@@ -59,18 +59,18 @@ _ERREXIT_UNSET = re.compile(r"\+[a-zA-Z]*e[a-zA-Z]*")
 _LONG_OPTION = re.compile(r"[-+][a-zA-Z]*o")  # the next word names an option (bash(1), `set -o option-name`)
 
 
-def _shebang_errexit(text: str) -> bool:
+def shebang_errexit(text: str) -> bool:
     first = text.split("\n", 1)[0]
     return first.startswith("#!") and any(_ERREXIT_SET.fullmatch(w) for w in first[2:].split()[1:])
 
 
-class _Exits(_WalkerBase):
+class Exits(WalkerBase):
     """The walk's EXIT traps (set, reset, run when the shell exits) and its `set -e`."""
 
     def finish(self) -> None:
         """The shell exits: its EXIT traps run, last. Then a function the script defines but never calls (the traps
         did not call it either): its commands run on no path; say so, do not drop them."""
-        self.failed = _certain_failure(self.ended)
+        self.failed = certain_failure(self.ended)
         self.run_traps()
         self.ended, self.frames = [], []  # the definition is what is reported, wherever the script ended
         for name, func in list(self.functions.items()):
@@ -137,7 +137,7 @@ class _Exits(_WalkerBase):
                     trap.resets.append(self.guard("untrap", node, text, never=sure, why=f"{what} set at {trap.at()}"))
         if action not in ("", "-"):
             self.traps.append(
-                _Trap(action, on, names, command.line, command.origin, command.via, command.guards, len(self.ended))
+                Trap(action, on, names, command.line, command.origin, command.via, command.guards, len(self.ended))
             )
 
     def _set(self, argv: list[str], command: ShellCommand) -> None:

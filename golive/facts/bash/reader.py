@@ -1,7 +1,7 @@
 """The bash reader's walk: bashlex's AST of a script visited in execution order, each simple command recorded with
 the constructs that decide whether it runs (`if`, `case`, loops, `&&`/`||`, `&`, functions never called, `exit`,
-`exec`, `return`). The rules are golive.facts.shell's docstring; EXIT traps and `set -e`: golive.facts.bash_exits;
-other files: golive.facts.bash_files."""
+`exec`, `return`). The rules are golive.facts.bash's docstring; EXIT traps and `set -e`: golive.facts.bash.exits;
+other files: golive.facts.bash.files."""
 
 from __future__ import annotations
 
@@ -10,22 +10,22 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from golive.facts.bash_conditions import (
-    _NEEDS_READING,
+from golive.facts.bash.conditions import (
     ALWAYS,
     CASE_ALL,
+    NEEDS_READING,
     NEVER,
-    _and,
-    _constant,
-    _constant_of,
-    _not,
-    _or,
-    _reach,
+    branch_reach,
+    known_status,
+    known_status_of,
+    tri_and,
+    tri_not,
+    tri_or,
 )
-from golive.facts.bash_exits import _certain_failure
-from golive.facts.bash_files import _Files, _runs_script, inline_script
-from golive.facts.bash_walk import CASE_NONE, CASE_WORDS, _CdScope, _Frame, _Function
-from golive.facts.prestart_steps import Guard, ShellCommand, _at, _unwrap
+from golive.facts.bash.exits import certain_failure
+from golive.facts.bash.files import Files, inline_script, runs_script
+from golive.facts.bash.steps import Guard, ShellCommand, located_at, unwrap
+from golive.facts.bash.walk import CASE_NONE, CASE_WORDS, CdScope, Frame, Function
 
 _GLOB = re.compile(r"[*?\[]")
 _MOVES = ("cd", "pushd", "popd")
@@ -72,7 +72,7 @@ def _flat(parts: list[Any]) -> list[Any]:
     return out
 
 
-class _Walker(_Files):
+class Walker(Files):
     """Walks the files of one shell process; a script it runs as its own process gets a walker of its own."""
 
     # --- constructs -----------------------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ class _Walker(_Files):
         guards = self.current_guards()
         if any(g.never for g in guards):
             return False
-        self.functions[name.word] = _Function(body, self.line_of(node.pos[0]), self.origin, self.text, self.via, guards)
+        self.functions[name.word] = Function(body, self.line_of(node.pos[0]), self.origin, self.text, self.via, guards)
         return False  # the body runs where the function is called, not where it is defined
 
     def visitcommandsubstitution(self, node: Any, command: Any) -> bool:
@@ -103,7 +103,7 @@ class _Walker(_Files):
         try:
             for child in list_:
                 self.visit(child)
-            failed = _certain_failure(self.ended[ended:]) or _constant(node) is False
+            failed = certain_failure(self.ended[ended:]) or known_status(node) is False
             self.run_traps()
         finally:
             del self.ended[ended:]
@@ -147,7 +147,7 @@ class _Walker(_Files):
                 tested = part is not nodes[-1]
                 guard = None
                 if op:
-                    runs = value if op == "&&" else _not(value)
+                    runs = value if op == "&&" else tri_not(value)
                     if runs is not True:
                         left = self.source_of(nodes[0].pos[0], part.pos[0]).removesuffix(op).strip()
                         guard = Guard(
@@ -164,8 +164,8 @@ class _Walker(_Files):
                     self.under(guard, part)
                 finally:
                     self.checked -= tested
-                this = _constant(part)
-                value = this if not op else _and(value, this) if op == "&&" else _or(value, this)
+                this = known_status(part)
+                value = this if not op else tri_and(value, this) if op == "&&" else tri_or(value, this)
         finally:
             if bg is not None:
                 self.guards.remove(bg)
@@ -188,7 +188,7 @@ class _Walker(_Files):
         condition when every earlier one was false. A condition golive can decide decides it."""
         reach, why = ALWAYS, ""  # of the next condition (or else)
         section: list[Any] = []
-        is_case = self.source_of(node.pos[0], node.pos[1]).startswith(f"if {CASE_NONE};")  # bash_walk._case_as_if
+        is_case = self.source_of(node.pos[0], node.pos[1]).startswith(f"if {CASE_NONE};")  # walk._case_as_if
         in_condition = False
         guard: Guard | None = None
         for part in _flat(parts):
@@ -197,7 +197,7 @@ class _Walker(_Files):
                     in_condition, section = True, []
                     guard = self._branch_guard(reach, node, part.pos[0], why)
                 elif part.word == "then":
-                    value = _constant_of(section)
+                    value = known_status_of(section)
                     condition = (
                         self.source_of(section[0].pos[0], section[-1].pos[1]).rstrip(";").strip() if section else ""
                     )
@@ -208,11 +208,11 @@ class _Walker(_Files):
                         if condition == CASE_ALL
                         else f"`{condition}` is always {'true' if value else 'false'}"
                     )
-                    branch = _reach(reach, value)
+                    branch = branch_reach(reach, value)
                     guard = self._branch_guard(
                         branch, node, part.pos[0], why if reach == NEVER else decided, "case" if is_case else "if"
                     )
-                    after = _reach(reach, _not(value))
+                    after = branch_reach(reach, tri_not(value))
                     why = why if reach == NEVER else decided
                     reach = after
                     in_condition = False
@@ -266,17 +266,17 @@ class _Walker(_Files):
         it."""
         once = (guard is not None and guard.never) or (kind == "for" and guard is None and len(words) == 1)
         if not once and _moves(node):
-            at = f"the `{kind}` loop at {_at(self.origin, self.line_of(node.pos[0]), self.via)}"
+            at = f"the `{kind}` loop at {located_at(self.origin, self.line_of(node.pos[0]), self.via)}"
             self.cwd, self.cwd_why = None, f"{at} changes the directory on each pass (not known in it or after it)"
 
     def _loop_guard(self, node: Any, kind: str, words: list[Any], condition: list[Any], after_in: bool) -> Guard | None:
         if kind == "for":
-            if not after_in or any(_NEEDS_READING.search(w.word) or _GLOB.search(w.word) for w in words):
+            if not after_in or any(NEEDS_READING.search(w.word) or _GLOB.search(w.word) for w in words):
                 return self.guard(kind, node)
             if words:
                 return None
             return self.guard(kind, node, never=True, why="its word list is empty")
-        value = _constant_of(condition)
+        value = known_status_of(condition)
         if value is (kind == "until"):
             text = self.source_of(condition[0].pos[0], condition[-1].pos[1]).rstrip(";").strip()
             return self.guard(kind, node, never=True, why=f"`{text}` is always {'true' if value else 'false'}")
@@ -312,7 +312,7 @@ class _Walker(_Files):
                     previous = self.commands[first].argv
                 else:
                     previous = ()
-            if self.pipefail and any(_constant(p) is False for p in stages[:-1]):  # its status is that stage's
+            if self.pipefail and any(known_status(p) is False for p in stages[:-1]):  # its status is that stage's
                 self._errexit_stop(node, self.source_of(node.pos[0], node.pos[1]))
         finally:
             self.checked -= negated
@@ -322,7 +322,7 @@ class _Walker(_Files):
 
     def visitcommand(self, node: Any, parts: Any) -> bool:
         if parts and parts[0].kind == "word" and parts[0].word in CASE_WORDS:
-            return False  # a `case` arm's condition (bash_walk._case_as_if): nothing runs
+            return False  # a `case` arm's condition (walk._case_as_if): nothing runs
         argv, redirects, assignments = [], [], []
         for part in parts:
             if part.kind == "word":
@@ -349,7 +349,7 @@ class _Walker(_Files):
         command = ShellCommand(tuple(argv), tuple(redirects), line, self.origin, guards=guards, via=self.via)
         self.commands.append(command)
         never = command.never_runs
-        target = _unwrap(argv)
+        target = unwrap(argv)
         if argv[0] == "set" and not never:
             self._set(argv, command)
         cd_fails = False
@@ -364,7 +364,7 @@ class _Walker(_Files):
         elif target[:1] in (["."], ["source"]) and len(target) > 1:
             self._source(target[1], command)
         else:
-            run = _runs_script(target)
+            run = runs_script(target)
             if run is not None:
                 failed = self._run(run, command)
         if never or any(g.kind == "&" for g in self.guards):  # a background job is a subshell: it ends only itself
@@ -381,7 +381,7 @@ class _Walker(_Files):
             )
         elif argv[0] == "exec" and len(argv) > 1:
             self.ended.append(self.guard("exec?" if guards else "exec", node, " ".join(argv), never=not guards))
-        elif failed or cd_fails or _constant(node) is False:
+        elif failed or cd_fails or known_status(node) is False:
             self._errexit_stop(node, command.text())
         return False
 
@@ -394,7 +394,7 @@ class _Walker(_Files):
         args = [a for a in argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
         target = args[0] if args else (self.env.get("HOME", "/root") if argv[0] == "cd" else None)
         before = self.cwd
-        if target is None or target == "-" or _NEEDS_READING.search(target):
+        if target is None or target == "-" or NEEDS_READING.search(target):
             self.cwd, self.cwd_why = None, f"golive cannot work out the directory of {at}"
         elif target.startswith("/") or self.cwd is not None:
             went = "/" + posixpath.normpath(posixpath.join(self.cwd or "/", target)).lstrip("/")
@@ -410,7 +410,7 @@ class _Walker(_Files):
         # directory is known only where it is the same either way (left_scope)
         returns = [n for n, frame in enumerate(self.frames, 1) if frame.returns]
         if self.guards or returns:
-            self.cwd_scopes.append(_CdScope(len(self.guards), max(returns, default=0), before, at))
+            self.cwd_scopes.append(CdScope(len(self.guards), max(returns, default=0), before, at))
         return False
 
     def _assign(self, assignment: str) -> None:
@@ -422,7 +422,7 @@ class _Walker(_Files):
         self.called.add(name)
         self.calling.add(name)
         first = len(self.commands)
-        self.frames.append(_Frame(f"function `{name}`", self.current_guards()))
+        self.frames.append(Frame(f"function `{name}`", self.current_guards()))
         missing = [g for g in func.guards if g not in self.current_guards()]  # defined on some paths only
         self.guards.extend(missing)
         try:

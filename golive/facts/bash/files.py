@@ -25,17 +25,17 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, replace
 
-from golive.facts.bash_conditions import _NEEDS_READING
-from golive.facts.bash_exits import _Exits, _shebang_errexit
-from golive.facts.bash_walk import SHELLS, _Frame
-from golive.facts.prestart_steps import MAX_DEPTH, Guard, ShellCommand, Unfollowed, Via
+from golive.facts.bash.conditions import NEEDS_READING
+from golive.facts.bash.exits import Exits, shebang_errexit
+from golive.facts.bash.steps import MAX_DEPTH, Guard, ShellCommand, Unfollowed, Via
+from golive.facts.bash.walk import SHELLS, Frame
 
 # the PATH systemd 252 gives a service's commands (Debian's build: src/basic/path-util.h DEFAULT_PATH_SPLIT_USR)
 SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass(frozen=True)
-class _Run:
+class ScriptRun:
     """A script run as its own process: which file, by which shell, with `-e`?"""
 
     path: str
@@ -43,7 +43,7 @@ class _Run:
     errexit: bool
 
 
-def _runs_script(argv: list[str]) -> _Run | None:
+def runs_script(argv: list[str]) -> ScriptRun | None:
     """`bash [-e…] FILE`, `sh FILE`, `/path/FILE.sh`: the script file run as its own process; None otherwise."""
     if not argv:
         return None
@@ -63,13 +63,13 @@ def _runs_script(argv: list[str]) -> _Run | None:
                 errexit = True
         if args and args[0] == "--":
             args = args[1:]
-        return _Run(args[0], program, errexit) if args else None
+        return ScriptRun(args[0], program, errexit) if args else None
     if "/" in argv[0] and argv[0].endswith((".sh", ".bash")):
-        return _Run(argv[0], None, False)
+        return ScriptRun(argv[0], None, False)
     return None
 
 
-def _interpreter(text: str) -> str | None:
+def shebang_interpreter(text: str) -> str | None:
     """`#!/bin/bash -e` → bash; `#!/usr/bin/env python3` → python3; None without a #! line."""
     first = text.split("\n", 1)[0]
     if not first.startswith("#!"):
@@ -94,7 +94,7 @@ def inline_script(argv: list[str] | tuple[str, ...]) -> str | None:
     return None
 
 
-class _Files(_Exits):
+class Files(Exits):
     """The walk's other files: read in place (sourced), or by a walker of their own (run), or a finding."""
 
     def _finding(
@@ -149,7 +149,7 @@ class _Files(_Exits):
         """The file's text, or None with a finding saying why it was not read."""
         if self.ctx.read is None:
             return None
-        if _NEEDS_READING.search(path):
+        if NEEDS_READING.search(path):
             self._finding("unresolved", how, path, command)
             return None
         resolved_as = ""
@@ -218,7 +218,7 @@ class _Files(_Exits):
             return
         path = self.resolved_paths.get((command.origin, command.line, path), (path, ""))[0]
         self.ctx.stack.append(path)
-        self.frames.append(_Frame(f"the sourced file {path}", self.current_guards()))
+        self.frames.append(Frame(f"the sourced file {path}", self.current_guards()))
         try:
             with self._in(path, "", command.via + (Via("sourced", command.origin, command.line, path),)):
                 self.read_text(text)
@@ -227,14 +227,14 @@ class _Files(_Exits):
             self.ctx.stack.pop()
             self.left_scope()
 
-    def _run(self, run: _Run, command: ShellCommand) -> bool:
+    def _run(self, run: ScriptRun, command: ShellCommand) -> bool:
         """FILE run as its own process: its commands, under the conditions of the line that runs it. True when it
         exits non-zero on every path."""
         text = self._readable("runs", run.path, command)
         if text is None:
             return False
         run = replace(run, path=self.resolved_paths.get((command.origin, command.line, run.path), (run.path, ""))[0])
-        interpreter = _interpreter(text)
+        interpreter = shebang_interpreter(text)
         shell = run.shell or interpreter or "bash"  # no #! line: bash runs it itself (ENOEXEC)
         if shell not in SHELLS:
             self._finding("not-shell", "runs", run.path, command, interpreter or shell)
@@ -243,7 +243,7 @@ class _Files(_Exits):
             f"`{shell} -e` ({command.where()})"
             if run.errexit
             else f"the `#!` line's -e ({run.path}:1)"
-            if run.shell is None and _shebang_errexit(text)
+            if run.shell is None and shebang_errexit(text)
             else ""
         )
         via = command.via + (Via("run", command.origin, command.line, run.path),)

@@ -38,7 +38,7 @@ class Via:
         )
 
 
-def _at(origin: str, line: int, via: tuple[Via, ...]) -> str:
+def located_at(origin: str, line: int, via: tuple[Via, ...]) -> str:
     at = f"{origin}:{line}" if line else origin
     return at + (f" ({', '.join(str(v) for v in reversed(via))})" if via else "")
 
@@ -64,7 +64,7 @@ class Guard:
     via: tuple[Via, ...] = ()
 
     def where(self) -> str:
-        return _at(self.origin, self.line, self.via)
+        return located_at(self.origin, self.line, self.via)
 
     def describe(self) -> str:
         at = self.where()
@@ -181,7 +181,7 @@ class Unfollowed:
         return self.kind not in ("missing", "cycle")
 
     def where(self) -> str:
-        return _at(self.origin, self.line, self.via)
+        return located_at(self.origin, self.line, self.via)
 
     def describe(self) -> str:
         at, how = self.where(), self.how
@@ -230,7 +230,7 @@ class ShellCommand:
     via: tuple[Via, ...] = ()  # how its file was reached from the script: sourced or run, outermost first
 
     def where(self) -> str:
-        return _at(self.origin, self.line, self.via)
+        return located_at(self.origin, self.line, self.via)
 
     @property
     def always_runs(self) -> bool:
@@ -268,8 +268,8 @@ class ShellCommand:
 
     @property
     def runs(self) -> list[str]:
-        """The command it runs: `exec docker run …` and `sudo docker rm …` run docker (_unwrap)."""
-        return _unwrap(list(self.argv))
+        """The command it runs: `exec docker run …` and `sudo docker rm …` run docker (unwrap)."""
+        return unwrap(list(self.argv))
 
     # --- what a command does, in the terms the recipe uses ----------------------------------------------------------
 
@@ -280,21 +280,21 @@ class ShellCommand:
         2 frees dentries and inodes only (slab), not the page cache: it does not count, in any spelling.
         """
         writes = any(t.endswith(DROP_CACHES) for op, t in self.redirects if op in (">", ">>", ">|"))
-        argv = _unwrap(list(self.argv))  # `sudo tee …`: sudo runs tee
+        argv = unwrap(list(self.argv))  # `sudo tee …`: sudo runs tee
         if writes:
             return _echoes_page_cache_value(argv)
         program = argv[0].rsplit("/", 1)[-1] if argv else ""
         if program == "tee" and any(a.endswith(DROP_CACHES) for a in argv[1:]):
             # its stdin: the command piped into it, or a here-string (`tee … <<< 3`, bash(1) "Here Strings")
             here = [t for op, t in self.redirects if op == "<<<"]
-            return _echoes_page_cache_value(("echo", here[-1]) if here else _unwrap(list(self.stdin_from)))
+            return _echoes_page_cache_value(("echo", here[-1]) if here else unwrap(list(self.stdin_from)))
         if program == "sysctl":
             return any(re.fullmatch(r"vm[./]drop_caches=[13]", a) for a in argv[1:])
         return False
 
     def writes_drop_caches(self) -> bool:
         """Any write to drop_caches, whatever the value (to tell "drops slab only" from "never drops")."""
-        argv = _unwrap(list(self.argv))
+        argv = unwrap(list(self.argv))
         program = argv[0].rsplit("/", 1)[-1] if argv else ""
         return (
             any(t.endswith(DROP_CACHES) for op, t in self.redirects if op in (">", ">>", ">|"))
@@ -304,7 +304,7 @@ class ShellCommand:
 
     def is_sync(self) -> bool:
         """`sync`, `/bin/sync`, `sudo sync`: the whole machine's dirty pages written."""
-        argv = _unwrap(list(self.argv))
+        argv = unwrap(list(self.argv))
         return len(argv) == 1 and argv[0].rsplit("/", 1)[-1] == "sync"
 
     def docker_verb(self) -> tuple[str, list[str]] | None:
@@ -349,7 +349,7 @@ class Script:
 _SUDO_VALUED = ("-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-D", "-R", "-T")
 
 
-def _unwrap(argv: list[str]) -> list[str]:
+def unwrap(argv: list[str]) -> list[str]:
     """What `exec CMD`, `nohup CMD`, `command CMD` and `sudo [-E] [-u USER] CMD` run: CMD (sudo runs it as its own
     process, as root: a drop written there drops the machine's page cache all the same)."""
     while len(argv) > 1:

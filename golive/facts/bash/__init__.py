@@ -1,4 +1,5 @@
-"""Shell scripts (prestart) as an ordered list of simple commands, so checks reason about order, not words.
+"""The bash reader: a shell script (prestart) as the ordered list of simple commands it runs, so checks reason about
+order, not words.
 
 Each command also carries the conditions under which it may NOT run (bash(1), SHELL GRAMMAR): the body of `if`,
 `case`, `for`, `while`/`until`; the right-hand side of `&&`/`||`; a function that is never called; anything after an
@@ -6,8 +7,17 @@ Each command also carries the conditions under which it may NOT run (bash(1), SH
 the background with `&`. A condition golive can decide without the station (`true`, `false`, `:`, `[ 1 = 0 ]`,
 `test a != a`, a `for` over literal words) turns "may not run" into "never runs", or into no condition at all.
 
-golive follows what the script reads or runs from other files (golive.facts.bash_files), runs its EXIT traps last and
-stops it where `set -e` does (golive.facts.bash_exits). The commands and their guards: golive.facts.prestart_steps.
+golive follows what the script reads or runs from other files, runs its EXIT traps last and stops it where `set -e`
+does. The package holds the reader, a module per part:
+- steps: one command as the reader gives it (ShellCommand, its Guards, the Via it was reached by), the Script and the
+  files it could not follow (Unfollowed);
+- conditions: the conditions golive decides without the station, in three-valued logic;
+- walk: the reader's state (where it is, the functions and traps of one shell) and bashlex a statement group at a time;
+- exits: EXIT traps and `set -e`; files: `source`/`.`, scripts run as their own process, `sh -c`;
+- reader: the walk itself, bashlex's AST visited in execution order;
+- this module: the entry points (parse_script, commands_of, script_run_by).
+
+Its public API is `__all__`; the names its modules share among themselves stay inside the package.
 """
 
 from __future__ import annotations
@@ -15,11 +25,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from golive.facts import docker
-from golive.facts.bash_exits import _shebang_errexit
-from golive.facts.bash_files import _interpreter, inline_script
-from golive.facts.bash_reader import _Walker
-from golive.facts.bash_walk import SHELLS, Reader, _Context
-from golive.facts.prestart_steps import Script, ShellCommand
+from golive.facts.bash.exits import shebang_errexit
+from golive.facts.bash.files import SYSTEMD_PATH, inline_script, shebang_interpreter
+from golive.facts.bash.reader import Walker
+from golive.facts.bash.steps import DROP_CACHES, Guard, Script, ShellCommand, Unfollowed, Via
+from golive.facts.bash.walk import SHELLS, Context, Reader
+
+__all__ = [
+    "DROP_CACHES",
+    "SHELLS",
+    "SYSTEMD_PATH",
+    "Guard",
+    "Reader",
+    "Script",
+    "ShellCommand",
+    "Unfollowed",
+    "Via",
+    "commands_of",
+    "parse_script",
+    "script_run_by",
+]
 
 
 def commands_of(
@@ -48,18 +73,18 @@ def parse_script(
     messages; `is_dir`: whether a folder exists on the station (a `cd` to one that does not fails, and stays).
 
     With `read` (a station path → its text, None when it is not a file there), the files the script sources or runs
-    are read too (see golive.facts.bash_files): their commands in place, with their own file and line, and a finding
+    are read too (see golive.facts.bash.files): their commands in place, with their own file and line, and a finding
     for each file that could not be. A line bashlex cannot parse is recorded, not fatal: the rest of the script still
     counts.
     """
-    ctx = _Context(read, stack=[origin], is_dir=is_dir)
-    shell = _interpreter(text) or "bash"
-    walker = _Walker(
+    ctx = Context(read, stack=[origin], is_dir=is_dir)
+    shell = shebang_interpreter(text) or "bash"
+    walker = Walker(
         ctx,
         origin,
         script0=origin,
         shell=shell,
-        errexit=f"the `#!` line's -e ({origin}:1)" if _shebang_errexit(text) else "",
+        errexit=f"the `#!` line's -e ({origin}:1)" if shebang_errexit(text) else "",
     )
     walker.env.update(env or {})
     walker.exported.update(env or {})
@@ -102,6 +127,6 @@ def script_run_by(
         return None
     if text is None:
         return None
-    if not named_shell and _interpreter(text) not in SHELLS:
+    if not named_shell and shebang_interpreter(text) not in SHELLS:
         return None
     return path, parse_script(text, origin=path, read=read, env=env, cwd=cwd, cwd_why=cwd_why)

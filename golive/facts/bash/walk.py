@@ -2,7 +2,7 @@
 
 Where: file, line, the constructs around the command being visited; what it holds: the functions and traps of one shell
 process; `$VAR`/`$(dirname "$0")` substitution; bashlex parsing a file a statement group at a time (`case` arms line by
-line: bashlex has no `case`). The walk itself: golive.facts.bash_reader."""
+line: bashlex has no `case`). The walk itself: golive.facts.bash.reader."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ import bashlex
 import bashlex.ast
 import bashlex.errors
 
-from golive.facts.bash_conditions import CASE_ALL, CASE_NONE
-from golive.facts.prestart_steps import Guard, ShellCommand, Unfollowed, Via, _at
+from golive.facts.bash.conditions import CASE_ALL, CASE_NONE
+from golive.facts.bash.steps import Guard, ShellCommand, Unfollowed, Via, located_at
 
 Reader = Callable[[str], "str | None"]  # a station path -> its text; None when it is not a regular file there
 SHELLS = ("sh", "bash", "dash")
-POSIX_SHELLS = ("sh", "dash")
+_POSIX_SHELLS = ("sh", "dash")
 
 
 @dataclass
-class _Function:
+class Function:
     body: Any
     line: int
     origin: str
@@ -34,7 +34,7 @@ class _Function:
 
 
 @dataclass(frozen=True)
-class _CdScope:
+class CdScope:
     """A `cd` that may not run, and what decides it: `guards` deep in the walk's guards, and inside the first
     `frames` frames (the innermost that may `return` before it)."""
 
@@ -43,12 +43,12 @@ class _CdScope:
     before: str | None  # the directory where it does not run
     at: str  # "the `cd /x` at FILE:LINE"
 
-    def holds(self, walker: _WalkerBase) -> bool:
+    def holds(self, walker: WalkerBase) -> bool:
         return len(walker.guards) >= self.guards and len(walker.frames) >= self.frames
 
 
 @dataclass
-class _Frame:
+class Frame:
     """A function call or a sourced file: `return` ends it, and only it."""
 
     what: str  # "function `f`", "the sourced file /x/y.sh"
@@ -57,7 +57,7 @@ class _Frame:
 
 
 @dataclass
-class _Trap:
+class Trap:
     """An action `trap` set, run later: on EXIT when its shell exits; on a signal only if that ever comes."""
 
     action: str
@@ -71,11 +71,11 @@ class _Trap:
     resets: list[Guard] = field(default_factory=list)  # later `trap - EXIT`, `trap '' EXIT`, `trap other EXIT`
 
     def at(self) -> str:
-        return _at(self.origin, self.line, self.via)
+        return located_at(self.origin, self.line, self.via)
 
 
 @dataclass
-class _Context:
+class Context:
     """What every file of one walk shares: the reader, the findings, the files being read (for cycles)."""
 
     read: Reader | None
@@ -91,12 +91,12 @@ _DIRNAME = re.compile(
 _CD_PWD = re.compile(r"\$\(\s*cd\s+\"?([^\"$()`]*)\"?\s*(?:&&|;)\s*pwd\s*\)")
 
 
-class _WalkerBase(bashlex.ast.nodevisitor):
+class WalkerBase(bashlex.ast.nodevisitor):
     """Walks the files of one shell process: its state, and the plumbing every part of the walk uses."""
 
     def __init__(
         self,
-        ctx: _Context,
+        ctx: Context,
         origin: str,
         *,
         script0: str,
@@ -107,19 +107,19 @@ class _WalkerBase(bashlex.ast.nodevisitor):
         self.ctx, self.origin, self.via, self.script0 = ctx, origin, via, script0
         self.text = ""
         self.env: dict[str, str] = {}
-        self.functions: dict[str, _Function] = {}
+        self.functions: dict[str, Function] = {}
         self.commands: list[ShellCommand] = []
         self.guards: list[Guard] = []  # the constructs around the command being visited
         self.ended: list[Guard] = []  # exits (and execs, failed lines) already passed: they hold for what follows
-        self.frames: list[_Frame] = []  # functions being called, files being sourced (innermost last)
+        self.frames: list[Frame] = []  # functions being called, files being sourced (innermost last)
         self.called: set[str] = set()
         self.calling: set[str] = set()
-        self.posix = shell in POSIX_SHELLS
+        self.posix = shell in _POSIX_SHELLS
         self.errexit = errexit  # where `set -e` was turned on ("" when off), for messages
         self.errexit_sure = bool(errexit)  # on on every path (not set in a branch, not maybe turned off again)
         self.pipefail = False  # `set -o pipefail` on every path
         self.checked = 0  # inside an if/while condition or left of && / ||, negated with !: `set -e` does not apply
-        self.traps: list[_Trap] = []  # set in this shell, run when it exits (EXIT) or maybe (signals)
+        self.traps: list[Trap] = []  # set in this shell, run when it exits (EXIT) or maybe (signals)
         self.exiting = False  # running the traps: a `trap` in a trap sets nothing bash would run
         self.failed = False  # this shell exits with a non-zero status on every path (for a `set -e` caller)
         # the current directory a relative path resolves against (None: golive cannot tell), and why it is that one
@@ -127,7 +127,7 @@ class _WalkerBase(bashlex.ast.nodevisitor):
         self.cwd_why = ""
         # each `cd` that may not run, while the walk is still inside what decides it (its branch, loop, `&&`; a
         # function or sourced file that may `return` before it): what lies there ran after it, so its directory holds
-        self.cwd_scopes: list[_CdScope] = []
+        self.cwd_scopes: list[CdScope] = []
         self.exported: set[str] = set()  # the variables a process it runs inherits (systemd's, `export`ed)
         # a relative path it read, by (file, line, path as written): the path bash found and how, for messages
         self.resolved_paths: dict[tuple[str, int, str], tuple[str, str]] = {}
@@ -206,7 +206,7 @@ class _WalkerBase(bashlex.ast.nodevisitor):
 class _Switch:
     """Walk another file's text (a sourced file, a function defined elsewhere), then come back."""
 
-    def __init__(self, walker: _WalkerBase, origin: str, text: str, via: tuple[Via, ...]):
+    def __init__(self, walker: WalkerBase, origin: str, text: str, via: tuple[Via, ...]):
         self.walker, self.state = walker, (origin, text, via)
 
     def __enter__(self) -> None:
@@ -280,7 +280,7 @@ _CASE = re.compile(r"\s*case\s.*\bin\s*$")
 _ARM = re.compile(r"^\s*\(?[^()]*\)\s*")
 
 
-def _case_arms(walker: _WalkerBase, text: str, chunk_start: int, chunk: str) -> bool:
+def _case_arms(walker: WalkerBase, text: str, chunk_start: int, chunk: str) -> bool:
     """A `case … in … esac` chunk: each arm's commands under one `case` guard. False when it is not a case."""
     lines = chunk.splitlines()
     if not lines or not _CASE.match(lines[0]) or lines[-1].strip() not in ("esac", "esac;"):
