@@ -11,15 +11,40 @@ check of the run is a warning in the run and in every report (`Waivers.unmatched
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import Protocol, Self
 
 from pydantic import Field, model_validator
 
-from golive.checklist import CollectedChecks
 from golive.profile.schema import Strict
 from golive.profile.yamlfile import load_yaml, validate
+
+
+class CollectedCase(Protocol):
+    """One check on one station as the run collected it (golive.checklist.Collected): what a waiver is matched on."""
+
+    @property
+    def station(self) -> str: ...
+    @property
+    def case(self) -> str: ...
+    @property
+    def declared(self) -> str: ...
+    @property
+    def rule(self) -> str: ...
+
+
+class CollectedChecks(Protocol):
+    """What the run collected (golive.checklist.CollectedChecks). A protocol, not the checklist's class: the checklist
+    reads the profile (its layers and gate names), so the profile may not import it."""
+
+    @property
+    def cases(self) -> Sequence[CollectedCase]: ...
+    @property
+    def every_layer(self) -> bool: ...
+    def knows(self, id: str) -> bool: ...
+    def closest(self, text: str) -> list[str]: ...
 
 
 class Waiver(Strict):

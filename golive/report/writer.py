@@ -27,13 +27,19 @@ from golive.core.verdict import EXIT_INCOMPLETE, EXIT_NOTHING_SELECTED, NOT_APPL
 from golive.report.markdown import render_markdown
 from golive.report.model import Results
 from golive.report.results import Recorder, verdict_word
-from golive.run.session import secrets
 from golive.site.loader import LoadedInventory
 
 REPORT_FILES = ("go-live.html", "go-live.md", "results.json", "junit.xml")
 INTERRUPTED_REASON = "the run was interrupted (Ctrl-C or SIGTERM)"
 PENDING = pytest.StashKey[dict[Path, Path]]()  # temporary file → the report it becomes
 FAILED_TO_WRITE = pytest.StashKey[str]()  # why the reports could not be written (its one line)
+LOADED = pytest.StashKey[LoadedInventory]()  # the inventory of the run: whose secrets every report is scrubbed of
+
+
+def _secrets(config: pytest.Config) -> list[str]:
+    """The run's secrets, from the inventory `configure` was given (none where no inventory loaded)."""
+    loaded = config.stash.get(LOADED, None)
+    return [] if loaded is None else loaded.secrets()
 
 
 def temporary(final: Path) -> Path:
@@ -54,6 +60,7 @@ def output_dir(config: pytest.Config, loaded: LoadedInventory) -> Path:
 def configure(config: pytest.Config, loaded: LoadedInventory) -> None:
     """Point pytest-html and junitxml at the output folder (unless the caller named their own files); runs before
     their own pytest_configure reads the options."""
+    config.stash[LOADED] = loaded
     if config.getoption("collectonly", False) or hasattr(config, "workerinput"):
         return
     out = output_dir(config, loaded)
@@ -114,7 +121,7 @@ def finish(
             for report, text in written:
                 config.stash[PENDING][temporary(report)] = report
                 report.parent.mkdir(parents=True, exist_ok=True)
-                temporary(report).write_text(scrub(text, secrets(config)), encoding="utf-8")
+                temporary(report).write_text(scrub(text, _secrets(config)), encoding="utf-8")
         except OSError as exc:
             config.stash[FAILED_TO_WRITE] = _failure(report.parent, exc)
     verdict = recorder.verdict(interrupted)
@@ -263,7 +270,7 @@ def _publish(config: pytest.Config) -> None:
     """Every temporary report scrubbed of the run's secrets (pytest-html's and junitxml's text too), then renamed
     into place, the four together."""
     pending = {tmp: final for tmp, final in config.stash.get(PENDING, {}).items() if tmp.exists()}
-    known = secrets(config)
+    known = _secrets(config)
     for tmp in pending:
         text = tmp.read_text(encoding="utf-8", errors="surrogateescape")
         scrubbed = scrub(text, known)

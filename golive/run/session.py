@@ -11,8 +11,6 @@ from typing import Any
 import pytest
 
 from golive.checklist import Collected, CollectedChecks, check_id, declared
-from golive.core.secrets import station_secrets
-from golive.endpoint.target import api_key_of
 from golive.profile.inventory import Station
 from golive.profile.schema import LAYERS, Layer
 from golive.report.model import legacy_check_id
@@ -85,4 +83,4 @@ def duplicate_ids(items: list[pytest.Item]) -> list[str]:
 def secrets(config: pytest.Config) -> list[str]:
     """Every secret the run knows (golive.core.secrets.station_secrets), longest first: scrubbed from every output."""
     loaded = inventory(config)
-    return [] if loaded is None else station_secrets(loaded.inventory.stations, api_key_of)
+    return [] if loaded is None else loaded.secrets()

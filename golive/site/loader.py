@@ -11,7 +11,9 @@ from typing import Any
 
 import yaml
 
+from golive.core.secrets import station_secrets
 from golive.endpoint.answers import battery_ref, load_answer_battery
+from golive.endpoint.target import api_key_of
 from golive.profile.inventory import Inventory, Station
 from golive.profile.origins import ValueOrigins, shipped_cites
 from golive.profile.schema import Profile
@@ -208,6 +210,11 @@ class LoadedInventory:
         """Where the inventory says a station's `key` ("inventory.yaml:7"), or the station itself where the key is
         not written; for a finding's Do that names the line to change."""
         return self.lines.get((station.name, key)) or self.lines.get((station.name, ""), str(self.path))
+
+    def secrets(self) -> list[str]:
+        """Every secret the run knows of these stations (golive.core.secrets.station_secrets: each API key as the
+        environment holds it now, and its encodings), longest first: scrubbed from every output."""
+        return station_secrets(self.inventory.stations, api_key_of)
 
     def tls_ca_file(self, station: Station) -> str | None:
         """The station's site CA for https, relative to the inventory file."""

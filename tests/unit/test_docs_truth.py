@@ -91,24 +91,19 @@ def test_the_layout_is_what_the_code_says():
     )
 
 
-# The two upward imports golive had before issue 39's reorganisation (docs/module-graph-before.md), each closing a
-# circle between two packages: waivers.py types its argument with checklist.CollectedChecks while checklist.py reads
-# the profile's LAYERS and GateName; report/writer.py reads run.session.secrets while run writes the reports. Known,
-# to be gone; nothing may join them.
-UPWARD_BEFORE_ISSUE_39 = {("golive.profile", "golive.checklist"), ("golive.report", "golive.run")}
-
-
 def test_the_packages_stack_in_their_layers():
-    """No package of golive imports one above it in tools/layout.py's PRODUCT_LAYERS and no modules import each other
-    round a circle, but for the two upward imports the code had before issue 39's reorganisation."""
+    """No package of golive imports one above it in tools/layout.py's PRODUCT_LAYERS (the two it had before issue 39,
+    profile → checklist and report → run, are gone: docs/module-graph-before.md) and no modules import each other
+    round a circle."""
     layout = _layout_script()
     between, modules = layout.imports_between()
     assert len(between) > 30, "the graph lost its edges: the script reads the wrong files"
-    assert layout.upward(between) <= UPWARD_BEFORE_ISSUE_39, (
-        f"a package imports one above it: {sorted(layout.upward(between) - UPWARD_BEFORE_ISSUE_39)} "
+    assert not layout.upward(between), (
+        f"a package imports one above it: {sorted(layout.upward(between))} "
         f"(docs/layout.md, 'How the packages of golive/ depend on each other'; tools/layout.py PRODUCT_LAYERS)"
     )
     assert layout.circles(modules) == [], f"modules import each other round a circle: {layout.circles(modules)}"
+    assert layout.circles(between) == [], f"packages import each other round a circle: {layout.circles(between)}"
 
 
 def test_the_layout_has_a_line_for_every_module():
