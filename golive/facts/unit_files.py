@@ -55,6 +55,7 @@ def _physical_lines(text: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
+# Long on purpose: conf-parser.c's config_parse with its parse_line inside, to be read side by side with them
 def parse_unit_file(
     text: str,
     path: str = "unit file",
