@@ -193,6 +193,72 @@ def machine_now() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    sizes = sorted(set(args.sizes))
+    try:
+        realstation.preflight()
+    except StationError as exc:
+        print(f"fleet: no real station here: {exc}", file=sys.stderr)
+        return 2
+    state: Path = args.state_dir
+    state.mkdir(parents=True, exist_ok=True)
+    up: list[Record] = []
+    report = _new_report(args.reserve_gib)
+    failed = False
+    per_station = float(args.gib_per_station)
+    try:
+        for n in sizes:
+            names = [f"fleet-{i}" for i in range(1, n + 1)]
+            adding = [x for x in names if x not in {r.name for r in up}]
+            now = machine_now()
+            mem = meminfo()["MemAvailable"]
+            line = refusal(n, len(adding), mem, per_station, args.reserve_gib)
+            if line:
+                print(line, file=sys.stderr, flush=True)
+                report["refused"] = [
+                    {"n": m, "at_start": now, "why": refusal(m, m - len(up), mem, per_station, args.reserve_gib)}
+                    for m in sizes
+                    if m >= n
+                ]
+                break
+            print(f"fleet: N={n}: adding {len(adding)} station(s); {now}", file=sys.stderr, flush=True)
+            up_wall = _bring_up(adding, up, state, args.up_parallel)
+            records = sorted(up, key=lambda r: int(r.name.rsplit("-", 1)[1]))
+            pss = {r.name: station_pss(r) for r in records}
+            report["pss_gib"][f"N={n}"] = {k: round(v / GIB, 2) for k, v in pss.items()}
+            measured = 1.25 * max(pss.values(), default=0) / GIB
+            per_station = measured if measured > 0.5 else per_station  # a reading that missed vLLM is no estimate
+            inventory = write_inventory(records, state / f"fleet-{n}" / "inventory.yaml")
+            runs = _worker_runs(inventory, state / f"fleet-{n}", n, names, args.workers, args.repeats)
+            row = {
+                "n": n,
+                "at_start": now,
+                "added": len(adding),
+                "up_wall_s": round(up_wall, 1),
+                "up_s_each": [round(r.timings["up_s"], 1) for r in records if r.name in adding],
+                "pss_gib_mean": round(sum(pss.values()) / len(pss) / GIB, 2),
+                "runs": runs,
+            }
+            report["sizes"].append(row)
+    except (StationError, AssertionError) as exc:
+        failed = True
+        print(f"fleet: {exc}", file=sys.stderr, flush=True)
+        report["error"] = str(exc)
+    finally:
+        for r in up:
+            report["up"][r.name] = {k: round(v, 1) for k, v in r.timings.items()}
+        _take_down(up, state, report, args.up_parallel)
+    against_n1(report["sizes"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: report[k] for k in ("sizes", "refused", "down", "leftovers")}, indent=2))
+    if report["leftovers"]:
+        print(f"fleet: stations left something behind: {report['leftovers']}", file=sys.stderr)
+        return 1
+    return 1 if failed else 0
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 6, 8], help="fleet sizes, grown in this order")
     parser.add_argument(
@@ -213,29 +279,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--reserve-gib", type=float, default=RESERVE_GIB)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "fleet.json")
-    args = parser.parse_args(argv)
-    sizes = sorted(set(args.sizes))
-    try:
-        realstation.preflight()
-    except StationError as exc:
-        print(f"fleet: no real station here: {exc}", file=sys.stderr)
-        return 2
-    state: Path = args.state_dir
-    state.mkdir(parents=True, exist_ok=True)
-    lock = threading.Lock()
-    up: list[Record] = []
+    return parser
+
+
+def _new_report(reserve_gib: float) -> dict[str, Any]:
+    """The report's frame: the machine, then each size's rows as they are measured."""
     report: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": platform.node(),
         "cpus": os.cpu_count(),
         "mem_total_gib": round(meminfo()["MemTotal"] / GIB, 1),
-        "reserve_gib": args.reserve_gib,
+        "reserve_gib": reserve_gib,
         "sizes": [],
         "refused": [],
         "up": {},
         "down": {},
         "pss_gib": {},
     }
+    return report
+
+
+def _bring_up(adding: list[str], up: list[Record], state: Path, parallel: int) -> float:
+    """These stations brought up (`parallel` at once), each added to `up` as it comes; the wall time it took."""
+    lock = threading.Lock()
 
     def bring_up(name: str) -> Record:
         def say(text: str) -> None:
@@ -247,97 +313,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fleet: {name} up in {record.timings['up_s']:.0f} s", file=sys.stderr, flush=True)
         return record
 
-    failed = False
-    per_station = float(args.gib_per_station)
-    try:
-        for n in sizes:
-            names = [f"fleet-{i}" for i in range(1, n + 1)]
-            adding = [x for x in names if x not in {r.name for r in up}]
-            now = machine_now()
-            mem = meminfo()["MemAvailable"]
-            line = refusal(n, len(adding), mem, per_station, args.reserve_gib)
-            if line:
-                print(line, file=sys.stderr, flush=True)
-                report["refused"] = [
-                    {"n": m, "at_start": now, "why": refusal(m, m - len(up), mem, per_station, args.reserve_gib)}
-                    for m in sizes
-                    if m >= n
-                ]
-                break
-            print(f"fleet: N={n}: adding {len(adding)} station(s); {now}", file=sys.stderr, flush=True)
-            started = time.perf_counter()
-            first = adding[:1] if not up else []  # the first station alone: it makes the nspawn runtime mount
-            for name in first:
-                bring_up(name)
-            rest = adding[len(first) :]
-            if rest:
-                with ThreadPoolExecutor(max_workers=max(1, args.up_parallel)) as pool:
-                    list(pool.map(bring_up, rest))
-            up_wall = time.perf_counter() - started
-            records = sorted(up, key=lambda r: int(r.name.rsplit("-", 1)[1]))
-            pss = {r.name: station_pss(r) for r in records}
-            report["pss_gib"][f"N={n}"] = {k: round(v / GIB, 2) for k, v in pss.items()}
-            measured = 1.25 * max(pss.values(), default=0) / GIB
-            per_station = measured if measured > 0.5 else per_station  # a reading that missed vLLM is no estimate
-            inventory = write_inventory(records, state / f"fleet-{n}" / "inventory.yaml")
-            rounds: dict[int, list[dict[str, Any]]] = {w: [] for w in sorted({min(w, n) for w in args.workers})}
-            for i in range(args.repeats):  # the worker counts alternate, so that a noisy minute hits them all
-                for workers, done in rounds.items():
-                    load_before = [round(x, 2) for x in os.getloadavg()]
-                    run = check_fleet(inventory, state / f"fleet-{n}" / f"reports-w{workers}", workers, names)
-                    done.append(run | {"load_before": load_before})
-                    print(f"fleet: N={n} -n {workers} round {i + 1}: {json.dumps(run)}", file=sys.stderr, flush=True)
-            runs = [
-                {
-                    "workers": workers,
-                    "wall_s": statistics.median(r["wall_s"] for r in done),
-                    "checks_s": statistics.median(r["checks_s"] for r in done),
-                    "wall_per_station_s": round(statistics.median(r["wall_s"] for r in done) / n, 2),
-                    "walls_s": [r["wall_s"] for r in done],
-                    "load_before": [r["load_before"][0] for r in done],
-                    "checks": done[-1]["checks"],
-                    "per_station": done[-1]["per_station"],
-                }
-                for workers, done in rounds.items()
-            ]
-            row = {
-                "n": n,
-                "at_start": now,
-                "added": len(adding),
-                "up_wall_s": round(up_wall, 1),
-                "up_s_each": [round(r.timings["up_s"], 1) for r in records if r.name in adding],
-                "pss_gib_mean": round(sum(pss.values()) / len(pss) / GIB, 2),
-                "runs": runs,
-            }
-            report["sizes"].append(row)
-    except (StationError, AssertionError) as exc:
-        failed = True
-        print(f"fleet: {exc}", file=sys.stderr, flush=True)
-        report["error"] = str(exc)
-    finally:
-        for r in up:
-            report["up"][r.name] = {k: round(v, 1) for k, v in r.timings.items()}
-        left: dict[str, list[str]] = {}
+    started = time.perf_counter()
+    first = adding[:1] if not up else []  # the first station alone: it makes the nspawn runtime mount
+    for name in first:
+        bring_up(name)
+    rest = adding[len(first) :]
+    if rest:
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            list(pool.map(bring_up, rest))
+    return time.perf_counter() - started
 
-        def take_down(r: Record) -> None:
-            started = time.perf_counter()
-            realstation.down(r.name, state)
-            report["down"][r.name] = round(time.perf_counter() - started, 1)
-            left[r.name] = realstation.leftovers(r)
 
+def _worker_runs(
+    inventory: Path, reports: Path, n: int, names: list[str], workers: list[int], repeats: int
+) -> list[dict[str, Any]]:
+    """`repeats` `golive run`s of the fleet at each worker count (at most n), and each count's medians."""
+    rounds: dict[int, list[dict[str, Any]]] = {w: [] for w in sorted({min(w, n) for w in workers})}
+    for i in range(repeats):  # the worker counts alternate, so that a noisy minute hits them all
+        for count, done in rounds.items():
+            load_before = [round(x, 2) for x in os.getloadavg()]
+            run = check_fleet(inventory, reports / f"reports-w{count}", count, names)
+            done.append(run | {"load_before": load_before})
+            print(f"fleet: N={n} -n {count} round {i + 1}: {json.dumps(run)}", file=sys.stderr, flush=True)
+    runs = [
+        {
+            "workers": count,
+            "wall_s": statistics.median(r["wall_s"] for r in done),
+            "checks_s": statistics.median(r["checks_s"] for r in done),
+            "wall_per_station_s": round(statistics.median(r["wall_s"] for r in done) / n, 2),
+            "walls_s": [r["wall_s"] for r in done],
+            "load_before": [r["load_before"][0] for r in done],
+            "checks": done[-1]["checks"],
+            "per_station": done[-1]["per_station"],
+        }
+        for count, done in rounds.items()
+    ]
+    return runs
+
+
+def _take_down(up: list[Record], state: Path, report: dict[str, Any], parallel: int) -> None:
+    """Every station brought up, taken down (`parallel` at once), with the time each took and what it left behind."""
+    left: dict[str, list[str]] = {}
+
+    def take_down(r: Record) -> None:
         started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=max(1, args.up_parallel)) as pool:
-            list(pool.map(take_down, up))
-        report["down_wall_s"] = round(time.perf_counter() - started, 1)
-        report["leftovers"] = {k: v for k, v in left.items() if v}
-    against_n1(report["sizes"])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({k: report[k] for k in ("sizes", "refused", "down", "leftovers")}, indent=2))
-    if report["leftovers"]:
-        print(f"fleet: stations left something behind: {report['leftovers']}", file=sys.stderr)
-        return 1
-    return 1 if failed else 0
+        realstation.down(r.name, state)
+        report["down"][r.name] = round(time.perf_counter() - started, 1)
+        left[r.name] = realstation.leftovers(r)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        list(pool.map(take_down, up))
+    report["down_wall_s"] = round(time.perf_counter() - started, 1)
+    report["leftovers"] = {k: v for k, v in left.items() if v}
 
 
 if __name__ == "__main__":

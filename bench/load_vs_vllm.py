@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from golive.endpoint.load import SweepPlan, sweep_async
 from golive.endpoint.load_request import Workload
@@ -267,54 +268,7 @@ def pin(process_group: int, cpu: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, default=8794)
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32])
-    parser.add_argument("--requests", type=int, default=64)
-    parser.add_argument("--output-tokens", type=int, default=128)
-    parser.add_argument("--prompt-tokens", type=int, default=40)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--aiperf",
-        type=Path,
-        default=REPO / ".aiperf-venv/bin/aiperf",
-        help="AIPerf's command (bench/aiperf-venv.sh installs it); left out when missing",
-    )
-    parser.add_argument("--out", type=Path, default=REPO / "bench/results/load-vs-vllm.json")
-    parser.add_argument(
-        "--vllm-via",
-        choices=("command", "in-process"),
-        default="command",
-        help="command: `vllm bench serve` as documented (python -m golive_testbed.vllm_cli bench serve); in-process: "
-        "its function (vllm.benchmarks.serve.main), as this bench ran before",
-    )
-    parser.add_argument(
-        "--server",
-        choices=("reference", "scripted"),
-        default="reference",
-        help="scripted: bench/scripted_stream.py --script paced, whose timing is known (TTFT 30 ms, a "
-        "fixed ITL pattern) and costs no CPU to speak of: the clients compared free of the noise "
-        "of a CPU-bound server",
-    )
-    parser.add_argument(
-        "--role-with-first-token",
-        action="store_true",
-        help="scripted: the role chunk goes out with the first token, as vLLM sends it, so every client's TTFT is "
-        "the first token's (by default it goes with the headers and `vllm bench serve` times that chunk)",
-    )
-    parser.add_argument("--ttft-ms", type=float, default=30.0, help="scripted: the first token's delay")
-    parser.add_argument(
-        "--itl-ms", type=float, nargs="+", default=None, help="scripted: the gaps between tokens, in turn"
-    )
-    parser.add_argument(
-        "--pin",
-        nargs=2,
-        type=int,
-        metavar=("SERVER_CPU", "CLIENT_CPU"),
-        help="pin the station (every thread) to one core and the clients to another: on a small box a "
-        "client's own CPU use then cannot slow the server it measures (AIPerf runs 8 processes)",
-    )
-    args = parser.parse_args()
+    args = _parser().parse_args()
     global VLLM_VIA
     VLLM_VIA = args.vllm_via
     sys.path.insert(0, str(REPO / "bench"))
@@ -376,6 +330,71 @@ def main() -> int:
                         )
                 rows.append(row)
                 print(" | ".join(line), flush=True)
+    summary = _summary(rows, clients, args, itl_ms)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps({"rows": rows, "summary": summary, "args": {k: str(v) for k, v in vars(args).items()}}, indent=1)
+    )
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=8794)
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--requests", type=int, default=64)
+    parser.add_argument("--output-tokens", type=int, default=128)
+    parser.add_argument("--prompt-tokens", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--aiperf",
+        type=Path,
+        default=REPO / ".aiperf-venv/bin/aiperf",
+        help="AIPerf's command (bench/aiperf-venv.sh installs it); left out when missing",
+    )
+    parser.add_argument("--out", type=Path, default=REPO / "bench/results/load-vs-vllm.json")
+    parser.add_argument(
+        "--vllm-via",
+        choices=("command", "in-process"),
+        default="command",
+        help="command: `vllm bench serve` as documented (python -m golive_testbed.vllm_cli bench serve); in-process: "
+        "its function (vllm.benchmarks.serve.main), as this bench ran before",
+    )
+    parser.add_argument(
+        "--server",
+        choices=("reference", "scripted"),
+        default="reference",
+        help="scripted: bench/scripted_stream.py --script paced, whose timing is known (TTFT 30 ms, a "
+        "fixed ITL pattern) and costs no CPU to speak of: the clients compared free of the noise "
+        "of a CPU-bound server",
+    )
+    parser.add_argument(
+        "--role-with-first-token",
+        action="store_true",
+        help="scripted: the role chunk goes out with the first token, as vLLM sends it, so every client's TTFT is "
+        "the first token's (by default it goes with the headers and `vllm bench serve` times that chunk)",
+    )
+    parser.add_argument("--ttft-ms", type=float, default=30.0, help="scripted: the first token's delay")
+    parser.add_argument(
+        "--itl-ms", type=float, nargs="+", default=None, help="scripted: the gaps between tokens, in turn"
+    )
+    parser.add_argument(
+        "--pin",
+        nargs=2,
+        type=int,
+        metavar=("SERVER_CPU", "CLIENT_CPU"),
+        help="pin the station (every thread) to one core and the clients to another: on a small box a "
+        "client's own CPU use then cannot slow the server it measures (AIPerf runs 8 processes)",
+    )
+    return parser
+
+
+def _summary(
+    rows: list[dict[str, Any]], clients: list[str], args: argparse.Namespace, itl_ms: list[float]
+) -> dict[Any, Any]:
+    """Each level's ratios over the rounds (median, min, max), each client's medians, and against the truth where
+    the server is the scripted one."""
     summary = {
         "server": args.server,
         "pinned (server cpu, client cpu)": args.pin,
@@ -400,12 +419,7 @@ def main() -> int:
                     summary[level][f"{client}_{metric}_vs_truth"] = summary[level][f"{client}_{metric}_median"] / truth
         if args.server == "scripted":
             summary[level]["goals"] = _goals(summary[level], clients, args.requests, level)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"rows": rows, "summary": summary, "args": {k: str(v) for k, v in vars(args).items()}}, indent=1)
-    )
-    print(json.dumps(summary, indent=1))
-    return 0
+    return summary
 
 
 if __name__ == "__main__":

@@ -47,6 +47,40 @@ def station_rss_gib(pid: int) -> float:
         return float("nan")
 
 
+def _one_build(client: EndpointClient, target: int, depth: float) -> dict:
+    """One haystack of `target` tokens with its needle at `depth`, built through the station's /tokenize: its time,
+    its calls and how far from the target it lands."""
+    calls: list[dict] = []
+
+    def tokenize(text: str) -> int:
+        t0 = time.perf_counter()
+        count = client.tokenize(SERVED_NAME, text)
+        calls.append({"chars": len(text), "tokens": count, "s": round(time.perf_counter() - t0, 3)})
+        return count
+
+    t0 = time.perf_counter()
+    haystack = longctx.build(tokenize, target, depth, seed=int(depth * 100))  # the suite's seeds
+    build_s = time.perf_counter() - t0
+    run = {
+        "depth": depth,
+        "build_s": round(build_s, 3),
+        "calls": haystack.calls,
+        "tokens": haystack.tokens,
+        "error_pct": round(100 * haystack.error, 4),
+        "prompt_chars": len(haystack.prompt),
+        "tokenize_s": round(sum(c["s"] for c in calls), 3),
+        "client_s": round(build_s - sum(c["s"] for c in calls), 3),
+        "tokenize_calls": calls,
+    }
+    print(
+        f"depth {depth:.0%}: {build_s:.2f} s, {haystack.calls} calls ({run['tokenize_s']:.2f} s in "
+        f"/tokenize), {haystack.tokens:,} tokens ({run['error_pct']:+.3f} %), "
+        f"{len(haystack.prompt) / 1e6:.1f} MB",
+        flush=True,
+    )
+    return run
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8799)
@@ -74,36 +108,7 @@ def main() -> int:
             flush=True,
         )
         for i in range(ns.repeats):
-            depth = (0.1, 0.5, 0.9)[i % 3]
-            calls: list[dict] = []
-
-            def tokenize(text: str, calls: list[dict] = calls) -> int:
-                t0 = time.perf_counter()
-                count = client.tokenize(SERVED_NAME, text)
-                calls.append({"chars": len(text), "tokens": count, "s": round(time.perf_counter() - t0, 3)})
-                return count
-
-            t0 = time.perf_counter()
-            haystack = longctx.build(tokenize, ns.target, depth, seed=int(depth * 100))  # the suite's seeds
-            build_s = time.perf_counter() - t0
-            run = {
-                "depth": depth,
-                "build_s": round(build_s, 3),
-                "calls": haystack.calls,
-                "tokens": haystack.tokens,
-                "error_pct": round(100 * haystack.error, 4),
-                "prompt_chars": len(haystack.prompt),
-                "tokenize_s": round(sum(c["s"] for c in calls), 3),
-                "client_s": round(build_s - sum(c["s"] for c in calls), 3),
-                "tokenize_calls": calls,
-            }
-            runs.append(run)
-            print(
-                f"depth {depth:.0%}: {build_s:.2f} s, {haystack.calls} calls ({run['tokenize_s']:.2f} s in "
-                f"/tokenize), {haystack.tokens:,} tokens ({run['error_pct']:+.3f} %), "
-                f"{len(haystack.prompt) / 1e6:.1f} MB",
-                flush=True,
-            )
+            runs.append(_one_build(client, ns.target, (0.1, 0.5, 0.9)[i % 3]))
         rss = station_rss_gib(station.pid)
         client.close()
     times = [r["build_s"] for r in runs]

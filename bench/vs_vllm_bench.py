@@ -180,29 +180,7 @@ def summary(rows: list[dict], levels: list[int]) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, default=8796)
-    parser.add_argument("--rounds", type=int, default=6, help="≥ 6: an interval of golive's median needs 6 rounds")
-    parser.add_argument("--profile", default="reference-cpu")
-    parser.add_argument("--out", type=Path, default=REPO / "bench/results/vs-vllm-bench.json")
-    parser.add_argument("--prompt-tokens", type=int, help="the prompt as the server counts it (default: the profile's)")
-    parser.add_argument("--output-tokens", type=int, help="answer length, ignore_eos (default: the profile's)")
-    parser.add_argument(
-        "--min-requests", type=int, help="measured requests a level, at least (default: the profile's min_requests)"
-    )
-    parser.add_argument(
-        "--prompts",
-        choices=("golive", "random"),
-        default="golive",
-        help="what vLLM's client sends: golive's own prompts (the same text), or vLLM's random ids sized to golive's",
-    )
-    parser.add_argument(
-        "--vllm-warmups",
-        action="store_true",
-        help="vLLM's client with its ready check and C warm-ups (they cache its first measured prompt; without them "
-        "its first requests open their connections inside the measured run)",
-    )
-    args = parser.parse_args()
+    args = _parser().parse_args()
     load = load_profile(args.profile).profile.load
     assert load is not None
     prompt_tokens = args.prompt_tokens or load.prompt_tokens
@@ -274,6 +252,32 @@ def main() -> int:
             )
     print(f"golive's interval contains vLLM's median: {result['contained']}")
     return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=8796)
+    parser.add_argument("--rounds", type=int, default=6, help="≥ 6: an interval of golive's median needs 6 rounds")
+    parser.add_argument("--profile", default="reference-cpu")
+    parser.add_argument("--out", type=Path, default=REPO / "bench/results/vs-vllm-bench.json")
+    parser.add_argument("--prompt-tokens", type=int, help="the prompt as the server counts it (default: the profile's)")
+    parser.add_argument("--output-tokens", type=int, help="answer length, ignore_eos (default: the profile's)")
+    parser.add_argument(
+        "--min-requests", type=int, help="measured requests a level, at least (default: the profile's min_requests)"
+    )
+    parser.add_argument(
+        "--prompts",
+        choices=("golive", "random"),
+        default="golive",
+        help="what vLLM's client sends: golive's own prompts (the same text), or vLLM's random ids sized to golive's",
+    )
+    parser.add_argument(
+        "--vllm-warmups",
+        action="store_true",
+        help="vLLM's client with its ready check and C warm-ups (they cache its first measured prompt; without them "
+        "its first requests open their connections inside the measured run)",
+    )
+    return parser
 
 
 if __name__ == "__main__":

@@ -41,9 +41,22 @@ def _at(profile: Profile, floor: float | None) -> float | None:
 def station_rules(station: Station, profile: Profile, every_s: float, inventory: str) -> list[Rule]:
     """The alerts of one station, thresholds from its profile (`watch:`, else the go-live floors less tolerance)."""
     sel = f'station="{station.name}"'
-    name = station.name
     run = f"golive run {inventory}"
-    sustained = 2 * every_s
+    sustained = 2 * every_s  # a speed or KV alert fires only when it holds for two rounds
+    rules = [
+        *_round_rules(station, profile, sel, run, every_s),
+        *_decode_rules(station, profile, sel, run, sustained),
+        *_restart_rules(station, profile, sel, run),
+        *_kv_rules(station, profile, sel, run, sustained),
+    ]
+    for rule in rules:
+        rule.labels = {"station": station.name, "profile": profile.name, **rule.labels}
+    return rules
+
+
+def _round_rules(station: Station, profile: Profile, sel: str, run: str, every_s: float) -> list[Rule]:
+    """The station answers, its checks pass, and the watcher completes its rounds."""
+    name = station.name
     unit = profile.service.unit if profile.service else None
     rules = []
     if station.endpoint:
@@ -79,6 +92,13 @@ def station_rules(station: Station, profile: Profile, every_s: float, inventory:
             f'the watcher\'s own log; `{run} -m "{LIGHT_MARKERS}"`',
         ),
     ]
+    return rules
+
+
+def _decode_rules(station: Station, profile: Profile, sel: str, run: str, sustained: float) -> list[Rule]:
+    """Decode speed below the watch thresholds: one user alone, and each of the gate's users under load."""
+    name = station.name
+    rules = []
     decode = profile.watch.single_user_decode_tok_s or _at(
         profile, profile.load.floors.single_user_decode_tok_s if profile.load else None
     )
@@ -113,21 +133,34 @@ def station_rules(station: Station, profile: Profile, every_s: float, inventory:
                 {"threshold": f"{per_user:g}", "users": str(users)},
             )
         )
-    if profile.service is not None and station.host:
-        burst = profile.watch.restarts_per_interval or max(1, profile.service.start_limit_burst - 1)
-        window = _duration(profile.service.start_limit_interval_s)
-        rules.append(
-            Rule(
-                "GoliveRestartSpike",
-                f"increase(golive_service_restarts_total{{{sel}}}[{window}]) >= {burst}",
-                0,
-                "critical",
-                f"{name}: {profile.service.unit} restarted {burst}+ times within {window}",
-                f"journalctl -u {profile.service.unit}; the saved logs in {profile.service.log_dir or 'the log dir'}; "
-                f"one more start and systemd's start limit keeps it down (`systemctl reset-failed`); `{run} -m host`",
-                {"threshold": str(burst)},
-            )
+    return rules
+
+
+def _restart_rules(station: Station, profile: Profile, sel: str, run: str) -> list[Rule]:
+    """Restarts one short of systemd's start limit, where one more start keeps the service down."""
+    if profile.service is None or not station.host:
+        return []
+    service = profile.service
+    burst = profile.watch.restarts_per_interval or max(1, service.start_limit_burst - 1)
+    window = _duration(service.start_limit_interval_s)
+    return [
+        Rule(
+            "GoliveRestartSpike",
+            f"increase(golive_service_restarts_total{{{sel}}}[{window}]) >= {burst}",
+            0,
+            "critical",
+            f"{station.name}: {service.unit} restarted {burst}+ times within {window}",
+            f"journalctl -u {service.unit}; the saved logs in {service.log_dir or 'the log dir'}; "
+            f"one more start and systemd's start limit keeps it down (`systemctl reset-failed`); `{run} -m host`",
+            {"threshold": str(burst)},
         )
+    ]
+
+
+def _kv_rules(station: Station, profile: Profile, sel: str, run: str, sustained: float) -> list[Rule]:
+    """The KV cache near full with requests waiting."""
+    name = station.name
+    rules = []
     ceiling = profile.watch.kv_usage_ceiling
     if station.endpoint:
         rules.append(
@@ -143,8 +176,6 @@ def station_rules(station: Station, profile: Profile, every_s: float, inventory:
                 {"threshold": f"{ceiling:g}"},
             )
         )
-    for rule in rules:
-        rule.labels = {"station": name, "profile": profile.name, **rule.labels}
     return rules
 
 

@@ -27,11 +27,13 @@ from golive.profile.recipe import (
     start_limit_settings,
     unit_not_enabled,
 )
-from golive.profile.schema import Profile
+from golive.profile.schema import Profile, Service
 
 if TYPE_CHECKING:  # imported where used: testinfra is slow to import
     from testinfra.host import Host
 
+    from golive.facts.docker import ContainerFacts, DockerRun, ImageFacts
+    from golive.facts.systemd import UnitFacts
     from golive.site import loader
 
 INT_FLAGS = {"port", "tensor_parallel_size", "max_num_seqs"}
@@ -118,43 +120,21 @@ def _checkpoint_on_host(model: str, volumes: list[str]) -> str | None:
 
 
 def capture_host(collect: Collector, host: Host, station: Station, observed: Observed) -> None:
+    """The host's values: the unit's settings, its docker run line, the running container and image, the served
+    flags, the checkpoint and the log folder; each kept in the capture, or said in `cannot_keep` with why."""
     from golive.station.host import StationFacts
 
     recipe = collect.recipe
     service = recipe.service
     if service is None:
-        collect.capture.read_from.append(f"host: the recipe {recipe.name} has no systemd unit; only GPUs read")
-        unread = [
-            k
-            for k, v in (("image.digest", recipe.image.digest), ("checkpoint.path", recipe.checkpoint.path))
-            if v is None
-        ]
-        if unread:
-            collect.capture.cannot_keep.append(
-                f"{' and '.join(unread)}: the recipe launches vLLM by a script golive does not read — set them by hand"
-            )
+        _without_unit(collect)
         return
     facts = StationFacts(host, station, recipe)
     unit = facts.unit
     usource = (
         f"{unit.source} {service.unit}" if unit.source == "systemctl show" else f"{facts.unit_path or 'the unit file'}"
     )
-    for settings, does in (
-        (restart_settings(unit, service), restart_does(unit.restart, unit.restart_sec_s, service.restart)),
-        (
-            start_limit_settings(unit, service),
-            start_limit_does(unit.start_limit_burst, unit.start_limit_interval_s, unit.restart_sec_s),
-        ),
-    ):
-        for setting in settings:
-            if setting.got is None and setting.differs:
-                collect.capture.cannot_keep.append(
-                    f"{usource} shows no {setting.key}; the recipe sets {setting.setting} [000]"
-                )
-                continue
-            said = f"has {setting.key}={span(setting.got) if isinstance(setting.got, float) else setting.got}"
-            collect.ruled("service", setting.field, setting.got, usource, said, differs=setting.differs, does=does)
-            does = does if not setting.differs else []  # said once, on the first setting that differs
+    _capture_restart_settings(collect, unit, service, usource)
     # the prestart is the script an ExecStartPre line runs (`-/usr/bin/docker rm -f …` may come first)
     scripts = [found[0] for c in unit.exec_start_pre if (found := bash.script_run_by(c.argv, facts.read_script))]
     pre = scripts or [c.path for c in unit.exec_start_pre if c.path.startswith("/")]
@@ -185,6 +165,57 @@ def capture_host(collect: Collector, host: Host, station: Station, observed: Obs
         )
     container = facts.container
     running = container if container is not None and container.running else None
+    _refuse_run_options(collect, run, container, service)
+    _capture_image(collect, run, running, facts.image(running.image_id) if running else None, service)
+    observed.flags = parse_serve_args(running.args if running else run.args)
+    observed.flags_source = f"docker inspect {running.name} Args" if running else f"ExecStart of {service.unit}"
+    capture_flags(collect, observed)
+    model = observed.flags.get("model")
+    if isinstance(model, str) and model:
+        _capture_mounted_checkpoint(collect, host, station, model, run, service)
+    saved = (
+        [c for c in facts.prestart.commands if service.container in c.docker_targets("logs")]
+        if facts.prestart_text is not None
+        else []
+    )
+    _capture_log_dir(collect, [t for c in saved for op, t in c.redirects if op in (">", ">>", ">|", "&>")], service)
+
+
+def _without_unit(collect: Collector) -> None:
+    """A recipe that launches vLLM by a script golive does not read: only the GPUs are read; say what is not."""
+    recipe = collect.recipe
+    collect.capture.read_from.append(f"host: the recipe {recipe.name} has no systemd unit; only GPUs read")
+    unread = [
+        k for k, v in (("image.digest", recipe.image.digest), ("checkpoint.path", recipe.checkpoint.path)) if v is None
+    ]
+    if unread:
+        collect.capture.cannot_keep.append(
+            f"{' and '.join(unread)}: the recipe launches vLLM by a script golive does not read — set them by hand"
+        )
+
+
+def _capture_restart_settings(collect: Collector, unit: UnitFacts, service: Service, usource: str) -> None:
+    """Restart=/RestartSec= and the start limit, each judged by the recipe rule the host check asks."""
+    for settings, does in (
+        (restart_settings(unit, service), restart_does(unit.restart, unit.restart_sec_s, service.restart)),
+        (
+            start_limit_settings(unit, service),
+            start_limit_does(unit.start_limit_burst, unit.start_limit_interval_s, unit.restart_sec_s),
+        ),
+    ):
+        for setting in settings:
+            if setting.got is None and setting.differs:
+                collect.capture.cannot_keep.append(
+                    f"{usource} shows no {setting.key}; the recipe sets {setting.setting} [000]"
+                )
+                continue
+            said = f"has {setting.key}={span(setting.got) if isinstance(setting.got, float) else setting.got}"
+            collect.ruled("service", setting.field, setting.got, usource, said, differs=setting.differs, does=does)
+            does = does if not setting.differs else []  # said once, on the first setting that differs
+
+
+def _refuse_run_options(collect: Collector, run: DockerRun, container: ContainerFacts | None, service: Service) -> None:
+    """docker run options no profile keeps (a docker restart policy, a DRAM pin): each said with how to remove it."""
     restart = docker_restart_policy(run, container)
     if restart:
         collect.capture.cannot_keep.append(
@@ -192,12 +223,22 @@ def capture_host(collect: Collector, host: Host, station: Station, observed: Obs
             f"({restart.where}): systemd owns restarts so the prestart runs on every attempt [000] — no profile keeps "
             f"this: remove it from ExecStart of {service.unit}"
         )
-    pin = dram_pin(recipe, run, container)
+    pin = dram_pin(collect.recipe, run, container)
     if pin:
         collect.capture.cannot_keep.append(
             f"{pin} (--cpuset-mems); CUDA init fails with Error 802 [000] — remove --cpuset-mems from ExecStart of "
             f"{service.unit}"
         )
+
+
+def _capture_image(
+    collect: Collector,
+    run: DockerRun,
+    running: ContainerFacts | None,
+    image: ImageFacts | None,
+    service: Service,
+) -> None:
+    """The image the unit's docker run line pins, and the running container's (`image`: its inspect)."""
     image_source = f"ExecStart of {service.unit}"
     collect.add("image", "repository", run.image.repository, image_source, said=f"runs {run.image.repository}")
     if run.image.digest:
@@ -207,62 +248,60 @@ def capture_host(collect: Collector, host: Host, station: Station, observed: Obs
             f"ExecStart of {service.unit} runs {run.image} (a tag, no digest); the "
             f"recipe pins the image by digest [000] — pin the digest you validated"
         )
-    if running:
-        image = facts.image(running.image_id)
+    if running is not None and image is not None:
         ask = f"docker image inspect {running.image_id[:19]}…"
         collect.add(
             "image", "architecture", image.architecture or None, ask, said=f"runs an {image.architecture} image"
         )
-        wanted = running_image_not_pinned(run, recipe.image.digest, image.digests())
+        wanted = running_image_not_pinned(run, collect.recipe.image.digest, image.digests())
         if wanted is not None:
             collect.capture.cannot_keep.append(
                 f"container {running.name} runs {sorted(image.digests()) or 'an image with no digest'}, not the "
                 f"{wanted} its unit pins — restart it (`systemctl restart {service.unit}`) before capturing"
             )
-    observed.flags = parse_serve_args(running.args if running else run.args)
-    observed.flags_source = f"docker inspect {running.name} Args" if running else f"ExecStart of {service.unit}"
-    capture_flags(collect, observed)
-    model = observed.flags.get("model")
-    model = model if isinstance(model, str) else None
-    if model:
-        path = _checkpoint_on_host(model, [v for v in run.values("-v", "--volume") if v])
-        if path and not host.file(path).is_directory:
-            # a -v source is a path on the Docker engine's machine: where the engine is not the station's own (a
-            # DOCKER_HOST, a bound socket), it is no folder here; the profile's path, where it is one, is read instead
-            known = recipe.checkpoint.path
-            readable = bool(known) and host.file(known).is_directory
-            collect.capture.cannot_keep.append(
-                f"--model {model} is mounted from {path} (-v in ExecStart of {service.unit}), which is not a folder "
-                f"on {station.name}: the Docker engine runs elsewhere? — "
-                + (
-                    f"the checkpoint was read from the profile's checkpoint.path, {known}"
-                    if readable
-                    else "set checkpoint.path by hand"
-                )
+
+
+def _capture_mounted_checkpoint(
+    collect: Collector, host: Host, station: Station, model: str, run: DockerRun, service: Service
+) -> None:
+    """The checkpoint `--model` serves, through the docker run's `-v`: its folder on the host, and what is in it."""
+    recipe = collect.recipe
+    path = _checkpoint_on_host(model, [v for v in run.values("-v", "--volume") if v])
+    if path and not host.file(path).is_directory:
+        # a -v source is a path on the Docker engine's machine: where the engine is not the station's own (a
+        # DOCKER_HOST, a bound socket), it is no folder here; the profile's path, where it is one, is read instead
+        known = recipe.checkpoint.path
+        readable = bool(known) and host.file(known).is_directory
+        collect.capture.cannot_keep.append(
+            f"--model {model} is mounted from {path} (-v in ExecStart of {service.unit}), which is not a folder "
+            f"on {station.name}: the Docker engine runs elsewhere? — "
+            + (
+                f"the checkpoint was read from the profile's checkpoint.path, {known}"
+                if readable
+                else "set checkpoint.path by hand"
             )
-            if readable:
-                capture_checkpoint(collect, host, station, recipe)
-            path = None
-        if path:
-            collect.add(
-                "checkpoint",
-                "path",
-                path,
-                f"--model {model} through the docker run's -v in ExecStart of {service.unit}",
-                said=f"keeps the checkpoint in {path}",
-            )
-            capture_checkpoint(
-                collect,
-                host,
-                station,
-                recipe.model_copy(update={"checkpoint": recipe.checkpoint.model_copy(update={"path": path})}),
-            )
-    saved = (
-        [c for c in facts.prestart.commands if service.container in c.docker_targets("logs")]
-        if facts.prestart_text is not None
-        else []
-    )
-    targets = [t for c in saved for op, t in c.redirects if op in (">", ">>", ">|", "&>")]
+        )
+        if readable:
+            capture_checkpoint(collect, host, station, recipe)
+        return
+    if path:
+        collect.add(
+            "checkpoint",
+            "path",
+            path,
+            f"--model {model} through the docker run's -v in ExecStart of {service.unit}",
+            said=f"keeps the checkpoint in {path}",
+        )
+        capture_checkpoint(
+            collect,
+            host,
+            station,
+            recipe.model_copy(update={"checkpoint": recipe.checkpoint.model_copy(update={"path": path})}),
+        )
+
+
+def _capture_log_dir(collect: Collector, targets: list[str], service: Service) -> None:
+    """The folder the prestart saves `docker logs` into (`targets`: where its redirects write)."""
     if targets and "/" in targets[0]:
         log_dir = targets[0].rsplit("/", 1)[0]
         if "$" not in log_dir:  # a path computed at run time is no folder golive can name

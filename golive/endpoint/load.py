@@ -23,6 +23,7 @@ from golive.endpoint.levels import ROUNDED, LevelResult
 from golive.endpoint.load_batch import Slo, lanes, run_level, summarize
 from golive.endpoint.load_request import RequestTiming, Workload, sentences_for
 from golive.endpoint.target import EndpointTarget
+from golive.endpoint.timed_http import Lane
 from golive.endpoint.timeline import LEVEL, PRIMING, ROUND, WARMUP, Batch, Buffering, PathProbe, Stream, buffering
 from golive.endpoint.timeline import batch_of as batch_record
 from golive.endpoint.tls import trusting
@@ -180,112 +181,137 @@ async def run_plan(
     (the load generator's HTTP client; a station model in bench/operating_characteristic.py, so the gates' error
     rates are measured through this same code); `clock` is the runner's. Returns the levels' rows (ascending) and the
     levels the duration bound left out."""
-    levels = sorted(set(plan.levels))
-    slo, undecided, paired = plan.slo, plan.undecided, plan.paired
-    sent = 0
-    deadline = clock() + plan.max_duration_s
-    measured: dict[int, _Measured] = {}
-    not_run: list[int] = []
+    return await _PlanRun(plan, run, clock, progress).levels()
 
-    def batch_of(concurrency: int) -> int:
-        return max(plan.repeats * concurrency, plan.min_requests)
 
-    def room(*concurrencies: int) -> bool:
+class _PlanRun:
+    """One run of a sweep plan: the requests sent so far, the levels measured, the rules that pick the next batch."""
+
+    def __init__(
+        self, plan: SweepPlan, run: RunBatch, clock: Callable[[], float], progress: Callable[[str], None]
+    ) -> None:
+        self.plan, self.run, self.clock, self.progress = plan, run, clock, progress
+        self.order = sorted(set(plan.levels))
+        self.paired = plan.paired
+        self.sent = 0
+        self.deadline = clock() + plan.max_duration_s
+        self.measured: dict[int, _Measured] = {}
+        # ratio rounds only where both their levels run (a production station's refused peak level may be the gate
+        # level: then 1 user gets lone batches while a floor of its own is undecided)
+        self.pairing = (
+            self.paired is not None
+            and self.paired != 1
+            and plan.rounds > 0
+            and self.paired in self.order
+            and 1 in self.order
+        )
+
+    async def levels(self) -> tuple[list[LevelResult], list[int]]:
+        """Every level in turn (its warm-up, its first batch, its rounds), then the ratio rounds and what is still
+        undecided; the rows ascending and the levels the duration bound left out."""
+        plan, measured, paired = self.plan, self.measured, self.paired
+        not_run: list[int] = []
+        if plan.warmup:
+            # the station warmed once at the top level first: measured right after start, a fresh server's first
+            # requests (allocation, first batch shapes) made the first 1-user batch 10× slower than the same level
+            # measured after the others; not counted in any level, every request still sent within max_requests
+            top = self.order[-1]
+            primed, _, _ = await self.run(PRIMING, top, plan.warmup * top, None, self.deadline)
+            self.sent += len(primed)
+        for concurrency in self.order:
+            if self.clock() > self.deadline:
+                not_run.append(concurrency)
+                continue
+            warm: list[RequestTiming] = []
+            if plan.warmup:
+                warm, _, _ = await self.run(WARMUP, concurrency, plan.warmup * concurrency, None, self.deadline)
+                self.sent += len(warm)
+            measured[concurrency] = _Measured(warm)
+            await self.extend(concurrency)
+            _progress_line(self.progress, measured[concurrency].gated(), " (its first batch)")
+            if not self.rounds_here(concurrency):
+                await self.settle(concurrency)  # 1 user and the gate level get their rounds interleaved, below
+            elif concurrency == paired and 1 in measured:
+                # the ratio rounds as soon as both their levels are in, before the levels above the gate level: a
+                # station that cannot batch spends the duration bound on the top level, and its gates at 1 user and
+                # the gate level were left without rounds (not checked) where they should fail
+                await self.ratio_rounds()
+        if self.pairing and 1 in measured and paired in measured:
+            await self.ratio_rounds()
+        for concurrency in sorted(measured):
+            await self.settle(concurrency)
+        rows = [m.row(c, plan.slo) for c, m in sorted(measured.items())]
+        for level in rows:  # the levels' own numbers, as every report shows them
+            _progress_line(self.progress, level)
+        return rows, not_run
+
+    def batch_of(self, concurrency: int) -> int:
+        return max(self.plan.repeats * concurrency, self.plan.min_requests)
+
+    def room(self, *concurrencies: int) -> bool:
         """Within the bounds, keeping the first batches (and warm-ups) of the levels not run yet: the profile was
         checked to hold them (golive.profile.schema.Load)."""
-        needed = sum(batch_of(c) for c in concurrencies)
-        later = sum(batch_of(c) + plan.warmup * c for c in levels if c not in measured)
-        return clock() < deadline and (plan.max_requests is None or sent + needed + later <= plan.max_requests)
+        plan = self.plan
+        needed = sum(self.batch_of(c) for c in concurrencies)
+        later = sum(self.batch_of(c) + plan.warmup * c for c in self.order if c not in self.measured)
+        return self.clock() < self.deadline and (
+            plan.max_requests is None or self.sent + needed + later <= plan.max_requests
+        )
 
-    def pending(concurrency: int) -> str | None:
+    def pending(self, concurrency: int) -> str | None:
+        measured, undecided = self.measured, self.plan.undecided
         earlier = [measured[c].gated() for c in sorted(measured) if c < concurrency]
         return None if undecided is None else undecided(measured[concurrency].gated(), earlier)
 
-    async def extend(concurrency: int, kind: str = LEVEL, round_: int | None = None) -> LevelResult:
+    async def extend(self, concurrency: int, kind: str = LEVEL, round_: int | None = None) -> LevelResult:
         """One more measured batch of this level; returns that batch's own row."""
-        nonlocal sent
-        timings, started, ended = await run(kind, concurrency, batch_of(concurrency), round_, deadline)
-        sent += len(timings)
-        return measured[concurrency].add(concurrency, timings, started, ended, slo)
+        timings, started, ended = await self.run(kind, concurrency, self.batch_of(concurrency), round_, self.deadline)
+        self.sent += len(timings)
+        return self.measured[concurrency].add(concurrency, timings, started, ended, self.plan.slo)
 
-    # ratio rounds only where both their levels run (a production station's refused peak level may be the gate
-    # level: then 1 user gets lone batches while a floor of its own is undecided)
-    pairing = paired is not None and paired != 1 and plan.rounds > 0 and paired in levels and 1 in levels
-
-    async def ratio_round() -> None:
+    async def ratio_round(self) -> None:
+        paired = self.paired
         assert paired is not None
-        m = measured[paired]
+        m = self.measured[paired]
         order = (1, paired) if len(m.rounds) % 2 == 0 else (paired, 1)
         number = len(m.rounds) + 1
-        batch = {c: await extend(c, ROUND, number) for c in order}
+        batch = {c: await self.extend(c, ROUND, number) for c in order}
         m.rounds.append((batch[1], batch[paired]))
         ratio = batch[paired].aggregate_tok_s / batch[1].aggregate_tok_s if batch[1].aggregate_tok_s > 0 else None
-        progress(
+        self.progress(
             f"load: round {len(m.rounds)}: 1 user {batch[1].aggregate_tok_s:,.1f} tok/s, {paired} users "
             f"{batch[paired].aggregate_tok_s:,.1f} tok/s: {_fmt(ratio, '.2f')}×"
         )
 
-    async def ratio_rounds() -> None:
+    async def ratio_rounds(self) -> None:
         """The profile's ratio rounds (those not run yet), then more while a gate of 1 user or the gate level is
         undecided."""
+        paired = self.paired
         assert paired is not None
-        while len(measured[paired].rounds) < plan.rounds and room(1, paired):
-            await ratio_round()
-        await settle(1)
-        await settle(paired)
+        while len(self.measured[paired].rounds) < self.plan.rounds and self.room(1, paired):
+            await self.ratio_round()
+        await self.settle(1)
+        await self.settle(paired)
 
-    def rounds_here(concurrency: int) -> bool:
+    def rounds_here(self, concurrency: int) -> bool:
         """Whether this level's rounds are the ratio rounds: 1 user and the gate level, interleaved."""
-        return pairing and concurrency in (1, paired)
+        return self.pairing and concurrency in (1, self.paired)
 
-    async def settle(concurrency: int) -> None:
+    async def settle(self, concurrency: int) -> None:
         """More rounds while a floor read at this level is undecided: a ratio round for 1 user and the gate level
         once the rounds have begun (its batches interleave the two levels), else a batch of the level."""
-        while kind := pending(concurrency):
-            if kind == "ratio" or rounds_here(concurrency):
+        measured, paired = self.measured, self.paired
+        while kind := self.pending(concurrency):
+            if kind == "ratio" or self.rounds_here(concurrency):
                 assert paired is not None
                 begun = paired in measured and measured[paired].rounds and 1 in measured
-                if not (pairing and begun and room(1, paired)):
+                if not (self.pairing and begun and self.room(1, paired)):
                     return
-                await ratio_round()
-            elif room(concurrency):
-                await extend(concurrency)
+                await self.ratio_round()
+            elif self.room(concurrency):
+                await self.extend(concurrency)
             else:
                 return
-
-    if plan.warmup:
-        # the station warmed once at the top level first: measured right after start, a fresh server's first
-        # requests (allocation, first batch shapes) made the first 1-user batch 10× slower than the same level
-        # measured after the others; not counted in any level, every request still sent within max_requests
-        top = levels[-1]
-        primed, _, _ = await run(PRIMING, top, plan.warmup * top, None, deadline)
-        sent += len(primed)
-    for concurrency in levels:
-        if clock() > deadline:
-            not_run.append(concurrency)
-            continue
-        warm: list[RequestTiming] = []
-        if plan.warmup:
-            warm, _, _ = await run(WARMUP, concurrency, plan.warmup * concurrency, None, deadline)
-            sent += len(warm)
-        measured[concurrency] = _Measured(warm)
-        await extend(concurrency)
-        _progress_line(progress, measured[concurrency].gated(), " (its first batch)")
-        if not rounds_here(concurrency):
-            await settle(concurrency)  # 1 user and the gate level get their rounds interleaved, below
-        elif concurrency == paired and 1 in measured:
-            # the ratio rounds as soon as both their levels are in, before the levels above the gate level: a station
-            # that cannot batch spends the duration bound on the top level, and its gates at 1 user and the gate
-            # level were left without rounds (not checked) where they should fail
-            await ratio_rounds()
-    if pairing and 1 in measured and paired in measured:
-        await ratio_rounds()
-    for concurrency in sorted(measured):
-        await settle(concurrency)
-    rows = [m.row(c, slo) for c, m in sorted(measured.items())]
-    for level in rows:  # the levels' own numbers, as every report shows them
-        _progress_line(progress, level)
-    return rows, not_run
 
 
 async def sweep_async(
@@ -308,7 +334,6 @@ async def sweep_async(
     stream-shape and stall rules, polls vLLM's running and waiting counts beside the gate level's round batches, and
     reads vLLM's own TTFT around the 1-user measured batches (plan.probe_path)."""
     headers = target.headers()
-    engine_samples: list[list[float]] = []
     levels = sorted(set(plan.levels))
     async with contextlib.AsyncExitStack() as stack:
         clients = [
@@ -325,52 +350,73 @@ async def sweep_async(
         path = None
         if plan.probe_path:
             path = PathProbe(round_trip_s=await round_trip(light, target.root, 5, target.light_timeout_s, target.caps))
-        batches: list[Batch] = []
-        origin, started_at = time.perf_counter(), time.time()
-
-        async def timed(
-            kind: str, concurrency: int, count: int, round_: int | None, deadline: float
-        ) -> tuple[list[RequestTiming], float, float]:
-            """One batch (run_level), recorded for the stream-shape and stall rules; around a 1-user measured batch,
-            vLLM's own TTFT histogram is read too (plan.probe_path); beside a gate-level round batch, vLLM's running
-            and waiting counts (the batch check reads them)."""
-            probing = path is not None and path.problem is None and concurrency == 1 and kind in (LEVEL, ROUND)
-            before = await vllm_ttft(light, target.root, headers, own, target.light_timeout_s) if probing else None
-            done = asyncio.Event()
-            watched = kind in (LEVEL, ROUND) and concurrency == plan.paired
-            poll = (
-                asyncio.ensure_future(
-                    engine_counts(light, target.root, headers, own, done, timeout_s=target.light_timeout_s)
-                )
-                if watched
-                else None
-            )
-            try:
-                timings, started, ended = await run_level(
-                    clients, workload, headers, concurrency, count, deadline, sentences
-                )
-            finally:
-                done.set()
-                if poll is not None:
-                    engine_samples.extend(await poll)
-            if path is not None and before is not None:
-                after = await vllm_ttft(light, target.root, headers, own, target.light_timeout_s)
-                if isinstance(before, str) or isinstance(after, str):
-                    path.problem = before if isinstance(before, str) else str(after)
-                else:
-                    path.add([t.ttft for t in timings if t.ttft is not None], before, after)
-            streams = [
-                Stream(t.sent - origin, t.token_times, t.end, t.completion_tokens, t.error is None) for t in timings
-            ]
-            record = batch_record(kind, concurrency, streams, started - origin, ended - origin)
-            batches.append(replace(record, round=round_) if round_ is not None else record)
-            return timings, started, ended
-
-        rows, not_run = await run_plan(plan, timed, time.perf_counter, progress)
+        sender = _HttpBatches(target, headers, workload, plan, clients, light, own, sentences, path)
+        rows, not_run = await run_plan(plan, sender.batch, time.perf_counter, progress)
     for level in rows:
-        if level.concurrency == plan.paired and engine_samples:
-            level.engine_samples = engine_samples
-    return Sweep(rows, not_run, batches=batches, started_at=started_at, path=path)
+        if level.concurrency == plan.paired and sender.engine_samples:
+            level.engine_samples = sender.engine_samples
+    return Sweep(rows, not_run, batches=sender.batches, started_at=sender.started_at, path=path)
+
+
+class _HttpBatches:
+    """Sends the sweep's batches over HTTP (run_plan's `run`), recording each batch and what vLLM says beside it."""
+
+    def __init__(
+        self,
+        target: EndpointTarget,
+        headers: dict[str, str],
+        workload: Workload,
+        plan: SweepPlan,
+        clients: list[Lane],
+        light: httpx.AsyncClient,
+        own: str,
+        sentences: int,
+        path: PathProbe | None,
+    ) -> None:
+        self.target, self.workload, self.plan = target, workload, plan
+        self.clients, self.light, self.own, self.sentences, self.path = clients, light, own, sentences, path
+        self.headers = headers
+        self.engine_samples: list[list[float]] = []
+        self.batches: list[Batch] = []
+        self.origin, self.started_at = time.perf_counter(), time.time()
+
+    async def batch(
+        self, kind: str, concurrency: int, count: int, round_: int | None, deadline: float
+    ) -> tuple[list[RequestTiming], float, float]:
+        """One batch (run_level), recorded for the stream-shape and stall rules; around a 1-user measured batch,
+        vLLM's own TTFT histogram is read too (plan.probe_path); beside a gate-level round batch, vLLM's running
+        and waiting counts (the batch check reads them)."""
+        target, light, headers, own, path = self.target, self.light, self.headers, self.own, self.path
+        probing = path is not None and path.problem is None and concurrency == 1 and kind in (LEVEL, ROUND)
+        before = await vllm_ttft(light, target.root, headers, own, target.light_timeout_s) if probing else None
+        done = asyncio.Event()
+        watched = kind in (LEVEL, ROUND) and concurrency == self.plan.paired
+        poll = (
+            asyncio.ensure_future(
+                engine_counts(light, target.root, headers, own, done, timeout_s=target.light_timeout_s)
+            )
+            if watched
+            else None
+        )
+        try:
+            timings, started, ended = await run_level(
+                self.clients, self.workload, headers, concurrency, count, deadline, self.sentences
+            )
+        finally:
+            done.set()
+            if poll is not None:
+                self.engine_samples.extend(await poll)
+        if path is not None and before is not None:
+            after = await vllm_ttft(light, target.root, headers, own, target.light_timeout_s)
+            if isinstance(before, str) or isinstance(after, str):
+                path.problem = before if isinstance(before, str) else str(after)
+            else:
+                path.add([t.ttft for t in timings if t.ttft is not None], before, after)
+        origin = self.origin
+        streams = [Stream(t.sent - origin, t.token_times, t.end, t.completion_tokens, t.error is None) for t in timings]
+        record = batch_record(kind, concurrency, streams, started - origin, ended - origin)
+        self.batches.append(replace(record, round=round_) if round_ is not None else record)
+        return timings, started, ended
 
 
 def _with_rounds(level: LevelResult, batch_rows: list[LevelResult]) -> None:

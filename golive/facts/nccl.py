@@ -22,7 +22,7 @@ value (a version, a channel's transport) is read from it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from golive.core.verdict import counted
 from golive.facts import FactError
@@ -205,17 +205,51 @@ class NcclLog:
         return all(c.gdrdma for c in net) if net else None
 
 
-def parse_nccl_log(text: str) -> NcclLog:
-    """An NCCL INFO log (one or many ranks interleaved, as vLLM or torchrun print it), from any source."""
-    versions: list[str] = []
-    channels: list[Channel] = []
-    networks: list[Line] = []
-    warnings: list[Line] = []
-    env: dict[str, str] = {}
+@dataclass
+class _InfoLines:
+    """What NCCL's INFO lines say, as they are read: its version, the channels, the network, its environment, the
+    communicator's shape and when init completed."""
+
+    versions: list[str] = field(default_factory=list)
+    channels: list[Channel] = field(default_factory=list)
+    networks: list[Line] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
     nodes: int | None = None
     ranks: int | None = None
     topology: Line | None = None
     complete: Line | None = None
+
+    def read(self, number: int, message: str, line: Line) -> None:
+        """One line's message (after NCCL's `host:pid:tid [rank] NCCL INFO` prefix); `line`, the whole line."""
+        if match := re.fullmatch(r"NCCL version (\d+\.\d+\.\d+\S*)(?: .*)?", message):  # src/init.cc: always x.y.z
+            if match.group(1) not in self.versions:
+                self.versions.append(match.group(1))
+        elif match := _CHANNEL.match(message):
+            self.channels.append(
+                Channel(
+                    number,
+                    int(match.group(1)),
+                    int(match.group(2)),
+                    int(match.group(3)),
+                    match.group(4),
+                    match.group(5),
+                )
+            )
+        elif re.match(r"NET/\S+ : (Using|No device)|Using network ", message):
+            self.networks.append(Line(number, message))
+        elif match := re.fullmatch(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?", message):
+            self.env[match.group(1)] = match.group(2)
+        elif match := _COMM.search(message):
+            self.ranks, self.nodes = int(match.group(2)), int(match.group(3))
+            self.topology = self.topology or line
+        elif "Init COMPLETE" in message and self.complete is None:
+            self.complete = line
+
+
+def parse_nccl_log(text: str) -> NcclLog:
+    """An NCCL INFO log (one or many ranks interleaved, as vLLM or torchrun print it), from any source."""
+    info = _InfoLines()
+    warnings: list[Line] = []
     first: Line | None = None
     last: Line | None = None
     deaths: list[Line] = []
@@ -249,41 +283,19 @@ def parse_nccl_log(text: str) -> NcclLog:
             continue  # `…via NET/IB/1/GDR`, `NCCL version 2.3`: a value cut short is no value
         if _PROGRESS.search(message):
             progress.append(last)
-        if match := re.fullmatch(r"NCCL version (\d+\.\d+\.\d+\S*)(?: .*)?", message):  # src/init.cc: always x.y.z
-            if match.group(1) not in versions:
-                versions.append(match.group(1))
-        elif match := _CHANNEL.match(message):
-            channels.append(
-                Channel(
-                    number,
-                    int(match.group(1)),
-                    int(match.group(2)),
-                    int(match.group(3)),
-                    match.group(4),
-                    match.group(5),
-                )
-            )
-        elif re.match(r"NET/\S+ : (Using|No device)|Using network ", message):
-            networks.append(Line(number, message))
-        elif match := re.fullmatch(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?", message):
-            env[match.group(1)] = match.group(2)
-        elif match := _COMM.search(message):
-            ranks, nodes = int(match.group(2)), int(match.group(3))
-            topology = topology or last
-        elif "Init COMPLETE" in message and complete is None:
-            complete = last
+        info.read(number, message, last)
     if last is None:
         raise FactError(_unreadable(text, lines, hole))
     return NcclLog(
-        tuple(versions),
-        tuple(channels),
-        tuple(networks),
+        tuple(info.versions),
+        tuple(info.channels),
+        tuple(info.networks),
         tuple(warnings),
-        env,
-        nodes,
-        ranks,
-        topology,
-        complete,
+        info.env,
+        info.nodes,
+        info.ranks,
+        info.topology,
+        info.complete,
         lines,
         last,
         tuple(deaths),

@@ -333,25 +333,7 @@ class UnitFacts:
         if is_dir is not None:
             run_directory, chdir_fails = self._run_directory(is_dir)
 
-        def expanded(commands: list[ExecCommand], label: str) -> list[ExecCommand]:
-            out = []
-            for command in commands:
-                if command.written is not None:  # already expanded
-                    out.append(command)
-                elif not command.expand_env:
-                    out.append(
-                        replace(
-                            command,
-                            argv=[Word(a, command.where, label) for a in command.argv],
-                            written=tuple(command.argv),
-                        )
-                    )
-                else:
-                    words, unset = expand_argv(command.argv, env, command.where, label)
-                    out.append(replace(command, argv=list(words), written=tuple(command.argv), unset=tuple(unset)))
-            return out
-
-        execs: dict[str, Any] = {attr: expanded(getattr(self, attr), key) for key, attr in EXEC_KEYS.items()}
+        execs: dict[str, Any] = {attr: _expanded(getattr(self, attr), key, env) for key, attr in EXEC_KEYS.items()}
         return replace(
             self,
             env=env,
@@ -459,12 +441,33 @@ def _load_error(state: str | None, error: str | None) -> str | None:
     return f"LoadState={state}" + (f": {said}" if said else "")
 
 
+def _expanded(commands: list[ExecCommand], label: str, env: dict[str, EnvSetting]) -> list[ExecCommand]:
+    """Exec lines with their `${VAR}`/`$VAR` expanded in the service's environment (a `:` prefix: kept as written)."""
+    out = []
+    for command in commands:
+        if command.written is not None:  # already expanded
+            out.append(command)
+        elif not command.expand_env:
+            out.append(
+                replace(
+                    command,
+                    argv=[Word(a, command.where, label) for a in command.argv],
+                    written=tuple(command.argv),
+                )
+            )
+        else:
+            words, unset = expand_argv(command.argv, env, command.where, label)
+            out.append(replace(command, argv=list(words), written=tuple(command.argv), unset=tuple(unset)))
+    return out
+
+
 # systemd's defaults when a unit file says nothing (systemd.service(5), systemd.unit(5))
 _DEFAULT_RESTART_SEC = 0.1
 _DEFAULT_START_LIMIT_BURST = 5
 _DEFAULT_START_LIMIT_INTERVAL = 10.0
 
 
+# Long on purpose: the settings one after another, as load-fragment.c's table lists them, then service_verify
 def unit_from_file(
     sections: Sections,
     enabled: bool | None,
@@ -495,34 +498,13 @@ def unit_from_file(
     def latest(
         read: Callable[[Value], Any], *spellings: tuple[dict[str, list[Value]], str], empty_resets: bool = False
     ) -> tuple[Any, Value | None]:
-        """A setting's value: the last assignment systemd reads that its parser accepts (`read` gives None where it
-        refuses), under any of its names (StartLimitBurst= in [Unit], its legacy alias in [Service]: each stores
-        into the same field, so the one read last wins); with `empty_resets`, an empty value returns to the
-        default. Returns the value and the assignment that set it."""
-        values = sorted(
-            (v for section, key in spellings for v in section.get(key, [])),
-            key=lambda v: (order.get(v.path, 0), v.line),
-        )
-        found: tuple[Any, Value | None] = (None, None)
-        for value in values:
-            if value == "" and empty_resets:
-                found = (None, None)
-                continue
-            parsed = read(value)
-            if parsed is None:
-                said.append(f"{value.where}: `{value}` is not a value systemd accepts here: it ignores the line")
-                continue
-            found = (parsed, value)
-        return found
+        return _latest(read, spellings, order, said, empty_resets)
 
     def noted(key: str, found: tuple[Any, Value | None]) -> Any:
         value, at = found
         if at is not None and at.line:
             set_at[key] = at.where
         return value
-
-    def enum(values: tuple[str, ...]) -> Callable[[str], str | None]:
-        return lambda text: text if text in values else None
 
     restart_sec = noted("RestartSec", latest(read_timespan, (service, "RestartSec")))
     # StartLimitInterval= and StartLimitBurst= in [Service] are the pre-230 spellings systemd still accepts
@@ -536,32 +518,15 @@ def unit_from_file(
         ),
     )
     burst = noted("StartLimitBurst", latest(read_unsigned, (unit, "StartLimitBurst"), (service, "StartLimitBurst")))
-    restart = noted("Restart", latest(enum(RESTART_VALUES), (service, "Restart")))
-    service_type = noted("Type", latest(enum(SERVICE_TYPES), (service, "Type")))
+    restart = noted("Restart", latest(_one_of(RESTART_VALUES), (service, "Restart")))
+    service_type = noted("Type", latest(_one_of(SERVICE_TYPES), (service, "Type")))
     remain = noted("RemainAfterExit", latest(read_boolean, (service, "RemainAfterExit")))
     workdir = noted(
         "WorkingDirectory",
         latest(lambda v: _working_directory(v, specifiers, fatal), (service, "WorkingDirectory"), empty_resets=True),
     )
-    environment: dict[str, EnvSetting] = {}
-    env_notes: list[str] = []
-    for value in service.get("Environment", []):
-        settings, ignored = parse_environment_line(value, value.where, specifiers)
-        env_notes.extend(ignored)
-        for setting in settings:
-            environment.pop(setting.name, None)
-            environment[setting.name] = setting
+    environment, env_notes = _environment(service, specifiers)
     env_files = [ref for v in service.get("EnvironmentFile", []) if (ref := _env_file(v, specifiers, said))]
-
-    def commands(key: str) -> list[ExecCommand]:
-        found = []
-        for value in service.get(key, []):
-            read = read_unit_exec(value, specifiers)
-            found += read.commands
-            if read.problem:
-                (fatal if read.fatal else said).append(f"{key}= at {value.where}: {read.problem}")
-        return found
-
     for key in EXEC_KEYS:
         values = service.get(key)
         if values and values[-1].line:
@@ -569,7 +534,9 @@ def unit_from_file(
         elif (cleared or {}).get(("Service", key)):
             set_at[key] = (cleared or {})[("Service", key)]
             emptied.add(key)
-    execs: dict[str, Any] = {attr: commands(key) for key, attr in EXEC_KEYS.items()}
+    execs: dict[str, Any] = {
+        attr: _exec_commands(service, key, specifiers, fatal, said) for key, attr in EXEC_KEYS.items()
+    }
     kind = service_type or "simple"
     fatal += _service_refuses(kind, restart or "no", bool(remain), execs["exec_start"], execs["exec_stop"], set_at)
     return UnitFacts(
@@ -595,6 +562,67 @@ def unit_from_file(
         load_error="; ".join(fatal) or None,
         ignored=said,
     )
+
+
+def _latest(
+    read: Callable[[Value], Any],
+    spellings: tuple[tuple[dict[str, list[Value]], str], ...],
+    order: dict[str, int],
+    said: list[str],
+    empty_resets: bool = False,
+) -> tuple[Any, Value | None]:
+    """A setting's value: the last assignment systemd reads that its parser accepts (`read` gives None where it
+    refuses: said in `said`), under any of its names (StartLimitBurst= in [Unit], its legacy alias in [Service]: each
+    stores into the same field, so the one read last wins; `order`: each file's place, the unit file first); with
+    `empty_resets`, an empty value returns to the default. Returns the value and the assignment that set it."""
+    values = sorted(
+        (v for section, key in spellings for v in section.get(key, [])),
+        key=lambda v: (order.get(v.path, 0), v.line),
+    )
+    found: tuple[Any, Value | None] = (None, None)
+    for value in values:
+        if value == "" and empty_resets:
+            found = (None, None)
+            continue
+        parsed = read(value)
+        if parsed is None:
+            said.append(f"{value.where}: `{value}` is not a value systemd accepts here: it ignores the line")
+            continue
+        found = (parsed, value)
+    return found
+
+
+def _one_of(values: tuple[str, ...]) -> Callable[[str], str | None]:
+    """The parser of a setting that takes one of these words (None: systemd refuses the value)."""
+    return lambda text: text if text in values else None
+
+
+def _environment(service: dict[str, list[Value]], specifiers: Specifiers) -> tuple[dict[str, EnvSetting], list[str]]:
+    """The service's Environment= lines, in order (a later setting of a name replaces the earlier one, and moves to
+    the end), with what systemd ignored in them."""
+    environment: dict[str, EnvSetting] = {}
+    env_notes: list[str] = []
+    for value in service.get("Environment", []):
+        settings, ignored = parse_environment_line(value, value.where, specifiers)
+        env_notes.extend(ignored)
+        for setting in settings:
+            environment.pop(setting.name, None)
+            environment[setting.name] = setting
+    return environment, env_notes
+
+
+def _exec_commands(
+    service: dict[str, list[Value]], key: str, specifiers: Specifiers, fatal: list[str], said: list[str]
+) -> list[ExecCommand]:
+    """The commands of one Exec key's lines; a line systemd refuses is said in `fatal` (the unit does not load) or in
+    `said` (the line is ignored)."""
+    found = []
+    for value in service.get(key, []):
+        read = read_unit_exec(value, specifiers)
+        found += read.commands
+        if read.problem:
+            (fatal if read.fatal else said).append(f"{key}= at {value.where}: {read.problem}")
+    return found
 
 
 def _working_directory(value: Value, specifiers: Specifiers, fatal: list[str]) -> str | None:

@@ -201,6 +201,7 @@ def parse_environment_line(
     return settings, notes
 
 
+# Long on purpose: one state machine, as systemd's env-file.c is, to be read side by side with it
 def parse_env_file(text: str, path: str, via: str = "") -> tuple[list[EnvSetting], list[str]]:
     """An `EnvironmentFile=` as systemd reads it: src/basic/env-file.c `parse_env_file_internal`, state for state.
 

@@ -61,6 +61,7 @@ def read_up_to(text: str, line: int, kept: str = "") -> str:
     return "\n".join([*_physical_lines(text)[: line - 1], *([kept] if kept else [])])
 
 
+# Long on purpose: conf-parser.c's config_parse with its parse_line inside, to be read side by side with them
 def parse_unit_file(
     text: str,
     path: str = "unit file",

@@ -234,6 +234,7 @@ def _option(word: str) -> tuple[str | None, str]:
     return None, f"`{word}`: vLLM has no such option (unrecognized arguments)"
 
 
+# Long on purpose: one loop over the words, as argparse's _parse_known_args consumes them, to be read beside it
 def _read_args(args: list[str]) -> _Read:
     """The arguments as vLLM 0.32's argparse reads them, option by option (its own table: vllm_options): `-tp 2` is
     `--tensor-parallel-size 2`, `--max-num-seq 4` is `--max-num-seqs 4` (a unique prefix), `-O3` is
@@ -319,18 +320,26 @@ def _read_args(args: list[str]) -> _Read:
         i += 1
     if positional is not None:  # the positional model wins over `--model`, wherever each is (model_tag)
         flags["model"] = positional
-    for name, held in list(flags.items()):  # vLLM's optional_type: an empty value, or `None`, is no value
+    _drop_empty_values(flags)
+    refusals += _invalid_choices(uses)
+    return _Read(flags, refusals, uses)
+
+
+def _drop_empty_values(flags: dict[str, str | bool]) -> None:
+    """vLLM's optional_type: an empty value, or `None`, is no value."""
+    for name, held in list(flags.items()):
         if held in ("", "None") and name not in VALUE_TYPES and name not in CHOICES and name != "model":
             del flags[name]
-    for name, allowed in CHOICES.items():
-        for given in uses.get(name, []):
-            if isinstance(given.value, str) and given.value not in allowed:
-                refusals.append(
-                    Refusal(
-                        name, given.words, f"--{name} {given.value}: invalid choice (vLLM takes {', '.join(allowed)})"
-                    )
-                )
-    return _Read(flags, refusals, uses)
+
+
+def _invalid_choices(uses: dict[str, list[FlagUse]]) -> list[Refusal]:
+    """Every use of a flag with choices whose value is not one (argparse checks each use, not only the last)."""
+    return [
+        Refusal(name, given.words, f"--{name} {given.value}: invalid choice (vLLM takes {', '.join(allowed)})")
+        for name, allowed in CHOICES.items()
+        for given in uses.get(name, [])
+        if isinstance(given.value, str) and given.value not in allowed
+    ]
 
 
 def speculative_tokens(flags: dict[str, str | bool]) -> int:

@@ -124,49 +124,25 @@ def probe_endpoint(
     min(endpoint.request_timeout_s, PROBE_TIMEOUT_S, what is left of `budget_s`); the one-token ones, the light
     timeout (a hung station stops it there). Never raises: a failure is the Probe's `problem`. `long_prompts=False`:
     they are left out (no selected check reads a long prompt's time)."""
-    from golive.endpoint.client import EndpointClient  # openai: only where an endpoint is probed
+    from golive.endpoint.client import EndpointClient  # noqa: F401 (imported before the budget's clock starts)
 
-    started = time.perf_counter()
-
-    def left_s(cap_s: float) -> float:
-        left = budget_s - (time.perf_counter() - started)
-        if left <= 0.05:
-            raise TimeoutError(f"the probe's {budget_s:g} s were spent")
-        return min(profile.endpoint.request_timeout_s, cap_s, left)
-
-    def client_for_what_is_left(cap_s: float) -> EndpointClient:
-        limit = left_s(cap_s)
-        return EndpointClient(
-            replace(
-                target,
-                request_timeout_s=limit,
-                connect_timeout_s=min(target.connect_timeout_s, limit),
-                stream_stall_timeout_s=min(target.stream_stall_timeout_s, limit),
-                light_timeout_s=min(target.light_timeout_s, limit),
-            )
-        )
-
-    def ask(content: str, cap_s: float = PROBE_TIMEOUT_S, **params: Any) -> Any:
-        client = client_for_what_is_left(cap_s)
-        try:
-            return client.chat(model, [{"role": "user", "content": content}], temperature=0, **params)
-        finally:
-            client.close()
-
+    budget = _ProbeBudget(target, profile, budget_s)
     model = profile.vllm.served_model_name
     salt = uuid.uuid4().hex[:12]
     answered_once = False
     try:
         # the first answer within the light timeout: a station that hangs costs the run seconds, not PROBE_TIMEOUT_S
-        ask(f"{salt}: say OK.", cap_s=target.light_timeout_s, max_tokens=1)
+        budget.ask(f"{salt}: say OK.", cap_s=target.light_timeout_s, max_tokens=1)
         answered_once = True
-        trips = [_streamed(target, model, left_s(target.light_timeout_s), 1) for _ in range(PROBE_ROUND_TRIPS)]
-        answers = [_streamed(target, model, left_s(PROBE_TIMEOUT_S), PROBE_OUTPUT_TOKENS) for _ in range(PROBE_ANSWERS)]
+        trips = [_streamed(target, model, budget.left_s(target.light_timeout_s), 1) for _ in range(PROBE_ROUND_TRIPS)]
+        answers = [
+            _streamed(target, model, budget.left_s(PROBE_TIMEOUT_S), PROBE_OUTPUT_TOKENS) for _ in range(PROBE_ANSWERS)
+        ]
     except Exception as exc:  # an endpoint that does not answer fails its own checks; the estimate only guesses
         failed = f"probe failed ({_short(exc)})"
         return Probe(
             station,
-            took_s=time.perf_counter() - started,
+            took_s=budget.spent_s(),
             problem=failed,
             went_away=_went_away(target, failed) if answered_once else None,
         )
@@ -175,29 +151,15 @@ def probe_endpoint(
     if speed is None:
         return Probe(
             station,
-            took_s=time.perf_counter() - started,
+            took_s=budget.spent_s(),
             problem="the probe's answers had no tokens to time",
             round_trip_s=round_trip,
         )
     decode, decode_from = speed
     first = min(answer.ttft for answer in answers if answer.ttft is not None)
-    points: list[tuple[int, float]] = []
-    problem: str | None = None
-    went_away: str | None = None
-    try:
-        for tokens in sorted(
-            {min(n, profile.vllm.max_model_len // 4) for n in PROBE_PREFILL_TOKENS} if long_prompts else ()
-        ):
-            text = "lorem ipsum dolor sit " * (tokens // 12)  # ~12 tokens each (the server counts them: usage)
-            long = ask(f"{uuid.uuid4().hex[:12]} {text}", stream=True, max_tokens=1)
-            prompt = (long.usage or {}).get("prompt_tokens") or 0
-            if long.first_token_s and prompt:
-                points.append((prompt, long.first_token_s))
-    except Exception as exc:  # the short answer was timed: the needles fall back to the recipe's prefill speed
-        problem = f"prefill not timed ({_short(exc)})"
-        went_away = _went_away(target, problem)
+    points, problem, went_away = _prefill_points(budget, target, profile, long_prompts)
     prefill = points[-1][0] / points[-1][1] if points else None
-    took = time.perf_counter() - started
+    took = budget.spent_s()
     return Probe(
         station,
         first,
@@ -210,6 +172,68 @@ def probe_endpoint(
         round_trip_s=round_trip,
         decode_from=decode_from,
     )
+
+
+class _ProbeBudget:
+    """The probe's time: each request gets min(endpoint.request_timeout_s, its own cap, what is left of the budget)."""
+
+    def __init__(self, target: EndpointTarget, profile: Profile, budget_s: float) -> None:
+        self.target, self.profile, self.budget_s = target, profile, budget_s
+        self.started = time.perf_counter()
+
+    def spent_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    def left_s(self, cap_s: float) -> float:
+        left = self.budget_s - self.spent_s()
+        if left <= 0.05:
+            raise TimeoutError(f"the probe's {self.budget_s:g} s were spent")
+        return min(self.profile.endpoint.request_timeout_s, cap_s, left)
+
+    def ask(self, content: str, cap_s: float = PROBE_TIMEOUT_S, **params: Any) -> Any:
+        """One chat request, its every timeout within what is left."""
+        from golive.endpoint.client import EndpointClient  # openai: only where an endpoint is probed (loaded by now)
+
+        limit = self.left_s(cap_s)
+        target = self.target
+        client = EndpointClient(
+            replace(
+                target,
+                request_timeout_s=limit,
+                connect_timeout_s=min(target.connect_timeout_s, limit),
+                stream_stall_timeout_s=min(target.stream_stall_timeout_s, limit),
+                light_timeout_s=min(target.light_timeout_s, limit),
+            )
+        )
+        try:
+            return client.chat(
+                self.profile.vllm.served_model_name, [{"role": "user", "content": content}], temperature=0, **params
+            )
+        finally:
+            client.close()
+
+
+def _prefill_points(
+    budget: _ProbeBudget, target: EndpointTarget, profile: Profile, long_prompts: bool
+) -> tuple[list[tuple[int, float]], str | None, str | None]:
+    """The long prompts' (prompt tokens, seconds to the first token), and why they stopped where one failed (with
+    whether the station went away)."""
+    points: list[tuple[int, float]] = []
+    problem: str | None = None
+    went_away: str | None = None
+    try:
+        for tokens in sorted(
+            {min(n, profile.vllm.max_model_len // 4) for n in PROBE_PREFILL_TOKENS} if long_prompts else ()
+        ):
+            text = "lorem ipsum dolor sit " * (tokens // 12)  # ~12 tokens each (the server counts them: usage)
+            long = budget.ask(f"{uuid.uuid4().hex[:12]} {text}", stream=True, max_tokens=1)
+            prompt = (long.usage or {}).get("prompt_tokens") or 0
+            if long.first_token_s and prompt:
+                points.append((prompt, long.first_token_s))
+    except Exception as exc:  # the short answer was timed: the needles fall back to the recipe's prefill speed
+        problem = f"prefill not timed ({_short(exc)})"
+        went_away = _went_away(target, problem)
+    return points, problem, went_away
 
 
 def decode_speed(answers: list[RequestTiming], round_trip_s: float) -> tuple[float, DecodeFrom] | None:

@@ -391,6 +391,41 @@ def test_served_flags_match_profile(
         image=str(docker_run.image),
         image_digest=docker_run.image.digest,
     )
+    wrong, wrong_flags, places, unreadable = _differing_flags(profile, served, source, origins, repeated)
+    require(
+        not wrong,
+        flags=wrong_flags,
+        found=f"served flags differ ({source}): " + "; ".join(wrong),
+        recipe="the served flags are the recipe's; parser names are pinned to the vLLM build [000]",
+        fix=f"fix the flags in {', '.join(places) or origins.default}"
+        + (
+            " (a flag given twice: vLLM serves the last; delete the others)"
+            if any(f"--{f}" in " ".join(wrong) for f in repeated)
+            else ""
+        )
+        + f", then {_reload(service.unit)}, "
+        f"then re-run the endpoint layer (tool calls are a launch blocker)",
+    )
+    if unreadable:
+        pytest.skip(
+            f"not checked: {', '.join(unreadable)} (vLLM refuses the value: see "
+            f"test_served_flags_are_accepted_by_vllm); every other served flag matches"
+        )
+    notes = _bind_and_twice_notes(profile, served, source, origins, repeated)
+    if notes:
+        record_finding(" ".join(notes))
+
+
+def _differing_flags(
+    profile: Profile,
+    served: dict[str, str | bool],
+    source: str,
+    origins: _Origins,
+    repeated: dict[str, list[FlagUse]],
+) -> tuple[list[str], list[str], dict[str, None], list[str]]:
+    """The served flags that are not the recipe's: a line each (with where it is set), their flags (what an endpoint
+    check they explain is tied to), the places to edit (in order, once each); and the values vLLM refuses, not
+    compared here."""
     wrong: list[str] = []
     wrong_flags: list[str] = []  # the flags of `wrong`: what an endpoint check they explain is tied to
     unreadable: list[str] = []
@@ -430,25 +465,18 @@ def test_served_flags_match_profile(
         )
         wrong_flags.append("host")
         places[origins.place("host")] = None
-    require(
-        not wrong,
-        flags=wrong_flags,
-        found=f"served flags differ ({source}): " + "; ".join(wrong),
-        recipe="the served flags are the recipe's; parser names are pinned to the vLLM build [000]",
-        fix=f"fix the flags in {', '.join(places) or origins.default}"
-        + (
-            " (a flag given twice: vLLM serves the last; delete the others)"
-            if any(f"--{f}" in " ".join(wrong) for f in repeated)
-            else ""
-        )
-        + f", then {_reload(service.unit)}, "
-        f"then re-run the endpoint layer (tool calls are a launch blocker)",
-    )
-    if unreadable:
-        pytest.skip(
-            f"not checked: {', '.join(unreadable)} (vLLM refuses the value: see "
-            f"test_served_flags_are_accepted_by_vllm); every other served flag matches"
-        )
+    return wrong, wrong_flags, places, unreadable
+
+
+def _bind_and_twice_notes(
+    profile: Profile,
+    served: dict[str, str | bool],
+    source: str,
+    origins: _Origins,
+    repeated: dict[str, list[FlagUse]],
+) -> list[str]:
+    """What is reported beside a pass: an open bind without auth, and each flag given twice."""
+    host = served_host(served)
     notes = []
     if host == ALL_INTERFACES and not profile.security.require_auth:
         notes.append(
@@ -461,8 +489,7 @@ def test_served_flags_match_profile(
             f"FLAG GIVEN TWICE: {origins.twice(flag, uses)} (served as the recipe wants), but an edit of "
             f"an earlier one changes nothing: delete all but the last."
         )
-    if notes:
-        record_finding(" ".join(notes))
+    return notes
 
 
 def _flag_values(args: list[str]) -> dict[str, object]:
@@ -481,6 +508,48 @@ def _flag_values(args: list[str]) -> dict[str, object]:
 
 def _places(origins: _Origins, flags: list[str]) -> str:
     return ", ".join(dict.fromkeys(origins.place(f) for f in flags)) or origins.default
+
+
+def _refused_after_restart(
+    served: ServedConfig, served_now: ServedConfig, origins: _Origins
+) -> tuple[list[str], list[str]]:
+    """What vLLM would refuse at the next start and does not refuse now (a line each, with where it is set), and the
+    flags of those lines."""
+    # what vLLM refuses now too is the accepted-flags check's finding: here only what the next start brings
+    refused_now = {r.text for r in refused_args(served_now.args)} if served_now.refused is None else set()
+    refused = [r for r in refused_args(served.args) if r.text not in refused_now] if served.refused is None else []
+    after = [
+        r.text + (f" ({origins.origin(r.flag, always=True)})" if r.flag and origins.origin(r.flag, always=True) else "")
+        for r in refused
+    ] + ([served.refused] if served.refused and not served_now.refused else [])
+    return after, [r.flag for r in refused if r.flag]
+
+
+def _after_daemon_reload(facts: StationFacts, docker_run: DockerRun, next_values: dict[str, object]) -> str:
+    """Where systemd has not loaded the unit files on disk yet: the flags they would serve that differ from the next
+    start's, as a clause of the finding ("" where none differ)."""
+    on_disk = facts.docker_run_in(facts.unit_from_files)
+    if on_disk is None:
+        return ""
+    disk_values = _flag_values(facts.served_config(on_disk[0], docker_run.mounts).args)
+    moved = sorted(f for f in set(disk_values) | set(next_values) if disk_values.get(f) != next_values.get(f))
+    if not moved:
+        return ""
+    return "; after a `systemctl daemon-reload` (or a reboot) the files on disk serve: " + ", ".join(
+        f"--{f} {_text(disk_values.get(f, 'absent'))}" for f in moved
+    )
+
+
+def _changed_by_restart(
+    flags: list[str], now_values: dict[str, object], next_values: dict[str, object], origins: _Origins
+) -> list[str]:
+    """A line for each flag a restart changes: served now, after a restart, and where the next start's value is set."""
+    return [
+        f"--{f}: served now {_text(now_values.get(f, 'absent'))}, after a restart "
+        f"{_text(next_values.get(f, 'absent'))}"
+        + (f" ({origins.origin(f, always=True)})" if origins.origin(f, always=True) else "")
+        for f in flags
+    ]
 
 
 @check("host.unit.next_start_serves_what_runs_now", Cost.READ)
@@ -522,19 +591,13 @@ def test_next_start_serves_what_runs_now(
     served_now = facts.served_config(container.args, container.mounts)
     _config_unread(served_now, "a served flag")
     origins = _Origins(facts, docker_run)
-    # what vLLM refuses now too is the accepted-flags check's finding: here only what the next start brings
-    refused_now = {r.text for r in refused_args(served_now.args)} if served_now.refused is None else set()
-    refused = [r for r in refused_args(served.args) if r.text not in refused_now] if served.refused is None else []
-    after = [
-        r.text + (f" ({origins.origin(r.flag, always=True)})" if r.flag and origins.origin(r.flag, always=True) else "")
-        for r in refused
-    ] + ([served.refused] if served.refused and not served_now.refused else [])
+    after, refused_flags = _refused_after_restart(served, served_now, origins)
     now_said = f"docker inspect {container.name} Args"
     require(
         not after,
         found=f"vLLM serves now ({now_said}), but after a restart it stops at start: " + "; ".join(after),
         recipe="the unit's next start serves the recipe's flags; a value vLLM refuses ends `vllm serve` at once [000]",
-        fix=f"correct it in {_places(origins, [r.flag for r in refused if r.flag])}, then `systemctl "
+        fix=f"correct it in {_places(origins, refused_flags)}, then `systemctl "
         f"daemon-reload`; the running container keeps serving until the next restart",
     )
     now_values, next_values = _flag_values(served_now.args), _flag_values(served.args)
@@ -544,22 +607,8 @@ def test_next_start_serves_what_runs_now(
     # a flag running wrong now that the next start corrects is the served-flags check's finding ("a restart serves it")
     worse = [f for f in changed if f not in pinned or _same(f, now_raw.get(f), pinned[f])]
     better = [f for f in changed if f not in worse]
-    lines = [
-        f"--{f}: served now {_text(now_values.get(f, 'absent'))}, after a restart "
-        f"{_text(next_values.get(f, 'absent'))}"
-        + (f" ({origins.origin(f, always=True)})" if origins.origin(f, always=True) else "")
-        for f in worse
-    ]
-    reload_said = ""
-    if unit.need_daemon_reload:
-        on_disk = facts.docker_run_in(facts.unit_from_files)
-        if on_disk is not None:
-            disk_values = _flag_values(facts.served_config(on_disk[0], docker_run.mounts).args)
-            moved = sorted(f for f in set(disk_values) | set(next_values) if disk_values.get(f) != next_values.get(f))
-            if moved:
-                reload_said = "; after a `systemctl daemon-reload` (or a reboot) the files on disk serve: " + ", ".join(
-                    f"--{f} {_text(disk_values.get(f, 'absent'))}" for f in moved
-                )
+    lines = _changed_by_restart(worse, now_values, next_values, origins)
+    reload_said = _after_daemon_reload(facts, docker_run, next_values) if unit.need_daemon_reload else ""
     require(
         not worse,
         flags=worse,

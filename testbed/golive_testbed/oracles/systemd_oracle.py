@@ -339,10 +339,6 @@ def _glob_re(pattern: str) -> str:
 def compare(case: UnitCase, seen: Observed, host: dict[str, str]) -> Disagreement[UnitCase] | None:
     """The first reading where golive and systemd differ, or None."""
     props = _props(seen.show)
-
-    def differ(what: str, golive: object, tool: object) -> Disagreement[UnitCase] | None:
-        return None if golive == tool else Disagreement(what, str(golive), str(tool), case)
-
     reading = golive_reading(case, host)
     state = props.get("LoadState", "")
     unit = reading.files
@@ -354,6 +350,15 @@ def compare(case: UnitCase, seen: Observed, host: dict[str, str]) -> Disagreemen
         )
     if unit is None or state != "loaded":
         return None
+    return _settings_differ(case, unit, props) or _show_differs(case, unit, seen) or _start_differs(case, unit, seen)
+
+
+def _differ(case: UnitCase, what: str, golive: object, tool: object) -> Disagreement[UnitCase] | None:
+    return None if golive == tool else Disagreement(what, str(golive), str(tool), case)
+
+
+def _settings_differ(case: UnitCase, unit: systemd.UnitFacts, props: dict[str, str]) -> Disagreement[UnitCase] | None:
+    """The loaded unit's settings and Exec lines, golive's reading of the files against `systemctl show`'s."""
     checks: list[tuple[str, object, object]] = [
         ("the drop-ins applied, in order", unit.files[1:], props.get("DropInPaths", "").split()),
         ("Type=", unit.service_type, props.get("Type")),
@@ -393,25 +398,34 @@ def compare(case: UnitCase, seen: Observed, host: dict[str, str]) -> Disagreemen
         ]
         checks.append((f"{key}= as systemd holds it", mine, _shown_execs(props, key)))
     for what, golive, tool in checks:
-        found = differ(what, golive, tool)
+        found = _differ(case, what, golive, tool)
         if found is not None:
             return found
-    # golive's reading of that `systemctl show` text, with the files for word boundaries: what a station gives
+    return None
+
+
+def _show_differs(case: UnitCase, unit: systemd.UnitFacts, seen: Observed) -> Disagreement[UnitCase] | None:
+    """golive's reading of that `systemctl show` text, with the files for word boundaries: what a station gives."""
     try:
         shown = systemd.unit_from_show(systemd.parse_show(seen.show)).with_origins(unit)
     except FactError as exc:
         return Disagreement("golive's reading of `systemctl show`", f"FactError: {exc}", "loaded", case)
     for key, attr in systemd.EXEC_KEYS.items():
-        found = differ(
+        found = _differ(
+            case,
             f"{key}= read from `systemctl show`",
             [(c.argv, c.argv0) for c in getattr(shown, attr)],
             [(list(c.written or c.argv), c.argv0) for c in getattr(unit, attr)],
         )
         if found is not None:
             return found
-    # the start: refused, or each command as it ran (a program the station does not have fails its command: the
-    # start goes on past it only with `-`; golive does not judge that, the station's files do)
-    refused = bool(unit.start_refused)  # an env file without `-` missing: systemd does not start it at all
+    return None
+
+
+def _expected_run(unit: systemd.UnitFacts) -> tuple[list[systemd.ExecCommand], bool, bool]:
+    """The commands golive expects to run at the start, in order; whether a command without `-` fails, and whether
+    an ExecStartPost= one does. A program the station does not have fails its command: the start goes on past it
+    only with `-`; golive does not judge that, the station's files do."""
     expected: list[systemd.ExecCommand] = []
     failed = post_failed = stopped = False
     for attr in ORDER:
@@ -427,6 +441,13 @@ def compare(case: UnitCase, seen: Observed, host: dict[str, str]) -> Disagreemen
                     break
         if stopped:
             break
+    return expected, failed, post_failed
+
+
+def _start_differs(case: UnitCase, unit: systemd.UnitFacts, seen: Observed) -> Disagreement[UnitCase] | None:
+    """The start: refused, or each command as it ran, in the folder and environment golive reads."""
+    refused = bool(unit.start_refused)  # an env file without `-` missing: systemd does not start it at all
+    expected, failed, post_failed = _expected_run(unit)
     # with Restart= systemd may start it again (after a failed command, or a main process that ended): the start
     # limit then stops it; the first attempt is what golive reads
     again = unit.restart != "no"
@@ -455,12 +476,12 @@ def compare(case: UnitCase, seen: Observed, host: dict[str, str]) -> Disagreemen
                 "the commands run, each with its arguments after $VAR expansion", str(mine_runs), str(ran), case
             )
     else:
-        found = differ("the commands run, each with its arguments after $VAR expansion", mine_runs, ran)
+        found = _differ(case, "the commands run, each with its arguments after $VAR expansion", mine_runs, ran)
         if found is not None:
             return found
     for _, cwd, env in seen.records:
-        found = differ("the working directory the commands run in", unit.run_directory, cwd) or differ(
-            "the environment the commands get", {k: v.value for k, v in unit.env.items()}, env
+        found = _differ(case, "the working directory the commands run in", unit.run_directory, cwd) or _differ(
+            case, "the environment the commands get", {k: v.value for k, v in unit.env.items()}, env
         )
         if found is not None:
             return found
