@@ -244,10 +244,13 @@ VLLM_FLAGS = {
 }
 
 
-def pinned_flags(profile: Profile) -> dict[str, object]:
+def pinned_flags(profile: Profile, vllm_model: str | None = None) -> dict[str, object]:
     """The vLLM flags the profile pins, flag -> value (`{"max-model-len": 1048576, …}`); a key it leaves unset pins
-    nothing."""
+    nothing. `vllm_model`: vLLM's own --served-model-name where the station's inventory declares one (a gateway in
+    front renames the model: clients ask for the profile's name, vLLM serves this one)."""
     pinned = {flag: getattr(profile.vllm, key) for key, flag in VLLM_FLAGS.items()}
+    if vllm_model:
+        pinned["served-model-name"] = vllm_model
     return {flag: value for flag, value in pinned.items() if value is not None}
 
 

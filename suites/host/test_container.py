@@ -386,12 +386,14 @@ def test_served_flags_match_profile(
     record_provenance(
         served_args=served,
         served_args_source=source,
-        pinned_flags=pinned_flags(profile),
+        pinned_flags=pinned_flags(profile, station.vllm_model),
         parsers={p: served.get(p) for p in ("tool-call-parser", "reasoning-parser")},
         image=str(docker_run.image),
         image_digest=docker_run.image.digest,
     )
-    wrong, wrong_flags, places, unreadable = _differing_flags(profile, served, source, origins, repeated)
+    wrong, wrong_flags, places, unreadable = _differing_flags(
+        profile, served, source, origins, repeated, station.vllm_model
+    )
     require(
         not wrong,
         flags=wrong_flags,
@@ -422,6 +424,7 @@ def _differing_flags(
     source: str,
     origins: _Origins,
     repeated: dict[str, list[FlagUse]],
+    vllm_model: str | None,
 ) -> tuple[list[str], list[str], dict[str, None], list[str]]:
     """The served flags that are not the recipe's: a line each (with where it is set), their flags (what an endpoint
     check they explain is tied to), the places to edit (in order, once each); and the values vLLM refuses, not
@@ -430,7 +433,7 @@ def _differing_flags(
     wrong_flags: list[str] = []  # the flags of `wrong`: what an endpoint check they explain is tied to
     unreadable: list[str] = []
     places: dict[str, None] = {}  # where to edit, in order, once each
-    for flag, want in pinned_flags(profile).items():
+    for flag, want in pinned_flags(profile, vllm_model).items():
         got = served.get(flag)
         if flag in VALUE_TYPES and isinstance(got, str) and _refused(flag, got):
             unreadable.append(f"--{flag} {got}")
@@ -602,7 +605,7 @@ def test_next_start_serves_what_runs_now(
     )
     now_values, next_values = _flag_values(served_now.args), _flag_values(served.args)
     now_raw = parse_serve_args(served_now.args)
-    pinned = pinned_flags(profile)
+    pinned = pinned_flags(profile, station.vllm_model)
     changed = sorted(f for f in set(now_values) | set(next_values) if now_values.get(f) != next_values.get(f))
     # a flag running wrong now that the next start corrects is the served-flags check's finding ("a restart serves it")
     worse = [f for f in changed if f not in pinned or _same(f, now_raw.get(f), pinned[f])]

@@ -450,3 +450,23 @@ def test_recipe_line_names_the_site_profile_that_set_the_number(trees, tmp_path)
     ) in message, message
     assert "Do: set `RestartSec=30` in /etc/systemd/system/glm53-flash.service (line 37)" in message, message
     assert code == 1
+
+
+def test_a_gateway_that_renames_the_model_holds_the_served_name_to_vllm_model(trees, tmp_path):
+    """Behind a gateway that renames the model (clients ask for the profile's `glm-5.3`, vLLM serves
+    `glm-5.3-flash`), the host layer holds --served-model-name to the station's `vllm_model:`, as the endpoint layer
+    does (issue 41); without `vllm_model` the served name is the profile's, and a different one fails naming both."""
+    (tmp_path / "site.yaml").write_text(
+        f"extends: {REPO}/fixtures/profiles/gb300-site.yaml\nvllm:\n  served_model_name: glm-5.3\n"
+    )
+    station = f"name: gb300-a, host: 'chroot://{trees['gb300-healthy']}'"
+    checks = {}
+    for case, extra in (("declared", ", vllm_model: glm-5.3-flash"), ("undeclared", "")):
+        inventory = tmp_path / f"{case}.yaml"
+        inventory.write_text(f"profile: site.yaml\nstations:\n  - {{{station}{extra}}}\n")
+        _, results, output = golive_host(inventory, tmp_path / case, "-k", "served_flags_match_profile")
+        [checks[case]] = results["checks"]
+    assert checks["declared"]["outcome"] == "passed", checks["declared"]
+    assert checks["undeclared"]["outcome"] == "failed", checks["undeclared"]
+    message = checks["undeclared"]["message"]
+    assert "served-model-name" in message and "glm-5.3-flash" in message and "glm-5.3" in message, message
