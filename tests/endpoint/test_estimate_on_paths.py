@@ -1,8 +1,9 @@
 """The time estimate survives the path: said before the first check, it holds within 2× of the run's actual time
 directly and through a path that adds 40 ms or 300 ms to every request (tests/faults/proxy.py's FaultProxy in front of
-the session's real vLLM reference station), and its probe reads the station's decode speed, not the path's: within 2×
-of what the sweep itself measured one user decode through the same path (a 40 ms path once read a 445 tok/s station
-as 75, and the estimate ran 2.6-3.9× the run).
+the session's real vLLM reference station), and its probe reads the station's decode speed, not the path's: from the
+gaps between tokens, within 4× of what the sweep itself measured one user decode through the same path (a 40 ms path
+once read a 445 tok/s station as 75, and the estimate ran 2.6-3.9× the run; the 4× is the shared machine's own
+moment-to-moment spread, see _held).
 
 The direct path is the session's whole-layer run on the healthy station (tests/conftest.py); the two slow paths run
 the endpoint layer less the batteries (answers at the probe's speed, as the light checks are) with two ratio rounds:
@@ -33,7 +34,13 @@ def _held(run: Run) -> tuple[EstimateRecord, float]:
     (one_user,) = [row for row in run.results["sweep"] if row["concurrency"] == 1]
     swept = one_user["per_user_tok_s_p50"]
     assert probe.decode_tok_s is not None and swept, (probe, one_user)
-    assert 0.5 <= probe.decode_tok_s / swept <= 2.0, f"probe {probe.decode_tok_s:.0f} tok/s, sweep {swept:.0f} tok/s"
+    # the path is not in the decode: read from the gaps between tokens, never from the answers' whole time
+    assert probe.decode_from == "gaps", probe
+    # A 2-second probe against the sweep's minutes-long median: on the shared 2-core CI machine the station itself
+    # is 0.3-1.7x as fast from one moment to the next (CI, 2026-12-05: 209 vs 610 and 145 vs 502 tok/s while the other
+    # worker's tests ran; 838 vs 600 quiet), so the bound is the path's own mistake, not the machine's noise: a 40 ms
+    # path counted as decoding read a 445 tok/s station as 75 (6x), as a 300 ms one would read it as 85 tok/s.
+    assert 0.25 <= probe.decode_tok_s / swept <= 4.0, f"probe {probe.decode_tok_s:.0f} tok/s, sweep {swept:.0f} tok/s"
     return estimate, ratio
 
 
