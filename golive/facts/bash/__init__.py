@@ -28,7 +28,16 @@ from golive.facts import docker
 from golive.facts.bash.exits import shebang_errexit
 from golive.facts.bash.files import SYSTEMD_PATH, inline_script, shebang_interpreter
 from golive.facts.bash.reader import Walker
-from golive.facts.bash.steps import DROP_CACHES, Guard, Script, ShellCommand, Unfollowed, Via
+from golive.facts.bash.steps import (
+    DROP_CACHES,
+    Guard,
+    Script,
+    ShellCommand,
+    Unfollowed,
+    Via,
+    always_run,
+    always_run_before,
+)
 from golive.facts.bash.walk import SHELLS, Context, Reader
 
 __all__ = [
@@ -41,6 +50,8 @@ __all__ = [
     "ShellCommand",
     "Unfollowed",
     "Via",
+    "always_run",
+    "always_run_before",
     "commands_of",
     "parse_script",
     "script_run_by",
