@@ -502,6 +502,11 @@ TOGETHER: list[tuple[str, dict[str, str], str]] = [
         "runs",
     ),
     (
+        "test-again-after-a-line-golive-cannot-parse",
+        {"main": f'[ "$X" = 1 ] && {DROP}\nY=$((X=1))\n[ "$X" = 1 ] || {DROP3}\n'},
+        "may not run",
+    ),
+    (
         "test-after-a-loop-is-not-the-same",
         {"main": f'[ "$X" = 1 ] && {DROP}\nfor n in a; do X=1; done\n[ "$X" = 1 ] || {DROP3}\n'},
         "may not run",

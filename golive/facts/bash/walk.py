@@ -221,6 +221,7 @@ class WalkerBase(bashlex.ast.nodevisitor):
             except (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError, TypeError):
                 if not _case_arms(self, text, chunk_start, chunk):
                     unparsed.append(first_line)
+                    self.changed()  # what bash does there golive does not know: later tests are new atoms
                 continue
             for n, tree in enumerate(trees):
                 self.text = "\n" * (first_line - 1) + chunk
@@ -409,6 +410,7 @@ def _case_arms(walker: WalkerBase, text: str, chunk_start: int, chunk: str) -> b
             try:
                 trees = bashlex.parse(body)
             except Exception:  # noqa: BLE001 - one arm line that does not parse stays unread, not fatal
+                walker.changed()
                 continue
             padding = "\n" * (first_line + offset - 1)
             for tree in trees:
