@@ -501,6 +501,16 @@ TOGETHER: list[tuple[str, dict[str, str], str]] = [
         {"main": f'if [ -f "{{D}}/f$Y" ]; then\n  [ ! -f "{{D}}/f$Y" ] && exit 0\nfi\n{DROP3}\n', "f1": ""},
         "runs",
     ),
+    (  # the second deep run's (2026-12-05, seed 1) second reduced input: `set` changes no variable a test reads
+        "reduced-6-set-between-the-tests",
+        {
+            "main": '#!/bin/bash\nif [ "$X" != 1 ]; then\n[ "$X" = 1 ] || bash {D}/run.sh\nfi\nset -o pipefail\n'
+            '[ "$X" = 1 ] && . {D}/steps.sh\n',
+            "steps.sh": "bash {D}/run.sh\n",
+            "run.sh": f"#!/bin/bash\n{DROP}\n",
+        },
+        "runs",
+    ),
     (
         "test-again-after-a-line-golive-cannot-parse",
         {"main": f'[ "$X" = 1 ] && {DROP}\nY=$((X=1))\n[ "$X" = 1 ] || {DROP3}\n'},

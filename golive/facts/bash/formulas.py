@@ -154,6 +154,9 @@ _DYNAMIC = {
     "BASH_ARGV",
     "COLUMNS",
     "LINES",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "POSIXLY_CORRECT",
 }
 _BINARY = {"=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef", "-a", "-o"}
 # test operators that read the file system (test(1)): a `cd`, or any command that may create or delete files, between
@@ -205,6 +208,8 @@ def atom_of_test(words: list[str], bash: bool) -> tuple[str, bool, bool] | None:
     if not args or not all(_WORD.fullmatch(w) for w in args):
         return None
     if any(name in _DYNAMIC for w in args for name in _NAMES.findall(w)):
+        return None
+    if "-o" in args:  # `-o OPTION` reads the shell's options (`set` changes them); as `or`, left to a fresh atom
         return None
     one_word_each = all(_ONE_WORD.fullmatch(a) for a in args)  # so the count of arguments is the count of words
     plain_second = len(args) > 1 and "$" not in args[1] and args[1] not in _BINARY

@@ -275,7 +275,11 @@ class WalkerBase(bashlex.ast.nodevisitor):
         pure = name in _PURE and not (name == "printf" and "-v" in raw.split())
         if name in (".", "source") and name not in self.functions:
             pure = True  # the file's own commands say what it changes (Files._source: and where it is not read)
-        if name in self.functions or (name in _BUILTINS and not pure) or _UNREAD_NAME.search(name):
+        if name == "set" and name not in self.functions and "posix" not in raw.split():
+            # options and positional parameters, which no atom reads (atom_of_test: no `-o`, no $1); noglob may
+            # change what an unquoted word globs to: a file test's atom
+            self.changed(variables=assigns)
+        elif name in self.functions or (name in _BUILTINS and not pure) or _UNREAD_NAME.search(name):
             self.changed()
         elif name and not pure:
             self.changed(variables=assigns)
