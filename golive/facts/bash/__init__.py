@@ -12,6 +12,8 @@ does. The package holds the reader, a module per part:
 - steps: one command as the reader gives it (ShellCommand, its Guards, the Via it was reached by), the Script and the
   files it could not follow (Unfollowed);
 - conditions: the conditions golive decides without the station, in three-valued logic;
+- formulas: each path's condition as a formula over atoms (one per test), so the paths to a step are judged together
+  (their disjunction a tautology: it runs on every path) and a condition that never holds is seen;
 - walk: the reader's state (where it is, the functions and traps of one shell) and bashlex a statement group at a time;
 - exits: EXIT traps and `set -e`; files: `source`/`.`, scripts run as their own process, `sh -c`;
 - reader: the walk itself, bashlex's AST visited in execution order;
