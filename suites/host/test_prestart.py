@@ -8,7 +8,7 @@ import pytest
 
 from golive.checklist import Cost, check
 from golive.core.verdict import counted, not_applicable, require
-from golive.facts import FactError
+from golive.facts import FactError, bash
 
 if TYPE_CHECKING:
     from golive.facts.bash import ShellCommand, Unfollowed
@@ -94,6 +94,10 @@ def test_prestart_syncs_then_drops_page_cache(
     sequence = facts.start_sequence()
     written = [i for i, c in enumerate(sequence) if c.drops_page_cache()]
     drops = [i for i in written if sequence[i].always_runs]
+    # none runs on every path alone, but the paths that reach them cover every case together (one in each branch)
+    together = not drops and bash.always_run([sequence[i] for i in written])
+    if together:
+        drops = [i for i in written if not sequence[i].never_runs]
     starts = [i for i, c in enumerate(sequence) if (c.docker_verb() or ("",))[0] in ("run", "start")]
     recipe = (
         "the prestart runs `sync; echo 1 > /proc/sys/vm/drop_caches` before the container starts, on every start [000]"
@@ -119,20 +123,30 @@ def test_prestart_syncs_then_drops_page_cache(
         fix="; ".join(f.fix() for f in unread) + (f"; or {fix}" if unread else fix),
     )
     first_drop = drops[0]
+    last_drop = drops[-1] if together else first_drop  # of those that together always run, each must come first
     started_at = sequence[starts[0]].where() if starts else ""
     require(
-        not starts or first_drop < starts[0],
-        found=f"the page cache is dropped at {sequence[first_drop].where()} AFTER the container starts at "
+        not starts or last_drop < starts[0],
+        found=f"the page cache is dropped at {sequence[last_drop].where()} AFTER the container starts at "
         f"{started_at}: vLLM has already allocated its KV cache against a full page cache",
         recipe=recipe,
         fix=fix,
     )
-    syncs = [c for c in sequence[:first_drop] if c.is_sync()]
+    # each drop that may be the one that runs has a `sync` before it on every path that reaches it (one that always
+    # runs, or syncs on paths that together cover that drop's: one in each arm with it)
+    every_sync = [c for c in sequence if c.is_sync()]
+    bare = [
+        d
+        for d in (drops if together else [first_drop])
+        if not bash.always_run_before(every_sync, sequence[d], sequence)
+    ]
+    unsynced = bare[0] if bare else first_drop
+    syncs = [c for c in sequence[:unsynced] if c.is_sync()]
     unsure = [c for c in syncs if not c.always_runs]
-    _not_checked_for(unread if not any(c.always_runs for c in syncs) else [], "a `sync` may be in it")
+    _not_checked_for(unread if bare else [], "a `sync` may be in it")
     require(
-        any(c.always_runs for c in syncs),
-        found=f"{sequence[first_drop].where()} drops the page cache without a `sync` before it"
+        not bare,
+        found=f"{sequence[unsynced].where()} drops the page cache without a `sync` before it"
         + (
             f" that always runs ({unsure[0].where()} {unsure[0].verdict()}: {unsure[0].why_it_may_not_run()})"
             if unsure
@@ -197,7 +211,7 @@ def test_prestart_saves_logs_before_removing_container(facts: StationFacts, serv
     if not removes:
         not_applicable(f"nothing from {service.unit}'s stop to its next start removes {container}; nothing to lose")
     # every removal must have a save that ran on every path to it (a save in a branch the removal is outside does not)
-    unsaved = [r for r in removes if not any(commands[s].always_runs_before(commands[r], commands) for s in saves)]
+    unsaved = [r for r in removes if not bash.always_run_before([commands[s] for s in saves], commands[r], commands)]
     first = unsaved[0] if unsaved else removes[0]
     earlier = [s for s in saves if s < first]
     if unsaved and not earlier:  # a save golive could not read may come before the removal

@@ -67,6 +67,10 @@ MESSAGES = {
         "bash stops the script there with an error, so the start fails",
         "Do: install /usr/local/lib/glm53-flash/page-cache.sh on the station",
     ],
+    "prestart-drop-in-one-arm": [
+        "glm53-flash-prestart.sh:34 drops the page cache, but may not run: it is inside the `case` at "
+        "/usr/local/sbin/glm53-flash-prestart.sh:31: it runs only on the branch that matches",
+    ],
     "prestart-drop-after-exit": [
         "glm53-flash-prestart.sh:32 drops the page cache, but never runs: it comes after `exit 0` at "
         "/usr/local/sbin/glm53-flash-prestart.sh:30, which ends the script first",

@@ -12,6 +12,8 @@ does. The package holds the reader, a module per part:
 - steps: one command as the reader gives it (ShellCommand, its Guards, the Via it was reached by), the Script and the
   files it could not follow (Unfollowed);
 - conditions: the conditions golive decides without the station, in three-valued logic;
+- formulas: each path's condition as a formula over atoms (one per test), so the paths to a step are judged together
+  (their disjunction a tautology: it runs on every path) and a condition that never holds is seen;
 - walk: the reader's state (where it is, the functions and traps of one shell) and bashlex a statement group at a time;
 - exits: EXIT traps and `set -e`; files: `source`/`.`, scripts run as their own process, `sh -c`;
 - reader: the walk itself, bashlex's AST visited in execution order;
@@ -28,7 +30,16 @@ from golive.facts import docker
 from golive.facts.bash.exits import shebang_errexit
 from golive.facts.bash.files import SYSTEMD_PATH, inline_script, shebang_interpreter
 from golive.facts.bash.reader import Walker
-from golive.facts.bash.steps import DROP_CACHES, Guard, Script, ShellCommand, Unfollowed, Via
+from golive.facts.bash.steps import (
+    DROP_CACHES,
+    Guard,
+    Script,
+    ShellCommand,
+    Unfollowed,
+    Via,
+    always_run,
+    always_run_before,
+)
 from golive.facts.bash.walk import SHELLS, Context, Reader
 
 __all__ = [
@@ -41,6 +52,8 @@ __all__ = [
     "ShellCommand",
     "Unfollowed",
     "Via",
+    "always_run",
+    "always_run_before",
     "commands_of",
     "parse_script",
     "script_run_by",

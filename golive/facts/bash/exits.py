@@ -94,11 +94,13 @@ class Exits(WalkerBase):
             saved = self.guards, self.ended, self.frames, self.exiting, self.cwd_scopes
             self.guards, self.ended, self.frames, self.exiting = list(dict.fromkeys(guards)), [], [], True
             self.cwd_scopes = []
+            self.unstable += 1  # it runs when the shell exits, wherever that is: its tests are atoms of their own
             try:
                 with self._in(trap.origin, "", trap.via + (Via("trap", trap.origin, trap.line, trap.on),)):
                     self.read_text("\n" * (trap.line - 1) + trap.action)  # its commands at the `trap` line
             finally:
                 self.guards, self.ended, self.frames, self.exiting, self.cwd_scopes = saved
+                self.unstable -= 1
 
     def _errexit_stop(self, node: Any, what: str) -> None:
         """bash(1), `set -e`: a command that always fails, where -e applies (not tested by `if`/`while`/`&&`/`||`,
@@ -135,6 +137,8 @@ class Exits(WalkerBase):
                 if sure and not trap.conditions or not sure and ("EXIT" in hit or trap.conditions <= names):
                     what = "the EXIT trap" if "EXIT" in hit else f"the trap on {' '.join(sorted(hit))}"
                     trap.resets.append(self.guard("untrap", node, text, never=sure, why=f"{what} set at {trap.at()}"))
+        if action not in ("", "-") and names - {"EXIT"}:
+            self.unstable += 1  # a trap on a signal or ERR may run between any two commands: no test is stable after
         if action not in ("", "-"):
             self.traps.append(
                 Trap(action, on, names, command.line, command.origin, command.via, command.guards, len(self.ended))

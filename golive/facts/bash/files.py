@@ -215,6 +215,7 @@ class Files(Exits):
         """`. FILE`: FILE's commands, in this shell, at this point; `return` at its top level ends only FILE."""
         text = self._readable("sources", path, command)
         if text is None:
+            self.changed()  # a file golive did not read may have changed anything
             return
         path = self.resolved_paths.get((command.origin, command.line, path), (path, ""))[0]
         self.ctx.stack.append(path)

@@ -24,7 +24,8 @@ from golive.facts.bash.conditions import (
 )
 from golive.facts.bash.exits import certain_failure
 from golive.facts.bash.files import Files, inline_script, runs_script
-from golive.facts.bash.steps import Guard, ShellCommand, located_at, unwrap
+from golive.facts.bash.formulas import TRUE, Formula, f_and, f_not, f_or
+from golive.facts.bash.steps import Guard, ShellCommand, condition_of, located_at, unwrap
 from golive.facts.bash.walk import CASE_NONE, CASE_WORDS, CdScope, Frame, Function
 
 _GLOB = re.compile(r"[*?\[]")
@@ -58,6 +59,10 @@ def _exit_lets_start_go_on(argv: list[str], conditional: bool) -> bool:
         return True
     status = argv[1] if len(argv) > 1 else "0"
     return not (status.isdigit() and int(status) % 256 != 0)
+
+
+def _negated(condition: Formula | None) -> Formula | None:
+    return None if condition is None else f_not(condition)
 
 
 def _flat(parts: list[Any]) -> list[Any]:
@@ -111,6 +116,7 @@ class Walker(Files):
                 del frame.returns[count:]
             (self.errexit, self.errexit_sure, self.pipefail), self.env, self.traps = options, env, traps
             self.cwd, self.cwd_why, self.cwd_scopes = cwd
+            self.changed()  # its variables and directory are the parent's again: later tests are new atoms
         if failed:  # the subshell exits non-zero: under `set -e`, the script stops here
             self._errexit_stop(node, self.source_of(node.pos[0], node.pos[1]))
         return False
@@ -139,6 +145,7 @@ class Walker(Files):
             self.guards.append(bg)
         try:
             value: bool | None = None
+            formula: Formula = TRUE  # the status of the chain so far, as a formula
             op = ""
             for part in chain:
                 if part.kind == "operator":
@@ -158,6 +165,7 @@ class Walker(Files):
                             part.pos[0],
                             never=runs is False,
                             via=self.via,
+                            condition=formula if op == "&&" else f_not(formula),
                         )
                 self.checked += tested
                 try:
@@ -166,11 +174,16 @@ class Walker(Files):
                     self.checked -= tested
                 this = known_status(part)
                 value = this if not op else tri_and(value, this) if op == "&&" else tri_or(value, this)
+                status = self.status(part)
+                formula = status if not op else f_and(formula, status) if op == "&&" else f_or(formula, status)
         finally:
             if bg is not None:
                 self.guards.remove(bg)
+                self.background = True  # it may change files at any time from here on
 
-    def _branch_guard(self, reach: str, node: Any, pos: int, why: str, kind: str = "if") -> Guard | None:
+    def _branch_guard(
+        self, reach: str, node: Any, pos: int, why: str, kind: str = "if", condition: Formula | None = None
+    ) -> Guard | None:
         if reach == ALWAYS:
             return None
         return Guard(
@@ -181,6 +194,7 @@ class Walker(Files):
             never=reach == NEVER,
             why=why if reach == NEVER else "",
             via=self.via,
+            condition=condition,
         )
 
     def visitif(self, node: Any, parts: Any) -> bool:
@@ -191,13 +205,16 @@ class Walker(Files):
         is_case = self.source_of(node.pos[0], node.pos[1]).startswith(f"if {CASE_NONE};")  # walk._case_as_if
         in_condition = False
         guard: Guard | None = None
+        reached: Formula = TRUE  # when the next condition (or else) is reached, as a formula
         for part in _flat(parts):
             if part.kind == "reservedword":
                 if part.word in ("if", "elif"):
                     in_condition, section = True, []
-                    guard = self._branch_guard(reach, node, part.pos[0], why)
+                    guard = self._branch_guard(reach, node, part.pos[0], why, condition=reached)
                 elif part.word == "then":
                     value = known_status_of(section)
+                    status = self.status_of(section)
+                    taken, reached = f_and(reached, status), f_and(reached, f_not(status))
                     condition = (
                         self.source_of(section[0].pos[0], section[-1].pos[1]).rstrip(";").strip() if section else ""
                     )
@@ -210,14 +227,19 @@ class Walker(Files):
                     )
                     branch = branch_reach(reach, value)
                     guard = self._branch_guard(
-                        branch, node, part.pos[0], why if reach == NEVER else decided, "case" if is_case else "if"
+                        branch,
+                        node,
+                        part.pos[0],
+                        why if reach == NEVER else decided,
+                        "case" if is_case else "if",
+                        taken,
                     )
                     after = branch_reach(reach, tri_not(value))
                     why = why if reach == NEVER else decided
                     reach = after
                     in_condition = False
                 elif part.word == "else":
-                    guard = self._branch_guard(reach, node, part.pos[0], why, "case" if is_case else "if")
+                    guard = self._branch_guard(reach, node, part.pos[0], why, "case" if is_case else "if", reached)
                 continue
             if in_condition:
                 section.append(part)
@@ -232,7 +254,17 @@ class Walker(Files):
 
     def _loop(self, node: Any, parts: Any, kind: str) -> bool:
         """`while`/`until` test their condition at least once; the body (and a `for` body) may run zero times. A `for`
-        over literal words runs its body; `while false` / `until true` never do."""
+        over literal words runs its body; `while false` / `until true` never do. What runs in a loop may run more
+        than once: each test there is an atom of its own (and the loop may change what later tests read)."""
+        self.changed()
+        self.unstable += 1
+        try:
+            return self._loop_parts(node, parts, kind)
+        finally:
+            self.unstable -= 1
+            self.changed()
+
+    def _loop_parts(self, node: Any, parts: Any, kind: str) -> bool:
         body, after_in = False, False
         words: list[Any] = []
         condition: list[Any] = []
@@ -322,7 +354,9 @@ class Walker(Files):
 
     def visitcommand(self, node: Any, parts: Any) -> bool:
         if parts and parts[0].kind == "word" and parts[0].word in CASE_WORDS:
+            self.note_status(node, [])
             return False  # a `case` arm's condition (walk._case_as_if): nothing runs
+        self.note_command(node, parts)
         argv, redirects, assignments = [], [], []
         for part in parts:
             if part.kind == "word":
@@ -369,18 +403,29 @@ class Walker(Files):
                 failed = self._run(run, command)
         if never or any(g.kind == "&" for g in self.guards):  # a background job is a subshell: it ends only itself
             return False
+        # what follows runs only where this did not end the script: the negation of the conditions it ran on
+        unless = _negated(condition_of(guards))
         if argv[0] == "exit" and _exit_lets_start_go_on(argv, conditional=bool(guards)):
-            self.ended.append(self.guard("exit?" if guards else "exit", node, " ".join(argv), never=not guards))
+            self.ended.append(
+                self.guard("exit?" if guards else "exit", node, " ".join(argv), never=not guards, condition=unless)
+            )
         elif argv[0] == "return" and self.frames:
             frame = self.frames[-1]
-            conditional = bool(set(guards) - set(frame.entry))
+            own = tuple(g for g in guards if g not in frame.entry)
             frame.returns.append(
                 self.guard(
-                    "return?" if conditional else "return", node, " ".join(argv), never=not conditional, why=frame.what
+                    "return?" if own else "return",
+                    node,
+                    " ".join(argv),
+                    never=not own,
+                    why=frame.what,
+                    condition=_negated(condition_of(own)),
                 )
             )
         elif argv[0] == "exec" and len(argv) > 1:
-            self.ended.append(self.guard("exec?" if guards else "exec", node, " ".join(argv), never=not guards))
+            self.ended.append(
+                self.guard("exec?" if guards else "exec", node, " ".join(argv), never=not guards, condition=unless)
+            )
         elif failed or cd_fails or known_status(node) is False:
             self._errexit_stop(node, command.text())
         return False
@@ -433,6 +478,7 @@ class Walker(Files):
             self.frames.pop()
             self.left_scope()
             self.calling.discard(name)
+            self.changed()  # its `local` variables are gone again: later tests are new atoms
         call_line = self.line_of(node.pos[0])  # report the call site: that is where the order is decided
         self.commands[first:] = [
             replace(c, line=call_line, origin=self.origin, via=self.via)

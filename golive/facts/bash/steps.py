@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from golive.facts import docker
+from golive.facts.bash.formulas import FALSE, Formula, all_of, f_not, f_or, tautology, unsatisfiable
 
 MAX_DEPTH = 8  # files sourced or run inside one another, the prestart included
 
@@ -62,6 +63,9 @@ class Guard:
     never: bool = False
     why: str = ""  # a constant condition ("`false` is always false"); what a failed line does
     via: tuple[Via, ...] = ()
+    # when the construct lets the command run, as a formula over atoms (golive.facts.bash.formulas); None: not known
+    # (a loop, a background job, a trap on a signal: golive does not relate those to other conditions)
+    condition: Formula | None = None
 
     def where(self) -> str:
         return located_at(self.origin, self.line, self.via)
@@ -171,7 +175,7 @@ class Unfollowed:
     @property
     def never(self) -> bool:
         """The line that sources or runs it never runs: nothing is lost by not reading the file."""
-        return any(g.never for g in self.guards)
+        return any(g.never for g in self.guards) or contradicts(self.guards)
 
     @property
     def unknown(self) -> bool:
@@ -237,16 +241,25 @@ class ShellCommand:
         return not self.guards
 
     @property
+    def condition(self) -> Formula | None:
+        """When it runs, as a formula over atoms: its guards' conditions together; None where one is not known."""
+        return condition_of(self.guards)
+
+    @property
     def never_runs(self) -> bool:
-        """Some guard decides for certain: the line is there and bash never runs it."""
-        return any(g.never for g in self.guards)
+        """Some guard decides for certain, or its conditions never hold together (`if [ "$X" != 1 ]; then
+        [ "$X" = 1 ] && …`): the line is there and bash never runs it."""
+        return any(g.never for g in self.guards) or contradicts(self.guards)
 
     def verdict(self) -> str:
         """ "runs", "never runs" or "may not run", as the script decides it."""
         return "runs" if self.always_runs else "never runs" if self.never_runs else "may not run"
 
     def why_it_may_not_run(self) -> str:
-        return "; ".join(g.describe() for g in self.guards)
+        said = "; ".join(g.describe() for g in self.guards)
+        if not any(g.never for g in self.guards) and contradicts(self.guards):
+            said += ": those conditions never hold together, so it never runs"
+        return said
 
     def fixes(self) -> str:
         """One thing to do per cause that may stop it, in order, without repeats."""
@@ -325,6 +338,41 @@ class ShellCommand:
         if not found or found[0] != verb:
             return []
         return [a for a in found[1] if not a.startswith("-")]
+
+
+def condition_of(guards: tuple[Guard, ...]) -> Formula | None:
+    """The conditions of a path's constructs together (each one is reached only when those around it let it run)."""
+    return all_of([FALSE if g.never else g.condition for g in guards])
+
+
+def contradicts(guards: tuple[Guard, ...]) -> bool:
+    """The conditions of these constructs never hold together (and golive can tell: few enough atoms)."""
+    condition = condition_of(guards) if guards else None
+    return condition is not None and unsatisfiable(condition) is True
+
+
+def always_run(commands: list[ShellCommand]) -> bool:
+    """One of these commands runs on every path: one of them always runs, or the paths that reach them cover every
+    case together (a `sync` in each arm of a `case` with a `*)` arm, a file sourced under `[ "$X" = 1 ] &&` and under
+    `[ "$X" != 1 ] &&`): the disjunction of their conditions is true whatever the conditions golive cannot decide
+    are. A command whose condition golive cannot write (in a loop, in the background) does not count."""
+    if any(c.always_runs for c in commands):
+        return True
+    known = [c.condition for c in commands if not c.never_runs]
+    conditions = [k for k in known if k is not None]
+    return bool(conditions) and tautology(f_or(*conditions)) is True
+
+
+def always_run_before(earlier: list[ShellCommand], later: ShellCommand, order: list[ShellCommand]) -> bool:
+    """On every path that reaches `later`, one of `earlier` ran first: one always does (ShellCommand.
+    always_runs_before), or, of those that come before it, the conditions cover every case where `later` runs."""
+    if any(e.always_runs_before(later, order) for e in earlier):
+        return True
+    before = [e.condition for e in earlier if order.index(e) < order.index(later) and not e.never_runs]
+    conditions = [b for b in before if b is not None]
+    if later.condition is None or not conditions:
+        return False
+    return tautology(f_or(f_not(later.condition), *conditions)) is True
 
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"

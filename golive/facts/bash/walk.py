@@ -6,6 +6,7 @@ line: bashlex has no `case`). The walk itself: golive.facts.bash.reader."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,12 +16,31 @@ import bashlex
 import bashlex.ast
 import bashlex.errors
 
-from golive.facts.bash.conditions import CASE_ALL, CASE_NONE
+from golive.facts.bash.conditions import CASE_ALL, CASE_NONE, known_status
+from golive.facts.bash.formulas import FALSE, TRUE, Formula, atom, atom_of_test, f_and, f_not, f_or
 from golive.facts.bash.steps import Guard, ShellCommand, Unfollowed, Via, located_at
 
 Reader = Callable[[str], "str | None"]  # a station path -> its text; None when it is not a regular file there
 SHELLS = ("sh", "bash", "dash")
 _POSIX_SHELLS = ("sh", "dash")
+
+
+# builtins that change nothing a test reads (bash(1), SHELL BUILTIN COMMANDS); any other builtin may change variables,
+# the directory or the files
+_UNREAD_NAME = re.compile(r"[$`\\'\"]")  # a command name golive cannot read as written (it may be a builtin)
+# each shell read and each fresh atom gets a number of its own, unique in the process: two scripts read apart (two
+# ExecStartPre= lines) never share an atom
+_NUMBERS = itertools.count(1)
+_PURE = {"[", "test", "true", "false", ":", "echo", "printf", "exit", "return"}  # exit/return: nothing after it
+_BUILTINS = {
+    *"alias bg bind break builtin caller cd command compgen complete compopt continue declare dirs disown".split(),
+    *"enable".split(),
+    *"eval exec exit export fc fg getopts hash help history jobs kill let local logout mapfile popd pushd pwd".split(),
+    *"read readarray readonly return set shift shopt source suspend times trap type typeset ulimit umask".split(),
+    *"unalias unset wait . [[".split(),
+}
+_ASSIGNING = re.compile(r"\$\{[^}]*=|\$\(\(|\$\[")  # ${X:=v}, $((X=1)), $[X=1] assign as they expand
+_SUBSTITUTION = re.compile(r"\$\((?!\()|`|[<>]\(")  # $(…), `…`, <(…), >(…): a command runs
 
 
 @dataclass
@@ -131,6 +151,14 @@ class WalkerBase(bashlex.ast.nodevisitor):
         self.exported: set[str] = set()  # the variables a process it runs inherits (systemd's, `export`ed)
         # a relative path it read, by (file, line, path as written): the path bash found and how, for messages
         self.resolved_paths: dict[tuple[str, int, str], tuple[str, str]] = {}
+        # conditions as formulas (golive.facts.bash.formulas): a test is the same atom while nothing it reads can have
+        # changed: `variables` counts what may have changed a variable, `files` what may have changed a file or the
+        # current directory; `unstable` > 0 where a node runs more than once or at another time than where it is read
+        # (a loop, an EXIT trap): each test there is an atom of its own
+        self.shell_id = next(_NUMBERS)
+        self.variables = self.files = self.unstable = 0
+        self.background = False  # a job was put in the background: files may change at any time from then on
+        self.statuses: dict[int, tuple[Any, Formula]] = {}  # id(node) -> (node, its exit status as a formula)
 
     # --- plumbing -------------------------------------------------------------------------------------------------
 
@@ -193,6 +221,7 @@ class WalkerBase(bashlex.ast.nodevisitor):
             except (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError, TypeError):
                 if not _case_arms(self, text, chunk_start, chunk):
                     unparsed.append(first_line)
+                    self.changed()  # what bash does there golive does not know: later tests are new atoms
                 continue
             for n, tree in enumerate(trees):
                 self.text = "\n" * (first_line - 1) + chunk
@@ -201,6 +230,94 @@ class WalkerBase(bashlex.ast.nodevisitor):
 
     def _in(self, origin: str, text: str, via: tuple[Via, ...]) -> _Switch:
         return _Switch(self, origin, text, via)
+
+    # --- conditions as formulas -------------------------------------------------------------------------------------
+
+    def fresh(self) -> Formula:
+        """An atom related to no other: the status of a command golive does not read."""
+        return atom(f"#{next(_NUMBERS)}")
+
+    def changed(self, variables: bool = True, files: bool = True) -> None:
+        """Something may have changed the variables (an assignment, a builtin that sets them, a function, a sourced
+        file) or the files and the current directory (any program, a redirection, a `cd`): later tests are new atoms."""
+        self.variables += variables
+        self.files += files
+
+    def note_status(self, node: Any, words: list[str]) -> None:
+        """Record the status of a simple command, as it is where the walk reads it (words as written, quotes kept):
+        a constant, a test as an atom (the same one for the same test while nothing it reads changed), or a fresh
+        one."""
+        value = known_status(node)
+        shadowed = bool(words) and words[0] in self.functions  # a function named `[` or `test` is no test
+        found = None if self.unstable or value is not None or shadowed else atom_of_test(words, bash=not self.posix)
+        if value is not None:
+            formula = TRUE if value else FALSE
+        elif found is None:
+            formula = self.fresh()
+        else:
+            key, negated, reads_files = found
+            files = self.files if reads_files else "-"
+            fresh = reads_files and self.background
+            formula = self.fresh() if fresh else atom(f"{self.shell_id}:{self.variables}:{files}:{key}")
+            formula = f_not(formula) if negated else formula
+        self.statuses[id(node)] = (node, formula)
+
+    def note_command(self, node: Any, parts: list[Any]) -> None:
+        """A simple command is about to run: its status as the walk reads it, then what it may change. A test,
+        `true`, `echo` change nothing; any other program may change files; a builtin (`read`, `cd`, `export`, `.`), a
+        function or an assignment may change variables too (bash(1), SHELL BUILTIN COMMANDS)."""
+        words = [self.text[p.pos[0] : p.pos[1]] for p in parts] if all(p.kind == "word" for p in parts) else []
+        self.note_status(node, words)
+        raw = self.text[node.pos[0] : node.pos[1]]
+        name = parts[0].word if parts and parts[0].kind == "word" else ""
+        assigns = any(p.kind == "assignment" for p in parts) or bool(_ASSIGNING.search(raw))
+        runs_something = bool(_SUBSTITUTION.search(raw)) or any(p.kind == "redirect" for p in parts)
+        pure = name in _PURE and not (name == "printf" and "-v" in raw.split())
+        if name in (".", "source") and name not in self.functions:
+            pure = True  # the file's own commands say what it changes (Files._source: and where it is not read)
+        if name == "set" and name not in self.functions and "posix" not in raw.split():
+            # options and positional parameters, which no atom reads (atom_of_test: no `-o`, no $1); noglob may
+            # change what an unquoted word globs to: a file test's atom
+            self.changed(variables=assigns)
+        elif name in self.functions or (name in _BUILTINS and not pure) or _UNREAD_NAME.search(name):
+            self.changed()
+        elif name and not pure:
+            self.changed(variables=assigns)
+        else:
+            self.changed(variables=assigns, files=runs_something)
+
+    def status(self, node: Any) -> Formula:
+        """A node's exit status as a formula (known_status, with atoms where golive cannot decide it)."""
+        kind = getattr(node, "kind", "")
+        if kind == "list":
+            return self.status_of(node.parts)
+        if kind == "pipeline":
+            stages = [p for p in node.parts if p.kind not in ("pipe", "reservedword")]
+            negated = any(p.kind == "reservedword" and p.word == "!" for p in node.parts)
+            value = self.status(stages[0]) if len(stages) == 1 else self.fresh()
+            return f_not(value) if negated else value
+        if kind == "compound" and not node.redirects:
+            return self.status_of([p for p in node.list if p.kind != "reservedword"])
+        noted = self.statuses.get(id(node))
+        return noted[1] if noted is not None and noted[0] is node else self.fresh()
+
+    def status_of(self, nodes: list[Any]) -> Formula:
+        """A list returns its last and-or chain's status: `a && b` is a and b, `a || b` a or b (left to right, bash(1)
+        Lists); a chain put in the background returns 0 at once."""
+        value: Formula | None = None
+        op = ";"
+        for n in nodes:
+            if getattr(n, "kind", "") == "operator":
+                value, op = (TRUE if n.op == "&" else value), n.op
+                continue
+            this = self.status(n)
+            if value is not None and op == "&&":
+                value = f_and(value, this)
+            elif value is not None and op == "||":
+                value = f_or(value, this)
+            else:
+                value = this
+        return value if value is not None else self.fresh()
 
 
 class _Switch:
@@ -297,6 +414,7 @@ def _case_arms(walker: WalkerBase, text: str, chunk_start: int, chunk: str) -> b
             try:
                 trees = bashlex.parse(body)
             except Exception:  # noqa: BLE001 - one arm line that does not parse stays unread, not fatal
+                walker.changed()
                 continue
             padding = "\n" * (first_line + offset - 1)
             for tree in trees:

@@ -125,20 +125,27 @@ def golive_reading(case: ScriptCase, folder: str) -> tuple[list[tuple[Event, str
         cwd_why="where systemd starts it",
         is_dir=os.path.isdir,
     )
-    # one step reached on several paths (a file run twice, in a loop and after it) is one place to bash: the best
-    # of golive's verdicts for it holds; each place golive says it runs for sure comes in the order
+    # one step reached on several paths (a file run twice, in a loop and after it, in each arm of a `case`) is one
+    # place to bash: it runs where golive says one of its commands runs on every path (bash.always_run: the paths'
+    # conditions together cover every case), else the best of golive's verdicts for it holds; each place golive says
+    # one command runs for sure comes in the order
     best: dict[Event, tuple[str, bool]] = {}
+    reached: dict[Event, list[bash.ShellCommand]] = {}
     rank = {"runs": 0, "may not run": 1, "never runs": 2}
     sure: list[Event] = []
     for command in script.commands:
         kind = _kind(command)
         if kind is not None:
             event = (kind, command.origin, command.line)
+            reached.setdefault(event, []).append(command)
             said = (command.verdict(), any(g.kind == "&" for g in command.guards))
             if event not in best or rank[said[0]] < rank[best[event][0]]:
                 best[event] = said
             if said == ("runs", False):
                 sure.append(event)
+    for event, commands in reached.items():
+        if best[event][0] != "runs" and bash.always_run(commands):
+            best[event] = ("runs", False)
     steps = [(event, verdict, background) for event, (verdict, background) in best.items()]
     return steps, sure, [f.describe() for f in script.findings if f.unknown and not f.never]
 
