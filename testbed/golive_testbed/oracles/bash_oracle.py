@@ -262,15 +262,8 @@ def run(count: int, seed: int, reduce: bool = True, say: Callable[[str], None] |
     started = time.monotonic()
     report: Agreement[ScriptCase] = Agreement("golive's prestart reader", f"bash {_bash_version()}")
     for case in generate(count, seed):
-        report.inputs += 1
         found, unknown = compare(case)
-        if unknown:
-            report.abstained += 1
-            report.agreed += 1
-        elif found is None:
-            report.agreed += 1
-        else:
-            report.disagreements.append(found)
+        report.record(found, abstained=unknown)
     if reduce:
         for found in report.disagreements[:5]:
             found.reduced = reduced(found)

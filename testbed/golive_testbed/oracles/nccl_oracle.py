@@ -242,13 +242,8 @@ def run(count: int, seed: int) -> Agreement[LogCase]:
     started = time.monotonic()
     report: Agreement[LogCase] = Agreement("golive's NCCL log reader", "NCCL's log grammar (src/debug.cc, init.cc)")
     for case in generate(count, seed):
-        report.inputs += 1
         want, got = truth(case), reading(case)
         diff = [k for k in want if want[k] != got[k]]
-        if not diff:
-            report.agreed += 1
-        else:
-            k = diff[0]
-            report.disagreements.append(Disagreement(k, repr(got[k]), repr(want[k]), case))
+        report.record(Disagreement(diff[0], repr(got[diff[0]]), repr(want[diff[0]]), case) if diff else None)
     report.seconds = time.monotonic() - started
     return report

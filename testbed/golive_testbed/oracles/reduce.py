@@ -77,6 +77,17 @@ class Agreement(Generic[Case]):
     def share(self) -> float:
         return self.agreed / self.inputs if self.inputs else 0.0
 
+    def record(self, found: Disagreement[Case] | None, abstained: bool = False) -> None:
+        """One input judged: agreed (`found` None), a disagreement, or one golive said it could not read (agreed:
+        not checked with its reason is what the standard asks, counted apart)."""
+        self.inputs += 1
+        if abstained:
+            self.abstained += 1
+        if found is None or abstained:
+            self.agreed += 1
+        else:
+            self.disagreements.append(found)
+
     def line(self) -> str:
         return (
             f"{self.reader} vs {self.tool}: {self.agreed:,}/{self.inputs:,} agree ({self.share:.2%}), "

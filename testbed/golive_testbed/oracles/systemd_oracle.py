@@ -207,12 +207,7 @@ class SystemdOracle:
         for start in range(0, len(cases), self.batch):
             chunk = cases[start : start + self.batch]
             for case, seen in zip(chunk, self.observe(chunk), strict=True):
-                report.inputs += 1
-                found = compare(case, seen, self.host)
-                if found is None:
-                    report.agreed += 1
-                else:
-                    report.disagreements.append(found)
+                report.record(compare(case, seen, self.host))
         if reduce:
             for found in report.disagreements[:5]:
                 found.reduced = self.reduced(found)

@@ -276,12 +276,7 @@ def run(count: int, seed: int, reduce: bool = True) -> Agreement[ArgsCase]:
     _parser()
     report: Agreement[ArgsCase] = Agreement("golive's reading of the served flags", "vLLM's own argument parser")
     for case in generate(count, seed):
-        report.inputs += 1
-        found = compare(case)
-        if found is None:
-            report.agreed += 1
-        else:
-            report.disagreements.append(found)
+        report.record(compare(case))
     if reduce:
         for found in report.disagreements[:5]:
             found.reduced = found.case.rebuilt(reduce_parts(found.case.parts(), found.case.rebuilt, _still(found)))
